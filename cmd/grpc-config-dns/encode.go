@@ -1,0 +1,65 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+)
+
+func encodeCmd(e *env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "encode INPUT",
+		Short: "Print the TXT RDATA that publishes a config, as quoted strings of at most 255 bytes",
+		Long: `Validate INPUT (a choice list, a service config, or a TXT record) and print
+the TXT record that publishes it: "grpc_config=" and the compact JSON, cut
+into quoted strings of at most 255 bytes, ready for a zone file:
+
+  _grpc_config.echo 300 IN TXT <output>
+
+A bare service config is published as one choice that matches every client.
+Warnings (such as an answer too large for UDP) go to stderr.
+
+Exit status: 0 encoded; 1 the input is invalid; 2 usage or I/O error.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.encode(args[0])
+		},
+	}
+}
+
+func (e *env) encode(arg string) error {
+	in, err := e.readInput(arg)
+	if err != nil {
+		return err
+	}
+	name := displayName(arg)
+	var ds sc.Diagnostics
+	var value []byte
+	if in.text == nil {
+		ds = sc.LintRecords(in.records, sc.LintOptions{Owner: in.owner})
+		if !ds.HasErrors() {
+			v, _ := sc.DecodeTXT(in.records)
+			ch, _ := sc.ParseChoices(v)
+			value = ch.Compact()
+		}
+	} else {
+		var kind sc.Kind
+		kind, ds = sc.Lint(in.text, sc.LintOptions{})
+		if kind == sc.KindPublisher {
+			return usageErr("%s is a publisher config: use `grpc-config-dns zone --config %s` to print its records", name, arg)
+		}
+		if !ds.HasErrors() {
+			value, _ = sc.CompactValue(in.text)
+		}
+	}
+	for _, d := range ds {
+		fmt.Fprintln(e.stderr, formatDiagnostic(name, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
+	}
+	if ds.HasErrors() {
+		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: nothing encoded", name)}
+	}
+	fmt.Fprintln(e.stdout, sc.FormatTXT(sc.EncodeTXT(value)))
+	return nil
+}

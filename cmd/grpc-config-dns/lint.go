@@ -1,0 +1,156 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+)
+
+func lintCmd(e *env) *cobra.Command {
+	var format string
+	var strict bool
+	cmd := &cobra.Command{
+		Use:   "lint [--format text|json] [--strict] INPUT...",
+		Short: "Check TXT records, choice lists, service configs and publisher configs",
+		Long: `Check each INPUT and report every problem, like a compiler.
+
+INPUT is a file, - for stdin, or dns://SERVER[:PORT]/NAME (the TXT record at
+_grpc_config.NAME, asked of SERVER). Its kind is detected: a TXT record
+(grpc_config=[...], or quoted strings as dig prints them), a JSON list of
+choices, one service config object, or a publisher config (YAML or JSON with
+zones:).
+
+Exit status: 0 all valid; 1 an input has an error (or, with --strict, a
+warning); 2 usage or I/O error.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "text" && format != "json" {
+				return usageErr("--format must be text or json, not %q", format)
+			}
+			return e.lint(args, format, strict)
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings as errors")
+	return cmd
+}
+
+// lintReport is the JSON output of lint (DESIGN.md §7).
+type lintReport struct {
+	Inputs []lintInput `json:"inputs"`
+}
+
+type lintInput struct {
+	Input       string           `json:"input"`
+	Valid       bool             `json:"valid"`
+	Diagnostics []lintDiagnostic `json:"diagnostics"`
+}
+
+type lintDiagnostic struct {
+	Severity string `json:"severity"`
+	Code     string `json:"code"`
+	Message  string `json:"message"`
+	Path     string `json:"path"`
+	Line     int    `json:"line"`
+	Column   int    `json:"column"`
+}
+
+func (e *env) lint(args []string, format string, strict bool) error {
+	report := lintReport{Inputs: []lintInput{}}
+	code := exitOK
+	for _, arg := range args {
+		ds, kind, err := e.lintOne(arg)
+		if err != nil {
+			var ee *exitError
+			if errors.As(err, &ee) && ee.code == exitUsage {
+				fmt.Fprintf(e.stderr, "grpc-config-dns: %v\n", ee.err)
+				code = exitUsage
+				continue
+			}
+			return err
+		}
+		name := displayName(arg)
+		valid := !ds.HasErrors() && !(strict && len(ds) > 0)
+		if !valid && code == exitOK {
+			code = exitInvalid
+		}
+		in := lintInput{Input: name, Valid: valid, Diagnostics: []lintDiagnostic{}}
+		for _, d := range ds {
+			sev := d.Severity.String()
+			if strict && d.Severity == sc.Warning {
+				sev = sc.Error.String()
+			}
+			in.Diagnostics = append(in.Diagnostics, lintDiagnostic{sev, d.Code, d.Message, d.Path, d.Line, d.Column})
+		}
+		report.Inputs = append(report.Inputs, in)
+		if format == "text" {
+			for _, d := range in.Diagnostics {
+				fmt.Fprintln(e.stdout, formatDiagnostic(name, d))
+			}
+			if len(in.Diagnostics) == 0 {
+				fmt.Fprintf(e.stderr, "%s: ok (%s)\n", name, kind)
+			}
+		}
+	}
+	if format == "json" {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(report); err != nil {
+			return usageErr("writing output: %v", err)
+		}
+	}
+	if code != exitOK {
+		return &exitError{code: code}
+	}
+	return nil
+}
+
+func displayName(arg string) string {
+	if arg == "-" {
+		return "<stdin>"
+	}
+	return arg
+}
+
+// formatDiagnostic writes a diagnostic compiler-style:
+// FILE:LINE:COL: severity: message [code] (at JSON pointer).
+func formatDiagnostic(name string, d lintDiagnostic) string {
+	loc := name
+	if d.Line > 0 {
+		loc = fmt.Sprintf("%s:%d:%d", name, d.Line, d.Column)
+	}
+	s := fmt.Sprintf("%s: %s: %s [%s]", loc, d.Severity, d.Message, d.Code)
+	if d.Path != "" {
+		s += " (at " + d.Path + ")"
+	}
+	return s
+}
+
+// lintOne reads and checks one INPUT.
+func (e *env) lintOne(arg string) (sc.Diagnostics, sc.Kind, error) {
+	in, err := e.readInput(arg)
+	if err != nil {
+		return nil, sc.KindUnknown, err
+	}
+	if in.text == nil {
+		return sc.LintRecords(in.records, sc.LintOptions{Owner: in.owner}), sc.KindTXT, nil
+	}
+	kind, ds := sc.Lint(in.text, sc.LintOptions{})
+	if kind == sc.KindPublisher {
+		ds, err = lintPublisher(in.name, in.text)
+		if err != nil {
+			return nil, kind, err
+		}
+	}
+	return ds, kind, nil
+}
+
+// lintPublisher checks a publisher config; replaced when the publisher is
+// linked in (publisher.go).
+var lintPublisher = func(name string, text []byte) (sc.Diagnostics, error) {
+	return nil, usageErr("%s: publisher configs are not supported in this build", name)
+}

@@ -1,0 +1,92 @@
+// Command grpc-config-dns publishes and checks gRPC service configs in DNS
+// (gRFC A2): lint, select and encode records, serve them from an
+// authoritative DNS server, and print zone files.
+//
+// Exit codes: 0 fine; 1 the input is invalid; 2 usage or I/O error;
+// 3 (select only) no choice matched.
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes are part of the public contract (DESIGN.md §7).
+const (
+	exitOK      = 0
+	exitInvalid = 1
+	exitUsage   = 2
+	exitNoMatch = 3
+)
+
+// exitError carries an exit code out of a command. A nil err means the
+// command already printed what the user needs.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: exitUsage, err: fmt.Errorf(format, args...)}
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// env is what a command reads and writes, so that tests run the CLI's own
+// code path in-process.
+type env struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+// run executes the CLI with args and returns the exit code.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	e := &env{stdin: stdin, stdout: stdout, stderr: stderr}
+	root := &cobra.Command{
+		Use:           "grpc-config-dns",
+		Short:         "Publish and check gRPC service configs in DNS (gRFC A2)",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetArgs(args)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErr("%v\nRun '%s --help' for usage.", err, c.CommandPath())
+	})
+	root.AddCommand(lintCmd(e), selectCmd(e), encodeCmd(e))
+	for _, extra := range extraCommands {
+		root.AddCommand(extra(e))
+	}
+	err := root.Execute()
+	if err == nil {
+		return exitOK
+	}
+	var ee *exitError
+	if errors.As(err, &ee) {
+		if ee.err != nil {
+			fmt.Fprintf(stderr, "grpc-config-dns: %v\n", ee.err)
+		}
+		return ee.code
+	}
+	// Cobra's own errors (unknown command, wrong number of arguments).
+	fmt.Fprintf(stderr, "grpc-config-dns: %v\nRun 'grpc-config-dns --help' for usage.\n", err)
+	return exitUsage
+}
+
+// extraCommands lets other files of this package add commands (serve, zone).
+var extraCommands []func(*env) *cobra.Command

@@ -1,0 +1,217 @@
+package serviceconfig
+
+import (
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+)
+
+// Choice is one entry of the grpc_config list (gRFC A2): criteria that
+// select clients, and the service config those clients use.
+type Choice struct {
+	// ClientLanguage lists languages, compared case-insensitively. Nil when
+	// absent; absent or empty matches every client.
+	ClientLanguage []string
+	// Percentage is 0..100, or -1 when absent (matches every client).
+	Percentage int
+	// ClientHostname lists exact, case-sensitive hostnames. Nil when absent;
+	// absent or empty matches every client.
+	ClientHostname []string
+	// ServiceConfig is the choice's service config, as JSON text.
+	ServiceConfig []byte
+
+	node, configNode int32
+}
+
+// Choices is a parsed grpc_config value: the list of choices, first match
+// wins.
+type Choices struct {
+	List []Choice
+	tree *jtree.Tree
+}
+
+// Choice keys defined by gRFC A2. Anything else makes the record invalid.
+const (
+	keyClientLanguage = "clientLanguage"
+	keyPercentage     = "percentage"
+	keyClientHostname = "clientHostname"
+	keyServiceConfig  = "serviceConfig"
+)
+
+var choiceKeys = []string{keyClientLanguage, keyPercentage, keyClientHostname, keyServiceConfig}
+
+// ParseChoices parses a grpc_config value strictly, as gRFC A2 and DESIGN.md
+// §4 say: any unknown or duplicate key, a percentage that is not an integer
+// from 0 to 100, or a missing serviceConfig makes the whole value invalid.
+// The service configs inside are checked to be JSON objects but not
+// validated; a client validates only the one it chooses ([Choices.Validate]).
+// The error, if any, is an *InvalidError.
+func ParseChoices(value []byte) (*Choices, error) {
+	t, err := jtree.Parse(value)
+	if err != nil {
+		return nil, Diagnostics{syntaxDiagnostic(err)}.Err()
+	}
+	c := newChecker(t)
+	c.errorsOnly = true
+	ch := parseChoices(c)
+	if err := c.diags.Err(); err != nil {
+		return nil, err
+	}
+	return ch, nil
+}
+
+// syntaxDiagnostic turns a jtree error into a diagnostic.
+func syntaxDiagnostic(err error) Diagnostic {
+	je := err.(*jtree.Error)
+	return Diagnostic{Severity: severityOf(je.Code), Code: je.Code, Message: je.Msg, Offset: je.Offset}
+}
+
+// parseChoices checks the structure of the choice list rooted at node 0 and
+// returns what it could read. Problems go to c.
+func parseChoices(c *checker) *Choices {
+	t := c.t
+	ch := &Choices{tree: t}
+	root := int32(0)
+	if t.Nodes[root].Kind != jtree.Array {
+		c.report(root, "choices-type", "the grpc_config value must be a JSON list of choices like [{\"serviceConfig\":{...}}], not %s", describeKind(t, root))
+		return ch
+	}
+	if t.Nodes[root].Len == 0 {
+		c.report(root, "choices-empty", "the list of choices is empty: gRFC A2 requires at least one; add [{\"serviceConfig\":{}}] for no config")
+		return ch
+	}
+	ch.List = make([]Choice, 0, t.Nodes[root].Len)
+	c.elements(root, func(i int, e int32) {
+		if t.Nodes[e].Kind != jtree.Object {
+			c.report(e, "choice-type", "choice %d must be an object with a serviceConfig, not %s", i, describeKind(t, e))
+			return
+		}
+		ch.List = append(ch.List, parseChoice(c, e))
+	})
+	return ch
+}
+
+func parseChoice(c *checker, obj int32) Choice {
+	t := c.t
+	ch := Choice{Percentage: -1, node: obj, configNode: -1}
+	c.members(obj, func(k, v int32) {
+		switch {
+		case t.Is(k, keyClientLanguage):
+			ch.ClientLanguage = stringList(c, v, "choice-client-language", keyClientLanguage)
+		case t.Is(k, keyClientHostname):
+			ch.ClientHostname = stringList(c, v, "choice-client-hostname", keyClientHostname)
+		case t.Is(k, keyPercentage):
+			ch.Percentage = percentage(c, v)
+		case t.Is(k, keyServiceConfig):
+			if t.Nodes[v].Kind != jtree.Object {
+				c.report(v, "choice-service-config", "serviceConfig must be an object, not %s; the whole record is invalid", describeKind(t, v))
+				return
+			}
+			ch.configNode = v
+			ch.ServiceConfig = t.Raw(v)
+		default:
+			name := t.Str(k)
+			msg := "unknown key %q in a choice: gRFC A2 makes the whole record invalid"
+			if s := suggest(name, choiceKeys); s != "" {
+				c.report(k, "choice-unknown-key", msg+"; did you mean %q?", name, s)
+			} else {
+				c.report(k, "choice-unknown-key", msg+"; choices may only hold clientLanguage, percentage, clientHostname and serviceConfig", name)
+			}
+		}
+	})
+	if ch.configNode < 0 && !hasKey(t, obj, keyServiceConfig) {
+		c.report(obj, "choice-service-config", "choice has no serviceConfig: gRFC A2 requires one; add \"serviceConfig\":{} for the default config")
+	}
+	return ch
+}
+
+func hasKey(t *jtree.Tree, obj int32, key string) bool { return t.Get(obj, key) >= 0 }
+
+func stringList(c *checker, v int32, code, name string) []string {
+	t := c.t
+	if t.Nodes[v].Kind != jtree.Array {
+		hint := ""
+		if t.Nodes[v].Kind == jtree.String {
+			hint = "; write [" + string(t.Raw(v)) + "]"
+		}
+		c.report(v, code, "%s must be a list of strings, not %s%s", name, describeKind(t, v), hint)
+		return nil
+	}
+	out := make([]string, 0, t.Nodes[v].Len)
+	c.elements(v, func(_ int, e int32) {
+		if t.Nodes[e].Kind != jtree.String {
+			c.report(e, code, "%s must hold only strings, not %s", name, describeKind(t, e))
+			return
+		}
+		out = append(out, t.Str(e))
+	})
+	return out
+}
+
+// percentage enforces A2's `^0|[0-9]|[1-9][0-9]|100$`: a plain non-negative
+// integer up to 100, written without sign, fraction or exponent.
+func percentage(c *checker, v int32) int {
+	t := c.t
+	if t.Nodes[v].Kind != jtree.Number {
+		hint := ""
+		if t.Nodes[v].Kind == jtree.String {
+			hint = "; drop the quotes"
+		}
+		c.report(v, "choice-percentage", "percentage must be an integer from 0 to 100, not %s%s", describeKind(t, v), hint)
+		return -1
+	}
+	raw := t.Raw(v)
+	n, ok := t.Int(v)
+	if !ok || raw[0] == '-' || n > 100 {
+		c.report(v, "choice-percentage", "percentage must be an integer from 0 to 100 written without sign, fraction or exponent, not %s", raw)
+		return -1
+	}
+	return int(n)
+}
+
+// Validate validates the service config of choice i and returns its
+// diagnostics, with paths relative to the choice list (/i/serviceConfig/…).
+// Clients call it for the chosen choice only (gRFC A21).
+func (ch *Choices) Validate(i int) Diagnostics {
+	c := newChecker(ch.tree)
+	cfg := ch.List[i].configNode
+	if cfg < 0 {
+		return nil
+	}
+	c.pushIdx(elementIndex(ch.tree, 0, ch.List[i].node))
+	c.pushKey(keyNodeOf(ch.tree, ch.List[i].node, cfg))
+	validateServiceConfig(c, cfg)
+	c.diags.Sort()
+	return c.diags
+}
+
+// elementIndex returns the index of element e in array arr.
+func elementIndex(t *jtree.Tree, arr, e int32) int {
+	i := 0
+	for x := t.Nodes[arr].First; x >= 0; x = t.Nodes[x].Next {
+		if x == e {
+			return i
+		}
+		i++
+	}
+	return -1
+}
+
+// keyNodeOf returns the key node whose value is v in object obj.
+func keyNodeOf(t *jtree.Tree, obj, v int32) int32 {
+	for k := t.Nodes[obj].First; k >= 0; k = t.Nodes[t.Nodes[k].Next].Next {
+		if t.Nodes[k].Next == v {
+			return k
+		}
+	}
+	return -1
+}
+
+// Compact returns the choice list as compact JSON, the form to publish.
+func (ch *Choices) Compact() []byte { return ch.tree.AppendCompact(nil, 0) }
+
+// CompactConfig returns choice i's service config as compact JSON.
+func (ch *Choices) CompactConfig(i int) []byte {
+	if n := ch.List[i].configNode; n >= 0 {
+		return ch.tree.AppendCompact(nil, n)
+	}
+	return []byte("{}")
+}

@@ -1,0 +1,109 @@
+package serviceconfig
+
+import (
+	"fmt"
+	"time"
+)
+
+// maxDurationSeconds is the range of google.protobuf.Duration.
+const maxDurationSeconds = 315_576_000_000
+
+// ParseDuration parses a google.protobuf.Duration in its JSON form: an
+// optional '-', decimal seconds with at most 9 fraction digits, and an 's'
+// ("1s", "0.25s", "-1.000000001s"). Values beyond the range of
+// time.Duration saturate, as gRPC clients do.
+func ParseDuration(s string) (time.Duration, error) {
+	sec, nanos, err := parseDurationParts(s)
+	if err != nil {
+		return 0, err
+	}
+	const maxSec = (1<<63 - 1) / int64(time.Second)
+	neg := sec < 0 || nanos < 0
+	if sec > maxSec || sec < -maxSec {
+		if neg {
+			return -1 << 63, nil
+		}
+		return 1<<63 - 1, nil
+	}
+	return time.Duration(sec)*time.Second + time.Duration(nanos), nil
+}
+
+// parseDurationParts returns seconds and nanoseconds, both with the sign.
+func parseDurationParts(s string) (sec, nanos int64, err error) {
+	orig := s
+	if len(s) == 0 || s[len(s)-1] != 's' || (len(s) > 1 && (s[len(s)-2] < '0' || s[len(s)-2] > '9') && s[len(s)-2] != '.') {
+		if d, err := time.ParseDuration(s); err == nil {
+			return 0, 0, fmt.Errorf("%q is not a duration: durations are seconds with an \"s\" suffix; write %q", orig, FormatDuration(d))
+		}
+		return 0, 0, fmt.Errorf("%q is not a duration: write seconds with an \"s\" suffix, like \"1.5s\"", orig)
+	}
+	s = s[:len(s)-1]
+	neg := false
+	if len(s) > 0 && s[0] == '-' {
+		neg, s = true, s[1:]
+	}
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		if sec > maxDurationSeconds {
+			break
+		}
+		sec = sec*10 + int64(s[i]-'0')
+		i++
+	}
+	if i == 0 {
+		return 0, 0, fmt.Errorf("%q is not a duration: it needs digits before the \"s\" (and before any '.'), like \"0.5s\"", orig)
+	}
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++ // digits beyond the range; reported below
+	}
+	if sec > maxDurationSeconds {
+		return 0, 0, fmt.Errorf("duration %q is out of range: at most %d seconds", orig, int64(maxDurationSeconds))
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		digits := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			if digits < 9 {
+				nanos = nanos*10 + int64(s[i]-'0')
+			}
+			digits++
+			i++
+		}
+		if digits == 0 {
+			return 0, 0, fmt.Errorf("%q is not a duration: digits must follow the '.'", orig)
+		}
+		if digits > 9 {
+			return 0, 0, fmt.Errorf("duration %q has %d fraction digits: at most 9 (nanoseconds) are allowed", orig, digits)
+		}
+		for ; digits < 9; digits++ {
+			nanos *= 10
+		}
+	}
+	if i != len(s) {
+		return 0, 0, fmt.Errorf("%q is not a duration: write seconds with an \"s\" suffix, like \"1.5s\" (no other units)", orig)
+	}
+	if neg {
+		sec, nanos = -sec, -nanos
+	}
+	return sec, nanos, nil
+}
+
+// FormatDuration writes d in the JSON form of google.protobuf.Duration
+// with exactly 9 fraction digits when it has any fraction, the form every
+// gRPC client reads correctly (grpc-js misreads shorter fractions).
+func FormatDuration(d time.Duration) string {
+	neg := d < 0
+	u := uint64(d)
+	if neg {
+		u = -u
+	}
+	sec, ns := u/1e9, u%1e9
+	sign := ""
+	if neg {
+		sign = "-"
+	}
+	if ns == 0 {
+		return fmt.Sprintf("%s%ds", sign, sec)
+	}
+	return fmt.Sprintf("%s%d.%09ds", sign, sec, ns)
+}

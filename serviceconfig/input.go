@@ -1,0 +1,284 @@
+package serviceconfig
+
+import (
+	"bytes"
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+)
+
+// Kind is what an input text holds.
+type Kind int
+
+// The input kinds lint and select accept.
+const (
+	KindUnknown Kind = iota
+	// KindTXT is a TXT record: the raw value (grpc_config=[…]), or records in
+	// presentation format, one per line, as dig or a zone file print them.
+	KindTXT
+	// KindChoices is a JSON list of choices.
+	KindChoices
+	// KindServiceConfig is one service config object.
+	KindServiceConfig
+	// KindPublisher is a publisher config (YAML or JSON with "zones"); the
+	// dnspub package reads it.
+	KindPublisher
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindTXT:
+		return "TXT record"
+	case KindChoices:
+		return "choice list"
+	case KindServiceConfig:
+		return "service config"
+	case KindPublisher:
+		return "publisher config"
+	}
+	return "unknown"
+}
+
+var (
+	zoneLineRE  = regexp.MustCompile(`(?i)^\S+\s+(?:\d+\s+)?(?:(?:IN|CH|HS)\s+)?(?:\d+\s+)?TXT\s`)
+	yamlZonesRE = regexp.MustCompile(`(?m)^zones\s*:`)
+	jsonZonesRE = regexp.MustCompile(`^\{\s*"zones"\s*:`)
+)
+
+// DetectKind tells what text holds, from its first significant bytes.
+func DetectKind(text []byte) Kind {
+	trimmed := bytes.TrimLeft(text, " \t\r\n\ufeff")
+	if len(trimmed) == 0 {
+		return KindUnknown
+	}
+	switch trimmed[0] {
+	case '[':
+		return KindChoices
+	case '{':
+		if jsonZonesRE.Match(trimmed) || hasTopLevelZones(trimmed) {
+			return KindPublisher
+		}
+		return KindServiceConfig
+	case '"':
+		return KindTXT
+	}
+	if _, ok, _ := attributeValue(string(firstLine(trimmed))); ok {
+		return KindTXT
+	}
+	if zoneLineRE.Match(firstSignificantLine(trimmed)) {
+		return KindTXT
+	}
+	if yamlZonesRE.Match(trimmed) {
+		return KindPublisher
+	}
+	return KindUnknown
+}
+
+// hasTopLevelZones reports whether a JSON object has a top-level "zones".
+func hasTopLevelZones(b []byte) bool {
+	t, err := jtree.Parse(b)
+	return err == nil && t.Nodes[0].Kind == jtree.Object && t.Get(0, "zones") >= 0
+}
+
+func firstLine(b []byte) []byte {
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
+
+func firstSignificantLine(b []byte) []byte {
+	for len(b) > 0 {
+		line := firstLine(b)
+		b = b[len(line):]
+		if len(b) > 0 {
+			b = b[1:]
+		}
+		t := bytes.TrimSpace(line)
+		if len(t) > 0 && t[0] != ';' && t[0] != '#' {
+			return t
+		}
+	}
+	return nil
+}
+
+// lineIndex maps byte offsets of a text to line and column.
+type lineIndex []int
+
+func newLineIndex(text []byte) lineIndex {
+	idx := lineIndex{0}
+	for i, b := range text {
+		if b == '\n' {
+			idx = append(idx, i+1)
+		}
+	}
+	return idx
+}
+
+// position returns the 1-based line and byte column of off.
+func (idx lineIndex) position(off int) (line, col int) {
+	i := sort.Search(len(idx), func(i int) bool { return idx[i] > off }) - 1
+	return i + 1, off - idx[i] + 1
+}
+
+// presentation is a TXT record set read from presentation-format text.
+type presentation struct {
+	records [][]string
+	// offs[r][s][i] is the text offset of byte i of string s of record r.
+	offs [][][]int
+	// recordOff[r] is the text offset where record r starts.
+	recordOff []int
+}
+
+// parsePresentation reads TXT records written as a zone file or dig prints
+// them: one record per line (parentheses continue a record over lines),
+// each a sequence of quoted or unquoted strings with \" \\ and \DDD
+// escapes, optionally after "owner [ttl] [class] TXT". ';' starts a comment.
+func parsePresentation(text []byte) (*presentation, *Diagnostic) {
+	p := &presentation{}
+	var strs []string
+	var offs [][]int
+	start := -1
+	depth := 0
+	flush := func() {
+		if len(strs) > 0 {
+			strs, offs = dropZonePrefix(strs, offs)
+			p.records = append(p.records, strs)
+			p.offs = append(p.offs, offs)
+			p.recordOff = append(p.recordOff, start)
+		}
+		strs, offs, start = nil, nil, -1
+	}
+	bad := func(off int, format string, args ...any) *Diagnostic {
+		return &Diagnostic{Severity: Error, Code: "txt-syntax", Offset: off, Message: fmt.Sprintf(format, args...)}
+	}
+	i := 0
+	for i < len(text) {
+		c := text[i]
+		switch {
+		case c == '\n':
+			if depth == 0 {
+				flush()
+			}
+			i++
+		case c == ' ' || c == '\t' || c == '\r':
+			i++
+		case c == ';':
+			for i < len(text) && text[i] != '\n' {
+				i++
+			}
+		case c == '(':
+			depth++
+			i++
+		case c == ')':
+			if depth == 0 {
+				return nil, bad(i, "unbalanced ')'")
+			}
+			depth--
+			i++
+		default:
+			if start < 0 {
+				start = i
+			}
+			quoted := c == '"'
+			tokStart := i
+			if quoted {
+				i++
+			}
+			var s []byte
+			var o []int
+			for {
+				if i >= len(text) {
+					if quoted {
+						return nil, bad(tokStart, "unterminated quoted string: add the closing '\"'")
+					}
+					break
+				}
+				c := text[i]
+				if quoted && c == '"' {
+					i++
+					break
+				}
+				if !quoted && (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ';' || c == '(' || c == ')' || c == '"') {
+					break
+				}
+				if quoted && c == '\n' {
+					return nil, bad(tokStart, "unterminated quoted string: add the closing '\"' before the end of the line")
+				}
+				if c == '\\' {
+					if i+1 >= len(text) {
+						return nil, bad(i, "a '\\' at the end of the input escapes nothing")
+					}
+					if isDigit(text[i+1]) {
+						if i+4 > len(text) || !isDigit(text[i+2]) || !isDigit(text[i+3]) {
+							return nil, bad(i, "\\DDD escapes need three decimal digits")
+						}
+						v, _ := strconv.Atoi(string(text[i+1 : i+4]))
+						if v > 255 {
+							return nil, bad(i, "\\%s is not a byte: \\DDD escapes go up to \\255", text[i+1:i+4])
+						}
+						s, o = append(s, byte(v)), append(o, i)
+						i += 4
+						continue
+					}
+					s, o = append(s, text[i+1]), append(o, i)
+					i += 2
+					continue
+				}
+				s, o = append(s, c), append(o, i)
+				i++
+			}
+			strs = append(strs, string(s))
+			offs = append(offs, o)
+		}
+	}
+	if depth != 0 {
+		return nil, bad(len(text), "unbalanced '(': add the closing ')'")
+	}
+	flush()
+	return p, nil
+}
+
+func isDigit(c byte) bool { return '0' <= c && c <= '9' }
+
+// dropZonePrefix removes "owner [ttl] [class] [ttl] TXT" from the front of a
+// record's strings, as found in zone files and dig's output.
+func dropZonePrefix(strs []string, offs [][]int) ([]string, [][]int) {
+	for i := 1; i < len(strs) && i <= 4; i++ {
+		if len(strs[i]) == 3 && bytes.EqualFold([]byte(strs[i]), []byte("TXT")) {
+			ok := true
+			for _, s := range strs[1:i] {
+				if !isTTL(s) && !isClass(s) {
+					ok = false
+				}
+			}
+			if ok {
+				return strs[i+1:], offs[i+1:]
+			}
+		}
+	}
+	return strs, offs
+}
+
+func isTTL(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isDigit(s[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isClass(s string) bool {
+	switch string(bytes.ToUpper([]byte(s))) {
+	case "IN", "CH", "HS":
+		return true
+	}
+	return false
+}

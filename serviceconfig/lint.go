@@ -1,0 +1,402 @@
+package serviceconfig
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+)
+
+// LintOptions tunes [Lint] and [LintRecords].
+type LintOptions struct {
+	// Owner is the record's owner name (_grpc_config.<host>.), used to size
+	// the DNS answer; "" assumes a typical name.
+	Owner string
+}
+
+// Lint checks one input text: a TXT record, a choice list or a service
+// config (see [DetectKind]). It returns the kind it found and every problem,
+// with Line and Column in text. It returns KindPublisher with no
+// diagnostics for publisher configs, which the dnspub package checks.
+//
+// Lint applies every rule to every choice, where a client validates only
+// the choice it selects.
+func Lint(text []byte, opts LintOptions) (Kind, Diagnostics) {
+	k := DetectKind(text)
+	var ds Diagnostics
+	switch k {
+	case KindPublisher:
+		return k, nil
+	case KindUnknown:
+		ds = Diagnostics{{Severity: Error, Code: "json-syntax", Offset: firstSignificant(text),
+			Message: "cannot tell what this input is: expected a TXT record (grpc_config=[…] or quoted strings), a JSON list of choices, a service config object, or a publisher config with zones:"}}
+	case KindChoices, KindServiceConfig:
+		ds = lintValue(text, k, nil, opts.Owner)
+	case KindTXT:
+		ds = lintTXTText(text, opts)
+	}
+	locate(ds, text)
+	ds.Sort()
+	return k, ds
+}
+
+// LintRecords checks the TXT records found at an owner name, as a DNS
+// lookup returned them. Diagnostics carry offsets into the decoded value
+// but no line or column.
+func LintRecords(records [][]string, opts LintOptions) Diagnostics {
+	ds := lintRecordSet(records, nil, opts)
+	ds.Sort()
+	return ds
+}
+
+// ChoicesFromText reads a choice list from an input text of any kind but
+// a publisher config; a bare service config becomes one catch-all choice.
+// It validates the structure (as a client does), not the service configs.
+func ChoicesFromText(text []byte) (*Choices, Diagnostics) {
+	var value []byte
+	switch DetectKind(text) {
+	case KindChoices:
+		value = text
+	case KindServiceConfig:
+		value = wrapConfig(text)
+	case KindTXT:
+		recs, err := textRecords(text)
+		if err != nil {
+			ds := Diagnostics{*err}
+			locate(ds, text)
+			return nil, ds
+		}
+		return ChoicesFromRecords(recs)
+	case KindPublisher:
+		return nil, Diagnostics{{Severity: Error, Code: "choices-type", Offset: -1,
+			Message: "this is a publisher config, which holds many records: pick one with a dns:// input against the running server, or `encode` a service's choices"}}
+	default:
+		return nil, Diagnostics{{Severity: Error, Code: "json-syntax", Offset: -1,
+			Message: "cannot tell what this input is: expected a TXT record, a JSON list of choices or a service config"}}
+	}
+	ch, err := ParseChoices(value)
+	if err != nil {
+		ds := err.(*InvalidError).Diagnostics
+		locate(ds, text)
+		return nil, ds
+	}
+	return ch, nil
+}
+
+// ChoicesFromRecords decodes the TXT records at a name and parses their
+// choice list. It returns ErrNoConfig's diagnostic when there is none.
+func ChoicesFromRecords(records [][]string) (*Choices, Diagnostics) {
+	value, err := DecodeTXT(records)
+	if err == ErrNoConfig {
+		return nil, Diagnostics{{Severity: Error, Code: "txt-no-record", Offset: -1, Message: noRecordMessage(records)}}
+	}
+	if err != nil {
+		return nil, err.(*InvalidError).Diagnostics
+	}
+	ch, err := ParseChoices(value)
+	if err != nil {
+		return nil, err.(*InvalidError).Diagnostics
+	}
+	return ch, nil
+}
+
+func wrapConfig(cfg []byte) []byte {
+	return append(append([]byte(`[{"serviceConfig":`), bytes.TrimSpace(cfg)...), "}]"...)
+}
+
+// CompactValue returns the compact JSON of a valid input's choice list (a
+// bare service config is wrapped as one catch-all choice), ready for
+// [EncodeTXT].
+func CompactValue(text []byte) ([]byte, Diagnostics) {
+	ch, ds := ChoicesFromText(text)
+	if ch == nil {
+		return nil, ds
+	}
+	return ch.tree.AppendCompact(nil, 0), nil
+}
+
+func firstSignificant(text []byte) int {
+	return len(text) - len(bytes.TrimLeft(text, " \t\r\n"))
+}
+
+// offsetMap maps byte offsets of a checked JSON value to offsets in the
+// user's text.
+type offsetMap func(int) int
+
+// LintJSON checks a JSON choice list (k == KindChoices) or one service
+// config (KindServiceConfig) with every rule, as [Lint] does, and returns
+// diagnostics with offsets into value (no line or column): callers that
+// built value from another text (a YAML file) map offsets back themselves.
+// owner, when known, sizes the DNS answer.
+func LintJSON(value []byte, k Kind, owner string) Diagnostics {
+	ds := lintValue(value, k, nil, owner)
+	ds.Sort()
+	return ds
+}
+
+// lintValue checks a JSON choice list or service config. offs maps value
+// offsets to text offsets (nil: identity). strs are the TXT strings as
+// published, when known, for sizing.
+func lintValue(value []byte, k Kind, offs offsetMap, owner string, strs ...string) Diagnostics {
+	var ds Diagnostics
+	if t, err := jtree.Parse(value); err != nil {
+		ds = Diagnostics{syntaxDiagnostic(err)}
+		if je := err.(*jtree.Error); je.Other >= 0 {
+			ds[0].Message += fmt.Sprintf(" (first copy at offset %d)", je.Other)
+		}
+	} else {
+		if t.NonASCII >= 0 {
+			ds = append(ds, Diagnostic{Severity: Error, Code: "non-ascii", Offset: t.NonASCII,
+				Message: "TXT records are ASCII (gRFC A2) and this config holds other characters: use ASCII names, or \\u escapes in JSON strings"})
+		}
+		c := newChecker(t)
+		if k == KindChoices {
+			ch := parseChoices(c)
+			for i := range ch.List {
+				if cfg := ch.List[i].configNode; cfg >= 0 {
+					c.pushIdx(elementIndex(t, 0, ch.List[i].node))
+					c.pushKey(keyNodeOf(t, ch.List[i].node, cfg))
+					validateServiceConfig(c, cfg)
+					c.pop()
+					c.pop()
+				}
+			}
+			lintChoiceList(c, ch)
+		} else {
+			validateServiceConfig(c, 0)
+		}
+		ds = append(ds, mergeSchema(c.diags, schemaDiagnostics(t, k))...)
+		if len(strs) == 0 && k == KindChoices {
+			strs = EncodeTXT(t.AppendCompact(nil, 0))
+		} else if len(strs) == 0 {
+			strs = EncodeTXT(wrapConfig(t.AppendCompact(nil, 0)))
+		}
+		ds = append(ds, sizeDiagnostics(owner, strs)...)
+	}
+	if offs != nil {
+		for i := range ds {
+			if ds[i].Offset >= 0 {
+				ds[i].Offset = offs(ds[i].Offset)
+			}
+		}
+	}
+	return ds
+}
+
+// lintChoiceList adds the checks that look at the list as a whole.
+func lintChoiceList(c *checker, ch *Choices) {
+	t := c.t
+	for i := range ch.List {
+		x := &ch.List[i]
+		c.pushIdx(elementIndex(t, 0, x.node))
+		if x.Percentage == 0 {
+			v := t.Get(x.node, keyPercentage)
+			c.pushKey(keyNodeOf(t, x.node, v))
+			c.report(v, "choice-percentage-zero", "percentage 0 matches no client (buckets run from 1 to 100), so choice %d is never used; raise it or remove the choice", i)
+			c.pop()
+		}
+		for _, key := range []string{keyClientLanguage, keyClientHostname} {
+			if v := t.Get(x.node, key); v >= 0 && t.Nodes[v].Kind == jtree.Array && t.Nodes[v].Len == 0 {
+				c.pushKey(keyNodeOf(t, x.node, v))
+				c.report(v, "choice-empty-list", "an empty %s list matches every client under gRFC A2, but grpc-go matches none: remove the field to match every client", key)
+				c.pop()
+			}
+		}
+		if v := t.Get(x.node, keyClientLanguage); v >= 0 && t.Nodes[v].Kind == jtree.Array {
+			goVariant, exactGO := int32(-1), false
+			for e := t.Nodes[v].First; e >= 0; e = t.Nodes[e].Next {
+				if t.Is(e, "GO") {
+					exactGO = true
+				} else if t.EqualFoldASCII(e, "go") {
+					goVariant = e
+				}
+			}
+			if goVariant >= 0 && !exactGO {
+				c.pushKey(keyNodeOf(t, x.node, v))
+				c.report(goVariant, "choice-language-case", "clientLanguage %s is case-insensitive under gRFC A2, but grpc-go only matches \"GO\": write \"GO\" (our resolver and other clients match either)", t.Raw(goVariant))
+				c.pop()
+			}
+		}
+		c.pop()
+	}
+}
+
+// lintTXTText checks a TXT record given as text.
+func lintTXTText(text []byte, opts LintOptions) Diagnostics {
+	trimmed := firstSignificant(text)
+	// Raw form: the attribute and a JSON value, as one logical string.
+	if text[trimmed] != '"' && !zoneLineRE.Match(firstSignificantLine(text)) {
+		line := text[trimmed:]
+		v, _, exact := attributeValue(string(firstLine(line)))
+		eq := len(firstLine(line)) - len(v)
+		start := trimmed + eq
+		var ds Diagnostics
+		if !exact {
+			ds = append(ds, spellingDiagnostic(trimmed))
+		}
+		value := bytes.TrimRight(text[start:], " \t\r\n")
+		return append(ds, lintValue(value, KindChoices, func(o int) int { return start + o }, opts.Owner)...)
+	}
+	p, bad := parsePresentation(text)
+	if bad != nil {
+		return Diagnostics{*bad}
+	}
+	return lintRecordSet(p.records, p, opts)
+}
+
+func spellingDiagnostic(off int) Diagnostic {
+	return Diagnostic{Severity: Warning, Code: "txt-attribute-spelling", Offset: off,
+		Message: "the attribute is not written exactly \"grpc_config=\": RFC 1464 allows other spellings (case, spaces, back-quotes) and our resolver reads them, but grpc-go, C-core and grpc-js look for the exact prefix; write grpc_config="}
+}
+
+// textRecords reads the records of a TXT text input.
+func textRecords(text []byte) ([][]string, *Diagnostic) {
+	trimmed := firstSignificant(text)
+	if text[trimmed] != '"' && !zoneLineRE.Match(firstSignificantLine(text)) {
+		return [][]string{{string(bytes.TrimRight(text[trimmed:], " \t\r\n"))}}, nil
+	}
+	p, bad := parsePresentation(text)
+	if bad != nil {
+		return nil, bad
+	}
+	return p.records, nil
+}
+
+// lintRecordSet checks the records at one owner name. p, when not nil,
+// holds where each byte came from in the user's text.
+func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagnostics {
+	var ds Diagnostics
+	recOff := func(r int) int {
+		if p == nil {
+			return -1
+		}
+		return p.recordOff[r]
+	}
+	found := -1
+	for r, strs := range records {
+		for s, str := range strs {
+			if len(str) > MaxStringLen {
+				off := -1
+				if p != nil {
+					off = p.offs[r][s][0]
+				}
+				ds = append(ds, Diagnostic{Severity: Error, Code: "txt-string-too-long", Offset: off,
+					Message: fmt.Sprintf("string %d of record %d is %d bytes long: a TXT string holds at most %d; split it into several strings (clients join them)", s, r, len(str), MaxStringLen)})
+			}
+		}
+		if len(strs) == 0 {
+			continue
+		}
+		_, ok, exact := attributeValue(strs[0])
+		if !ok {
+			continue
+		}
+		if found >= 0 {
+			ds = append(ds, Diagnostic{Severity: Error, Code: "txt-multiple-config", Offset: recOff(r),
+				Message: fmt.Sprintf("records %d and %d both start with grpc_config=: clients cannot tell which to use, so the config is invalid; publish exactly one", found, r)})
+			continue
+		}
+		found = r
+		if !exact {
+			ds = append(ds, spellingDiagnostic(recOff(r)))
+		}
+	}
+	if found < 0 {
+		return append(ds, Diagnostic{Severity: Error, Code: noRecordCode(records), Offset: recOff(0), Message: noRecordMessage(records)})
+	}
+	if len(records) > 1 {
+		ds = append(ds, Diagnostic{Severity: Warning, Code: "txt-other-records", Offset: recOff(otherThan(found, len(records))),
+			Message: fmt.Sprintf("%d other TXT record(s) share this name: our resolver, C-core and grpc-java ignore them, but grpc-go joins every TXT record at the name and fails to parse the result; publish the config alone at _grpc_config.<host>", len(records)-1)})
+	}
+	strs := records[found]
+	v, _, _ := attributeValue(strs[0])
+	skip := len(strs[0]) - len(v)
+	var value []byte
+	var offs []int
+	for s, str := range strs {
+		from := 0
+		if s == 0 {
+			from = skip
+		}
+		value = append(value, str[from:]...)
+		if p != nil {
+			offs = append(offs, p.offs[found][s][from:]...)
+		}
+	}
+	for i, b := range value {
+		if b >= 0x80 {
+			off := i
+			if p != nil {
+				off = offs[i]
+			}
+			return append(ds, Diagnostic{Severity: Error, Code: "non-ascii", Offset: off,
+				Message: fmt.Sprintf("byte 0x%02x is not ASCII: gRFC A2 records are ASCII; write non-ASCII characters as \\u escapes", b)})
+		}
+	}
+	var m offsetMap
+	if p != nil {
+		m = func(o int) int {
+			if o < len(offs) {
+				return offs[o]
+			}
+			if len(offs) > 0 {
+				return offs[len(offs)-1] + 1
+			}
+			return recOff(found)
+		}
+	} else {
+		m = func(int) int { return -1 }
+	}
+	return append(ds, lintValue(value, KindChoices, m, opts.Owner, strs...)...)
+}
+
+func otherThan(found, n int) int {
+	if found == 0 && n > 1 {
+		return 1
+	}
+	return 0
+}
+
+func noRecordCode(records [][]string) string {
+	if splitPrefix(records) >= 0 {
+		return "txt-prefix-split"
+	}
+	return "txt-no-record"
+}
+
+func noRecordMessage(records [][]string) string {
+	if r := splitPrefix(records); r >= 0 {
+		return fmt.Sprintf("record %d spells grpc_config= across several strings: clients look for the prefix in the first string only, so they see no config; start the first string with the whole \"grpc_config=\"", r)
+	}
+	if len(records) == 0 {
+		return "there is no TXT record: clients get no service config"
+	}
+	return fmt.Sprintf("none of the %d TXT record(s) starts with grpc_config=, so clients get no service config; the record's first string must start with grpc_config=", len(records))
+}
+
+// splitPrefix returns the record whose joined strings start with the
+// attribute although its first string does not, or -1.
+func splitPrefix(records [][]string) int {
+	for r, strs := range records {
+		joined := strings.Join(strs, "")
+		if _, ok, _ := attributeValue(joined); ok && len(strs) > 1 {
+			return r
+		}
+	}
+	return -1
+}
+
+// locate fills Line and Column from offsets into text.
+func locate(ds Diagnostics, text []byte) {
+	var idx lineIndex
+	for i := range ds {
+		if ds[i].Offset < 0 || ds[i].Offset > len(text) {
+			continue
+		}
+		if idx == nil {
+			idx = newLineIndex(text)
+		}
+		ds[i].Line, ds[i].Column = idx.position(ds[i].Offset)
+	}
+}

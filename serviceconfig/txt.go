@@ -1,0 +1,224 @@
+package serviceconfig
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// Attribute is the RFC 1464 attribute name of the record (gRFC A2).
+const Attribute = "grpc_config"
+
+// OwnerPrefix is prepended to a host name to get the record's owner name.
+const OwnerPrefix = "_grpc_config."
+
+// MaxStringLen is the longest <character-string> a TXT record can hold
+// (RFC 1035 §3.3).
+const MaxStringLen = 255
+
+// ErrNoConfig means no TXT record at the name starts with grpc_config=: the
+// client has no service config from DNS.
+var ErrNoConfig = errors.New("no TXT record starts with " + Attribute + "=")
+
+// DecodeTXT finds the grpc_config record among the TXT records at a name
+// (each record a list of strings, as on the wire) and returns its value,
+// the strings joined with nothing between and the attribute stripped.
+//
+// As DESIGN.md §4 says: the record is the one whose first string starts
+// with the attribute (RFC 1464: case-insensitive, back-quote escapes); other
+// records, such as SPF, are ignored; two grpc_config records, or bytes
+// outside ASCII, make the value invalid (*InvalidError). When there is no
+// such record DecodeTXT returns ErrNoConfig.
+func DecodeTXT(records [][]string) ([]byte, error) {
+	found := -1
+	var first string
+	for i, r := range records {
+		if len(r) == 0 {
+			continue
+		}
+		v, ok, _ := attributeValue(r[0])
+		if !ok {
+			continue
+		}
+		if found >= 0 {
+			return nil, Diagnostics{{Severity: Error, Code: "txt-multiple-config", Offset: -1,
+				Message: fmt.Sprintf("TXT records %d and %d both start with %s=: publish exactly one", found, i, Attribute)}}.Err()
+		}
+		found, first = i, v
+	}
+	if found < 0 {
+		return nil, ErrNoConfig
+	}
+	n := len(first)
+	for _, s := range records[found][1:] {
+		n += len(s)
+	}
+	value := make([]byte, 0, n)
+	value = append(value, first...)
+	for _, s := range records[found][1:] {
+		value = append(value, s...)
+	}
+	for i, b := range value {
+		if b >= 0x80 {
+			return nil, Diagnostics{{Severity: Error, Code: "non-ascii", Offset: i,
+				Message: fmt.Sprintf("byte 0x%02x at offset %d of the value is not ASCII: gRFC A2 records are ASCII; write non-ASCII characters as \\u escapes", b, i)}}.Err()
+		}
+	}
+	return value, nil
+}
+
+// attributeValue parses s as an RFC 1464 attribute=value string and, when
+// the attribute is grpc_config, returns the value. exact reports whether s
+// starts with exactly "grpc_config=", the only spelling other gRPC clients
+// recognise.
+func attributeValue(s string) (value string, ok, exact bool) {
+	if strings.HasPrefix(s, Attribute+"=") {
+		return s[len(Attribute)+1:], true, true
+	}
+	// RFC 1464 §2: a back-quote quotes the next character; the first
+	// unquoted '=' ends the name; unquoted leading and trailing blanks of the
+	// name are ignored; names compare case-insensitively.
+	var name []byte
+	trailing := 0 // unquoted blanks at the end of name so far
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '`' && i+1 < len(s):
+			i++
+			name = append(name, s[i])
+			trailing = 0
+		case c == '=':
+			name = name[:len(name)-trailing]
+			if strings.EqualFold(string(name), Attribute) {
+				return s[i+1:], true, false
+			}
+			return "", false, false
+		case (c == ' ' || c == '\t') && len(name) == 0:
+			// leading blank
+		case c == ' ' || c == '\t':
+			name = append(name, c)
+			trailing++
+		default:
+			name = append(name, c)
+			trailing = 0
+		}
+	}
+	return "", false, false
+}
+
+// EncodeTXT returns the strings of the TXT record that publishes value (a
+// grpc_config JSON value, which should be compact): "grpc_config=" and the
+// value, cut into strings of at most 255 bytes.
+func EncodeTXT(value []byte) []string {
+	full := make([]byte, 0, len(Attribute)+1+len(value))
+	full = append(full, Attribute+"="...)
+	full = append(full, value...)
+	out := make([]string, 0, len(full)/MaxStringLen+1)
+	for len(full) > MaxStringLen {
+		out = append(out, string(full[:MaxStringLen]))
+		full = full[MaxStringLen:]
+	}
+	return append(out, string(full))
+}
+
+// RDataLen is the length of the TXT RDATA holding strings.
+func RDataLen(strs []string) int {
+	n := 0
+	for _, s := range strs {
+		n += 1 + len(s)
+	}
+	return n
+}
+
+// ResponseSize is the size of a DNS response carrying one TXT record with
+// strs at owner (a fully-qualified name), with an EDNS OPT record when
+// edns is set: header, question, answer with a compressed owner name.
+func ResponseSize(owner string, strs []string, edns bool) int {
+	name := len(owner) + 1
+	if !strings.HasSuffix(owner, ".") {
+		name++
+	}
+	n := 12 + name + 4 + 2 + 10 + RDataLen(strs)
+	if edns {
+		n += 11
+	}
+	return n
+}
+
+// Size thresholds of a TXT answer.
+const (
+	// PlainUDPSize is the largest UDP answer for a client without EDNS.
+	PlainUDPSize = 512
+	// SafeEDNSSize is the buffer size most resolvers advertise (DNS flag day
+	// 2020): larger answers come back truncated and are retried over TCP.
+	SafeEDNSSize = 1232
+	// MaxMessageSize is the largest DNS message.
+	MaxMessageSize = 65535
+)
+
+// exampleOwner stands in for the owner name when sizes are estimated for a
+// record whose name is not known.
+const exampleOwner = "_grpc_config.service.example.com."
+
+// sizeDiagnostics reports answers that need TCP or cannot be sent.
+func sizeDiagnostics(owner string, strs []string) Diagnostics {
+	known := owner != ""
+	if !known {
+		owner = exampleOwner
+	}
+	plain := ResponseSize(owner, strs, false)
+	edns := ResponseSize(owner, strs, true)
+	where := "at " + owner
+	if !known {
+		where = fmt.Sprintf("for a %d-byte owner name like %s", len(owner), owner)
+	}
+	mk := func(code, msg string) Diagnostics {
+		return Diagnostics{{Severity: severityOf(code), Code: code, Offset: -1, Message: msg}}
+	}
+	switch {
+	case plain > MaxMessageSize:
+		return mk("txt-too-large", fmt.Sprintf("the answer would be %d bytes %s, more than a DNS message can hold (%d); shrink the config or split it across services", plain, where, MaxMessageSize))
+	case edns > SafeEDNSSize:
+		return mk("txt-size-edns", fmt.Sprintf("the answer is %d bytes %s, above the %d-byte EDNS buffer most resolvers advertise: clients get it truncated and retry over TCP; keep the record under about %d bytes of JSON", edns, where, SafeEDNSSize, SafeEDNSSize-(edns-RDataLen(strs))-len(Attribute)-1-len(strs)))
+	case plain > PlainUDPSize:
+		return mk("txt-size-udp", fmt.Sprintf("the answer is %d bytes %s, above %d: clients that do not use EDNS (many stub resolvers) must retry over TCP", plain, where, PlainUDPSize))
+	}
+	return nil
+}
+
+// FormatTXT writes TXT strings in presentation format, as zone files and
+// dig show them: each string in double quotes, with '"' and '\' escaped and
+// bytes outside printable ASCII as \DDD.
+func FormatTXT(strs []string) string {
+	var b strings.Builder
+	for i, s := range strs {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteByte('"')
+		for j := 0; j < len(s); j++ {
+			c := s[j]
+			switch {
+			case c == '"' || c == '\\':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c < 0x20 || c >= 0x7f:
+				fmt.Fprintf(&b, "\\%03d", c)
+			default:
+				b.WriteByte(c)
+			}
+		}
+		b.WriteByte('"')
+	}
+	return b.String()
+}
+
+// ParseTXT reads TXT records in presentation format (see FormatTXT), one
+// record per line, optionally after "owner [ttl] [class] TXT".
+func ParseTXT(text []byte) ([][]string, error) {
+	p, bad := parsePresentation(text)
+	if bad != nil {
+		return nil, Diagnostics{*bad}.Err()
+	}
+	return p.records, nil
+}
