@@ -100,6 +100,12 @@ func (c *checker) elements(arr int32, f func(i int, e int32)) {
 // define, suggesting the closest known one.
 func (c *checker) unknownField(k int32, code, where string, known []string) {
 	name := c.t.Str(k)
+	for _, f := range known {
+		if strings.EqualFold(f, name) && severityOf(code) == Warning {
+			c.report(k, "field-case", "field %q in %s is spelled with different case: grpc-go reads it as %q (its JSON field names are case-insensitive), while C-core, grpc-java and grpc-js ignore it; write %q", name, where, f, f)
+			return
+		}
+	}
 	msg := fmt.Sprintf("unknown field %q in %s", name, where)
 	if s := suggest(name, known); s != "" {
 		msg += fmt.Sprintf(": did you mean %q?", s)

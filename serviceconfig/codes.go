@@ -49,6 +49,7 @@ var codes = []CodeInfo{
 	// Service config.
 	{"service-config-type", Error, "the service config is not a JSON object"},
 	{"unknown-field", Warning, "a field gRPC does not define (ignored by clients)"},
+	{"field-case", Warning, "a field name differs from a known one only in case: grpc-go reads it, other clients ignore it"},
 	{"wrong-type", Error, "a field has the wrong JSON type"},
 	{"method-config", Error, "a methodConfig entry is malformed"},
 	{"method-name", Error, "a methodConfig name is malformed"},

@@ -47,6 +47,10 @@ type Diagnostic struct {
 	// text the user gave, or are 0 when unknown. They are filled by the
 	// function that knows that text.
 	Line, Column int
+
+	// related is 1 + the offset of a second place the message refers to
+	// (the first of two duplicate keys), or 0.
+	related int
 }
 
 func (d Diagnostic) String() string {

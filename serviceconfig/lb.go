@@ -85,6 +85,13 @@ func validateLBConfigList(c *checker, v int32) {
 		if !c.want(e, jtree.Object, "lb-config", "a loadBalancingConfig entry") {
 			return
 		}
+		// An entry that names a known policy counts as one even when it is
+		// malformed: that is a different problem, reported on its own.
+		for k := t.Nodes[e].First; k >= 0; k = t.Nodes[t.Nodes[k].Next].Next {
+			if lookupLBPolicy(t.Str(k)) != nil {
+				known = true
+			}
+		}
 		if t.Nodes[e].Len != 1 {
 			c.report(e, "lb-config", "a loadBalancingConfig entry must hold exactly one policy, like {\"round_robin\":{}}, not %d; list alternatives as separate entries, most preferred first", t.Nodes[e].Len)
 			return
@@ -105,7 +112,6 @@ func validateLBConfigList(c *checker, v int32) {
 		if p.check != nil {
 			p.check(c, cfg)
 		}
-		known = true
 	})
 	if !known && t.Nodes[v].Len > 0 {
 		msg := "loadBalancingConfig names no policy gRPC clients know, so they reject the config; add a fallback such as {\"round_robin\":{}} (known: " + strings.Join(lbPolicyNames(), ", ") + ")"
@@ -228,7 +234,28 @@ func checkRingHash(c *checker, cfg int32) {
 			c.unknownField(k, "unknown-field", "ring_hash_experimental config", []string{"minRingSize", "maxRingSize", "requestHashHeader"})
 		}
 	})
-	if minSize > 0 && maxSize > 0 && minSize > maxSize {
-		c.report(cfg, "lb-policy-config", "ring_hash_experimental.minRingSize (%d) is larger than maxRingSize (%d)", minSize, maxSize)
+	// Defaults from gRFC A42: an absent bound still constrains the other.
+	if minSize < 0 && maxSize < 0 {
+		return
 	}
+	minVal, maxVal := minSize, maxSize
+	if minVal < 0 {
+		minVal = ringHashDefaultMin
+	}
+	if maxVal < 0 {
+		maxVal = ringHashMax
+	}
+	if minVal > maxVal {
+		c.report(cfg, "lb-policy-config", "ring_hash_experimental.minRingSize (%d%s) is larger than maxRingSize (%d%s)", minVal, defaultNote(minSize), maxVal, defaultNote(maxSize))
+	}
+}
+
+// ringHashDefaultMin is the default minRingSize (gRFC A42).
+const ringHashDefaultMin = 1024
+
+func defaultNote(v int64) string {
+	if v < 0 {
+		return ", the default"
+	}
+	return ""
 }

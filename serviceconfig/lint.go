@@ -143,7 +143,7 @@ func lintValue(value []byte, k Kind, offs offsetMap, owner string, strs ...strin
 	if t, err := jtree.Parse(value); err != nil {
 		ds = Diagnostics{syntaxDiagnostic(err)}
 		if je := err.(*jtree.Error); je.Other >= 0 {
-			ds[0].Message += fmt.Sprintf(" (first copy at offset %d)", je.Other)
+			ds[0].related = je.Other + 1
 		}
 	} else {
 		if t.NonASCII >= 0 {
@@ -178,6 +178,9 @@ func lintValue(value []byte, k Kind, offs offsetMap, owner string, strs ...strin
 		for i := range ds {
 			if ds[i].Offset >= 0 {
 				ds[i].Offset = offs(ds[i].Offset)
+			}
+			if ds[i].related > 0 {
+				ds[i].related = offs(ds[i].related-1) + 1
 			}
 		}
 	}
@@ -398,5 +401,10 @@ func locate(ds Diagnostics, text []byte) {
 			idx = newLineIndex(text)
 		}
 		ds[i].Line, ds[i].Column = idx.position(ds[i].Offset)
+		if r := ds[i].related - 1; r >= 0 && r <= len(text) {
+			l, c := idx.position(r)
+			ds[i].Message += fmt.Sprintf(" (the first copy is at %d:%d)", l, c)
+			ds[i].related = 0
+		}
 	}
 }

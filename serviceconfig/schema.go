@@ -94,6 +94,9 @@ func (s *compiledSchema) collect(t *jtree.Tree, e *jsonschema.ValidationError, o
 
 func (s *compiledSchema) add(t *jtree.Tree, e *jsonschema.ValidationError, loc []string, atKey bool, out *Diagnostics) {
 	kw := e.ErrorKind.KeywordPath()
+	if _, ok := e.ErrorKind.(*kind.Not); ok {
+		kw = []string{"not"} // the library reports no keyword for not
+	}
 	code := s.codeFor(e.SchemaURL, kw)
 	node := nodeAt(t, loc, atKey)
 	off := -1
@@ -129,7 +132,8 @@ func (s *compiledSchema) codeFor(schemaURL string, kw []string) string {
 		if !ok {
 			continue
 		}
-		if codes, ok := obj["x-codes"].(map[string]any); ok {
+		// x-codes speaks of the keywords of its own subschema only.
+		if codes, ok := obj["x-codes"].(map[string]any); ok && n == len(segs) {
 			if c, ok := codes[keyword].(string); ok {
 				return c
 			}

@@ -1,0 +1,143 @@
+package serviceconfig
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+)
+
+// corpusFiles returns the names listed in testdata/corpus/MANIFEST.
+func corpusFiles(t testing.TB) []string {
+	f, err := os.Open("../testdata/corpus/MANIFEST")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var names []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line != "" && line[0] != '#' {
+			names = append(names, strings.Fields(line)[0])
+		}
+	}
+	return names
+}
+
+// corpusValue returns the JSON value a corpus record holds and its kind.
+func corpusValue(text []byte) ([]byte, Kind) {
+	switch k := DetectKind(text); k {
+	case KindChoices, KindServiceConfig:
+		return text, k
+	case KindTXT:
+		recs, bad := textRecords(text)
+		if bad != nil {
+			return nil, KindUnknown
+		}
+		v, err := DecodeTXT(recs)
+		if err != nil {
+			return nil, KindUnknown
+		}
+		return v, KindChoices
+	}
+	return nil, KindUnknown
+}
+
+// TestSchemaAgreesWithRules keeps the JSON Schema and the Go rules
+// consistent over the whole corpus: everything the schema reports, the Go
+// rules report too (same code, same value), and a value the schema rejects
+// the Go rules reject. The Go rules may say more: the schema cannot express
+// duplicate names, duration ranges and the like.
+func TestSchemaAgreesWithRules(t *testing.T) {
+	n := 0
+	for _, name := range corpusFiles(t) {
+		text, err := os.ReadFile(filepath.Join("../testdata/corpus", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		value, k := corpusValue(text)
+		tr, err := jtree.Parse(value)
+		if k == KindUnknown || err != nil {
+			continue
+		}
+		n++
+		c := newChecker(tr)
+		if k == KindChoices {
+			ch := parseChoices(c)
+			for i := range ch.List {
+				if cfg := ch.List[i].configNode; cfg >= 0 {
+					c.pushIdx(elementIndex(tr, 0, ch.List[i].node))
+					c.pushKey(keyNodeOf(tr, ch.List[i].node, cfg))
+					validateServiceConfig(c, cfg)
+					c.path = c.path[:0]
+				}
+			}
+		} else {
+			validateServiceConfig(c, 0)
+		}
+		schema := schemaDiagnostics(tr, k)
+	next:
+		for _, s := range schema {
+			for _, g := range c.diags {
+				if covers(g, s) {
+					continue next
+				}
+			}
+			t.Errorf("%s: the schema reports %s at %s (%s), the Go rules do not", name, s.Code, s.Path, s.Message)
+		}
+		if schema.HasErrors() && !c.diags.HasErrors() {
+			t.Errorf("%s: the schema rejects it, the Go rules accept it", name)
+		}
+	}
+	if n < 80 {
+		t.Errorf("only %d corpus values checked", n)
+	}
+}
+
+// TestSchemaIsValidJSONSchema compiles the shipped schema as editors would.
+func TestSchemaIsValidJSONSchema(t *testing.T) {
+	if _, err := loadSchema(); err != nil {
+		t.Fatal(err)
+	}
+	// Every x-code names a registered code.
+	var walk func(v any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			if c, ok := v["x-code"].(string); ok {
+				if _, ok := LookupCode(c); !ok {
+					t.Errorf("schema x-code %q is not a registered code", c)
+				}
+			}
+			if cs, ok := v["x-codes"].(map[string]any); ok {
+				for _, c := range cs {
+					if _, ok := LookupCode(c.(string)); !ok {
+						t.Errorf("schema x-codes %q is not a registered code", c)
+					}
+				}
+			}
+			for _, x := range v {
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	s, _ := loadSchema()
+	walk(s.doc)
+}
+
+// readFileUp reads name from the package directory or a parent.
+func readFileUp(name string) ([]byte, error) {
+	b, err := os.ReadFile(filepath.Join("..", name))
+	if err != nil {
+		return os.ReadFile(name)
+	}
+	return b, nil
+}

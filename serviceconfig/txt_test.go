@@ -1,0 +1,152 @@
+package serviceconfig
+
+import (
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The example record of gRFC A2.
+const a2Value = `[{"serviceConfig":{"loadBalancingPolicy":"round_robin","methodConfig":[{"name":[{"service":"MyService","method":"Foo"}],"waitForReady":true}]}}]`
+
+func TestDecodeTXT(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		records [][]string
+		want    string
+		code    string // expected error code; "none" for ErrNoConfig
+	}{
+		{"A2 example", [][]string{{"grpc_config=" + a2Value}}, a2Value, ""},
+		{"strings joined with nothing between", [][]string{{"grpc_config=[{\"service", "Config\":{}}]"}}, `[{"serviceConfig":{}}]`, ""},
+		{"SPF beside is ignored", [][]string{{"v=spf1 -all"}, {"grpc_config=[]"}}, `[]`, ""},
+		{"attribute is case-insensitive", [][]string{{"GRPC_Config=[]"}}, `[]`, ""},
+		{"back-quoted attribute", [][]string{{"grpc`_config=[]"}}, `[]`, ""},
+		{"blanks around the attribute", [][]string{{"  grpc_config \t=[]"}}, `[]`, ""},
+		{"value keeps its blanks", [][]string{{"grpc_config= []"}}, ` []`, ""},
+		{"quoted = is part of the name", [][]string{{"grpc_config`==[]"}}, "", "none"},
+		{"other attribute", [][]string{{"grpc_configx=[]"}}, "", "none"},
+		{"no records", nil, "", "none"},
+		{"empty record", [][]string{{}}, "", "none"},
+		{"prefix split across strings", [][]string{{"grpc_", "config=[]"}}, "", "none"},
+		{"two config records", [][]string{{"grpc_config=[]"}, {"grpc_config=[1]"}}, "", "txt-multiple-config"},
+		{"non-ASCII", [][]string{{"grpc_config=[\"caf\xc3\xa9\"]"}}, "", "non-ascii"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := DecodeTXT(tc.records)
+			switch {
+			case tc.code == "none":
+				if !errors.Is(err, ErrNoConfig) {
+					t.Fatalf("got %q, %v; want ErrNoConfig", got, err)
+				}
+			case tc.code != "":
+				var ie *InvalidError
+				if !errors.As(err, &ie) || ie.Diagnostics[0].Code != tc.code {
+					t.Fatalf("got %q, %v; want %s", got, err, tc.code)
+				}
+			default:
+				if err != nil || string(got) != tc.want {
+					t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+				}
+			}
+		})
+	}
+}
+
+func TestEncodeTXTSplitsAt255(t *testing.T) {
+	value := []byte(`[{"serviceConfig":{"methodConfig":[{"name":[{"service":"` + strings.Repeat("s", 600) + `"}]}]}}]`)
+	strs := EncodeTXT(value)
+	if len(strs) != 3 {
+		t.Fatalf("got %d strings", len(strs))
+	}
+	for i, s := range strs[:len(strs)-1] {
+		if len(s) != MaxStringLen {
+			t.Errorf("string %d is %d bytes", i, len(s))
+		}
+	}
+	if !strings.HasPrefix(strs[0], "grpc_config=[") {
+		t.Errorf("first string %q", strs[0][:20])
+	}
+	got, err := DecodeTXT([][]string{strs})
+	if err != nil || string(got) != string(value) {
+		t.Fatalf("round trip: %v", err)
+	}
+	if n := RDataLen(strs); n != len("grpc_config=")+len(value)+3 {
+		t.Errorf("RDataLen = %d", n)
+	}
+}
+
+func TestResponseSize(t *testing.T) {
+	// A message with header, question and one TXT answer whose owner is
+	// compressed: counted by hand for owner "_grpc_config.a." (16 bytes on the
+	// wire) and one 13-byte string.
+	strs := []string{"grpc_config=x"}
+	if got := ResponseSize("_grpc_config.a.", strs, false); got != 12+16+4+2+10+14 {
+		t.Errorf("ResponseSize = %d", got)
+	}
+	if got := ResponseSize("_grpc_config.a", strs, true); got != 12+16+4+2+10+14+11 {
+		t.Errorf("ResponseSize with EDNS = %d", got)
+	}
+}
+
+func TestFormatAndParseTXT(t *testing.T) {
+	strs := []string{`grpc_config=[{"a":"b\c"}]`, "\x01tab\there"}
+	text := FormatTXT(strs)
+	if text != `"grpc_config=[{\"a\":\"b\\c\"}]" "\001tab\009here"` {
+		t.Errorf("FormatTXT = %s", text)
+	}
+	got, err := ParseTXT([]byte("_grpc_config.x. 300 IN TXT " + text + "\n"))
+	if err != nil || len(got) != 1 || !slices.Equal(got[0], strs) {
+		t.Fatalf("ParseTXT = %q, %v", got, err)
+	}
+	if _, err := ParseTXT([]byte(`"unterminated`)); err == nil {
+		t.Error("unterminated string accepted")
+	}
+	if _, err := ParseTXT([]byte(`"\256"`)); err == nil {
+		t.Error(`\256 accepted`)
+	}
+}
+
+func FuzzDecodeTXT(f *testing.F) {
+	f.Add("grpc_config="+a2Value, "", "v=spf1 -all")
+	f.Add("grpc_", "config=[]", "")
+	f.Add("GRPC`_CONFIG = [", "{}]", "grpc_config=[]")
+	f.Fuzz(func(t *testing.T, a, b, c string) {
+		records := [][]string{{a, b}, {c}}
+		value, err := DecodeTXT(records)
+		if err != nil {
+			return
+		}
+		// Whatever decodes, encodes back to strings that decode the same.
+		again, err := DecodeTXT([][]string{EncodeTXT(value)})
+		if err != nil || string(again) != string(value) {
+			t.Fatalf("encode/decode changed %q to %q (%v)", value, again, err)
+		}
+		for _, s := range EncodeTXT(value) {
+			if len(s) > MaxStringLen {
+				t.Fatalf("EncodeTXT made a %d-byte string", len(s))
+			}
+		}
+	})
+}
+
+func FuzzParsePresentation(f *testing.F) {
+	f.Add(`_grpc_config.x 60 IN TXT ( "grpc_config=[" "]" ) ; c`)
+	f.Add(`"a\"b" c\032d "\255"`)
+	f.Fuzz(func(t *testing.T, text string) {
+		recs, err := ParseTXT([]byte(text))
+		if err != nil {
+			return
+		}
+		// Formatting and reading back gives the same strings.
+		for _, r := range recs {
+			if len(r) == 0 {
+				continue
+			}
+			back, err := ParseTXT([]byte(FormatTXT(r)))
+			if err != nil || len(back) != 1 || !slices.Equal(back[0], r) {
+				t.Fatalf("%q -> %s -> %q (%v)", r, FormatTXT(r), back, err)
+			}
+		}
+	})
+}

@@ -1,0 +1,196 @@
+package serviceconfig
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseDuration(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+		err  string
+	}{
+		{"1s", time.Second, ""},
+		{"1.5s", 1500 * time.Millisecond, ""},
+		{"0.000000001s", 1, ""},
+		{"-2.25s", -2250 * time.Millisecond, ""},
+		{"315576000000s", 1<<63 - 1, ""},
+		{"0s", 0, ""},
+		{"1", 0, `"s" suffix`},
+		{"1m", 0, `write "60s"`},
+		{"100ms", 0, `write "0.100000000s"`},
+		{"1.s", 0, "digits must follow"},
+		{".5s", 0, "digits before"},
+		{"1.0000000001s", 0, "at most 9"},
+		{"315576000001s", 0, "out of range"},
+		{"99999999999999999999999s", 0, "out of range"},
+		{"1e3s", 0, `"s" suffix`},
+		{"+1s", 0, "digits before"},
+		{"s", 0, "digits before"},
+		{"", 0, `"s" suffix`},
+	} {
+		got, err := ParseDuration(tc.in)
+		if tc.err == "" {
+			if err != nil || got != tc.want {
+				t.Errorf("ParseDuration(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("ParseDuration(%q) error %v, want one mentioning %q", tc.in, err, tc.err)
+		}
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		0: "0s", time.Second: "1s", 100 * time.Millisecond: "0.100000000s",
+		-1500 * time.Millisecond: "-1.500000000s", 90 * time.Second: "90s",
+	} {
+		if got := FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%v) = %s, want %s", d, got, want)
+		}
+		back, err := ParseDuration(want)
+		if err != nil || back != d {
+			t.Errorf("ParseDuration(%s) = %v, %v", want, back, err)
+		}
+	}
+}
+
+// Diagnostics carry the pointer, the position and a message with the fix.
+func TestValidateDiagnostics(t *testing.T) {
+	cfg := `{
+  "methodConfig": [{
+    "name": [{"service": "pkg.Echo"}],
+    "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",
+                    "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE", "CANCELED"]},
+    "waitForReadyy": true
+  }]
+}`
+	ds := ValidateServiceConfig([]byte(cfg))
+	if len(ds) != 2 {
+		t.Fatalf("got %d diagnostics: %v", len(ds), ds)
+	}
+	d := ds[0]
+	if d.Code != "status-code" || d.Path != "/methodConfig/0/retryPolicy/retryableStatusCodes/1" ||
+		!strings.Contains(d.Message, `did you mean "CANCELLED"?`) || cfg[d.Offset:d.Offset+10] != `"CANCELED"` {
+		t.Errorf("diagnostic 0: %+v", d)
+	}
+	d = ds[1]
+	if d.Code != "unknown-field" || d.Severity != Warning || d.Path != "/methodConfig/0/waitForReadyy" ||
+		!strings.Contains(d.Message, `did you mean "waitForReady"?`) {
+		t.Errorf("diagnostic 1: %+v", d)
+	}
+}
+
+func TestSuggest(t *testing.T) {
+	known := []string{"maxAttempts", "initialBackoff", "maxBackoff", "backoffMultiplier", "retryableStatusCodes"}
+	for in, want := range map[string]string{
+		"max_attempts": "maxAttempts", "MaxAttempts": "maxAttempts", "maxAtempts": "maxAttempts",
+		"retryableStatusCode": "retryableStatusCodes", "timeout": "", "backoff": "",
+	} {
+		if got := suggest(in, known); got != want {
+			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestLintPositionsInTXT(t *testing.T) {
+	// The record as dig prints it, with escapes: positions point into this
+	// text, not into the decoded JSON.
+	text := "_grpc_config.echo.example.test. 30 IN TXT \"grpc_config=[{\\\"percentage\\\":500,\" \"\\\"serviceConfig\\\":{}}]\"\n"
+	k, ds := Lint([]byte(text), LintOptions{})
+	if k != KindTXT || len(ds) != 1 {
+		t.Fatalf("kind %v, %v", k, ds)
+	}
+	d := ds[0]
+	col := strings.Index(text, "500") + 1
+	if d.Code != "choice-percentage" || d.Line != 1 || d.Column != col {
+		t.Errorf("got %s at %d:%d, want choice-percentage at 1:%d", d.Code, d.Line, d.Column, col)
+	}
+}
+
+func TestLintPositionsMultiLine(t *testing.T) {
+	text := "[\n  {\n    \"serviceConfig\": {\n      \"methodConfig\": [{\"name\": [{}], \"timeout\": \"1m\"}]\n    }\n  }\n]\n"
+	_, ds := Lint([]byte(text), LintOptions{})
+	if len(ds) != 1 || ds[0].Line != 4 || ds[0].Column != 50 {
+		t.Fatalf("got %v", ds)
+	}
+}
+
+func TestDetectKind(t *testing.T) {
+	for in, want := range map[string]Kind{
+		`[{"serviceConfig":{}}]`:             KindChoices,
+		" \n{\"methodConfig\":[]}":           KindServiceConfig,
+		`{"zones":[]}`:                       KindPublisher,
+		"{\n \"other\": 1, \"zones\": []\n}": KindPublisher,
+		"zones:\n  - origin: x.\n":           KindPublisher,
+		"# comment\nzones: []\n":             KindPublisher,
+		`grpc_config=[]`:                     KindTXT,
+		`"grpc_config=[]" "x"`:               KindTXT,
+		"_grpc_config.x. 60 IN TXT \"a\"":    KindTXT,
+		"hello":                              KindUnknown,
+		"":                                   KindUnknown,
+	} {
+		if got := DetectKind([]byte(in)); got != want {
+			t.Errorf("DetectKind(%q) = %v, want %v", in, got, want)
+		}
+	}
+}
+
+// Every code the package emits is documented in the README, so users can
+// look it up.
+func TestCodesAreDocumented(t *testing.T) {
+	readme, err := readFileUp("README.md")
+	if err != nil {
+		t.Skip("README.md not found")
+	}
+	for _, c := range Codes() {
+		if !bytes.Contains(readme, []byte("`"+c.Code+"`")) {
+			t.Errorf("code %s is not documented in README.md", c.Code)
+		}
+	}
+}
+
+func FuzzLint(f *testing.F) {
+	f.Add([]byte(canary))
+	f.Add([]byte(`_grpc_config.x 60 IN TXT "grpc_config=[{\"serviceConfig\":{}}]" "x"`))
+	f.Add([]byte(`{"methodConfig":[{"name":[{"service":"a"}],"retryPolicy":{"maxAttempts":2}}]}`))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		_, ds := Lint(text, LintOptions{})
+		lines := bytes.Count(text, []byte("\n")) + 1
+		for _, d := range ds {
+			if _, ok := LookupCode(d.Code); !ok || d.Message == "" {
+				t.Fatalf("bad diagnostic %+v", d)
+			}
+			if d.Line > lines {
+				t.Fatalf("line %d beyond the input's %d lines: %+v", d.Line, lines, d)
+			}
+		}
+	})
+}
+
+// FuzzValidateAgainstGrpcGo: whatever service config we accept without a
+// warning that grpc-go rejects it, grpc-go accepts.
+func FuzzValidateAgainstGrpcGo(f *testing.F) {
+	f.Add([]byte(`{"methodConfig":[{"name":[{"service":"a.B","method":"C"}],"timeout":"1.5s","retryPolicy":{"maxAttempts":2,"initialBackoff":"1s","maxBackoff":"2s","backoffMultiplier":1.5,"retryableStatusCodes":[14,"UNAVAILABLE"]}}],"loadBalancingConfig":[{"round_robin":{}}]}`))
+	f.Add([]byte(`{"loadBalancingPolicy":"round_robin","retryThrottling":{"maxTokens":10,"tokenRatio":0.5},"healthCheckConfig":{"serviceName":"x"}}`))
+	f.Add([]byte(`{"loadBalancingConfig":[{"ring_hash_experimental":{"minRingSize":1,"maxRingSize":2}},{"pick_first":{"shuffleAddressList":true}}]}`))
+	f.Fuzz(func(t *testing.T, cfg []byte) {
+		ds := ValidateServiceConfig(cfg)
+		if ds.HasErrors() {
+			return
+		}
+		for _, d := range ds {
+			if grpcGoDiffers[d.Code] {
+				return
+			}
+		}
+		if err := grpcGoParse(cfg); err != nil {
+			t.Fatalf("we accept %s, grpc-go rejects it: %v", cfg, err)
+		}
+	})
+}
