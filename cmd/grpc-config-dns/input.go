@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -60,5 +59,3 @@ func (e *env) readInput(arg string) (*input, error) {
 var lookupInput = func(arg string) (*input, error) {
 	return nil, usageErr("%s: dns:// inputs are not supported in this build", arg)
 }
-
-func errorf(format string, args ...any) error { return fmt.Errorf(format, args...) }

@@ -94,11 +94,11 @@ type Error struct {
 func (e *Error) Error() string { return fmt.Sprintf("offset %d: %s", e.Offset, e.Msg) }
 
 type parser struct {
-	src   []byte
-	pos   int
-	nodes []Node
+	src      []byte
+	pos      int
+	nodes    []Node
 	nonASCII int
-	err   *Error
+	err      *Error
 }
 
 // Parse parses src as one JSON value surrounded by optional whitespace.
