@@ -141,16 +141,17 @@ func parsePresentation(text []byte) (*presentation, *Diagnostic) {
 	p := &presentation{}
 	var strs []string
 	var offs [][]int
+	var quoted []bool
 	start := -1
 	depth := 0
 	flush := func() {
 		if len(strs) > 0 {
-			strs, offs = dropZonePrefix(strs, offs)
+			strs, offs = dropZonePrefix(strs, offs, quoted)
 			p.records = append(p.records, strs)
 			p.offs = append(p.offs, offs)
 			p.recordOff = append(p.recordOff, start)
 		}
-		strs, offs, start = nil, nil, -1
+		strs, offs, quoted, start = nil, nil, nil, -1
 	}
 	bad := func(off int, format string, args ...any) *Diagnostic {
 		return &Diagnostic{Severity: Error, Code: "txt-syntax", Offset: off, Message: fmt.Sprintf(format, args...)}
@@ -183,29 +184,29 @@ func parsePresentation(text []byte) (*presentation, *Diagnostic) {
 			if start < 0 {
 				start = i
 			}
-			quoted := c == '"'
+			isQuoted := c == '"'
 			tokStart := i
-			if quoted {
+			if isQuoted {
 				i++
 			}
 			var s []byte
 			var o []int
 			for {
 				if i >= len(text) {
-					if quoted {
+					if isQuoted {
 						return nil, bad(tokStart, "unterminated quoted string: add the closing '\"'")
 					}
 					break
 				}
 				c := text[i]
-				if quoted && c == '"' {
+				if isQuoted && c == '"' {
 					i++
 					break
 				}
-				if !quoted && (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ';' || c == '(' || c == ')' || c == '"') {
+				if !isQuoted && (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ';' || c == '(' || c == ')' || c == '"') {
 					break
 				}
-				if quoted && c == '\n' {
+				if isQuoted && c == '\n' {
 					return nil, bad(tokStart, "unterminated quoted string: add the closing '\"' before the end of the line")
 				}
 				if c == '\\' {
@@ -233,6 +234,7 @@ func parsePresentation(text []byte) (*presentation, *Diagnostic) {
 			}
 			strs = append(strs, string(s))
 			offs = append(offs, o)
+			quoted = append(quoted, isQuoted)
 		}
 	}
 	if depth != 0 {
@@ -245,13 +247,14 @@ func parsePresentation(text []byte) (*presentation, *Diagnostic) {
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }
 
 // dropZonePrefix removes "owner [ttl] [class] [ttl] TXT" from the front of a
-// record's strings, as found in zone files and dig's output.
-func dropZonePrefix(strs []string, offs [][]int) ([]string, [][]int) {
+// record's strings, as found in zone files and dig's output. Those words are
+// never quoted there; quoted strings are always data.
+func dropZonePrefix(strs []string, offs [][]int, quoted []bool) ([]string, [][]int) {
 	for i := 1; i < len(strs) && i <= 4; i++ {
-		if len(strs[i]) == 3 && bytes.EqualFold([]byte(strs[i]), []byte("TXT")) {
-			ok := true
-			for _, s := range strs[1:i] {
-				if !isTTL(s) && !isClass(s) {
+		if !quoted[i] && len(strs[i]) == 3 && bytes.EqualFold([]byte(strs[i]), []byte("TXT")) {
+			ok := !quoted[0]
+			for j, s := range strs[1:i] {
+				if quoted[j+1] || (!isTTL(s) && !isClass(s)) {
 					ok = false
 				}
 			}
