@@ -1,6 +1,7 @@
 package serviceconfig
 
 import (
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/constraints"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
 )
 
@@ -15,6 +16,9 @@ type Choice struct {
 	// ClientHostname lists exact, case-sensitive hostnames. Nil when absent;
 	// absent or empty matches every client.
 	ClientHostname []string
+	// Constraints are the choice's dynamic parameter constraints (our
+	// extension, xDS TP2), or nil when it has none.
+	Constraints *constraints.Expr
 	// ServiceConfig is the choice's service config, as JSON text.
 	ServiceConfig []byte
 
@@ -36,7 +40,7 @@ const (
 	keyServiceConfig  = "serviceConfig"
 )
 
-var choiceKeys = []string{keyClientLanguage, keyPercentage, keyClientHostname, keyServiceConfig}
+var choiceKeys = []string{keyClientLanguage, keyPercentage, keyClientHostname, keyServiceConfig, keyDynamicParameterConstraints}
 
 // ParseChoices parses a grpc_config value strictly, as gRFC A2 and DESIGN.md
 // §4 say: any unknown or duplicate key, a percentage that is not an integer
@@ -100,6 +104,8 @@ func parseChoice(c *checker, obj int32) Choice {
 			ch.ClientHostname = stringList(c, v, "choice-client-hostname", keyClientHostname)
 		case t.Is(k, keyPercentage):
 			ch.Percentage = percentage(c, v)
+		case t.Is(k, keyDynamicParameterConstraints):
+			ch.Constraints = parseConstraints(c, v, 1)
 		case t.Is(k, keyServiceConfig):
 			if t.Nodes[v].Kind != jtree.Object {
 				c.report(v, "choice-service-config", "serviceConfig must be an object, not %s; the whole record is invalid", describeKind(t, v))
@@ -113,7 +119,7 @@ func parseChoice(c *checker, obj int32) Choice {
 			if s := suggest(name, choiceKeys); s != "" {
 				c.report(k, "choice-unknown-key", msg+"; did you mean %q?", name, s)
 			} else {
-				c.report(k, "choice-unknown-key", msg+"; choices may only hold clientLanguage, percentage, clientHostname and serviceConfig", name)
+				c.report(k, "choice-unknown-key", msg+"; choices may only hold clientLanguage, percentage, clientHostname, serviceConfig and dynamicParameterConstraints", name)
 			}
 		}
 	})
@@ -206,7 +212,35 @@ func keyNodeOf(t *jtree.Tree, obj, v int32) int32 {
 }
 
 // Compact returns the choice list as compact JSON, the form to publish.
-func (ch *Choices) Compact() []byte { return ch.tree.AppendCompact(nil, 0) }
+// Dynamic parameter constraints are written in canonical camelCase.
+func (ch *Choices) Compact() []byte {
+	t := ch.tree
+	dst := make([]byte, 0, len(t.Src))
+	dst = append(dst, '[')
+	for i := range ch.List {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		obj := ch.List[i].node
+		dst = append(dst, '{')
+		first := true
+		for k := t.Nodes[obj].First; k >= 0; k = t.Nodes[t.Nodes[k].Next].Next {
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = append(dst, t.Raw(k)...)
+			dst = append(dst, ':')
+			if t.Is(k, keyDynamicParameterConstraints) && ch.List[i].Constraints != nil {
+				dst = ch.List[i].Constraints.AppendJSON(dst)
+			} else {
+				dst = t.AppendCompact(dst, t.Nodes[k].Next)
+			}
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
 
 // CompactConfig returns choice i's service config as compact JSON.
 func (ch *Choices) CompactConfig(i int) []byte {

@@ -44,6 +44,16 @@ var codes = []CodeInfo{
 	{"choice-percentage-zero", Warning, "percentage 0 matches no client"},
 	{"choice-service-config", Error, "serviceConfig is missing or not an object"},
 	{"choice-empty-list", Warning, "an empty clientLanguage or clientHostname list: A2 matches all, grpc-go matches none"},
+	{"dynparams-constraint", Error, "a dynamicParameterConstraints message is malformed"},
+	{"dynparams-too-deep", Error, "dynamic parameter constraints nest more than 32 levels"},
+	{"dynparams-empty-and", Warning, "an empty andConstraints matches every client"},
+	{"dynparams-empty-or", Warning, "an empty orConstraints matches no client"},
+	{"dynparams-keyset", Warning, "the choices with dynamic parameter constraints do not all constrain the same keys (TP2)"},
+	{"dynparams-overlap", Warning, "two choices' dynamic parameter constraints match the same parameters (TP2)"},
+	{"dynparams-gap", Warning, "a parameter set over the named keys and values matches no choice (TP2)"},
+	{"dynparams-analysis-incomplete", Warning, "the variant analysis gave up; some findings may be missing"},
+	{"choice-unreachable", Warning, "no client can ever select this choice: earlier choices take every client it matches"},
+	{"choice-extension-key", Warning, "a choice uses dynamicParameterConstraints, which other gRPC clients reject or ignore"},
 	{"choice-language-case", Warning, "clientLanguage names Go in a case grpc-go does not match (it compares with \"GO\")"},
 
 	// Service config.

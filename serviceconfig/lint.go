@@ -163,6 +163,9 @@ func lintValue(value []byte, k Kind, offs offsetMap, owner string, strs ...strin
 				}
 			}
 			lintChoiceList(c, ch)
+			if !c.diags.HasErrors() {
+				lintVariants(c, ch)
+			}
 		} else {
 			validateServiceConfig(c, 0)
 		}
@@ -190,6 +193,19 @@ func lintValue(value []byte, k Kind, offs offsetMap, owner string, strs ...strin
 // lintChoiceList adds the checks that look at the list as a whole.
 func lintChoiceList(c *checker, ch *Choices) {
 	t := c.t
+	// Our extension key is unknown to every other gRPC client: say once what
+	// each of them does with it.
+	for i := range ch.List {
+		if v := t.Get(ch.List[i].node, keyDynamicParameterConstraints); v >= 0 {
+			c.pushIdx(elementIndex(t, 0, ch.List[i].node))
+			k := keyNodeOf(t, ch.List[i].node, v)
+			c.pushKey(k)
+			c.report(k, "choice-extension-key", "dynamicParameterConstraints is an extension only our resolver reads: grpc-java and grpc-js reject the whole record because of the unknown key, and grpc-go and C-core ignore it, so they may pick a variant meant for other clients; serve such records only to clients that use our resolver")
+			c.pop()
+			c.pop()
+			break
+		}
+	}
 	for i := range ch.List {
 		x := &ch.List[i]
 		c.pushIdx(elementIndex(t, 0, x.node))

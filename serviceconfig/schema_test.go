@@ -132,12 +132,3 @@ func TestSchemaIsValidJSONSchema(t *testing.T) {
 	s, _ := loadSchema()
 	walk(s.doc)
 }
-
-// readFileUp reads name from the package directory or a parent.
-func readFileUp(name string) ([]byte, error) {
-	b, err := os.ReadFile(filepath.Join("..", name))
-	if err != nil {
-		return os.ReadFile(name)
-	}
-	return b, nil
-}

@@ -37,7 +37,8 @@ func (ch *Choices) Select(c Client) int {
 func (ch *Choice) Matches(c Client) bool {
 	return ch.languageMatches(c.Language) &&
 		ch.percentageMatches(c.Bucket) &&
-		ch.hostnameMatches(c.Hostname)
+		ch.hostnameMatches(c.Hostname) &&
+		(ch.Constraints == nil || ch.Constraints.Match(c.Params))
 }
 
 func (ch *Choice) languageMatches(lang string) bool {
@@ -140,6 +141,14 @@ func (ch *Choices) Explain(c Client) []Verdict {
 				verb = "does not include"
 			}
 			add(ok, fmt.Sprintf("clientHostname %s %s %q", quoteList(x.ClientHostname), verb, c.Hostname))
+		}
+		if x.Constraints != nil {
+			ok := x.Constraints.Match(c.Params)
+			verb := "match"
+			if !ok {
+				verb = "do not match"
+			}
+			add(ok, fmt.Sprintf("dynamic parameters %s %s %s", FormatParams(c.Params), verb, x.Constraints))
 		}
 		if v.Matched && !selected {
 			v.Selected, selected = true, true

@@ -2,6 +2,9 @@ package serviceconfig
 
 import (
 	"bytes"
+	"flag"
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -141,17 +144,35 @@ func TestDetectKind(t *testing.T) {
 	}
 }
 
-// Every code the package emits is documented in the README, so users can
-// look it up.
-func TestCodesAreDocumented(t *testing.T) {
-	readme, err := readFileUp("README.md")
+var updateREADME = flag.Bool("update-readme", false, "rewrite the code table in README.md")
+
+// The README's table of diagnostic codes is generated from the registry, so
+// users can look up every code: go test ./serviceconfig -run CodeTable -update-readme
+func TestREADMECodeTable(t *testing.T) {
+	const begin, end = "<!-- codes:begin -->\n", "<!-- codes:end -->"
+	readme, err := os.ReadFile("../README.md")
 	if err != nil {
-		t.Skip("README.md not found")
+		t.Fatal(err)
 	}
+	var table strings.Builder
+	table.WriteString("| code | severity | meaning |\n|---|---|---|\n")
 	for _, c := range Codes() {
-		if !bytes.Contains(readme, []byte("`"+c.Code+"`")) {
-			t.Errorf("code %s is not documented in README.md", c.Code)
-		}
+		fmt.Fprintf(&table, "| `%s` | %s | %s |\n", c.Code, c.Severity, c.Summary)
+	}
+	i, j := bytes.Index(readme, []byte(begin)), bytes.Index(readme, []byte(end))
+	if i < 0 || j < i {
+		t.Fatalf("README.md has no %q ... %q section", begin, end)
+	}
+	got := string(readme[i+len(begin) : j])
+	if got == table.String() {
+		return
+	}
+	if !*updateREADME {
+		t.Fatalf("README.md's code table is stale: run go test ./serviceconfig -run CodeTable -update-readme")
+	}
+	out := append(append(append([]byte{}, readme[:i+len(begin)]...), table.String()...), readme[j:]...)
+	if err := os.WriteFile("../README.md", out, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
 

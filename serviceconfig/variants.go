@@ -1,0 +1,642 @@
+package serviceconfig
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/constraints"
+)
+
+// The variant analysis answers questions about every possible client at
+// once: can a choice ever be selected, can two variants match the same
+// dynamic parameters, is there a parameter set no variant serves. A client
+// is abstracted to finitely many cases per criterion: each language and
+// hostname the record names plus "another one"; one bucket per percentage
+// threshold; for each dynamic parameter key, each value the constraints
+// name, "another value" and "absent". The questions are satisfiability
+// problems over that space, solved by a depth-first search that evaluates
+// every choice in three-valued logic on partial assignments and prunes as
+// soon as the answer is decided, so it never enumerates the space blindly.
+
+// analysisBudget bounds the search steps of one lint run. Realistic
+// records need a few thousand; beyond the budget lint says it gave up.
+const analysisBudget = 2_000_000
+
+type tri uint8
+
+const (
+	triFalse tri = iota
+	triTrue
+	triUnknown
+)
+
+func triNot(t tri) tri {
+	switch t {
+	case triFalse:
+		return triTrue
+	case triTrue:
+		return triFalse
+	}
+	return triUnknown
+}
+
+// dimension kinds of the abstract client.
+const (
+	dimLang = iota
+	dimHost
+	dimBucket
+	dimParam
+)
+
+type dimension struct {
+	kind int
+	key  int // dimParam: index into space.keys
+	size int
+}
+
+// space is the abstract client space of one record.
+type space struct {
+	langs, hosts []string
+	buckets      []int // representative bucket of each class
+	keys         []string
+	values       [][]string // per key; then "other" and "absent"
+	dims         []dimension
+	choices      []vchoice
+}
+
+// vchoice is a choice compiled against the space.
+type vchoice struct {
+	index      int // position in the record
+	langs      []bool
+	hosts      []bool
+	percentage int
+	expr       *vexpr // nil: no constraints
+}
+
+type vexpr struct {
+	op   constraints.Op
+	key  int
+	val  int
+	args []*vexpr
+}
+
+func (sp *space) other(key int) int  { return len(sp.values[key]) }
+func (sp *space) absent(key int) int { return len(sp.values[key]) + 1 }
+
+func newSpace(list []Choice) *space {
+	sp := &space{}
+	keyIndex := map[string]int{}
+	var pcts []int
+	for i := range list {
+		ch := &list[i]
+		for _, l := range ch.ClientLanguage {
+			if l := strings.ToLower(l); !slices.Contains(sp.langs, l) {
+				sp.langs = append(sp.langs, l)
+			}
+		}
+		for _, h := range ch.ClientHostname {
+			if !slices.Contains(sp.hosts, h) {
+				sp.hosts = append(sp.hosts, h)
+			}
+		}
+		if ch.Percentage > 0 && ch.Percentage < 100 && !slices.Contains(pcts, ch.Percentage) {
+			pcts = append(pcts, ch.Percentage)
+		}
+		if ch.Constraints != nil {
+			for k, vs := range ch.Constraints.Values() {
+				if _, ok := keyIndex[k]; !ok {
+					keyIndex[k] = len(sp.keys)
+					sp.keys = append(sp.keys, k)
+					sp.values = append(sp.values, nil)
+				}
+				for _, v := range vs {
+					ki := keyIndex[k]
+					if !slices.Contains(sp.values[ki], v) {
+						sp.values[ki] = append(sp.values[ki], v)
+					}
+				}
+			}
+			for _, k := range ch.Constraints.Keys() {
+				if _, ok := keyIndex[k]; !ok {
+					keyIndex[k] = len(sp.keys)
+					sp.keys = append(sp.keys, k)
+					sp.values = append(sp.values, nil)
+				}
+			}
+		}
+	}
+	slices.Sort(pcts)
+	sp.buckets = append(pcts, 100)
+	for i := range list {
+		sp.choices = append(sp.choices, sp.compile(i, &list[i], keyIndex))
+	}
+	sp.dims = append(sp.dims,
+		dimension{kind: dimLang, size: len(sp.langs) + 1},
+		dimension{kind: dimHost, size: len(sp.hosts) + 1},
+		dimension{kind: dimBucket, size: len(sp.buckets)})
+	for k := range sp.keys {
+		sp.dims = append(sp.dims, dimension{kind: dimParam, key: k, size: len(sp.values[k]) + 2})
+	}
+	return sp
+}
+
+func (sp *space) compile(i int, ch *Choice, keyIndex map[string]int) vchoice {
+	vc := vchoice{index: i, percentage: ch.Percentage}
+	if len(ch.ClientLanguage) > 0 {
+		vc.langs = make([]bool, len(sp.langs)+1)
+		for _, l := range ch.ClientLanguage {
+			vc.langs[slices.Index(sp.langs, strings.ToLower(l))] = true
+		}
+	}
+	if len(ch.ClientHostname) > 0 {
+		vc.hosts = make([]bool, len(sp.hosts)+1)
+		for _, h := range ch.ClientHostname {
+			vc.hosts[slices.Index(sp.hosts, h)] = true
+		}
+	}
+	if ch.Constraints != nil {
+		vc.expr = sp.compileExpr(ch.Constraints, keyIndex)
+	}
+	return vc
+}
+
+func (sp *space) compileExpr(e *constraints.Expr, keyIndex map[string]int) *vexpr {
+	v := &vexpr{op: e.Op}
+	if e.Op == constraints.Value || e.Op == constraints.Exists {
+		v.key = keyIndex[e.Key]
+		if e.Op == constraints.Value {
+			v.val = slices.Index(sp.values[v.key], e.Value)
+		}
+	}
+	for _, a := range e.Args {
+		v.args = append(v.args, sp.compileExpr(a, keyIndex))
+	}
+	return v
+}
+
+// assignment is a partial abstract client: one value per dimension, or -1.
+type assignment []int
+
+func (sp *space) evalExpr(e *vexpr, a assignment, base int) tri {
+	switch e.op {
+	case constraints.Value, constraints.Exists:
+		v := a[base+e.key]
+		if v < 0 {
+			return triUnknown
+		}
+		if e.op == constraints.Exists {
+			if v == sp.absent(e.key) {
+				return triFalse
+			}
+			return triTrue
+		}
+		if v == e.val {
+			return triTrue
+		}
+		return triFalse
+	case constraints.And:
+		r := triTrue
+		for _, x := range e.args {
+			switch sp.evalExpr(x, a, base) {
+			case triFalse:
+				return triFalse
+			case triUnknown:
+				r = triUnknown
+			}
+		}
+		return r
+	case constraints.Or:
+		r := triFalse
+		for _, x := range e.args {
+			switch sp.evalExpr(x, a, base) {
+			case triTrue:
+				return triTrue
+			case triUnknown:
+				r = triUnknown
+			}
+		}
+		return r
+	case constraints.Not:
+		return triNot(sp.evalExpr(e.args[0], a, base))
+	}
+	return triFalse
+}
+
+const paramBase = 3 // dimensions before the first parameter key
+
+// evalParams evaluates only the dynamic parameter constraints of choice c.
+func (sp *space) evalParams(c *vchoice, a assignment) tri {
+	if c.expr == nil {
+		return triTrue
+	}
+	return sp.evalExpr(c.expr, a, paramBase)
+}
+
+// eval evaluates every criterion of choice c.
+func (sp *space) eval(c *vchoice, a assignment) tri {
+	r := triTrue
+	and := func(t tri) bool {
+		if t == triFalse {
+			r = triFalse
+			return false
+		}
+		if t == triUnknown {
+			r = triUnknown
+		}
+		return true
+	}
+	member := func(set []bool, v int) tri {
+		switch {
+		case set == nil:
+			return triTrue
+		case v < 0:
+			return triUnknown
+		case set[v]:
+			return triTrue
+		}
+		return triFalse
+	}
+	if !and(member(c.langs, a[dimLang])) || !and(member(c.hosts, a[dimHost])) {
+		return triFalse
+	}
+	switch {
+	case c.percentage < 0 || c.percentage >= 100:
+	case c.percentage == 0:
+		return triFalse
+	case a[dimBucket] < 0:
+		r = triUnknown
+	case sp.buckets[a[dimBucket]] > c.percentage:
+		return triFalse
+	}
+	if !and(sp.evalParams(c, a)) {
+		return triFalse
+	}
+	return r
+}
+
+// searcher looks for an assignment that makes goal true.
+type searcher struct {
+	sp    *space
+	goal  func(assignment) tri
+	dims  []int // dimension indexes to assign, in order
+	order func(d dimension) []int
+	// maxPresent limits how many parameter keys may be present (-1: no
+	// limit), to find the smallest witness.
+	maxPresent int
+	steps      *int
+	gaveUp     bool
+	a          assignment
+}
+
+func (s *searcher) run() (assignment, bool) {
+	s.a = make(assignment, len(s.sp.dims))
+	for i := range s.a {
+		s.a[i] = -1
+	}
+	if s.dfs(0, 0) {
+		return s.a, true
+	}
+	return nil, false
+}
+
+func (s *searcher) dfs(i, present int) bool {
+	if *s.steps <= 0 {
+		s.gaveUp = true
+		return false
+	}
+	*s.steps--
+	switch s.goal(s.a) {
+	case triFalse:
+		return false
+	case triTrue:
+		return true
+	}
+	if i == len(s.dims) {
+		return false
+	}
+	di := s.dims[i]
+	d := s.sp.dims[di]
+	for _, v := range s.order(d) {
+		p := present
+		if d.kind == dimParam && v != s.sp.absent(d.key) {
+			p++
+			if s.maxPresent >= 0 && p > s.maxPresent {
+				continue
+			}
+		}
+		s.a[di] = v
+		if s.dfs(i+1, p) {
+			return true
+		}
+		if s.gaveUp {
+			break
+		}
+	}
+	s.a[di] = -1
+	return false
+}
+
+// valueOrder tries, for a parameter key, the named values first, then
+// "absent", then "another value", so that witnesses read naturally.
+func (sp *space) valueOrder(d dimension) []int {
+	out := make([]int, d.size)
+	for i := range out {
+		out[i] = i
+	}
+	if d.kind == dimParam {
+		n := len(sp.values[d.key])
+		out = out[:0]
+		for i := 0; i < n; i++ {
+			out = append(out, i)
+		}
+		out = append(out, sp.absent(d.key), sp.other(d.key))
+	}
+	return out
+}
+
+// minimalWitness finds a satisfying assignment with as few parameter keys
+// present as possible.
+func (sp *space) minimalWitness(goal func(assignment) tri, dims []int, steps *int) (assignment, bool, bool) {
+	for maxPresent := 0; maxPresent <= len(sp.keys); maxPresent++ {
+		s := &searcher{sp: sp, goal: goal, dims: dims, order: sp.valueOrder, maxPresent: maxPresent, steps: steps}
+		a, ok := s.run()
+		if ok {
+			return a, true, false
+		}
+		if s.gaveUp {
+			return nil, false, true
+		}
+	}
+	return nil, false, false
+}
+
+func (sp *space) allDims() []int {
+	out := make([]int, len(sp.dims))
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func (sp *space) paramDims() []int {
+	out := make([]int, len(sp.keys))
+	for i := range out {
+		out[i] = paramBase + i
+	}
+	return out
+}
+
+// formatParams writes the parameter part of an assignment: {env=test},
+// {env=<another value>}, {} when no key is present.
+func (sp *space) formatParams(a assignment) string {
+	var parts []string
+	for k := range sp.keys {
+		v := a[paramBase+k]
+		switch {
+		case v < 0 || v == sp.absent(k):
+		case v == sp.other(k):
+			parts = append(parts, sp.keys[k]+"=<another value>")
+		default:
+			parts = append(parts, sp.keys[k]+"="+sp.values[k][v])
+		}
+	}
+	return "{" + strings.Join(parts, ", ") + "}"
+}
+
+// lintVariants adds the TP2 best-practice checks and choice reachability.
+func lintVariants(c *checker, ch *Choices) {
+	if len(ch.List) == 0 {
+		return
+	}
+	sp := newSpace(ch.List)
+	steps := analysisBudget
+	gaveUp := false
+	t := c.t
+
+	at := func(i int, key string, code, format string, args ...any) {
+		c.pushIdx(elementIndex(t, 0, ch.List[i].node))
+		n := ch.List[i].node
+		if key != "" {
+			if v := t.Get(n, key); v >= 0 {
+				c.pushKey(keyNodeOf(t, n, v))
+				c.report(v, code, format, args...)
+				c.pop()
+				c.pop()
+				return
+			}
+		}
+		c.report(n, code, format, args...)
+		c.pop()
+	}
+
+	var variants []int
+	for i := range ch.List {
+		if ch.List[i].Constraints != nil {
+			variants = append(variants, i)
+		}
+	}
+
+	// Keysets: all variants constrain the same keys (TP2 best practice).
+	if len(variants) > 1 {
+		var union []string
+		for _, i := range variants {
+			for _, k := range ch.List[i].Constraints.Keys() {
+				if !slices.Contains(union, k) {
+					union = append(union, k)
+				}
+			}
+		}
+		slices.Sort(union)
+		for _, i := range variants {
+			keys := ch.List[i].Constraints.Keys()
+			var missing []string
+			for _, k := range union {
+				if !slices.Contains(keys, k) {
+					missing = append(missing, k)
+				}
+			}
+			if len(missing) == 0 {
+				continue
+			}
+			var others []string
+			for _, j := range variants {
+				if j != i && len(ch.List[j].Constraints.Keys()) > len(keys) {
+					others = append(others, fmt.Sprint(j))
+				}
+			}
+			at(i, keyDynamicParameterConstraints, "dynparams-keyset",
+				"choice %d constrains %s but not %s, which other variants constrain: TP2 asks every variant to constrain the same keys, so that a client sending a new key cannot match two variants; constrain %s here too (for clients that do not send it yet: {\"notConstraints\":{\"constraint\":{\"key\":%q,\"exists\":{}}}})",
+				i, quoteKeys(keys), quoteKeys(missing), quoteKeys(missing), missing[0])
+		}
+	}
+
+	// Overlaps: two variants that match the same parameters.
+	for x, i := range variants {
+		for _, j := range variants[x+1:] {
+			ci, cj := &sp.choices[i], &sp.choices[j]
+			goal := func(a assignment) tri { return triAnd(sp.eval(ci, a), sp.eval(cj, a)) }
+			// Most pairs are disjoint: prove that with one search before
+			// looking for the smallest witness of an overlap.
+			any := &searcher{sp: sp, goal: goal, dims: sp.allDims(), order: sp.valueOrder, maxPresent: -1, steps: &steps}
+			if _, ok := any.run(); !ok {
+				gaveUp = gaveUp || any.gaveUp
+				continue
+			}
+			a, ok, gave := sp.minimalWitness(goal, sp.allDims(), &steps)
+			gaveUp = gaveUp || gave
+			if ok {
+				at(j, keyDynamicParameterConstraints, "dynparams-overlap",
+					"parameters %s match both choice %d and choice %d: the first, choice %d, wins, and choice %d is never used for them; TP2 asks variants to be mutually exclusive, so narrow one of them",
+					sp.formatParams(a), i, j, i, j)
+			}
+		}
+	}
+
+	// Gap: a parameter set over the named keys and values that no variant
+	// serves. A choice without constraints serves every parameter set.
+	if len(variants) > 0 && len(variants) == len(ch.List) {
+		goal := func(a assignment) tri {
+			r := triTrue
+			for k := range sp.choices {
+				switch triNot(sp.evalParams(&sp.choices[k], a)) {
+				case triFalse:
+					return triFalse
+				case triUnknown:
+					r = triUnknown
+				}
+			}
+			return r
+		}
+		named := func(d dimension) []int {
+			out := make([]int, len(sp.values[d.key]))
+			for i := range out {
+				out[i] = i
+			}
+			return out
+		}
+		s := &searcher{sp: sp, goal: goal, dims: sp.paramDims(), order: named, maxPresent: -1, steps: &steps}
+		if a, ok := s.run(); ok {
+			at(0, "", "dynparams-gap",
+				"no choice matches parameters %s, so a client sending them gets no service config from this record (TP2: have a variant for every value clients send); add the missing variant, or a last choice without dynamicParameterConstraints",
+				sp.formatParams(fillNamed(sp, a)))
+		}
+		gaveUp = gaveUp || s.gaveUp
+	}
+
+	// Reachability of every choice, by every criterion.
+	for j := range sp.choices {
+		if ch.List[j].Percentage == 0 || isEmptyOr(ch.List[j].Constraints) {
+			continue // already reported on its own
+		}
+		cj := &sp.choices[j]
+		earlier := sp.choices[:j]
+		goal := func(a assignment) tri {
+			r := sp.eval(cj, a)
+			if r == triFalse {
+				return triFalse
+			}
+			for k := range earlier {
+				r = triAnd(r, triNot(sp.eval(&earlier[k], a)))
+				if r == triFalse {
+					return triFalse
+				}
+			}
+			return r
+		}
+		s := &searcher{sp: sp, goal: goal, dims: sp.allDims(), order: sp.valueOrder, maxPresent: -1, steps: &steps}
+		if _, ok := s.run(); ok {
+			continue
+		}
+		if s.gaveUp {
+			gaveUp = true
+			break
+		}
+		// Unreachable: name the earlier choice that covers it alone, if any.
+		self := &searcher{sp: sp, goal: func(a assignment) tri { return sp.eval(cj, a) }, dims: sp.allDims(), order: sp.valueOrder, maxPresent: -1, steps: &steps}
+		if _, ok := self.run(); !ok && !self.gaveUp {
+			at(j, "", "choice-unreachable", "choice %d can never be selected: its criteria contradict each other, so no client matches it; fix or remove it", j)
+			continue
+		}
+		var by []int
+		for i := range earlier {
+			ci := &earlier[i]
+			cover := &searcher{sp: sp, goal: func(a assignment) tri { return triAnd(sp.eval(cj, a), triNot(sp.eval(ci, a))) }, dims: sp.allDims(), order: sp.valueOrder, maxPresent: -1, steps: &steps}
+			if _, ok := cover.run(); !ok && !cover.gaveUp {
+				by = []int{i}
+				break
+			}
+		}
+		if len(by) == 1 {
+			at(j, "", "choice-unreachable", "choice %d can never be selected: every client it matches is taken first by choice %d%s; remove it, or move it before choice %d", j, by[0], describeCatchAll(&ch.List[by[0]]), by[0])
+			continue
+		}
+		for i := range earlier {
+			ci := &earlier[i]
+			both := &searcher{sp: sp, goal: func(a assignment) tri { return triAnd(sp.eval(cj, a), sp.eval(ci, a)) }, dims: sp.allDims(), order: sp.valueOrder, maxPresent: -1, steps: &steps}
+			if _, ok := both.run(); ok {
+				by = append(by, i)
+			}
+		}
+		at(j, "", "choice-unreachable", "choice %d can never be selected: every client it matches is taken first by choices %s together; remove it, or move it earlier", j, joinInts(by))
+	}
+
+	if gaveUp {
+		c.report(0, "dynparams-analysis-incomplete", "the variant analysis gave up after %d search steps, so overlaps, gaps and unreachable choices may go unreported; simplify the constraints or split the record", analysisBudget)
+	}
+}
+
+func triAnd(a, b tri) tri {
+	if a == triFalse || b == triFalse {
+		return triFalse
+	}
+	if a == triTrue && b == triTrue {
+		return triTrue
+	}
+	return triUnknown
+}
+
+// fillNamed gives unassigned keys of a gap witness their first named value,
+// so the witness names every key, as the question was asked.
+func fillNamed(sp *space, a assignment) assignment {
+	out := slices.Clone(a)
+	for k := range sp.keys {
+		if out[paramBase+k] < 0 && len(sp.values[k]) > 0 {
+			out[paramBase+k] = 0
+		}
+	}
+	return out
+}
+
+func isEmptyOr(e *constraints.Expr) bool {
+	return e != nil && e.Op == constraints.Or && len(e.Args) == 0
+}
+
+func describeCatchAll(ch *Choice) string {
+	if len(ch.ClientLanguage) == 0 && len(ch.ClientHostname) == 0 && ch.Percentage < 0 && ch.Constraints == nil {
+		return ", which matches every client"
+	}
+	return ""
+}
+
+func quoteKeys(keys []string) string {
+	q := make([]string, len(keys))
+	for i, k := range keys {
+		q[i] = fmt.Sprintf("%q", k)
+	}
+	if len(q) == 0 {
+		return "no key"
+	}
+	return strings.Join(q, ", ")
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	if len(s) <= 1 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " and " + s[len(s)-1]
+}
