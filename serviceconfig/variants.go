@@ -459,15 +459,21 @@ func lintVariants(c *checker, ch *Choices) {
 			if len(missing) == 0 {
 				continue
 			}
-			var others []string
+			var others []int
 			for _, j := range variants {
-				if j != i && len(ch.List[j].Constraints.Keys()) > len(keys) {
-					others = append(others, fmt.Sprint(j))
+				for _, k := range ch.List[j].Constraints.Keys() {
+					if j != i && slices.Contains(missing, k) && !slices.Contains(others, j) {
+						others = append(others, j)
+					}
 				}
 			}
+			what := "choice"
+			if len(others) > 1 {
+				what = "choices"
+			}
 			at(i, keyDynamicParameterConstraints, "dynparams-keyset",
-				"choice %d constrains %s but not %s, which other variants constrain: TP2 asks every variant to constrain the same keys, so that a client sending a new key cannot match two variants; constrain %s here too (for clients that do not send it yet: {\"notConstraints\":{\"constraint\":{\"key\":%q,\"exists\":{}}}})",
-				i, quoteKeys(keys), quoteKeys(missing), quoteKeys(missing), missing[0])
+				"choice %d constrains %s but not %s, which %s %s constrain%s: TP2 asks every variant to constrain the same keys, so that a client sending a new key cannot match two variants; constrain %s here too (for clients that do not send it yet: {\"notConstraints\":{\"constraint\":{\"key\":%q,\"exists\":{}}}})",
+				i, quoteKeys(keys), quoteKeys(missing), what, joinInts(others), map[bool]string{true: "s", false: ""}[len(others) == 1], quoteKeys(missing), missing[0])
 		}
 	}
 
