@@ -53,6 +53,7 @@ var codes = []CodeInfo{
 	{"dynparams-gap", Warning, "a parameter set over the named keys and values matches no choice (TP2)"},
 	{"dynparams-analysis-incomplete", Warning, "the variant analysis gave up; some findings may be missing"},
 	{"choice-unreachable", Warning, "no client can ever select this choice: earlier choices take every client it matches"},
+	{"choices-no-catch-all", Warning, "no choice matches every client: grpc-go and grpc-js fail the channel when none matches"},
 	{"choice-extension-key", Warning, "a choice uses dynamicParameterConstraints, which other gRPC clients reject or ignore"},
 	{"choice-language-case", Warning, "clientLanguage names Go in a case grpc-go does not match (it compares with \"GO\")"},
 
@@ -66,6 +67,7 @@ var codes = []CodeInfo{
 	{"method-name-duplicate", Error, "two methodConfig entries name the same method, service or default"},
 	{"method-name-missing", Warning, "a methodConfig entry has no name and applies to no call"},
 	{"duration", Error, "a duration is not written as seconds with an \"s\" suffix, or is out of range"},
+	{"duration-fraction", Warning, "a duration with 1 to 8 fraction digits, which grpc-js misreads (\"0.1s\" as 1 ns)"},
 	{"timeout", Error, "a methodConfig timeout is negative"},
 	{"message-size", Error, "a message size limit is not a non-negative integer"},
 	{"retry-policy", Error, "a retryPolicy breaks gRFC A6"},

@@ -206,6 +206,19 @@ func lintChoiceList(c *checker, ch *Choices) {
 			break
 		}
 	}
+	catchAll := false
+	for i := range ch.List {
+		x := &ch.List[i]
+		if x.matchesEveryone() {
+			catchAll = true
+		}
+	}
+	if !catchAll && len(ch.List) > 0 {
+		last := ch.List[len(ch.List)-1].node
+		c.pushIdx(len(ch.List) - 1)
+		c.report(last, "choices-no-catch-all", "no choice matches every client: a client that matches none gets no config from this record, and grpc-go and grpc-js then fail the channel (UNAVAILABLE) while our resolver, C-core and grpc-java use the channel's default config; end the list with a choice without criteria, like {\"serviceConfig\":{}}")
+		c.pop()
+	}
 	for i := range ch.List {
 		x := &ch.List[i]
 		c.pushIdx(elementIndex(t, 0, x.node))
@@ -423,4 +436,11 @@ func locate(ds Diagnostics, text []byte) {
 			ds[i].related = 0
 		}
 	}
+}
+
+// matchesEveryone reports whether the choice has no criterion that can fail
+// (percentage 100 matches every bucket).
+func (ch *Choice) matchesEveryone() bool {
+	return len(ch.ClientLanguage) == 0 && len(ch.ClientHostname) == 0 &&
+		(ch.Percentage < 0 || ch.Percentage >= 100) && ch.Constraints == nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
 )
@@ -192,10 +193,14 @@ func duration(c *checker, v int32, name string) (durationValue, bool) {
 		c.report(v, "duration", "%s must be a duration string like \"1.5s\", not %s%s", name, describeKind(t, v), hint)
 		return durationValue{}, false
 	}
-	sec, nanos, err := parseDurationParts(t.Str(v))
+	str := t.Str(v)
+	sec, nanos, err := parseDurationParts(str)
 	if err != nil {
 		c.report(v, "duration", "%s: %v", name, err)
 		return durationValue{}, false
+	}
+	if digits := fractionDigits(str[:len(str)-1]); digits > 0 && digits < 9 {
+		c.report(v, "duration-fraction", "%s %s has %d fraction digit(s): grpc-js takes the digits after the point as nanoseconds, so it reads this as %s; write %q (9 digits), which every client reads alike", name, t.Raw(v), digits, grpcJSMisread(str, sec), FormatDuration(time.Duration(sec)*time.Second+time.Duration(nanos)))
 	}
 	return durationValue{sec, nanos}, true
 }
@@ -423,4 +428,18 @@ func fractionDigits(raw string) int {
 		return len(raw) - i - 1
 	}
 	return 0
+}
+
+// grpcJSMisread says what grpc-js makes of a duration with a short fraction:
+// the fraction digits taken as a count of nanoseconds.
+func grpcJSMisread(s string, sec int64) string {
+	frac := s[strings.IndexByte(s, '.')+1 : len(s)-1]
+	n := int64(0)
+	for _, ch := range frac {
+		n = n*10 + int64(ch-'0')
+	}
+	if sec < 0 {
+		sec = -sec
+	}
+	return fmt.Sprintf("%d.%09ds", sec, n)
 }

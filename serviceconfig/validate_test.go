@@ -68,7 +68,7 @@ func TestValidateDiagnostics(t *testing.T) {
 	cfg := `{
   "methodConfig": [{
     "name": [{"service": "pkg.Echo"}],
-    "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s",
+    "retryPolicy": {"maxAttempts": 3, "initialBackoff": "0.100000000s", "maxBackoff": "1s",
                     "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE", "CANCELED"]},
     "waitForReadyy": true
   }]

@@ -619,7 +619,7 @@ func isEmptyOr(e *constraints.Expr) bool {
 }
 
 func describeCatchAll(ch *Choice) string {
-	if len(ch.ClientLanguage) == 0 && len(ch.ClientHostname) == 0 && ch.Percentage < 0 && ch.Constraints == nil {
+	if ch.matchesEveryone() {
 		return ", which matches every client"
 	}
 	return ""
