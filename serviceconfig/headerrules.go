@@ -1,6 +1,7 @@
 package serviceconfig
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
@@ -152,4 +153,46 @@ func (hr *HeaderRules) Lookup(fullMethod string) (rules []HeaderRule, set bool) 
 		return e.rules, e.set
 	}
 	return nil, false
+}
+
+// Empty reports whether the config has no headerExtraction field at all.
+func (hr *HeaderRules) Empty() bool { return hr == nil || len(hr.entries) == 0 }
+
+// NewHeaderRules builds rules from code: a map from method-config name
+// ("pkg.Service/Method", "pkg.Service/" or "" for every method) to rules,
+// checked as the service config's rules are.
+func NewHeaderRules(byName map[string][]HeaderRule) (*HeaderRules, error) {
+	hr := &HeaderRules{entries: map[string]headerEntry{}}
+	for name, rules := range byName {
+		key := ""
+		if name != "" {
+			service, method, ok := strings.Cut(name, "/")
+			if !ok || service == "" || strings.Contains(method, "/") {
+				return nil, fmt.Errorf("header rules: %q is not a method-config name: write \"pkg.Service/Method\", \"pkg.Service/\" or \"\"", name)
+			}
+			key = "/" + service + "/" + method
+		}
+		seen := map[string]bool{}
+		for i, r := range rules {
+			where := fmt.Sprintf("header rules for %q, rule %d", name, i)
+			if err := CheckFieldPath(r.PayloadFieldName); err != nil {
+				return nil, fmt.Errorf("%s: payloadFieldName: %v", where, err)
+			}
+			if r.Delimiter == 0 || r.Delimiter >= 0x80 {
+				return nil, fmt.Errorf("%s: the delimiter must be one ASCII character", where)
+			}
+			if r.NumElementsToKeep < 1 {
+				return nil, fmt.Errorf("%s: NumElementsToKeep must be at least 1, not %d", where, r.NumElementsToKeep)
+			}
+			if err := CheckHeaderName(r.HeaderName); err != nil {
+				return nil, fmt.Errorf("%s: headerName: %v", where, err)
+			}
+			if seen[r.HeaderName] {
+				return nil, fmt.Errorf("%s: header %q is extracted twice; every headerName must be unique", where, r.HeaderName)
+			}
+			seen[r.HeaderName] = true
+		}
+		hr.entries[key] = headerEntry{rules: rules, set: true}
+	}
+	return hr, nil
 }

@@ -90,10 +90,12 @@ type EchoRequest struct {
 	FailFirst int32  `protobuf:"varint,4,opt,name=fail_first,json=failFirst,proto3" json:"fail_first,omitempty"`
 	Key       string `protobuf:"bytes,5,opt,name=key,proto3" json:"key,omitempty"`
 	// Fields whose shapes header extraction must refuse.
-	Tags          []string          `protobuf:"bytes,6,rep,name=tags,proto3" json:"tags,omitempty"`
-	Count         int32             `protobuf:"varint,7,opt,name=count,proto3" json:"count,omitempty"`
-	Labels        map[string]string `protobuf:"bytes,8,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Resources     []*Resource       `protobuf:"bytes,9,rep,name=resources,proto3" json:"resources,omitempty"`
+	Tags      []string          `protobuf:"bytes,6,rep,name=tags,proto3" json:"tags,omitempty"`
+	Count     int32             `protobuf:"varint,7,opt,name=count,proto3" json:"count,omitempty"`
+	Labels    map[string]string `protobuf:"bytes,8,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Resources []*Resource       `protobuf:"bytes,9,rep,name=resources,proto3" json:"resources,omitempty"`
+	// A field whose JSON name (tenantId) differs from its proto name.
+	TenantId      string `protobuf:"bytes,10,opt,name=tenant_id,json=tenantId,proto3" json:"tenant_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -191,6 +193,13 @@ func (x *EchoRequest) GetResources() []*Resource {
 	return nil
 }
 
+func (x *EchoRequest) GetTenantId() string {
+	if x != nil {
+		return x.TenantId
+	}
+	return ""
+}
+
 type EchoResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// The backend that answered (also sent as the "backend" response header).
@@ -262,7 +271,7 @@ const file_echo_proto_rawDesc = "" +
 	"echo.proto\x12\x15grpcconfigdns.test.v1\"S\n" +
 	"\bResource\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x127\n" +
-	"\x06parent\x18\x02 \x01(\v2\x1f.grpcconfigdns.test.v1.ResourceR\x06parent\"\x96\x03\n" +
+	"\x06parent\x18\x02 \x01(\v2\x1f.grpcconfigdns.test.v1.ResourceR\x06parent\"\xb3\x03\n" +
 	"\vEchoRequest\x12;\n" +
 	"\bresource\x18\x01 \x01(\v2\x1f.grpcconfigdns.test.v1.ResourceR\bresource\x12\x12\n" +
 	"\x04user\x18\x02 \x01(\tR\x04user\x12\x19\n" +
@@ -273,7 +282,9 @@ const file_echo_proto_rawDesc = "" +
 	"\x04tags\x18\x06 \x03(\tR\x04tags\x12\x14\n" +
 	"\x05count\x18\a \x01(\x05R\x05count\x12F\n" +
 	"\x06labels\x18\b \x03(\v2..grpcconfigdns.test.v1.EchoRequest.LabelsEntryR\x06labels\x12=\n" +
-	"\tresources\x18\t \x03(\v2\x1f.grpcconfigdns.test.v1.ResourceR\tresources\x1a9\n" +
+	"\tresources\x18\t \x03(\v2\x1f.grpcconfigdns.test.v1.ResourceR\tresources\x12\x1b\n" +
+	"\ttenant_id\x18\n" +
+	" \x01(\tR\btenantId\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xca\x01\n" +
