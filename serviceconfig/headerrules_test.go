@@ -50,8 +50,8 @@ func TestHeaderRulesLookup(t *testing.T) {
 	}{
 		{"/pkg.Echo/Get", "resource_affinity_key", true},
 		{"/pkg.Echo/List", "user_affinity_key", true}, // the service's default
-		{"/pkg.Echo/Put", "", false},                 // its own entry has no rules
-		{"/other.Svc/Do", "", true},                  // the global default: an empty list
+		{"/pkg.Echo/Put", "", false},                  // its own entry has no rules
+		{"/other.Svc/Do", "", true},                   // the global default: an empty list
 	} {
 		rules, set := hr.Lookup(tc.method)
 		got := ""
