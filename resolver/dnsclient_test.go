@@ -3,6 +3,7 @@ package resolver
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -52,8 +53,7 @@ func bigConfig(n int) string {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(`{"name":[{"service":"pkg.Service` + strings.Repeat("x", 40) + `","method":"M` + string(rune('a'+i%26)) + `"}],"timeout":"1s"}`)
-		_ = i
+		b.WriteString(`{"name":[{"service":"pkg.Service` + strings.Repeat("x", 40) + `","method":"M` + strconv.Itoa(i) + `"}],"timeout":"1s"}`)
 	}
 	b.WriteString(`]}}]`)
 	return b.String()
