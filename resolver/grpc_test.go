@@ -163,8 +163,8 @@ func TestGRPCInvalidRecordAfterValidChangesNothing(t *testing.T) {
 	}
 	for _, bad := range []string{
 		`[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"-1s"}]}}]`, // invalid config
-		`[{"serviceConfig":{}, "clientHostName":["x"]}]`,                        // unknown key
-		`[{"serviceConfig":`,                                                   // not JSON
+		`[{"serviceConfig":{}, "clientHostName":["x"]}]`,                       // unknown key
+		`[{"serviceConfig":`, // not JSON
 	} {
 		e.dns.SetConfig("svc.test", 1, bad)
 		n := e.dns.Count(dns.TypeTXT, "")
