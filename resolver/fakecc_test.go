@@ -41,6 +41,8 @@ type fakeCC struct {
 	mu      sync.Mutex
 	updates []update
 	notify  chan struct{}
+	// parse, when set, replaces the fake parser (with grpc-go's own).
+	parse func(string) *grpcsc.ParseResult
 }
 
 func newFakeCC() *fakeCC { return &fakeCC{notify: make(chan struct{}, 1000)} }
@@ -76,6 +78,9 @@ func (f *fakeCC) ReportError(err error) { f.record(update{err: err}) }
 func (f *fakeCC) NewAddress([]grpcresolver.Address) { panic("deprecated NewAddress called") }
 
 func (f *fakeCC) ParseServiceConfig(js string) *grpcsc.ParseResult {
+	if f.parse != nil {
+		return f.parse(js)
+	}
 	if !json.Valid([]byte(js)) {
 		return &grpcsc.ParseResult{Err: fmt.Errorf("fake parser: invalid JSON")}
 	}
