@@ -3,7 +3,6 @@ package resolver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -227,7 +226,5 @@ func waitGoroutines(t *testing.T, want int, within time.Duration) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
-
-var errSentinel = errors.New("sentinel")
 
 func urlParse(s string) (*url.URL, error) { return url.Parse(s) }

@@ -235,6 +235,9 @@ func (d *dnsResolver) resolve() (time.Duration, bool) {
 			err := d.addressError(got)
 			d.log.Warn("resolution failed: no addresses", slog.Any("error", err))
 			d.cc.ReportError(err)
+			// The channel has heard of trouble: the next good state must
+			// reach it even if it equals the last one.
+			d.last.ok = false
 			d.setState(func(s *State) { s.LastError, s.Resolved = err, time.Now() })
 			return 0, true
 		}
@@ -451,7 +454,9 @@ func (d *dnsResolver) deliver(addrs []string, o outcome) error {
 	}
 	st := grpcresolver.State{ServiceConfig: next.pr}
 	for _, a := range addrs {
-		st.Addresses = append(st.Addresses, grpcresolver.Address{Addr: a})
+		addr := grpcresolver.Address{Addr: a}
+		st.Addresses = append(st.Addresses, addr)
+		st.Endpoints = append(st.Endpoints, grpcresolver.Endpoint{Addresses: []grpcresolver.Address{addr}})
 	}
 	err := d.cc.UpdateState(st)
 	next.any, next.ok = true, err == nil
