@@ -128,6 +128,9 @@ func parseNameserver(s string) (string, error) {
 	}
 	h, p, err := net.SplitHostPort(s)
 	if err != nil {
+		if !strings.ContainsAny(s, ":[]") {
+			return "", fmt.Errorf("%q is not an IP address: nameservers are given by address", s)
+		}
 		return "", fmt.Errorf("not IP[:PORT] (%v)", err)
 	}
 	ip, err := netip.ParseAddr(h)
