@@ -338,3 +338,13 @@ func TestGRPCCloseLeavesNoGoroutines(t *testing.T) {
 	}
 	waitGoroutines(t, before, 3*time.Second)
 }
+
+// Bad Options surface as the channel's error, naming the field.
+func TestGRPCInvalidOptionsFailCalls(t *testing.T) {
+	e := newEnv(t, 1)
+	cc, _ := e.dial(t, Options{Bucket: 101})
+	_, _, err := call(cc, 0)
+	if err == nil || !strings.Contains(err.Error(), "Options.Bucket is 101") {
+		t.Fatalf("call: %v; want the options error", err)
+	}
+}

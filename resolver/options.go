@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"sync"
@@ -190,9 +191,13 @@ func (o Options) resolve() (*config, error) {
 			if _, dup := c.authParams[n]; dup {
 				return nil, fmt.Errorf("resolver.Options.AuthorityParameters has two keys for nameserver %s", n)
 			}
-			c.authParams[n] = p
+			c.authParams[n] = maps.Clone(p)
 		}
 	}
+	// The caller may change its maps later; channels must not see that
+	// half-way through a selection.
+	c.DynamicParameters = maps.Clone(o.DynamicParameters)
+	c.AuthorityParameters = nil
 	if o.DefaultServiceConfig != "" {
 		if !json.Valid([]byte(o.DefaultServiceConfig)) {
 			return nil, errors.New("resolver.Options.DefaultServiceConfig is not valid JSON")
