@@ -139,12 +139,18 @@ func (d *dnsResolver) watch() {
 	retries := 0
 	for {
 		start := time.Now()
-		wait, failed := d.resolve()
+		refresh, failed := d.resolve()
 		if d.ctx.Err() != nil {
 			return
 		}
+		wait := refresh
 		if failed {
+			// Retry with backoff, but never later than the TTL says the
+			// answers that did arrive expire.
 			wait = d.cfg.backoff(retries)
+			if refresh > 0 {
+				wait = min(wait, refresh)
+			}
 			retries++
 		} else {
 			retries = 0
@@ -181,8 +187,8 @@ type lookupResult struct {
 // resolve runs one resolution: A, AAAA and TXT in parallel; the addresses
 // go to the channel once they are in and the TXT answer is in too or the
 // TXT budget is spent; a late TXT answer updates the channel again. It
-// returns the refresh interval, and whether the resolution failed (and
-// should be retried with backoff).
+// returns the refresh interval of the answers (0 when none arrived), and
+// whether the resolution failed (and should be retried with backoff).
 func (d *dnsResolver) resolve() (time.Duration, bool) {
 	ctx, cancel := context.WithCancel(d.ctx)
 	defer cancel()

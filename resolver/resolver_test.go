@@ -667,3 +667,19 @@ func TestRecoveryAfterErrorResendsState(t *testing.T) {
 		t.Fatalf("%s", cc)
 	}
 }
+
+// A TXT lookup that keeps failing is retried with backoff, but the
+// addresses are still refreshed when their TTL says so.
+func TestBackoffNeverExceedsTTL(t *testing.T) {
+	s := dnstest.Start(t)
+	s.SetAddrs("svc.test", 1, "192.0.2.1")
+	s.SetFault(dns.TypeTXT, dnstest.Refused)
+	o := fastOptions()
+	o.MinRefresh = 100 * time.Millisecond
+	o.Backoff = backoff.Config{BaseDelay: 10 * time.Second, Multiplier: 1, MaxDelay: 10 * time.Second}
+	buildFake(t, NewBuilder(o), "dnsconfig://"+s.Addr+"/svc.test")
+	time.Sleep(2500 * time.Millisecond)
+	if n := s.Count(dns.TypeA, ""); n < 3 {
+		t.Errorf("%d A queries in 2.5s with TTL 1s and a 10s backoff, want 3", n)
+	}
+}
