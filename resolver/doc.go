@@ -7,8 +7,8 @@
 // defaults to 443. For each resolution the resolver asks, in parallel, for
 // the A and AAAA records of HOST and the TXT record at _grpc_config.HOST. It
 // hands the addresses to the channel as soon as they arrive, waiting for
-// the TXT answer at most Options.TXTBudget; a slower config follows in a
-// later update, and a failing TXT lookup never fails the channel.
+// the TXT answer at most Options.TXTBudget more; a slower config follows in
+// a later update, and a failing TXT lookup never fails the channel.
 //
 // The record is decoded, its choices parsed and one of them selected by
 // package serviceconfig, the project's one implementation of those rules:

@@ -61,9 +61,9 @@ type Options struct {
 	// Attempts is how many times the nameserver list is walked before a
 	// lookup fails. Default 2.
 	Attempts int
-	// TXTBudget is how long, counted from the start of a resolution, the
-	// addresses wait for the service config. A slower TXT answer arrives in
-	// a later update. Default 200ms.
+	// TXTBudget is how long addresses, once they have arrived, wait for the
+	// TXT answer (and the other address family) before they go to the
+	// channel; a slower answer arrives in a later update. Default 200ms.
 	TXTBudget time.Duration
 
 	// MinRefresh and MaxRefresh bound the re-resolution interval, which is

@@ -185,8 +185,8 @@ type lookupResult struct {
 }
 
 // resolve runs one resolution: A, AAAA and TXT in parallel; the addresses
-// go to the channel once they are in and the TXT answer is in too or the
-// TXT budget is spent; a late TXT answer updates the channel again. It
+// go to the channel once the other lookups are in too, or TXTBudget after
+// the first addresses arrived; a late answer updates the channel again. It
 // returns the refresh interval of the answers (0 when none arrived), and
 // whether the resolution failed (and should be retried with backoff).
 func (d *dnsResolver) resolve() (time.Duration, bool) {
@@ -209,8 +209,9 @@ func (d *dnsResolver) resolve() (time.Duration, bool) {
 			results <- lookupResult{qt, a, err}
 		}()
 	}
-	budget := time.NewTimer(d.cfg.TXTBudget)
-	defer budget.Stop()
+	// The budget starts when the first addresses are in: it bounds how long
+	// the TXT answer (and the other address family) may hold them back.
+	var budget <-chan time.Time
 	var (
 		got       = map[uint16]lookupResult{}
 		budgetOut bool
@@ -224,7 +225,7 @@ func (d *dnsResolver) resolve() (time.Duration, bool) {
 		select {
 		case <-d.ctx.Done():
 			return 0, false
-		case <-budget.C:
+		case <-budget:
 			budgetOut = true
 		case r := <-results:
 			got[r.qtype] = r
@@ -247,7 +248,15 @@ func (d *dnsResolver) resolve() (time.Duration, bool) {
 			d.setState(func(s *State) { s.LastError, s.Resolved = err, time.Now() })
 			return 0, true
 		}
-		if len(addrs) == 0 || !(budgetOut || len(got) == len(qtypes)) {
+		if len(addrs) == 0 {
+			continue
+		}
+		if !budgetOut && len(got) < len(qtypes) {
+			if budget == nil {
+				t := time.NewTimer(d.cfg.TXTBudget)
+				defer t.Stop()
+				budget = t.C
+			}
 			continue
 		}
 		updateErr = d.deliver(addrs, out)

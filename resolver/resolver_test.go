@@ -683,3 +683,21 @@ func TestBackoffNeverExceedsTTL(t *testing.T) {
 		t.Errorf("%d A queries in 2.5s with TTL 1s and a 10s backoff, want 3", n)
 	}
 }
+
+// The budget starts when the addresses arrive: when a slow nameserver
+// delays every answer alike, the config still comes with the addresses.
+func TestBudgetCountsFromAddresses(t *testing.T) {
+	s, target := zone(t)
+	s.SetConfig("svc.test", 60, oneChoice(cfgA))
+	s.SetDelay(dns.TypeA, 300*time.Millisecond)
+	s.SetDelay(dns.TypeAAAA, 300*time.Millisecond)
+	s.SetDelay(dns.TypeTXT, 400*time.Millisecond)
+	o := fastOptions()
+	o.TXTBudget = 200 * time.Millisecond
+	cc, _ := buildFake(t, NewBuilder(o), target)
+	u := cc.waitN(t, 1, 5*time.Second)
+	time.Sleep(300 * time.Millisecond)
+	if u[0].config != cfgA || len(cc.all()) != 1 {
+		t.Fatalf("%s; want one update with the addresses and the config", cc)
+	}
+}
