@@ -42,9 +42,14 @@ type Options struct {
 	AuthorityParameters map[string]map[string]string
 	// DefaultServiceConfig is the service config (JSON) a channel uses when
 	// DNS publishes none for it, and when the first record it sees is
-	// invalid (gRFC A21). Empty means grpc-go's empty config; then an
-	// invalid record on a new channel fails it until the record is fixed.
-	// DialOptions also passes it to grpc.WithDefaultServiceConfig.
+	// invalid (gRFC A21). DialOptions passes it to
+	// grpc.WithDefaultServiceConfig too. Set the default here rather than
+	// only with grpc.WithDefaultServiceConfig: grpc-go keeps a channel's last
+	// config when a resolver gives none, so when a published config is
+	// withdrawn the resolver must send the default itself, and this is the
+	// one it knows (without it, it sends the empty config). Empty: no
+	// default; an invalid record on a new channel then fails the channel
+	// until the record is fixed.
 	DefaultServiceConfig string
 
 	// Nameservers are asked in order, each "IP[:PORT]" (port 53 by
