@@ -385,7 +385,12 @@ func (d *dnsResolver) evaluate(a *answer, err error) outcome {
 		return invalid(fmt.Errorf("choice %d's service config: %w", i, ds.Err()))
 	}
 	js := string(ch.CompactConfig(i))
-	reason := fmt.Sprintf("%s (%s)", verdicts[i], d.describeClient())
+	// The verdicts up to the chosen one: why it, and why not the earlier ones.
+	why := make([]string, i+1)
+	for j := range why {
+		why[j] = verdicts[j].String()
+	}
+	reason := fmt.Sprintf("%s (%s)", strings.Join(why, "; "), d.describeClient())
 	if d.last.key == "published:"+js {
 		return outcome{kind: outChosen, index: i, json: js, pr: d.last.pr, reason: reason}
 	}
