@@ -355,7 +355,8 @@ func TestSelectionSkipsOtherClients(t *testing.T) {
 		t.Errorf("state %+v", st)
 	}
 	l := logs.find("service config changed")
-	if len(l) != 1 || !strings.Contains(l[0], "choice=3") || !strings.Contains(l[0], `clientHostname ["client-1"] includes "client-1"`) {
+	if len(l) != 1 || !strings.Contains(l[0], "choice=3") || !strings.Contains(l[0], `clientHostname ["client-1"] includes "client-1"`) ||
+		!strings.Contains(l[0], "NO: bucket 50 > percentage 49") || !strings.Contains(l[0], `NO: clientLanguage ["java", "c++"] does not include "go"`) {
 		t.Errorf("log %q: want the chosen index and why", l)
 	}
 }
