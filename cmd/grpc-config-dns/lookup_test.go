@@ -1,0 +1,61 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/grpc-config-dns/grpc-config-dns/internal/dnstest"
+)
+
+func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code = run(args, strings.NewReader(""), &out, &errb)
+	return code, out.String(), errb.String()
+}
+
+func TestDNSInputs(t *testing.T) {
+	s := dnstest.Start(t)
+	s.SetConfig("svc.test", 60, `[{"clientLanguage":["java"],"serviceConfig":{"loadBalancingPolicy":"round_robin"}},{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"1s"}]}}]`)
+	s.SetConfig("bad.test", 60, `[{"serviceConfig":{},"clientHostName":["x"]}]`)
+	s.SetTXT("_grpc_config.spf.test", 60, []string{"v=spf1 -all"})
+	big := `[{"serviceConfig":{"methodConfig":[{"name":[{"service":"a.B","method":"` + strings.Repeat("m", 2000) + `"}],"timeout":"1s"}]}}]`
+	s.SetConfig("big.test", 60, big)
+	dead := dnstest.DeadUDP(t)
+	in := func(server, name string) string { return "dns://" + server + "/" + name }
+
+	for _, tc := range []struct {
+		name       string
+		args       []string
+		code       int
+		stdout     string // substring
+		stderr     string // substring
+		wantTCPTXT int
+	}{
+		{"lint valid", []string{"lint", in(s.Addr, "svc.test")}, 0, "", "ok (TXT record)", 0},
+		{"lint invalid", []string{"lint", in(s.Addr, "bad.test")}, 1, "choice-unknown-key", "", 0},
+		{"lint no record", []string{"lint", in(s.Addr, "spf.test")}, 1, "error", "", 0},
+		{"lint NXDOMAIN", []string{"lint", in(s.Addr, "missing.test")}, 1, "error", "", 0},
+		{"lint over TCP", []string{"lint", in(s.Addr, "big.test")}, 0, "txt-size-edns", "", 1},
+		{"lint json", []string{"lint", "--format", "json", in(s.Addr, "svc.test")}, 0, `"valid": true`, "", 0},
+		{"select", []string{"select", "--bucket", "10", in(s.Addr, "svc.test")}, 0, `{"methodConfig":[{"name":[{}],"timeout":"1s"}]}`, "", 0},
+		{"select java", []string{"select", "--language", "JAVA", in(s.Addr, "svc.test")}, 0, `{"loadBalancingPolicy":"round_robin"}`, "", 0},
+		{"select explain", []string{"select", "--explain", "--bucket", "3", in(s.Addr, "svc.test")}, 0, "", "choice 0: skipped", 0},
+		{"no server", []string{"lint", "dns:///svc.test"}, 2, "", "name the nameserver", 0},
+		{"no name", []string{"lint", "dns://" + s.Addr + "/"}, 2, "", "want one host name", 0},
+		{"unreachable server", []string{"lint", in(dead, "svc.test")}, 2, "", "failed at every nameserver", 0},
+		{"bad name", []string{"lint", in(s.Addr, "a..b")}, 2, "", "label 2 is empty", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s.ResetQueries()
+			code, out, errs := runCLI(t, tc.args...)
+			if code != tc.code || !strings.Contains(out, tc.stdout) || !strings.Contains(errs, tc.stderr) {
+				t.Errorf("%v: exit %d, want %d\nstdout: %s\nstderr: %s", tc.args, code, tc.code, out, errs)
+			}
+			if n := s.Count(16 /* TXT */, "tcp"); n != tc.wantTCPTXT {
+				t.Errorf("%d TXT queries over TCP, want %d", n, tc.wantTCPTXT)
+			}
+		})
+	}
+}

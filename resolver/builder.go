@@ -1,0 +1,175 @@
+package resolver
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+	"google.golang.org/grpc"
+	grpcresolver "google.golang.org/grpc/resolver"
+)
+
+// Scheme is the target scheme the Builder resolves: dnsconfig:///HOST[:PORT]
+// or dnsconfig://NS_IP[:PORT]/HOST[:PORT].
+const Scheme = "dnsconfig"
+
+// Builder builds resolvers for dnsconfig targets. It is a grpc-go
+// resolver.Builder; pass it to channels with DialOptions, or register it
+// globally with Register. One Builder serves any number of channels.
+type Builder struct {
+	cfg *config
+	err error // from Options, reported by Build
+
+	mu        sync.Mutex
+	resolvers map[string][]*dnsResolver // by target, for State
+}
+
+// NewBuilder returns a Builder configured by o. Problems with o (see
+// Options.Validate) are reported when a channel builds a resolver.
+func NewBuilder(o Options) *Builder {
+	b := &Builder{resolvers: map[string][]*dnsResolver{}}
+	b.cfg, b.err = o.resolve()
+	return b
+}
+
+// Register creates a Builder and registers it with grpc-go for the
+// dnsconfig scheme, for every channel of the process. Like
+// resolver.Register, call it at initialisation time only.
+func Register(o Options) *Builder {
+	b := NewBuilder(o)
+	grpcresolver.Register(b)
+	return b
+}
+
+// Scheme returns "dnsconfig".
+func (b *Builder) Scheme() string { return Scheme }
+
+// DialOptions returns the options a channel needs to use this Builder: the
+// resolver itself and, when Options.DefaultServiceConfig is set, that
+// config as the channel's default.
+func (b *Builder) DialOptions() []grpc.DialOption {
+	opts := []grpc.DialOption{grpc.WithResolvers(b)}
+	if b.cfg != nil && b.cfg.defaultConfig != "" {
+		opts = append(opts, grpc.WithDefaultServiceConfig(b.cfg.defaultConfig))
+	}
+	// The header-extraction interceptors (issue 6) are appended here.
+	return opts
+}
+
+// Build starts resolving target for cc. It is called by grpc-go.
+func (b *Builder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts grpcresolver.BuildOptions) (grpcresolver.Resolver, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	tg, err := parseTarget(t.URL.Host, t.Endpoint())
+	if err != nil {
+		return nil, err
+	}
+	cfg := b.cfg
+	d := &dnsResolver{
+		b:          b,
+		cfg:        cfg,
+		key:        t.URL.String(),
+		t:          tg,
+		cc:         cc,
+		sel:        cfg.client(tg.nameserver),
+		wantConfig: !opts.DisableServiceConfig,
+		rn:         make(chan struct{}, 1),
+	}
+	d.log = cfg.Logger.With(slog.String("target", d.key))
+	if cfg.hostnameErr != nil {
+		d.log.Warn("cannot read this machine's hostname: choices with clientHostname will not match; set Options.Hostname", slog.Any("error", cfg.hostnameErr))
+	}
+	if cfg.defaultConfig != "" {
+		d.defaultPR = cc.ParseServiceConfig(cfg.defaultConfig)
+		if d.defaultPR.Err != nil {
+			return nil, fmt.Errorf("resolver.Options.DefaultServiceConfig is rejected by grpc-go: %v", d.defaultPR.Err)
+		}
+	}
+	d.state = State{Target: d.key, Choice: -1, Bucket: cfg.bucket, Reason: "not resolved yet"}
+	if tg.ip.IsValid() {
+		// An IP literal needs no DNS, and has no name to hold a config.
+		b.add(d)
+		addrs := []string{tg.addr(tg.ip)}
+		d.deliver(addrs, outcome{kind: outNone, reason: "the target is an IP address: no DNS lookup, no published config"})
+		d.setState(func(s *State) { s.Resolved = time.Now() })
+		return staticResolver{d}, nil
+	}
+	servers := cfg.nameservers
+	if tg.nameserver != "" {
+		servers = []string{tg.nameserver}
+	}
+	if len(servers) == 0 {
+		cc, err := dns.ClientConfigFromFile(cfg.ResolvConf)
+		if err != nil {
+			return nil, fmt.Errorf("dnsconfig: no nameservers: Options.Nameservers is empty and %s cannot be read (%v); set Options.Nameservers or use dnsconfig://NS_IP/HOST", cfg.ResolvConf, err)
+		}
+		for _, s := range cc.Servers {
+			if ns, err := parseNameserver(net.JoinHostPort(s, cc.Port)); err == nil {
+				servers = append(servers, ns)
+			}
+		}
+		if len(servers) == 0 {
+			return nil, fmt.Errorf("dnsconfig: %s lists no usable nameserver; set Options.Nameservers or use dnsconfig://NS_IP/HOST", cfg.ResolvConf)
+		}
+	}
+	d.client = dnsClient{servers: servers, timeout: cfg.QueryTimeout, attempts: cfg.Attempts}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	b.add(d)
+	d.wg.Add(1)
+	go d.watch()
+	return d, nil
+}
+
+func (b *Builder) add(d *dnsResolver) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.resolvers[d.key] = append(b.resolvers[d.key], d)
+}
+
+func (b *Builder) remove(d *dnsResolver) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	l := slices.DeleteFunc(b.resolvers[d.key], func(x *dnsResolver) bool { return x == d })
+	if len(l) == 0 {
+		delete(b.resolvers, d.key)
+	} else {
+		b.resolvers[d.key] = l
+	}
+}
+
+// State returns what the resolver of a channel for target (as given to
+// grpc.NewClient) last learned, and false when no open channel of this
+// Builder resolves target. With several channels for one target, the most
+// recently updated one answers. A channel builds its resolver when it
+// first connects (grpc.NewClient starts idle).
+func (b *Builder) State(target string) (State, bool) {
+	key := target
+	if u, err := url.Parse(target); err == nil {
+		key = u.String()
+	}
+	b.mu.Lock()
+	l := slices.Clone(b.resolvers[key])
+	b.mu.Unlock()
+	var best State
+	found := false
+	for _, d := range l {
+		s := d.snapshot()
+		if !found || s.Updated.After(best.Updated) {
+			best, found = s, true
+		}
+	}
+	return best, found
+}
+
+// staticResolver serves an IP-literal target: nothing to refresh.
+type staticResolver struct{ d *dnsResolver }
+
+func (staticResolver) ResolveNow(grpcresolver.ResolveNowOptions) {}
+func (s staticResolver) Close()                                  { s.d.b.remove(s.d) }

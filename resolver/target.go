@@ -1,0 +1,144 @@
+package resolver
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+
+	"github.com/miekg/dns"
+)
+
+// DefaultPort is the port of a target that names none, as in grpc-go's dns
+// resolver.
+const DefaultPort = "443"
+
+// dnsPort is the nameserver port when an address names none.
+const dnsPort = "53"
+
+// target is a parsed dnsconfig target.
+type target struct {
+	// host is the name to resolve, without a trailing dot, or an IP literal
+	// (ip set).
+	host string
+	ip   netip.Addr
+	port string
+	// nameserver is the authority's "IP:PORT", or "" for the configured or
+	// system nameservers.
+	nameserver string
+}
+
+// parseTarget splits a target's authority ("" or NS_IP[:PORT]) and endpoint
+// (HOST[:PORT]). Errors say which part is wrong and what is expected.
+func parseTarget(authority, endpoint string) (target, error) {
+	var t target
+	if authority != "" {
+		ns, err := parseNameserver(authority)
+		if err != nil {
+			return t, fmt.Errorf("dnsconfig target authority %q: %v; write dnsconfig://NS_IP[:PORT]/HOST[:PORT], or dnsconfig:///HOST[:PORT] for the system nameservers", authority, err)
+		}
+		t.nameserver = ns
+	}
+	if endpoint == "" {
+		return t, fmt.Errorf("dnsconfig target has no host: write dnsconfig:///HOST[:PORT]")
+	}
+	host, port := endpoint, DefaultPort
+	if ip, err := netip.ParseAddr(strings.Trim(endpoint, "[]")); err == nil && !strings.Contains(endpoint, "%") {
+		// A bare IP literal, IPv6 with or without brackets.
+		t.ip, t.host, t.port = ip.Unmap(), ip.Unmap().String(), port
+		return t, nil
+	}
+	if h, p, err := net.SplitHostPort(endpoint); err == nil {
+		host, port = h, p
+	} else if strings.HasPrefix(endpoint, "[") || strings.Count(endpoint, ":") > 0 {
+		return t, fmt.Errorf("dnsconfig target host %q: %v; write HOST, HOST:PORT or [IPv6]:PORT", endpoint, err)
+	}
+	if err := checkPort(port); err != nil {
+		return t, fmt.Errorf("dnsconfig target %q: %v", endpoint, err)
+	}
+	t.port = port
+	if host == "" {
+		return t, fmt.Errorf("dnsconfig target %q has no host before the port: write HOST:%s", endpoint, port)
+	}
+	if ip, err := netip.ParseAddr(host); err == nil && ip.Zone() == "" {
+		t.ip, t.host = ip.Unmap(), ip.Unmap().String()
+		return t, nil
+	}
+	host = strings.TrimSuffix(host, ".")
+	if err := checkHostname(host); err != nil {
+		return t, fmt.Errorf("dnsconfig target host %q: %v", host, err)
+	}
+	t.host = host
+	return t, nil
+}
+
+// addr returns the address gRPC dials for ip.
+func (t target) addr(ip netip.Addr) string {
+	return net.JoinHostPort(ip.String(), t.port)
+}
+
+func checkPort(port string) error {
+	n, err := strconv.ParseUint(port, 10, 16)
+	if err != nil || n == 0 {
+		return fmt.Errorf("port %q must be a number from 1 to 65535", port)
+	}
+	return nil
+}
+
+// checkHostname accepts what can be asked in DNS as a host name: at most 253
+// bytes, labels of 1..63 bytes, and no bytes that would need escaping in a
+// name (so that "_grpc_config." + host is still the name the user meant).
+func checkHostname(host string) error {
+	if host == "" {
+		return fmt.Errorf("empty host name")
+	}
+	// The TXT owner adds len("_grpc_config.") bytes and must fit too.
+	if len(host) > 253-len("_grpc_config.") {
+		return fmt.Errorf("name is %d bytes, too long for DNS with the _grpc_config. prefix (at most %d)", len(host), 253-len("_grpc_config."))
+	}
+	for i, label := range strings.Split(host, ".") {
+		if label == "" {
+			return fmt.Errorf("label %d is empty", i+1)
+		}
+		if len(label) > 63 {
+			return fmt.Errorf("label %q is longer than 63 bytes", label)
+		}
+		for j := 0; j < len(label); j++ {
+			c := label[j]
+			if !(c == '-' || c == '_' || '0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') {
+				return fmt.Errorf("byte %q in label %q: host names use letters, digits, '-' and '_'", c, label)
+			}
+		}
+	}
+	if _, ok := dns.IsDomainName(host); !ok {
+		return fmt.Errorf("not a valid domain name")
+	}
+	return nil
+}
+
+// parseNameserver normalises a nameserver address, IP[:PORT] or [IPv6]:PORT,
+// to IP:PORT with port 53 by default.
+func parseNameserver(s string) (string, error) {
+	if ip, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
+		if ip.Zone() != "" {
+			return "", fmt.Errorf("zoned IPv6 addresses are not supported")
+		}
+		return net.JoinHostPort(ip.Unmap().String(), dnsPort), nil
+	}
+	h, p, err := net.SplitHostPort(s)
+	if err != nil {
+		if !strings.ContainsAny(s, ":[]") {
+			return "", fmt.Errorf("%q is not an IP address: nameservers are given by address", s)
+		}
+		return "", fmt.Errorf("not IP[:PORT] (%v)", err)
+	}
+	ip, err := netip.ParseAddr(h)
+	if err != nil || ip.Zone() != "" {
+		return "", fmt.Errorf("%q is not an IP address: nameservers are given by address", h)
+	}
+	if err := checkPort(p); err != nil {
+		return "", err
+	}
+	return net.JoinHostPort(ip.Unmap().String(), p), nil
+}

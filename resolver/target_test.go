@@ -1,0 +1,72 @@
+package resolver
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseTarget(t *testing.T) {
+	for _, tc := range []struct {
+		authority, endpoint string
+		host, port, ns      string
+		ip                  bool
+		err                 string
+	}{
+		{"", "svc.test", "svc.test", "443", "", false, ""},
+		{"", "svc.test:50051", "svc.test", "50051", "", false, ""},
+		{"", "svc.test.:50051", "svc.test", "50051", "", false, ""},
+		{"", "_svc._tcp.Example.COM", "_svc._tcp.Example.COM", "443", "", false, ""},
+		{"127.0.0.1:5353", "echo.example.test:443", "echo.example.test", "443", "127.0.0.1:5353", false, ""},
+		{"127.0.0.1", "svc.test", "svc.test", "443", "127.0.0.1:53", false, ""},
+		{"[::1]:5353", "svc.test", "svc.test", "443", "[::1]:5353", false, ""},
+		{"::1", "svc.test", "svc.test", "443", "[::1]:53", false, ""},
+		{"", "192.0.2.1", "192.0.2.1", "443", "", true, ""},
+		{"", "192.0.2.1:80", "192.0.2.1", "80", "", true, ""},
+		{"", "[2001:db8::1]:80", "2001:db8::1", "80", "", true, ""},
+		{"", "2001:db8::1", "2001:db8::1", "443", "", true, ""},
+		{"", "[2001:db8::1]", "2001:db8::1", "443", "", true, ""},
+		{"", "::ffff:192.0.2.1", "192.0.2.1", "443", "", true, ""},
+		{"", "", "", "", "", false, "has no host"},
+		{"", ":80", "", "", "", false, "no host before the port"},
+		{"", "svc.test:", "", "", "", false, "port"},
+		{"", "svc.test:http", "", "", "", false, "port \"http\""},
+		{"", "svc.test:70000", "", "", "", false, "port"},
+		{"", "a..b", "", "", "", false, "label 2 is empty"},
+		{"", "a b.test", "", "", "", false, "byte ' '"},
+		{"", strings.Repeat("a", 64) + ".test", "", "", "", false, "longer than 63"},
+		{"", strings.Repeat("abcdefgh.", 28) + "test", "", "", "", false, "too long"},
+		{"", "fe80::1%eth0", "", "", "", false, "HOST:PORT"},
+		{"ns.example", "svc.test", "", "", "", false, "not an IP address"},
+		{"127.0.0.1:0", "svc.test", "", "", "", false, "port"},
+	} {
+		tg, err := parseTarget(tc.authority, tc.endpoint)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("(%q, %q): err %v, want one about %q", tc.authority, tc.endpoint, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("(%q, %q): %v", tc.authority, tc.endpoint, err)
+			continue
+		}
+		if tg.host != tc.host || tg.port != tc.port || tg.nameserver != tc.ns || tg.ip.IsValid() != tc.ip {
+			t.Errorf("(%q, %q): host %q port %q ns %q ip %v; want %q %q %q %v", tc.authority, tc.endpoint, tg.host, tg.port, tg.nameserver, tg.ip.IsValid(), tc.host, tc.port, tc.ns, tc.ip)
+		}
+	}
+}
+
+func TestStateLooksUpTargetAsGRPCParsesIt(t *testing.T) {
+	s, _ := zone(t)
+	b := NewBuilder(fastOptions())
+	target := "dnsconfig://" + s.Addr + "/svc.test:8080"
+	cc, _ := buildFake(t, b, target)
+	cc.waitN(t, 1, 5*time.Second)
+	if _, ok := b.State(target); !ok {
+		t.Error("State does not find the target")
+	}
+	if _, ok := b.State("dnsconfig:///other.test"); ok {
+		t.Error("State finds a target nobody resolves")
+	}
+}
