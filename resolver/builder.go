@@ -8,11 +8,15 @@ import (
 	"net/url"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/miekg/dns"
 	"google.golang.org/grpc"
 	grpcresolver "google.golang.org/grpc/resolver"
+	"google.golang.org/grpc/status"
+
+	"github.com/grpc-config-dns/grpc-config-dns/resolver/extract"
 )
 
 // Scheme is the target scheme the Builder resolves: dnsconfig:///HOST[:PORT]
@@ -28,6 +32,64 @@ type Builder struct {
 
 	mu        sync.Mutex
 	resolvers map[string][]*dnsResolver // by target, for State
+
+	// headers holds, per target, the headerExtraction rules of the config
+	// its channels use, for the interceptors. Keyed both by the canonical
+	// target and by the string channels were created with.
+	headers sync.Map // string -> *ruleHolder
+}
+
+// ruleHolder is the current header rules of one target. It outlives the
+// target's resolvers, which a channel rebuilds when it leaves idleness.
+type ruleHolder struct {
+	rules atomic.Pointer[extract.Rules]
+	// ready is closed once a first resolution has finished (a state
+	// delivered, an error reported, or the resolver failed to build).
+	ready chan struct{}
+	once  sync.Once
+}
+
+func (h *ruleHolder) markReady() { h.once.Do(func() { close(h.ready) }) }
+
+// holder returns the rule holder of a canonical target key.
+func (b *Builder) holder(key string) *ruleHolder {
+	if h, ok := b.headers.Load(key); ok {
+		return h.(*ruleHolder)
+	}
+	h, _ := b.headers.LoadOrStore(key, &ruleHolder{ready: make(chan struct{})})
+	return h.(*ruleHolder)
+}
+
+// headerRules is the interceptors' Source: the rules of the config the
+// channel's resolver delivered last. Before the channel's first resolution
+// has finished it starts the channel (a new channel is idle until its
+// first call, which comes after the interceptors) and waits for it, so that
+// the first call carries the published headers too.
+func (b *Builder) headerRules(ctx context.Context, cc *grpc.ClientConn) (*extract.Rules, error) {
+	t := cc.Target()
+	var h *ruleHolder
+	if v, ok := b.headers.Load(t); ok {
+		h = v.(*ruleHolder)
+	} else {
+		key := t
+		if u, err := url.Parse(t); err == nil {
+			key = u.String()
+		}
+		h = b.holder(key)
+		b.headers.Store(t, h)
+	}
+	select {
+	case <-h.ready:
+		return h.rules.Load(), nil
+	default:
+	}
+	cc.Connect()
+	select {
+	case <-h.ready:
+		return h.rules.Load(), nil
+	case <-ctx.Done():
+		return nil, status.FromContextError(ctx.Err()).Err()
+	}
 }
 
 // NewBuilder returns a Builder configured by o. Problems with o (see
@@ -51,19 +113,31 @@ func Register(o Options) *Builder {
 func (b *Builder) Scheme() string { return Scheme }
 
 // DialOptions returns the options a channel needs to use this Builder: the
-// resolver itself and, when Options.DefaultServiceConfig is set, that
-// config as the channel's default.
+// resolver itself; when Options.DefaultServiceConfig is set, that config as
+// the channel's default; and the interceptors that add the headers the
+// config's headerExtraction rules take from each request (see package
+// extract), following config changes live.
 func (b *Builder) DialOptions() []grpc.DialOption {
 	opts := []grpc.DialOption{grpc.WithResolvers(b)}
-	if b.cfg != nil && b.cfg.defaultConfig != "" {
-		opts = append(opts, grpc.WithDefaultServiceConfig(b.cfg.defaultConfig))
+	var fallback *extract.Rules
+	if b.cfg != nil {
+		if b.cfg.defaultConfig != "" {
+			opts = append(opts, grpc.WithDefaultServiceConfig(b.cfg.defaultConfig))
+		}
+		fallback = b.cfg.HeaderRules
 	}
-	// The header-extraction interceptors (issue 6) are appended here.
-	return opts
+	unary, stream := extract.Interceptors(b.headerRules, fallback)
+	return append(opts, grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream))
 }
 
 // Build starts resolving target for cc. It is called by grpc-go.
-func (b *Builder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts grpcresolver.BuildOptions) (grpcresolver.Resolver, error) {
+func (b *Builder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts grpcresolver.BuildOptions) (_ grpcresolver.Resolver, err error) {
+	headers := b.holder(t.URL.String())
+	defer func() {
+		if err != nil {
+			headers.markReady() // calls waiting for the first resolution go on
+		}
+	}()
 	if b.err != nil {
 		return nil, b.err
 	}
@@ -81,6 +155,7 @@ func (b *Builder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts 
 		sel:        cfg.client(tg.nameserver),
 		wantConfig: !opts.DisableServiceConfig,
 		rn:         make(chan struct{}, 1),
+		headers:    headers,
 	}
 	d.log = cfg.Logger.With(slog.String("target", d.key))
 	if cfg.hostnameErr != nil {

@@ -13,6 +13,8 @@ import (
 
 	"google.golang.org/grpc/backoff"
 
+	"github.com/grpc-config-dns/grpc-config-dns/resolver/extract"
+
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
 
@@ -81,6 +83,13 @@ type Options struct {
 	// Backoff spaces retries after a failed resolution. Default
 	// backoff.DefaultConfig (1s, ×1.6, jitter 0.2, at most 120s).
 	Backoff backoff.Config
+
+	// HeaderRules are headerExtraction rules given in code
+	// (extract.New). They apply to the calls whose matched method config in
+	// the published service config has no headerExtraction field: published
+	// rules win, method by method, as a published config wins over a
+	// default one. Nil: none.
+	HeaderRules *extract.Rules
 
 	// Logger receives a record for every service config change, with the
 	// chosen choice and why, and for lookup failures. Default: discard.

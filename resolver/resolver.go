@@ -13,6 +13,8 @@ import (
 
 	"github.com/miekg/dns"
 	grpcresolver "google.golang.org/grpc/resolver"
+
+	"github.com/grpc-config-dns/grpc-config-dns/resolver/extract"
 	grpcsc "google.golang.org/grpc/serviceconfig"
 
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
@@ -97,6 +99,7 @@ type dnsResolver struct {
 	wantConfig bool
 	log        *slog.Logger
 	defaultPR  *grpcsc.ParseResult
+	headers    *ruleHolder
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -242,6 +245,7 @@ func (d *dnsResolver) resolve() (time.Duration, bool) {
 			err := d.addressError(got)
 			d.log.Warn("resolution failed: no addresses", slog.Any("error", err))
 			d.cc.ReportError(err)
+			d.headers.markReady()
 			// The channel has heard of trouble: the next good state must
 			// reach it even if it equals the last one.
 			d.last.ok = false
@@ -478,15 +482,20 @@ func (d *dnsResolver) deliver(addrs []string, o outcome) error {
 		st.Addresses = append(st.Addresses, addr)
 		st.Endpoints = append(st.Endpoints, grpcresolver.Endpoint{Addresses: []grpcresolver.Address{addr}})
 	}
-	err := d.cc.UpdateState(st)
-	next.any, next.ok = true, err == nil
-	d.last = next
+	// State first: whoever sees the channel's update must find it there.
 	d.setState(func(s *State) {
 		s.Addresses = slices.Clone(addrs)
 		s.Choice = next.choice
 		s.ServiceConfig = next.json
 		s.Reason = reason
 	})
+	err := d.cc.UpdateState(st)
+	next.any, next.ok = true, err == nil
+	if err == nil && (next.json != d.last.json || !d.last.ok) {
+		d.updateHeaderRules(next.json)
+	}
+	d.headers.markReady()
+	d.last = next
 	return err
 }
 
@@ -551,4 +560,19 @@ func (d *dnsResolver) snapshot() State {
 	s := d.state
 	s.Addresses = slices.Clone(s.Addresses)
 	return s
+}
+
+// updateHeaderRules publishes the headerExtraction rules of the config the
+// channel now uses to the interceptors. The config was validated, so its
+// rules parse.
+func (d *dnsResolver) updateHeaderRules(config string) {
+	var rules *extract.Rules
+	if config != "" {
+		r, err := extract.FromServiceConfig([]byte(config))
+		if err != nil {
+			d.log.Warn("cannot read the headerExtraction rules of the service config", slog.Any("error", err))
+		}
+		rules = r
+	}
+	d.headers.rules.Store(rules)
 }

@@ -246,7 +246,7 @@ func TestServiceDefaultAndPrecedence(t *testing.T) {
 		t.Fatal(err)
 	}
 	code := mustRules(t, map[string][]serviceconfig.HeaderRule{"": {{PayloadFieldName: "user", Delimiter: '@', NumElementsToKeep: 2, HeaderName: "from_code"}}})
-	c := dial(t, server(t), func(*grpc.ClientConn) *Rules { return published }, code)
+	c := dial(t, server(t), func(context.Context, *grpc.ClientConn) (*Rules, error) { return published, nil }, code)
 	req := &testpb.EchoRequest{User: "a@b@c"}
 	// Echo matches the service's default, which sets headerExtraction.
 	resp, err := c.Echo(ctxT(t), req)
@@ -268,7 +268,7 @@ func TestServiceDefaultAndPrecedence(t *testing.T) {
 
 func TestRulesChangeWhileTheChannelRuns(t *testing.T) {
 	var current atomic.Pointer[Rules]
-	c := dial(t, server(t), func(*grpc.ClientConn) *Rules { return current.Load() }, nil)
+	c := dial(t, server(t), func(context.Context, *grpc.ClientConn) (*Rules, error) { return current.Load(), nil }, nil)
 	get := func() map[string]string {
 		resp, err := c.Echo(ctxT(t), seedRequest)
 		if err != nil {

@@ -14,8 +14,10 @@ import (
 )
 
 // Source returns the rules of the service config a channel uses now, or
-// nil. Our resolver provides one; it follows config changes live.
-type Source func(cc *grpc.ClientConn) *Rules
+// nil. Our resolver provides one; it follows config changes live, and on a
+// channel's first call waits (within ctx) for the first resolution, so that
+// even that call carries the published headers.
+type Source func(ctx context.Context, cc *grpc.ClientConn) (*Rules, error)
 
 // Interceptors returns the unary and stream client interceptors that add
 // extracted headers to outgoing calls.
@@ -52,24 +54,31 @@ type interceptor struct {
 }
 
 // rulesFor picks the rules for a call, published rules first.
-func (ic *interceptor) rulesFor(cc *grpc.ClientConn, method string) (*Rules, []serviceconfig.HeaderRule) {
+func (ic *interceptor) rulesFor(ctx context.Context, cc *grpc.ClientConn, method string) (*Rules, []serviceconfig.HeaderRule, error) {
 	if ic.source != nil {
-		if r := ic.source(cc); r != nil {
+		r, err := ic.source(ctx, cc)
+		if err != nil {
+			return nil, nil, err
+		}
+		if r != nil {
 			if rules, set := r.lookup(method); set {
-				return r, rules
+				return r, rules, nil
 			}
 		}
 	}
 	rules, _ := ic.fallback.lookup(method)
-	return ic.fallback, rules
+	return ic.fallback, rules, nil
 }
 
 func (ic *interceptor) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	r, rules := ic.rulesFor(cc, method)
+	r, rules, err := ic.rulesFor(ctx, cc, method)
+	if err != nil {
+		return err
+	}
 	if len(rules) == 0 {
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
-	ctx, err := withHeaders(ctx, r, method, rules, req)
+	ctx, err = withHeaders(ctx, r, method, rules, req)
 	if err != nil {
 		return err
 	}
@@ -108,7 +117,10 @@ func withHeaders(ctx context.Context, r *Rules, method string, rules []serviceco
 }
 
 func (ic *interceptor) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	r, rules := ic.rulesFor(cc, method)
+	r, rules, err := ic.rulesFor(ctx, cc, method)
+	if err != nil {
+		return nil, err
+	}
 	if len(rules) == 0 {
 		return streamer(ctx, desc, cc, method, opts...)
 	}

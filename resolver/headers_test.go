@@ -1,0 +1,146 @@
+package resolver
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/grpc-config-dns/grpc-config-dns/internal/dnstest"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/testpb"
+	"github.com/grpc-config-dns/grpc-config-dns/resolver/extract"
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+)
+
+// seedHeaderConfig is the header-extraction design's example, published
+// for the Echo service.
+const seedHeaderConfig = `{"methodConfig":[{"name":[{"service":"grpcconfigdns.test.v1.Echo"}],"headerExtraction":[
+ {"payloadFieldName":"resource.id","delimiterCharacter":"/","numElementsToKeep":2,"headerName":"resource_affinity_key"},
+ {"payloadFieldName":"user","delimiterCharacter":"@","numElementsToKeep":3,"headerName":"user_affinity_key"}]}]}`
+
+var seedRequest = &testpb.EchoRequest{Resource: &testpb.Resource{Id: "//foo/bar/baz"}, User: "roth@quux@mumble@frotz"}
+
+// echoEnv is a DNS server publishing echo.test and an Echo backend on
+// loopback.
+type echoEnv struct {
+	dns    *dnstest.Server
+	target string
+	conns  *atomic.Int32
+}
+
+func newEchoEnv(t *testing.T, config string) *echoEnv {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := countingListener{Listener: lis, n: new(atomic.Int32)}
+	s := grpc.NewServer()
+	testpb.RegisterEchoServer(s, testpb.NewServer("echo-1"))
+	go s.Serve(counted)
+	t.Cleanup(s.Stop)
+	d := dnstest.Start(t)
+	d.SetAddrs("echo.test", 60, "127.0.0.1")
+	d.SetConfig("echo.test", 1, oneChoice(config))
+	port := strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)
+	return &echoEnv{dns: d, target: "dnsconfig://" + d.Addr + "/echo.test:" + port, conns: counted.n}
+}
+
+func (e *echoEnv) client(t *testing.T, o Options) testpb.EchoClient {
+	t.Helper()
+	b := NewBuilder(o)
+	cc, err := grpc.NewClient(e.target, append(b.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return testpb.NewEchoClient(cc)
+}
+
+func ctx5s(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// The design's example end to end: rules published in DNS, read by the
+// resolver, applied by the interceptors of Builder.DialOptions, and seen by
+// a real grpc-go server, for a unary and a streaming call.
+func TestHeaderExtractionFromPublishedConfig(t *testing.T) {
+	e := newEchoEnv(t, seedHeaderConfig)
+	c := e.client(t, fastOptions())
+	want := func(what string, h map[string]string) {
+		t.Helper()
+		if h["resource_affinity_key"] != "foo/bar" || h["user_affinity_key"] != "roth@quux@mumble" {
+			t.Errorf("%s: server saw %v", what, h)
+		}
+	}
+	resp, err := c.Echo(ctx5s(t), seedRequest, grpc.WaitForReady(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("unary", resp.Headers)
+	chat, err := c.Chat(ctx5s(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := chat.Send(seedRequest); err != nil {
+		t.Fatal(err)
+	}
+	r, err := chat.Recv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want("streaming", r.Headers)
+	chat.CloseSend()
+}
+
+// A change of the published rules reaches a running channel with the next
+// refresh, and the code's rules apply where the published config says
+// nothing about headers.
+func TestHeaderRulesFollowThePublishedConfig(t *testing.T) {
+	e := newEchoEnv(t, `{"loadBalancingConfig":[{"round_robin":{}}]}`)
+	code, err := extract.New(map[string][]serviceconfig.HeaderRule{"": {{PayloadFieldName: "user", Delimiter: '@', NumElementsToKeep: 1, HeaderName: "from_code"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := fastOptions()
+	o.HeaderRules = code
+	c := e.client(t, o)
+	get := func() map[string]string {
+		resp, err := c.Echo(ctx5s(t), seedRequest, grpc.WaitForReady(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Headers
+	}
+	if h := get(); h["from_code"] != "roth" || h["user_affinity_key"] != "" {
+		t.Fatalf("before: server saw %v", h)
+	}
+	// Keep the load-balancing policy: changing it would, legitimately, make
+	// new connections.
+	e.dns.SetConfig("echo.test", 1, oneChoice(strings.Replace(seedHeaderConfig, "{", `{"loadBalancingConfig":[{"round_robin":{}}],`, 1)))
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		h := get()
+		if h["user_affinity_key"] == "roth@quux@mumble" {
+			if h["from_code"] != "" {
+				t.Errorf("published rules should replace the code's for this method: %v", h)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the published rules did not reach the channel within TTL + 2s: %v", h)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := e.conns.Load(); n != 1 {
+		t.Errorf("the channel made %d connections, want 1: the change must not reconnect", n)
+	}
+}
