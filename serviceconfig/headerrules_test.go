@@ -67,3 +67,26 @@ func TestHeaderRulesLookup(t *testing.T) {
 		t.Error("nil rules")
 	}
 }
+
+func FuzzParseHeaderRules(f *testing.F) {
+	f.Add([]byte(`{"methodConfig":[{"name":[{"service":"a.B","method":"C"}],"headerExtraction":[{"payloadFieldName":"x.y","delimiterCharacter":"/","numElementsToKeep":2,"headerName":"k"}]}]}`))
+	f.Add([]byte(`{"methodConfig":[{"name":[{}],"headerExtraction":[]},{"name":"x"}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		hr, err := ParseHeaderRules(b)
+		if err != nil {
+			return
+		}
+		for _, m := range []string{"/a.B/C", "/a.B/D", "/x/y", ""} {
+			rules, _ := hr.Lookup(m)
+			for _, r := range rules {
+				// Every rule that survives parsing is usable.
+				if CheckHeaderName(r.HeaderName) != nil || r.NumElementsToKeep < 1 {
+					t.Fatalf("unusable rule %+v", r)
+				}
+				if v, ok := r.Apply("//a/b/c"); ok && v == "" {
+					t.Fatal("empty header value")
+				}
+			}
+		}
+	})
+}
