@@ -26,11 +26,19 @@ import (
 // built and safe for concurrent use; a config change builds a new one.
 type Rules struct {
 	table *serviceconfig.HeaderRules
-	// plans caches one plan per method, for the request type it was
-	// compiled against, so that a call pays no field-name lookup. It is
-	// copied on write: reads are one map lookup without a lock.
-	plans atomic.Pointer[map[string]*plan]
-	mu    sync.Mutex // serialises writers of plans
+	// methods caches, per method, the matched rules and their plan for the
+	// request type they were compiled against, so that a call costs one
+	// map lookup and no field-name lookup. It is copied on write: readers
+	// take no lock.
+	methods atomic.Pointer[map[string]*methodRules]
+	mu      sync.Mutex // serialises writers of methods
+}
+
+// methodRules is what one method's calls need.
+type methodRules struct {
+	rules []serviceconfig.HeaderRule
+	set   bool  // the matched method config has a headerExtraction field
+	plan  *plan // compiled for the request type of the first call, or nil
 }
 
 // FromServiceConfig returns the rules of a service config (JSON), as
@@ -60,37 +68,50 @@ func New(byName map[string][]serviceconfig.HeaderRule) (*Rules, error) {
 	return &Rules{table: t}, nil
 }
 
-// lookup returns the rules for a method and whether the matched method
-// config speaks of header extraction at all.
-func (r *Rules) lookup(method string) ([]serviceconfig.HeaderRule, bool) {
+// lookup returns what calls to method need: the rules of the method
+// config that matches it, and whether that config has a headerExtraction
+// field at all. Nil means none.
+func (r *Rules) lookup(method string) *methodRules {
 	if r == nil {
-		return nil, false
+		return nil
 	}
-	return r.table.Lookup(method)
-}
-
-// plan returns the compiled rules for method and request type md.
-func (r *Rules) plan(method string, rules []serviceconfig.HeaderRule, md protoreflect.MessageDescriptor) (*plan, error) {
-	if m := r.plans.Load(); m != nil {
-		if p, ok := (*m)[method]; ok && p.md == md {
-			return p, nil
+	if m := r.methods.Load(); m != nil {
+		if mr, ok := (*m)[method]; ok {
+			return mr
 		}
 	}
-	p, err := compile(md, rules)
+	rules, set := r.table.Lookup(method)
+	mr := &methodRules{rules: rules, set: set}
+	r.store(method, mr)
+	return mr
+}
+
+// plan returns the compiled rules of mr for request type md.
+func (r *Rules) plan(method string, mr *methodRules, md protoreflect.MessageDescriptor) (*plan, error) {
+	if p := mr.plan; p != nil && p.md == md {
+		return p, nil
+	}
+	p, err := compile(md, mr.rules)
 	if err != nil {
 		return nil, err
 	}
+	r.store(method, &methodRules{rules: mr.rules, set: mr.set, plan: p})
+	return p, nil
+}
+
+func (r *Rules) store(method string, mr *methodRules) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	next := map[string]*plan{}
-	if m := r.plans.Load(); m != nil {
-		for k, v := range *m {
+	old := r.methods.Load()
+	next := make(map[string]*methodRules, 1)
+	if old != nil {
+		next = make(map[string]*methodRules, len(*old)+1)
+		for k, v := range *old {
 			next[k] = v
 		}
 	}
-	next[method] = p
-	r.plans.Store(&next)
-	return p, nil
+	next[method] = mr
+	r.methods.Store(&next)
 }
 
 // plan is a method's rules resolved against a request message type.
@@ -166,16 +187,10 @@ func (p *plan) headers(dst []string, m protoreflect.Message) []string {
 	for i := range p.steps {
 		s := &p.steps[i]
 		cur := m
-		ok := true
+		// An unset message field reads as an empty message, whose string
+		// fields are empty: no header, without a Has test per step.
 		for _, fd := range s.path[:len(s.path)-1] {
-			if !cur.Has(fd) {
-				ok = false
-				break
-			}
 			cur = cur.Get(fd).Message()
-		}
-		if !ok {
-			continue
 		}
 		if v, ok := s.rule.Apply(cur.Get(s.path[len(s.path)-1]).String()); ok {
 			dst = append(dst, s.rule.HeaderName, v)

@@ -41,7 +41,7 @@ func mustRules(t testing.TB, byName map[string][]serviceconfig.HeaderRule) *Rule
 func extract(t *testing.T, rules []serviceconfig.HeaderRule, req *testpb.EchoRequest) ([]string, error) {
 	t.Helper()
 	r := mustRules(t, map[string][]serviceconfig.HeaderRule{"": rules})
-	p, err := r.plan("/m", rules, req.ProtoReflect().Descriptor())
+	p, err := r.plan("/m", r.lookup("/m"), req.ProtoReflect().Descriptor())
 	if err != nil {
 		return nil, err
 	}

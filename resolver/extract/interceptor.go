@@ -9,8 +9,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
 
 // Source returns the rules of the service config a channel uses now, or
@@ -53,32 +51,30 @@ type interceptor struct {
 	fallback *Rules
 }
 
-// rulesFor picks the rules for a call, published rules first.
-func (ic *interceptor) rulesFor(ctx context.Context, cc *grpc.ClientConn, method string) (*Rules, []serviceconfig.HeaderRule, error) {
+// rulesFor picks the rules for a call, published rules first. It returns
+// nil when none apply.
+func (ic *interceptor) rulesFor(ctx context.Context, cc *grpc.ClientConn, method string) (*Rules, *methodRules, error) {
 	if ic.source != nil {
 		r, err := ic.source(ctx, cc)
 		if err != nil {
 			return nil, nil, err
 		}
-		if r != nil {
-			if rules, set := r.lookup(method); set {
-				return r, rules, nil
-			}
+		if mr := r.lookup(method); mr != nil && mr.set {
+			return r, mr, nil
 		}
 	}
-	rules, _ := ic.fallback.lookup(method)
-	return ic.fallback, rules, nil
+	return ic.fallback, ic.fallback.lookup(method), nil
 }
 
 func (ic *interceptor) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	r, rules, err := ic.rulesFor(ctx, cc, method)
+	r, mr, err := ic.rulesFor(ctx, cc, method)
 	if err != nil {
 		return err
 	}
-	if len(rules) == 0 {
+	if mr == nil || len(mr.rules) == 0 {
 		return invoker(ctx, method, req, reply, cc, opts...)
 	}
-	ctx, err = withHeaders(ctx, r, method, rules, req)
+	ctx, err = withHeaders(ctx, r, method, mr, req)
 	if err != nil {
 		return err
 	}
@@ -86,13 +82,13 @@ func (ic *interceptor) unary(ctx context.Context, method string, req, reply any,
 }
 
 // withHeaders returns ctx with the headers the rules extract from req.
-func withHeaders(ctx context.Context, r *Rules, method string, rules []serviceconfig.HeaderRule, req any) (context.Context, error) {
+func withHeaders(ctx context.Context, r *Rules, method string, mr *methodRules, req any) (context.Context, error) {
 	msg, ok := req.(proto.Message)
 	if !ok {
 		return nil, status.Errorf(codes.Internal, "headerExtraction is configured for %s, but its request %T is not a protobuf message", method, req)
 	}
 	m := msg.ProtoReflect()
-	p, err := r.plan(method, rules, m.Descriptor())
+	p, err := r.plan(method, mr, m.Descriptor())
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "%s: %v", method, err)
 	}
@@ -117,26 +113,26 @@ func withHeaders(ctx context.Context, r *Rules, method string, rules []serviceco
 }
 
 func (ic *interceptor) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	r, rules, err := ic.rulesFor(ctx, cc, method)
+	r, mr, err := ic.rulesFor(ctx, cc, method)
 	if err != nil {
 		return nil, err
 	}
-	if len(rules) == 0 {
+	if mr == nil || len(mr.rules) == 0 {
 		return streamer(ctx, desc, cc, method, opts...)
 	}
 	return &lazyStream{ctx: ctx, open: func(ctx context.Context) (grpc.ClientStream, error) {
 		return streamer(ctx, desc, cc, method, opts...)
-	}, rules: r, ruleList: rules, method: method}, nil
+	}, rules: r, mr: mr, method: method}, nil
 }
 
 // lazyStream opens the real stream on the first SendMsg, so that the first
 // request message can decide the headers.
 type lazyStream struct {
-	ctx      context.Context
-	open     func(context.Context) (grpc.ClientStream, error)
-	rules    *Rules
-	ruleList []serviceconfig.HeaderRule
-	method   string
+	ctx    context.Context
+	open   func(context.Context) (grpc.ClientStream, error)
+	rules  *Rules
+	mr     *methodRules
+	method string
 
 	mu     sync.Mutex
 	cs     grpc.ClientStream
@@ -155,7 +151,7 @@ func (s *lazyStream) get(first any) (grpc.ClientStream, error) {
 	s.opened = true
 	ctx := s.ctx
 	if first != nil {
-		if ctx, s.err = withHeaders(ctx, s.rules, s.method, s.ruleList, first); s.err != nil {
+		if ctx, s.err = withHeaders(ctx, s.rules, s.method, s.mr, first); s.err != nil {
 			return nil, s.err
 		}
 	}
