@@ -44,7 +44,7 @@ func dump(ds sc.Diagnostics) string {
 // the right line and column, with the right JSON pointer.
 func TestDiagnostics(t *testing.T) {
 	type want struct {
-		line, col int
+		line, col  int
 		code, path string
 	}
 	for _, tc := range []struct {
