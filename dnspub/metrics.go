@@ -172,4 +172,3 @@ func (m *metrics) queries(proto string, rcode int) uint64 {
 	}
 	return n
 }
-

@@ -154,4 +154,3 @@ func (s *Server) serveUDPBatch(c *net.UDPConn) error {
 		}
 	}
 }
-

@@ -26,7 +26,7 @@ func init() { extraCommands = append(extraCommands, serveCmd) }
 func serveCmd(e *env) *cobra.Command {
 	var o struct {
 		config, listen, metrics, state, logFormat, logLevel string
-		grace                                              time.Duration
+		grace                                               time.Duration
 	}
 	cmd := &cobra.Command{
 		Use:   "serve [--config FILE] [--listen 127.0.0.1:5353] [--metrics ADDR]",

@@ -91,4 +91,3 @@ func (e *env) zone(file, only, state string, serial uint32, setSerial bool) erro
 	}
 	return nil
 }
-
