@@ -158,17 +158,3 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(serialDesc, prometheus.GaugeValue, float64(serial), zone)
 	}
 }
-
-// Queries returns how many queries were answered with rcode over proto
-// ("udp" or "tcp"), for tests and logs.
-func (m *metrics) queries(proto string, rcode int) uint64 {
-	p := protoUDP
-	if proto == "tcp" {
-		p = protoTCP
-	}
-	var n uint64
-	for t := range nQtype {
-		n += m.stats.queries[p][t][rcodeIndex(rcode)].Load()
-	}
-	return n
-}

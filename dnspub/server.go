@@ -351,20 +351,12 @@ func (s *Server) Serials() map[string]uint32 {
 // Start binds the UDP and TCP sockets and starts serving, watching the
 // config file, and notifying secondaries.
 func (s *Server) Start() error {
-	udp, err := listenUDP(s.opts.Listen, s.opts.UDPWorkers)
+	udp, tcp, err := listenBoth(s.opts.Listen, s.opts.UDPWorkers)
 	if err != nil {
 		return err
 	}
-	s.udp = udp
-	addr := udp[0].LocalAddr().(*net.UDPAddr)
-	tcp, err := net.Listen("tcp", net.JoinHostPort(addr.IP.String(), fmt.Sprint(addr.Port)))
-	if err != nil {
-		for _, c := range udp {
-			c.Close()
-		}
-		return fmt.Errorf("listening on TCP %s: %w", addr, err)
-	}
-	s.tcp = tcp
+	s.udp, s.tcp = udp, tcp
+	addr := udp[0].LocalAddr()
 	for _, c := range udp {
 		s.wg.Add(1)
 		go func() {
@@ -396,6 +388,30 @@ func (s *Server) Start() error {
 		s.notifier.update(snap, all)
 	}
 	return nil
+}
+
+// listenBoth opens the UDP sockets and the TCP listener on one port. When
+// the port is 0 the kernel picks a free UDP port, whose TCP twin may be
+// taken: then another port is tried.
+func listenBoth(addr string, workers int) ([]*net.UDPConn, net.Listener, error) {
+	_, port, _ := net.SplitHostPort(addr)
+	for attempt := 0; ; attempt++ {
+		udp, err := listenUDP(addr, workers)
+		if err != nil {
+			return nil, nil, err
+		}
+		bound := udp[0].LocalAddr().String()
+		tcp, err := net.Listen("tcp", bound)
+		if err == nil {
+			return udp, tcp, nil
+		}
+		for _, c := range udp {
+			c.Close()
+		}
+		if port != "0" || attempt == 10 {
+			return nil, nil, fmt.Errorf("listening on TCP %s: %w", bound, err)
+		}
+	}
 }
 
 // Addr returns the address the server listens on (UDP and TCP share it).

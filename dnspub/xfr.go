@@ -68,7 +68,8 @@ func verifyTSIG(snap *snapshot, raw []byte, t *dns.TSIG) (*config.Key, uint16) {
 	if k == nil || !strings.EqualFold(dns.CanonicalName(t.Algorithm), k.Algorithm) {
 		return nil, dns.RcodeBadKey
 	}
-	switch err := dns.TsigVerify(raw, k.Secret, "", false); err {
+	// TsigVerify rewrites the header of the buffer it is given: verify a copy.
+	switch err := dns.TsigVerify(append([]byte(nil), raw...), k.Secret, "", false); err {
 	case nil:
 		return k, dns.RcodeSuccess
 	case dns.ErrTime:

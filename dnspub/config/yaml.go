@@ -120,9 +120,7 @@ func pairs(n *yaml.Node) []pair {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
 			for _, src := range mergeSources(v) {
-				for _, p := range pairs(src) {
-					merged = append(merged, p)
-				}
+				merged = append(merged, pairs(src)...)
 			}
 			continue
 		}
@@ -339,10 +337,9 @@ func (d *doc) toJSON(n *yaml.Node, path string) (j *jsonValue, ok bool) {
 }
 
 type converter struct {
-	d   *doc
-	j   *jsonValue
-	ok  bool
-	big bool
+	d  *doc
+	j  *jsonValue
+	ok bool
 }
 
 func (c *converter) fail(n *yaml.Node, path, code, format string, args ...any) {
