@@ -168,3 +168,17 @@ func TestServeInvalidConfig(t *testing.T) {
 		t.Errorf("exit %d:\n%s", code, errs)
 	}
 }
+
+// TestLintGolden: lint's report on testdata/publisher/invalid.yaml.
+func TestLintGolden(t *testing.T) {
+	const in = "../../testdata/publisher/invalid.yaml"
+	_, out, _ := runCLI(t, "lint", in)
+	want, err := os.ReadFile("../../testdata/publisher/invalid.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.ReplaceAll(out, in, "testdata/publisher/invalid.yaml")
+	if got != string(want) {
+		t.Errorf("lint output differs from invalid.golden (regenerate it with: go run ./cmd/grpc-config-dns lint testdata/publisher/invalid.yaml > testdata/publisher/invalid.golden)\ngot:\n%s", got)
+	}
+}
