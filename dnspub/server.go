@@ -93,7 +93,7 @@ type Server struct {
 
 	notifier *notifier
 
-	udp      []*net.UDPConn
+	udp      udpListener
 	tcp      net.Listener
 	wg       sync.WaitGroup
 	done     chan struct{}
@@ -351,19 +351,13 @@ func (s *Server) Serials() map[string]uint32 {
 // Start binds the UDP and TCP sockets and starts serving, watching the
 // config file, and notifying secondaries.
 func (s *Server) Start() error {
-	udp, tcp, err := listenBoth(s.opts.Listen, s.opts.UDPWorkers)
+	udp, tcp, err := listenBoth(s.opts.Listen, s.opts.UDPWorkers, s.opts.PortableUDP)
 	if err != nil {
 		return err
 	}
 	s.udp, s.tcp = udp, tcp
-	addr := udp[0].LocalAddr()
-	for _, c := range udp {
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.serveUDP(c)
-		}()
-	}
+	addr := udp.addr()
+	udp.start(s)
 	s.wg.Add(1)
 	go func() {
 		defer s.wg.Done()
@@ -377,7 +371,7 @@ func (s *Server) Start() error {
 		}()
 	}
 	s.notifier.start(s.done)
-	s.log.Info("serving", "udp", addr.String(), "tcp", tcp.Addr().String(), "udp_workers", len(udp), "batched_udp", batchSupported && !s.opts.PortableUDP)
+	s.log.Info("serving", "udp", addr.String(), "tcp", tcp.Addr().String(), "udp_workers", udp.workers(), "batched_udp", udp.batched())
 	// Announce the zones to the secondaries: they may have missed changes
 	// while we were down.
 	if snap := s.snap.Load(); snap != nil {
@@ -393,21 +387,19 @@ func (s *Server) Start() error {
 // listenBoth opens the UDP sockets and the TCP listener on one port. When
 // the port is 0 the kernel picks a free UDP port, whose TCP twin may be
 // taken: then another port is tried.
-func listenBoth(addr string, workers int) ([]*net.UDPConn, net.Listener, error) {
+func listenBoth(addr string, workers int, portable bool) (udpListener, net.Listener, error) {
 	_, port, _ := net.SplitHostPort(addr)
 	for attempt := 0; ; attempt++ {
-		udp, err := listenUDP(addr, workers)
+		udp, err := listenUDP(addr, workers, portable)
 		if err != nil {
 			return nil, nil, err
 		}
-		bound := udp[0].LocalAddr().String()
+		bound := udp.addr().String()
 		tcp, err := net.Listen("tcp", bound)
 		if err == nil {
 			return udp, tcp, nil
 		}
-		for _, c := range udp {
-			c.Close()
-		}
+		udp.abort()
 		if port != "0" || attempt == 10 {
 			return nil, nil, fmt.Errorf("listening on TCP %s: %w", bound, err)
 		}
@@ -416,10 +408,10 @@ func listenBoth(addr string, workers int) ([]*net.UDPConn, net.Listener, error) 
 
 // Addr returns the address the server listens on (UDP and TCP share it).
 func (s *Server) Addr() net.Addr {
-	if len(s.udp) == 0 {
+	if s.udp == nil {
 		return nil
 	}
-	return s.udp[0].LocalAddr()
+	return s.udp.addr()
 }
 
 // Shutdown stops accepting queries, lets TCP connections finish their
@@ -427,8 +419,8 @@ func (s *Server) Addr() net.Addr {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		close(s.done)
-		for _, c := range s.udp {
-			c.Close()
+		if s.udp != nil {
+			s.udp.wake()
 		}
 		if s.tcp != nil {
 			s.tcp.Close()

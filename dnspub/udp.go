@@ -9,43 +9,84 @@ import (
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/wire"
 )
 
-// listenUDP opens n UDP sockets on addr. Where the platform has
-// SO_REUSEPORT they share the port and the kernel spreads clients across
-// them, so each read loop has its own socket and no lock (as Knot does);
-// elsewhere one socket is opened.
-func listenUDP(addr string, n int) ([]*net.UDPConn, error) {
+// udpListener is the set of UDP sockets on the listen address, each with
+// its own read loop.
+type udpListener interface {
+	addr() *net.UDPAddr
+	// start runs the read loops (tracked by s.wg) until s.done is closed
+	// and wake has been called.
+	start(s *Server)
+	// wake makes the read loops notice s.done promptly.
+	wake()
+	// abort closes the sockets of a listener that was never started.
+	abort()
+	// workers is the number of read loops.
+	workers() int
+	batched() bool
+}
+
+// listenUDP opens the UDP sockets: on Linux (amd64, arm64) one socket per
+// worker, sharing the port with SO_REUSEPORT, each read with blocking
+// recvmmsg (udp_batch_linux.go); elsewhere, or with portable set, sockets
+// of package net read one packet at a time.
+func listenUDP(addr string, n int, portable bool) (udpListener, error) {
+	if batchSupported && !portable {
+		l, err := listenBatchUDP(addr, n)
+		if err == nil || !errors.Is(err, errBatchUnsupported) {
+			return l, err
+		}
+	}
+	return listenPortableUDP(addr, n)
+}
+
+// portableUDP serves with package net: one read and one write system call
+// per query, no allocation.
+type portableUDP struct {
+	conns []*net.UDPConn
+}
+
+func listenPortableUDP(addr string, n int) (*portableUDP, error) {
 	first, err := listenUDPReuse(addr)
 	if err != nil {
 		return nil, fmt.Errorf("listening on UDP %s: %w", addr, err)
 	}
-	conns := []*net.UDPConn{first}
+	l := &portableUDP{conns: []*net.UDPConn{first}}
 	if !reusePortSupported {
-		return conns, nil
+		return l, nil
 	}
 	bound := first.LocalAddr().String() // the real port when addr asked for 0
-	for len(conns) < n {
+	for len(l.conns) < n {
 		c, err := listenUDPReuse(bound)
 		if err != nil {
 			break // one socket still serves; more only add parallelism
 		}
-		conns = append(conns, c)
+		l.conns = append(l.conns, c)
 	}
-	return conns, nil
+	return l, nil
 }
 
-// serveUDP answers queries on one socket until it is closed.
-func (s *Server) serveUDP(c *net.UDPConn) {
-	if batchSupported && !s.opts.PortableUDP {
-		if err := s.serveUDPBatch(c); err == nil || !errors.Is(err, errBatchUnsupported) {
-			return
-		}
-		s.log.Warn("recvmmsg unavailable; using one system call per packet")
+func (l *portableUDP) addr() *net.UDPAddr { return l.conns[0].LocalAddr().(*net.UDPAddr) }
+func (l *portableUDP) workers() int       { return len(l.conns) }
+func (l *portableUDP) batched() bool      { return false }
+
+func (l *portableUDP) abort() { l.wake() }
+
+func (l *portableUDP) wake() {
+	for _, c := range l.conns {
+		c.Close()
 	}
-	s.serveUDPPortable(c)
 }
 
-// serveUDPPortable is the read loop for platforms without recvmmsg: one
-// read and one write per query, still without allocation.
+func (l *portableUDP) start(s *Server) {
+	for _, c := range l.conns {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.serveUDPPortable(c)
+		}()
+	}
+}
+
 func (s *Server) serveUDPPortable(c *net.UDPConn) {
 	buf := make([]byte, 65535)
 	out := make([]byte, 0, 65535)

@@ -4,19 +4,26 @@ package dnspub
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
-// The batched read loop: one recvmmsg takes every query waiting on the
-// socket (up to batchSize), and one sendmmsg sends all their answers, each
-// to the address its query came from. Under load this divides the system
-// calls per query by the batch size, the largest cost left once answers
-// are precomputed. It uses package syscall directly rather than
-// golang.org/x/net/ipv4's ReadBatch, which allocates a net.UDPAddr for
-// every packet.
+// The Linux read loop. Each worker owns a UDP socket of its own (sharing
+// the port through SO_REUSEPORT, so the kernel spreads clients over the
+// workers and no lock is shared), in blocking mode and outside Go's network
+// poller: one recvmmsg with MSG_WAITFORONE sleeps until a query arrives and
+// then takes every query waiting (up to batchSize); one sendmmsg sends all
+// their answers, each to the address its query came from.
+//
+// Through the poller, every wake-up costs a recvmmsg that fails with
+// EAGAIN, an epoll_wait and a goroutine switch before the recvmmsg that
+// reads; a blocking call costs only the kernel's wake-up. Package syscall
+// is used directly: golang.org/x/net/ipv4's ReadBatch goes through the
+// poller and allocates an address per packet.
 
 const (
 	batchSupported = true
@@ -24,6 +31,11 @@ const (
 	// maxQuerySize bounds a UDP query: a real one is a few hundred bytes
 	// (a TSIG-signed IXFR query included); longer ones are dropped.
 	maxQuerySize = 4096
+	// idleWake is how often a worker with nothing to read wakes up to see
+	// whether the server is shutting down (shutdown also wakes it at once).
+	idleWake = 250 * time.Millisecond
+
+	msgWaitForOne = 0x10000 // MSG_WAITFORONE
 )
 
 var errBatchUnsupported = errors.New("recvmmsg not supported")
@@ -35,8 +47,116 @@ type mmsghdr struct {
 	_   [4]byte
 }
 
+type batchUDP struct {
+	fds   []int
+	local *net.UDPAddr
+}
+
+func listenBatchUDP(addr string, n int) (*batchUDP, error) {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("listening on UDP %s: %w", addr, err)
+	}
+	l := &batchUDP{}
+	for len(l.fds) < max(n, 1) {
+		fd, local, err := openUDP(ua)
+		if err != nil {
+			if len(l.fds) > 0 {
+				break // one socket still serves; more only add parallelism
+			}
+			if errors.Is(err, syscall.ENOSYS) {
+				return nil, errBatchUnsupported
+			}
+			return nil, fmt.Errorf("listening on UDP %s: %w", addr, err)
+		}
+		if l.local == nil {
+			l.local = local
+			ua = local // the others bind the port the first one got
+		}
+		l.fds = append(l.fds, fd)
+	}
+	return l, nil
+}
+
+// openUDP opens a blocking UDP socket with SO_REUSEPORT bound to ua.
+func openUDP(ua *net.UDPAddr) (int, *net.UDPAddr, error) {
+	family := syscall.AF_INET6
+	var sa syscall.Sockaddr
+	if ip4 := ua.IP.To4(); ip4 != nil {
+		family = syscall.AF_INET
+		sa4 := &syscall.SockaddrInet4{Port: ua.Port}
+		copy(sa4.Addr[:], ip4)
+		sa = sa4
+	} else {
+		sa6 := &syscall.SockaddrInet6{Port: ua.Port}
+		copy(sa6.Addr[:], ua.IP.To16()) // nil IP: [::], both families
+		sa = sa6
+	}
+	fd, err := syscall.Socket(family, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, nil, err
+	}
+	fail := func(err error) (int, *net.UDPAddr, error) {
+		syscall.Close(fd)
+		return -1, nil, err
+	}
+	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, soReusePort, 1); err != nil {
+		return fail(err)
+	}
+	if family == syscall.AF_INET6 {
+		syscall.SetsockoptInt(fd, syscall.IPPROTO_IPV6, syscall.IPV6_V6ONLY, 0)
+	}
+	tv := syscall.NsecToTimeval(idleWake.Nanoseconds())
+	if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
+		return fail(err)
+	}
+	if err := syscall.Bind(fd, sa); err != nil {
+		return fail(err)
+	}
+	got, err := syscall.Getsockname(fd)
+	if err != nil {
+		return fail(err)
+	}
+	local := &net.UDPAddr{}
+	switch a := got.(type) {
+	case *syscall.SockaddrInet4:
+		local.IP, local.Port = net.IP(append([]byte(nil), a.Addr[:]...)), a.Port
+	case *syscall.SockaddrInet6:
+		local.IP, local.Port = net.IP(append([]byte(nil), a.Addr[:]...)), a.Port
+	}
+	return fd, local, nil
+}
+
+func (l *batchUDP) addr() *net.UDPAddr { return l.local }
+func (l *batchUDP) workers() int       { return len(l.fds) }
+func (l *batchUDP) batched() bool      { return true }
+
+func (l *batchUDP) abort() {
+	for _, fd := range l.fds {
+		syscall.Close(fd)
+	}
+}
+
+// wake interrupts blocked reads: shutdown(2) makes recvmmsg return.
+func (l *batchUDP) wake() {
+	for _, fd := range l.fds {
+		syscall.Shutdown(fd, syscall.SHUT_RD)
+	}
+}
+
+func (l *batchUDP) start(s *Server) {
+	for _, fd := range l.fds {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer syscall.Close(fd)
+			s.serveBatch(fd)
+		}()
+	}
+}
+
+// udpBatch holds one worker's buffers and message headers, allocated once.
 type udpBatch struct {
-	rc    syscall.RawConn
 	rhdrs [batchSize]mmsghdr
 	riov  [batchSize]syscall.Iovec
 	names [batchSize]syscall.RawSockaddrInet6 // large enough for IPv4 too
@@ -44,19 +164,10 @@ type udpBatch struct {
 	out   [batchSize][]byte
 	shdrs [batchSize]mmsghdr
 	siov  [batchSize]syscall.Iovec
-
-	// State of the system call closures, bound once so that the loop
-	// does not allocate.
-	n       int
-	sendOff int
-	sendEnd int
-	errno   syscall.Errno
-	readFn  func(uintptr) bool
-	writeFn func(uintptr) bool
 }
 
-func newUDPBatch(rc syscall.RawConn) *udpBatch {
-	b := &udpBatch{rc: rc}
+func newUDPBatch() *udpBatch {
+	b := &udpBatch{}
 	buf := make([]byte, batchSize*maxQuerySize)
 	for i := range batchSize {
 		b.in[i] = buf[i*maxQuerySize : (i+1)*maxQuerySize]
@@ -68,31 +179,7 @@ func newUDPBatch(rc syscall.RawConn) *udpBatch {
 		b.rhdrs[i].hdr.Iovlen = 1
 		b.shdrs[i].hdr.Iovlen = 1
 	}
-	b.readFn = b.recv
-	b.writeFn = b.send
 	return b
-}
-
-func (b *udpBatch) recv(fd uintptr) bool {
-	for i := range batchSize {
-		b.rhdrs[i].hdr.Namelen = syscall.SizeofSockaddrInet6
-		b.rhdrs[i].hdr.Flags = 0
-	}
-	r, _, e := syscall.Syscall6(sysRECVMMSG, fd, uintptr(unsafe.Pointer(&b.rhdrs[0])), batchSize, 0, 0, 0)
-	if e == syscall.EAGAIN || e == syscall.EINTR {
-		return false // wait until the socket is readable
-	}
-	b.n, b.errno = int(r), e
-	return true
-}
-
-func (b *udpBatch) send(fd uintptr) bool {
-	r, _, e := syscall.Syscall6(sysSENDMMSG, fd, uintptr(unsafe.Pointer(&b.shdrs[b.sendOff])), uintptr(b.sendEnd-b.sendOff), 0, 0, 0)
-	if e == syscall.EAGAIN || e == syscall.EINTR {
-		return false // wait until the socket is writable
-	}
-	b.n, b.errno = int(r), e
-	return true
 }
 
 func (b *udpBatch) from(i int) netip.Addr {
@@ -107,24 +194,25 @@ func (b *udpBatch) from(i int) netip.Addr {
 	return netip.Addr{}
 }
 
-func (s *Server) serveUDPBatch(c *net.UDPConn) error {
-	rc, err := c.SyscallConn()
-	if err != nil {
-		return errBatchUnsupported
-	}
-	b := newUDPBatch(rc)
+func (s *Server) serveBatch(fd int) {
+	b := newUDPBatch()
 	for {
-		if err := rc.Read(b.readFn); err != nil {
-			return nil // closed
+		select {
+		case <-s.done:
+			return
+		default:
 		}
-		if b.errno == syscall.ENOSYS {
-			return errBatchUnsupported
+		for i := range batchSize {
+			b.rhdrs[i].hdr.Namelen = syscall.SizeofSockaddrInet6
+			b.rhdrs[i].hdr.Flags = 0
 		}
-		if b.errno != 0 {
-			continue // e.g. ECONNREFUSED from an earlier send: not ours to report
+		r, _, e := syscall.Syscall6(sysRECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.rhdrs[0])), batchSize, msgWaitForOne, 0, 0)
+		if e != 0 || r == 0 {
+			continue // EAGAIN after idleWake, EINTR, or woken by shutdown
 		}
+		n := int(r)
 		k := 0
-		for i := range b.n {
+		for i := range n {
 			h := &b.rhdrs[i]
 			if h.hdr.Flags&syscall.MSG_TRUNC != 0 {
 				continue
@@ -141,16 +229,15 @@ func (s *Server) serveUDPBatch(c *net.UDPConn) error {
 			sh.hdr.Iov = &b.siov[k]
 			k++
 		}
-		b.sendOff, b.sendEnd = 0, k
-		for b.sendOff < b.sendEnd {
-			if err := rc.Write(b.writeFn); err != nil {
-				return nil
+		for off := 0; off < k; {
+			r, _, e := syscall.Syscall6(sysSENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.shdrs[off])), uintptr(k-off), 0, 0, 0)
+			switch {
+			case e == syscall.EINTR:
+			case e != 0:
+				off++ // the first message failed (unreachable client…): skip it
+			default:
+				off += int(r)
 			}
-			if b.errno != 0 {
-				b.sendOff++ // the first message failed (unreachable client…): skip it
-				continue
-			}
-			b.sendOff += b.n
 		}
 	}
 }

@@ -2,13 +2,10 @@
 
 package dnspub
 
-import (
-	"errors"
-	"net"
-)
+import "errors"
 
 const batchSupported = false
 
 var errBatchUnsupported = errors.New("recvmmsg not supported")
 
-func (s *Server) serveUDPBatch(*net.UDPConn) error { return errBatchUnsupported }
+func listenBatchUDP(string, int) (udpListener, error) { return nil, errBatchUnsupported }
