@@ -42,7 +42,8 @@ func listenUDP(addr string, n int, portable bool) (udpListener, error) {
 // portableUDP serves with package net: one read and one write system call
 // per query, no allocation.
 type portableUDP struct {
-	conns []*net.UDPConn
+	conns   []*net.UDPConn
+	pktinfo bool
 }
 
 func listenPortableUDP(addr string, n int) (*portableUDP, error) {
@@ -50,7 +51,7 @@ func listenPortableUDP(addr string, n int) (*portableUDP, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening on UDP %s: %w", addr, err)
 	}
-	l := &portableUDP{conns: []*net.UDPConn{first}}
+	l := &portableUDP{conns: []*net.UDPConn{first}, pktinfo: isWildcard(first.LocalAddr().(*net.UDPAddr).IP)}
 	if !reusePortSupported {
 		return l, nil
 	}
@@ -82,16 +83,20 @@ func (l *portableUDP) start(s *Server) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.serveUDPPortable(c)
+			s.serveUDPPortable(c, l.pktinfo)
 		}()
 	}
 }
 
-func (s *Server) serveUDPPortable(c *net.UDPConn) {
+func (s *Server) serveUDPPortable(c *net.UDPConn, pktinfo bool) {
 	buf := make([]byte, 65535)
 	out := make([]byte, 0, 65535)
+	var rctl, sctl []byte
+	if pktinfo {
+		rctl, sctl = make([]byte, pktinfoSpace), make([]byte, pktinfoSpace)
+	}
 	for {
-		n, from, err := c.ReadFromUDPAddrPort(buf)
+		n, oobn, _, from, err := c.ReadMsgUDPAddrPort(buf, rctl)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -99,7 +104,12 @@ func (s *Server) serveUDPPortable(c *net.UDPConn) {
 			continue
 		}
 		resp, ok := s.handleUDP(out, buf[:n], from.Addr())
-		if ok {
+		if !ok {
+			continue
+		}
+		if pktinfo {
+			c.WriteMsgUDPAddrPort(resp, sctl[:replyControl(sctl, rctl[:oobn])], from)
+		} else {
 			c.WriteToUDPAddrPort(resp, from)
 		}
 	}

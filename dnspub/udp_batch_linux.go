@@ -50,6 +50,8 @@ type mmsghdr struct {
 type batchUDP struct {
 	fds   []int
 	local *net.UDPAddr
+	// pktinfo: the address is a wildcard, so replies name their source.
+	pktinfo bool
 }
 
 func listenBatchUDP(addr string, n int) (*batchUDP, error) {
@@ -57,7 +59,7 @@ func listenBatchUDP(addr string, n int) (*batchUDP, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening on UDP %s: %w", addr, err)
 	}
-	l := &batchUDP{}
+	l := &batchUDP{pktinfo: isWildcard(ua.IP)}
 	for len(l.fds) < max(n, 1) {
 		fd, local, err := openUDP(ua)
 		if err != nil {
@@ -106,6 +108,11 @@ func openUDP(ua *net.UDPAddr) (int, *net.UDPAddr, error) {
 	if family == syscall.AF_INET6 {
 		syscall.SetsockoptInt(fd, syscall.IPPROTO_IPV6, syscall.IPV6_V6ONLY, 0)
 	}
+	if isWildcard(ua.IP) {
+		if err := setPktinfo(fd, family); err != nil {
+			return fail(err)
+		}
+	}
 	tv := syscall.NsecToTimeval(idleWake.Nanoseconds())
 	if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
 		return fail(err)
@@ -150,7 +157,7 @@ func (l *batchUDP) start(s *Server) {
 		go func() {
 			defer s.wg.Done()
 			defer syscall.Close(fd)
-			s.serveBatch(fd)
+			s.serveBatch(fd, l.pktinfo)
 		}()
 	}
 }
@@ -164,6 +171,9 @@ type udpBatch struct {
 	out   [batchSize][]byte
 	shdrs [batchSize]mmsghdr
 	siov  [batchSize]syscall.Iovec
+	// Control messages (PKTINFO) on wildcard sockets.
+	rctl [batchSize][pktinfoSpace]byte
+	sctl [batchSize][pktinfoSpace]byte
 }
 
 func newUDPBatch() *udpBatch {
@@ -194,7 +204,7 @@ func (b *udpBatch) from(i int) netip.Addr {
 	return netip.Addr{}
 }
 
-func (s *Server) serveBatch(fd int) {
+func (s *Server) serveBatch(fd int, pktinfo bool) {
 	b := newUDPBatch()
 	for {
 		select {
@@ -205,6 +215,10 @@ func (s *Server) serveBatch(fd int) {
 		for i := range batchSize {
 			b.rhdrs[i].hdr.Namelen = syscall.SizeofSockaddrInet6
 			b.rhdrs[i].hdr.Flags = 0
+			if pktinfo {
+				b.rhdrs[i].hdr.Control = &b.rctl[i][0]
+				b.rhdrs[i].hdr.SetControllen(pktinfoSpace)
+			}
 		}
 		r, _, e := syscall.Syscall6(sysRECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.rhdrs[0])), batchSize, msgWaitForOne, 0, 0)
 		if e != 0 || r == 0 {
@@ -227,6 +241,13 @@ func (s *Server) serveBatch(fd int) {
 			sh.hdr.Name = h.hdr.Name
 			sh.hdr.Namelen = h.hdr.Namelen
 			sh.hdr.Iov = &b.siov[k]
+			sh.hdr.Control, sh.hdr.Controllen = nil, 0
+			if pktinfo {
+				if n := replyControl(b.sctl[k][:], b.rctl[i][:h.hdr.Controllen]); n > 0 {
+					sh.hdr.Control = &b.sctl[k][0]
+					sh.hdr.SetControllen(n)
+				}
+			}
 			k++
 		}
 		for off := 0; off < k; {

@@ -13,10 +13,22 @@ const reusePortSupported = true
 // listenUDPReuse opens a UDP socket with SO_REUSEPORT, so that several
 // sockets (one per read loop) can share the port.
 func listenUDPReuse(addr string) (*net.UDPConn, error) {
-	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	wildcard := isWildcard(ua.IP)
+	lc := net.ListenConfig{Control: func(network, _ string, rc syscall.RawConn) error {
 		var serr error
 		err := rc.Control(func(fd uintptr) {
 			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, soReusePort, 1)
+			if serr == nil && wildcard {
+				family := syscall.AF_INET6
+				if network == "udp4" {
+					family = syscall.AF_INET
+				}
+				serr = setPktinfo(int(fd), family)
+			}
 		})
 		if err != nil {
 			return err
