@@ -112,15 +112,26 @@ func deref(n *yaml.Node) *yaml.Node {
 type pair struct{ k, v *yaml.Node }
 
 // pairs returns the members of mapping n, expanding YAML merge keys
-// ("<<: *defaults"): keys written in n win over merged ones.
+// ("<<: *defaults"): keys written in n win over merged ones, and earlier
+// merge sources over later ones.
 func pairs(n *yaml.Node) []pair {
+	return mergedPairs(n, map[*yaml.Node]bool{})
+}
+
+// mergedPairs visits each mapping once, so that a mapping merging itself
+// (through an alias) or many merges of the same mapping stay finite.
+func mergedPairs(n *yaml.Node, visited map[*yaml.Node]bool) []pair {
+	if visited[n] {
+		return nil
+	}
+	visited[n] = true
 	var own, merged []pair
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind == yaml.ScalarNode && k.Tag == "!!merge" {
 			for _, src := range mergeSources(v) {
-				merged = append(merged, pairs(src)...)
+				merged = append(merged, mergedPairs(src, visited)...)
 			}
 			continue
 		}
