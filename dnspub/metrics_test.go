@@ -1,35 +1,33 @@
 package dnspub
 
 import (
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
+// gather scrapes the registry as Prometheus would and returns each
+// sample by its name and labels, as in the text format.
 func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	out := map[string]float64{}
-	for _, mf := range mfs {
-		for _, m := range mf.GetMetric() {
-			var labels []string
-			for _, l := range m.GetLabel() {
-				labels = append(labels, l.GetName()+"="+l.GetValue())
-			}
-			key := mf.GetName() + "{" + strings.Join(labels, ",") + "}"
-			switch mf.GetType() {
-			case dto.MetricType_COUNTER:
-				out[key] = m.GetCounter().GetValue()
-			case dto.MetricType_GAUGE:
-				out[key] = m.GetGauge().GetValue()
-			}
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
 		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		out[line[:i]] = v
 	}
 	return out
 }
@@ -50,16 +48,16 @@ func TestMetrics(t *testing.T) {
 	ts.Reload()
 	m := gather(t, reg)
 	for key, want := range map[string]float64{
-		`grpc_config_dns_queries_total{proto=udp,qtype=A,rcode=NOERROR}`:    3,
-		`grpc_config_dns_queries_total{proto=tcp,qtype=TXT,rcode=NXDOMAIN}`: 1,
-		`grpc_config_dns_queries_total{proto=udp,qtype=A,rcode=REFUSED}`:    1,
-		`grpc_config_dns_queries_total{proto=tcp,qtype=AXFR,rcode=NOERROR}`: 1,
-		`grpc_config_dns_truncated_total{proto=udp}`:                        1,
-		`grpc_config_dns_transfers_total{result=ok,type=axfr}`:              1,
-		`grpc_config_dns_reloads_total{result=accepted}`:                    1,
-		`grpc_config_dns_reloads_total{result=rejected}`:                    1,
-		`grpc_config_dns_config_last_reload_successful{}`:                   0,
-		`grpc_config_dns_zone_serial{zone=example.test.}`:                   float64(ts.serial()),
+		`grpc_config_dns_queries_total{proto="udp",qtype="A",rcode="NOERROR"}`:    3,
+		`grpc_config_dns_queries_total{proto="tcp",qtype="TXT",rcode="NXDOMAIN"}`: 1,
+		`grpc_config_dns_queries_total{proto="udp",qtype="A",rcode="REFUSED"}`:    1,
+		`grpc_config_dns_queries_total{proto="tcp",qtype="AXFR",rcode="NOERROR"}`: 1,
+		`grpc_config_dns_truncated_total{proto="udp"}`:                            1,
+		`grpc_config_dns_transfers_total{result="ok",type="axfr"}`:                1,
+		`grpc_config_dns_reloads_total{result="accepted"}`:                        1,
+		`grpc_config_dns_reloads_total{result="rejected"}`:                        1,
+		`grpc_config_dns_config_last_reload_successful`:                           0,
+		`grpc_config_dns_zone_serial{zone="example.test."}`:                       float64(ts.serial()),
 	} {
 		if got, ok := m[key]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)

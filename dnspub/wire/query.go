@@ -46,7 +46,7 @@ const (
 	RcodeBadVers  = 16
 )
 
-// Query is what a parse of a query message found.
+// Query is what the parse of a query message found.
 type Query struct {
 	ID     uint16
 	Opcode uint8
@@ -82,13 +82,6 @@ const (
 	// parseNotImp: an opcode other than QUERY.
 	parseNotImp
 )
-
-// ParseQuery reads the header, question and additional records of a query
-// message. ok is false when the message is not a well-formed standard
-// query.
-func ParseQuery(msg []byte) (q Query, ok bool) {
-	return q, parse(msg, &q) == parseOK
-}
 
 func parse(msg []byte, q *Query) parseResult {
 	if len(msg) < headerLen {

@@ -249,8 +249,8 @@ const (
 	Drop
 	// Transfer: an AXFR or IXFR query; the caller runs the transfer.
 	Transfer
-	// Signed: the query carries TSIG; the caller verifies it, answers with
-	// RespondUnsigned and signs the response.
+	// Signed: the query carries TSIG; the caller verifies it, answers the
+	// query without its TSIG record (Respond again) and signs the response.
 	Signed
 )
 
@@ -290,13 +290,6 @@ func (t *Table) Respond(dst, msg []byte, tcp bool) ([]byte, Result) {
 		return dst[:0], r
 	}
 	return t.answer(dst, msg, &r, tcp)
-}
-
-// RespondUnsigned answers a TSIG-signed query as if it were not signed:
-// msg must be the query with its TSIG record removed (ARCOUNT lowered).
-// The caller signs the result.
-func (t *Table) RespondUnsigned(dst, msg []byte, tcp bool) ([]byte, Result) {
-	return t.Respond(dst, msg, tcp)
 }
 
 func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) ([]byte, Result) {
