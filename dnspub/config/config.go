@@ -308,14 +308,19 @@ func (d *doc) key(n *yaml.Node, path string, seen map[string]bool) *Key {
 			d.report(secretNode, path+"/secret", "tsig-key-short", "the secret is %d bytes; RFC 8945 asks for at least the hash length (%d bytes for %s)", len(raw), tsigAlgorithms[k.Algorithm], strings.TrimSuffix(k.Algorithm, "."))
 		}
 	}
-	if k.Name == "" || k.Secret == "" {
+	if k.Name == "" {
 		return nil
 	}
 	if seen[k.Name] {
 		d.report(nameNode, path+"/name", "tsig-key", "TSIG key %s is defined twice", k.Name)
 		return nil
 	}
+	// A key with a bad secret still counts as defined, so that the
+	// transfers naming it do not add a second error.
 	seen[k.Name] = true
+	if k.Secret == "" {
+		return nil
+	}
 	return k
 }
 

@@ -65,3 +65,15 @@ func TestCodesRegistered(t *testing.T) {
 		}
 	}
 }
+
+// TestDocsExample: the config reference in docs/publisher.md is valid.
+func TestDocsExample(t *testing.T) {
+	doc := mustRead(t, filepath.Join("..", "..", "docs", "publisher.md"))
+	m := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindSubmatch(doc)
+	if m == nil {
+		t.Fatal("no yaml block in docs/publisher.md")
+	}
+	if cfg, ds := Parse(m[1]); cfg == nil || len(ds) > 0 {
+		t.Errorf("the config in docs/publisher.md:\n%s", dump(ds))
+	}
+}
