@@ -22,8 +22,13 @@ func TestWildcardListen(t *testing.T) {
 		if os.Getuid() != 0 {
 			t.Skip("needs root to create a network namespace")
 		}
-		if _, err := exec.LookPath("unshare"); err != nil {
-			t.Skip("needs unshare(1) (util-linux)")
+		for _, tool := range []string{"unshare", "ip"} {
+			if _, err := exec.LookPath(tool); err != nil {
+				t.Skipf("needs %s(8) (util-linux, iproute2)", tool)
+			}
+		}
+		if out, err := exec.Command("unshare", "--net", "true").CombinedOutput(); err != nil {
+			t.Skipf("cannot create a network namespace here (%v: %s)", err, strings.TrimSpace(string(out)))
 		}
 		cmd := exec.Command("unshare", "--net", os.Args[0], "-test.run=^TestWildcardListen$", "-test.v", "-test.count=1")
 		cmd.Env = append(os.Environ(), "DNSPUB_IN_NETNS=1")
