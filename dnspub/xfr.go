@@ -54,11 +54,37 @@ func (s *Server) slow(snap *snapshot, out, msg []byte, r wire.Result, tcp bool, 
 		return out[:0], wire.Result{Action: wire.Drop}
 	}
 	signed, _, err := sign(m, key, mac, false)
+	if err == nil && !tcp && len(signed) > udpLimit(&r2.Query, snap.table.MaxUDPSize()) {
+		// The TSIG record pushed the answer over the client's limit:
+		// send it truncated (and signed), and the client retries over TCP.
+		m.Answer, m.Ns, m.Extra = nil, nil, keepOPT(m.Extra)
+		m.Truncated = true
+		r2.Truncated = true
+		signed, _, err = sign(m, key, mac, false)
+	}
 	if err != nil {
 		s.log.Error("signing a response failed", "err", err)
 		return out[:0], wire.Result{Action: wire.Drop}
 	}
 	return append(out[:0], signed...), r2
+}
+
+// udpLimit is the largest UDP answer the client of q accepts.
+func udpLimit(q *wire.Query, maxUDP int) int {
+	if !q.EDNS {
+		return wire.MinUDPSize
+	}
+	return min(max(int(q.UDPSize), wire.MinUDPSize), maxUDP)
+}
+
+// keepOPT returns the OPT record of an additional section, if any.
+func keepOPT(extra []dns.RR) []dns.RR {
+	for _, rr := range extra {
+		if rr.Header().Rrtype == dns.TypeOPT {
+			return []dns.RR{rr}
+		}
+	}
+	return nil
 }
 
 // verifyTSIG checks the TSIG of a raw message against our keys and

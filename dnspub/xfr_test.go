@@ -177,9 +177,48 @@ func TestIXFR(t *testing.T) {
 }
 
 // TestSignedQuery: an ordinary query signed with a known key gets a
-// signed answer; an unknown key gets NOTAUTH/BADKEY.
+// signed answer, truncated when the signature makes it too large for the
+// client; an unknown key gets NOTAUTH/BADKEY.
 func TestSignedQuery(t *testing.T) {
-	ts := startServer(t, baseConfig(""), nil)
+	// A TXT answer of about 480 bytes: under 512 unsigned, over it signed.
+	edge := "      - name: edge\n        serviceConfig: {methodConfig: [{name: [{service: " + strings.Repeat("e", 340) + "}]}]}\n"
+	ts := startServer(t, baseConfig("")+edge, nil)
+	rawUDP := func(q []byte) []byte {
+		c, err := net.Dial("udp", ts.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		c.Write(q)
+		buf := make([]byte, 65535)
+		n, err := c.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return buf[:n]
+	}
+	q := new(dns.Msg)
+	q.SetQuestion("_grpc_config.edge.example.test.", dns.TypeTXT)
+	if n := len(rawUDP(pack(t, q))); n > 512 || n < 470 {
+		t.Fatalf("unsigned answer is %d bytes, want 470..512 for this test", n)
+	}
+	q.SetTsig("xfr-key.", dns.HmacSHA256, 300, time.Now().Unix())
+	signedQ, mac, err := dns.TsigGenerate(q, testSecret, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := rawUDP(signedQ)
+	r := new(dns.Msg)
+	if err := r.Unpack(resp); err != nil {
+		t.Fatal(err)
+	}
+	if len(resp) > 512 || !r.Truncated || len(r.Answer) != 0 || r.IsTsig() == nil {
+		t.Errorf("signed answer: %d bytes, %v", len(resp), r)
+	}
+	if err := dns.TsigVerify(resp, testSecret, mac, false); err != nil {
+		t.Errorf("the truncated answer's TSIG does not verify: %v", err)
+	}
 	for _, proto := range []string{"udp", "tcp"} {
 		q := new(dns.Msg)
 		q.SetQuestion("echo.example.test.", dns.TypeA)
