@@ -18,6 +18,9 @@ type checker struct {
 	// errorsOnly skips warnings: the resolver only needs to know whether a
 	// record is usable.
 	errorsOnly bool
+	// shortFractions collects the duration strings with 1 to 8 fraction
+	// digits, which grpc-js misreads, for NineDigitDurations.
+	shortFractions []int32
 }
 
 // seg is one step of a JSON pointer: an object member (key is the key
@@ -107,7 +110,7 @@ func (c *checker) unknownField(k int32, code, where string, known []string) {
 		}
 	}
 	msg := fmt.Sprintf("unknown field %q in %s", name, where)
-	if s := suggest(name, known); s != "" {
+	if s := Suggest(name, known); s != "" {
 		msg += fmt.Sprintf(": did you mean %q?", s)
 	} else {
 		msg += fmt.Sprintf(" (known fields: %s)", strings.Join(known, ", "))

@@ -1,6 +1,9 @@
 package serviceconfig
 
 import (
+	"slices"
+	"strconv"
+
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/constraints"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
 )
@@ -116,7 +119,7 @@ func parseChoice(c *checker, obj int32) Choice {
 		default:
 			name := t.Str(k)
 			msg := "unknown key %q in a choice: gRFC A2 makes the whole record invalid"
-			if s := suggest(name, choiceKeys); s != "" {
+			if s := Suggest(name, choiceKeys); s != "" {
 				c.report(k, "choice-unknown-key", msg+"; did you mean %q?", name, s)
 			} else {
 				c.report(k, "choice-unknown-key", msg+"; choices may only hold clientLanguage, percentage, clientHostname, serviceConfig and dynamicParameterConstraints", name)
@@ -248,4 +251,41 @@ func (ch *Choices) CompactConfig(i int) []byte {
 		return ch.tree.AppendCompact(nil, n)
 	}
 	return []byte("{}")
+}
+
+// NineDigitDurations returns a choice list (JSON) with every duration of
+// its service configs written with exactly 9 fraction digits when it has
+// any ("0.1s" becomes "0.100000000s"): the form grpc-js, which takes the
+// fraction digits as nanoseconds, reads correctly, and every other client
+// reads alike. Everything else is kept byte for byte. The value must be a
+// valid choice list.
+func NineDigitDurations(value []byte) ([]byte, error) {
+	t, err := jtree.Parse(value)
+	if err != nil {
+		return nil, Diagnostics{syntaxDiagnostic(err)}.Err()
+	}
+	c := newChecker(t)
+	c.errorsOnly = true
+	ch := parseChoices(c)
+	for i := range ch.List {
+		if cfg := ch.List[i].configNode; cfg >= 0 {
+			validateServiceConfig(c, cfg)
+		}
+	}
+	if err := c.diags.Err(); err != nil {
+		return nil, err
+	}
+	if len(c.shortFractions) == 0 {
+		return value, nil
+	}
+	slices.SortFunc(c.shortFractions, func(a, b int32) int { return int(t.Nodes[a].Start - t.Nodes[b].Start) })
+	out := make([]byte, 0, len(value)+8*len(c.shortFractions))
+	last := 0
+	for _, n := range c.shortFractions {
+		d, _ := ParseDuration(t.Str(n))
+		out = append(out, value[last:t.Nodes[n].Start]...)
+		out = strconv.AppendQuote(out, FormatDuration(d))
+		last = int(t.Nodes[n].End)
+	}
+	return append(out, value[last:]...), nil
 }

@@ -78,7 +78,7 @@ func parseConstraints(c *checker, v int32, depth int) *constraints.Expr {
 			}
 		default:
 			msg := fmt.Sprintf("unknown field %q in a dynamic parameter constraint", name)
-			if s := suggest(normalizeName(name), lowerAll(constraintFields)); s != "" {
+			if s := Suggest(normalizeName(name), lowerAll(constraintFields)); s != "" {
 				s = constraintFields[slices.Index(lowerAll(constraintFields), s)]
 				msg += fmt.Sprintf(": did you mean %q?", s)
 			} else {
@@ -149,7 +149,7 @@ func parseSingleConstraint(c *checker, v int32) *constraints.Expr {
 		default:
 			name := t.Str(k)
 			msg := fmt.Sprintf("unknown field %q in a constraint", name)
-			if s := suggest(name, []string{"key", "value", "exists"}); s != "" {
+			if s := Suggest(name, []string{"key", "value", "exists"}); s != "" {
 				msg += fmt.Sprintf(": did you mean %q?", s)
 			} else {
 				msg += ": a constraint holds key and either value or exists"

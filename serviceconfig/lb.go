@@ -116,7 +116,7 @@ func validateLBConfigList(c *checker, v int32) {
 	if !known && t.Nodes[v].Len > 0 {
 		msg := "loadBalancingConfig names no policy gRPC clients know, so they reject the config; add a fallback such as {\"round_robin\":{}} (known: " + strings.Join(lbPolicyNames(), ", ") + ")"
 		if e := t.Nodes[v].First; t.Nodes[e].Kind == jtree.Object && t.Nodes[e].Len == 1 {
-			if s := suggest(t.Str(t.Nodes[e].First), lbPolicyNames()); s != "" {
+			if s := Suggest(t.Str(t.Nodes[e].First), lbPolicyNames()); s != "" {
 				msg = "loadBalancingConfig names no policy gRPC clients know: did you mean \"" + s + "\"?"
 			}
 		}
@@ -147,7 +147,7 @@ func validateLBPolicy(c *checker, v int32) {
 		return
 	}
 	msg := "loadBalancingPolicy " + string(t.Raw(v)) + " is not a policy gRPC clients know: use \"round_robin\" or \"pick_first\""
-	if s := suggest(name, []string{"round_robin", "pick_first"}); s != "" {
+	if s := Suggest(name, []string{"round_robin", "pick_first"}); s != "" {
 		msg = "loadBalancingPolicy " + string(t.Raw(v)) + " is not a policy gRPC clients know: did you mean \"" + s + "\"?"
 	}
 	c.report(v, "lb-policy", "%s", msg)

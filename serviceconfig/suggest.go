@@ -2,10 +2,11 @@ package serviceconfig
 
 import "strings"
 
-// suggest returns the known name closest to name, or "" when none is close
+// Suggest returns the known name closest to name, or "" when none is close
 // enough to be a likely typo. Spellings that differ only in case,
-// underscores or dashes (max_attempts for maxAttempts) always match.
-func suggest(name string, known []string) string {
+// underscores or dashes (max_attempts for maxAttempts) always match. Every
+// "did you mean" of this project comes from here.
+func Suggest(name string, known []string) string {
 	norm := normalizeName(name)
 	best, bestDist := "", 1<<30
 	for _, k := range known {

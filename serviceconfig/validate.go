@@ -200,6 +200,7 @@ func duration(c *checker, v int32, name string) (durationValue, bool) {
 		return durationValue{}, false
 	}
 	if digits := fractionDigits(str[:len(str)-1]); digits > 0 && digits < 9 {
+		c.shortFractions = append(c.shortFractions, v)
 		c.report(v, "duration-fraction", "%s %s has %d fraction digit(s): grpc-js takes the digits after the point as nanoseconds, so it reads this as %s; write %q (9 digits), which every client reads alike", name, t.Raw(v), digits, grpcJSMisread(str, sec), FormatDuration(time.Duration(sec)*time.Second+time.Duration(nanos)))
 	}
 	return durationValue{sec, nanos}, true
@@ -354,7 +355,7 @@ func statusCodes(c *checker, v int32, name, code string) int {
 				}
 			}
 			msg := fmt.Sprintf("%q is not a gRPC status code name", s)
-			if sug := suggest(s, statusCodeNames); sug != "" {
+			if sug := Suggest(s, statusCodeNames); sug != "" {
 				msg += fmt.Sprintf(": did you mean %q?", sug)
 			} else {
 				msg += " (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, …)"

@@ -95,8 +95,8 @@ func TestSuggest(t *testing.T) {
 		"max_attempts": "maxAttempts", "MaxAttempts": "maxAttempts", "maxAtempts": "maxAttempts",
 		"retryableStatusCode": "retryableStatusCodes", "timeout": "", "backoff": "",
 	} {
-		if got := suggest(in, known); got != want {
-			t.Errorf("suggest(%q) = %q, want %q", in, got, want)
+		if got := Suggest(in, known); got != want {
+			t.Errorf("Suggest(%q) = %q, want %q", in, got, want)
 		}
 	}
 }
@@ -214,4 +214,20 @@ func FuzzValidateAgainstGrpcGo(f *testing.F) {
 			t.Fatalf("we accept %s, grpc-go rejects it: %v", cfg, err)
 		}
 	})
+}
+
+func TestNineDigitDurations(t *testing.T) {
+	in := `[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"0.1s","retryPolicy":{"maxAttempts":2,"initialBackoff":"1.25s","maxBackoff":"2s","backoffMultiplier":2,"retryableStatusCodes":[14]}}],"loadBalancingConfig":[{"weighted_round_robin":{"blackoutPeriod":"0.5s"}}]}}]`
+	want := `[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"0.100000000s","retryPolicy":{"maxAttempts":2,"initialBackoff":"1.250000000s","maxBackoff":"2s","backoffMultiplier":2,"retryableStatusCodes":[14]}}],"loadBalancingConfig":[{"weighted_round_robin":{"blackoutPeriod":"0.500000000s"}}]}}]`
+	got, err := NineDigitDurations([]byte(in))
+	if err != nil || string(got) != want {
+		t.Fatalf("got %s, %v\nwant %s", got, err, want)
+	}
+	// Lint has nothing left to say about grpc-js.
+	if _, ds := Lint(got, LintOptions{}); len(ds) != 0 {
+		t.Errorf("lint: %v", ds)
+	}
+	if _, err := NineDigitDurations([]byte(`[{"serviceConfig":{"methodConfig":[{"timeout":"1m"}]}}]`)); err == nil {
+		t.Error("an invalid value was accepted")
+	}
 }

@@ -1,19 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
 	"github.com/grpc-config-dns/grpc-config-dns/internal/dnstest"
 )
-
-func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = run(args, strings.NewReader(""), &out, &errb)
-	return code, out.String(), errb.String()
-}
 
 func TestDNSInputs(t *testing.T) {
 	s := dnstest.Start(t)

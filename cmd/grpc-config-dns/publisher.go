@@ -1,0 +1,16 @@
+package main
+
+import (
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+)
+
+// Publisher configs are checked by dnspub/config, which positions every
+// diagnostic (its own and those of the service configs inside) at the
+// file's line and column.
+func init() {
+	lintPublisher = func(_ string, text []byte) (sc.Diagnostics, error) {
+		_, ds := config.Parse(text)
+		return ds, nil
+	}
+}

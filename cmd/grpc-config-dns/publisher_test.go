@@ -1,0 +1,177 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+)
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestLintPublisherConfig(t *testing.T) {
+	bad := writeFile(t, "bad.yaml", `zones:
+  - origin: example.test.
+    nameservers: [ns.example.net.]
+    services:
+      - name: echo
+        adresses: [192.0.2.1]
+        choices:
+          - percentage: 101
+            serviceConfig: {}
+`)
+	code, out, _ := runCLI(t, "lint", bad)
+	if code != exitInvalid {
+		t.Errorf("exit %d, want 1", code)
+	}
+	for _, want := range []string{
+		bad + `:6:9: error: unknown key "adresses" in a service: did you mean "addresses"? [unknown-key] (at /zones/0/services/0/adresses)`,
+		bad + `:8:25: error: percentage must be an integer from 0 to 100`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("lint output lacks %q:\n%s", want, out)
+		}
+	}
+	good := writeFile(t, "good.yaml", string(config.Example))
+	if code, out, errs := runCLI(t, "lint", good); code != 0 || out != "" || !strings.Contains(errs, "ok (publisher config)") {
+		t.Errorf("example: exit %d\n%s%s", code, out, errs)
+	}
+}
+
+func TestZoneCommand(t *testing.T) {
+	f := writeFile(t, "p.yaml", string(config.Example))
+	code, out, errs := runCLI(t, "zone", "--config", f, "--serial", "7")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	zp := dns.NewZoneParser(strings.NewReader(out), "", "")
+	var soa *dns.SOA
+	txt := 0
+	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
+		switch r := rr.(type) {
+		case *dns.SOA:
+			soa = r
+		case *dns.TXT:
+			txt++
+		}
+	}
+	if err := zp.Err(); err != nil {
+		t.Fatalf("output is not a master file: %v\n%s", err, out)
+	}
+	if soa == nil || soa.Serial != 7 || txt != 2 {
+		t.Errorf("SOA %v, %d TXT records:\n%s", soa, txt, out)
+	}
+	// Without --serial: the serial serve would publish (from the clock,
+	// as there is no state file yet).
+	_, out, _ = runCLI(t, "zone", "--config", f)
+	if m := regexp.MustCompile(`(\d+)\s+; serial`).FindStringSubmatch(out); m == nil || len(m[1]) < 10 {
+		t.Errorf("serial from the clock: %s", out)
+	}
+	bad := writeFile(t, "bad.yaml", "zones: [{origin: example.test.}]\n")
+	if code, _, errs := runCLI(t, "zone", "--config", bad); code != exitInvalid || !strings.Contains(errs, "bad.yaml:1:9: error: zone example.test. has no nameservers") {
+		t.Errorf("invalid config: exit %d\n%s", code, errs)
+	}
+	if code, _, _ := runCLI(t, "zone"); code != exitUsage {
+		t.Errorf("no --config: exit %d", code)
+	}
+}
+
+// TestServeBuiltInExample runs `serve` with no config, as a new user
+// would, queries the example TXT record, reloads with SIGHUP and stops
+// with SIGTERM.
+func TestServeBuiltInExample(t *testing.T) {
+	var stderr lockedBuffer
+	done := make(chan int)
+	go func() {
+		done <- run([]string{"serve", "--listen", "127.0.0.1:0", "--state", "-"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+	}()
+	addrRE := regexp.MustCompile(`msg=serving udp=(\S+)`)
+	var addr string
+	for deadline := time.Now().Add(5 * time.Second); addr == ""; time.Sleep(10 * time.Millisecond) {
+		if m := addrRE.FindStringSubmatch(stderr.String()); m != nil {
+			addr = m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", stderr.String())
+		}
+	}
+	m := new(dns.Msg)
+	m.SetQuestion("_grpc_config.echo.example.test.", dns.TypeTXT)
+	r, _, err := (&dns.Client{Timeout: 2 * time.Second}).Exchange(m, addr)
+	if err != nil || len(r.Answer) != 1 || !strings.HasPrefix(r.Answer[0].(*dns.TXT).Txt[0], `grpc_config=[{\"clientLanguage\":[\"GO\"]`) {
+		t.Fatalf("example TXT: %v %v", r, err)
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGHUP)
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(stderr.String(), "no zone changed"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("SIGHUP did not reload:\n%s", stderr.String())
+		}
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop on SIGTERM")
+	}
+	if !strings.Contains(stderr.String(), "msg=stopped") {
+		t.Errorf("log:\n%s", stderr.String())
+	}
+}
+
+func TestServeInvalidConfig(t *testing.T) {
+	f := writeFile(t, "p.yaml", "zones: [{origin: example.test., nameservers: [ns1]}]\n")
+	code, _, errs := runCLI(t, "serve", "--config", f, "--listen", "127.0.0.1:0")
+	if code != exitInvalid || !strings.Contains(errs, "p.yaml:1:47: error: nameserver ns1.example.test. lies inside zone") {
+		t.Errorf("exit %d:\n%s", code, errs)
+	}
+}
+
+// TestLintGolden: lint's report on testdata/publisher/invalid.yaml.
+func TestLintGolden(t *testing.T) {
+	const in = "../../testdata/publisher/invalid.yaml"
+	_, out, _ := runCLI(t, "lint", in)
+	want, err := os.ReadFile("../../testdata/publisher/invalid.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.ReplaceAll(out, in, "testdata/publisher/invalid.yaml")
+	if got != string(want) {
+		t.Errorf("lint output differs from invalid.golden (regenerate it with: go run ./cmd/grpc-config-dns lint testdata/publisher/invalid.yaml > testdata/publisher/invalid.golden)\ngot:\n%s", got)
+	}
+}

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/spf13/cobra"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub"
+)
+
+func init() { extraCommands = append(extraCommands, serveCmd) }
+
+func serveCmd(e *env) *cobra.Command {
+	var o struct {
+		config, listen, metrics, state, logFormat, logLevel string
+		grace                                               time.Duration
+	}
+	cmd := &cobra.Command{
+		Use:   "serve [--config FILE] [--listen 127.0.0.1:5353] [--metrics ADDR]",
+		Short: "Serve the zones of a publisher config as an authoritative DNS server",
+		Long: `Serve the zones of a publisher config: addresses and gRPC service configs
+(TXT at _grpc_config.<service>) over UDP and TCP, with AXFR/IXFR to allowed
+secondaries and NOTIFY to them on every change.
+
+Without --config, a built-in example zone (example.test.) is served:
+  dig @127.0.0.1 -p 5353 TXT _grpc_config.echo.example.test
+
+The config is reloaded on SIGHUP and when the file changes; an invalid
+config is logged and the previous one keeps serving. SOA serials are kept
+in FILE.serial (--state) so that they never go backwards. SIGTERM or
+SIGINT stops the server gracefully. --metrics serves Prometheus metrics at
+http://ADDR/metrics.
+
+Exit status: 0 stopped by a signal; 1 the config is invalid; 2 usage, I/O
+or listen error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return e.serve(o.config, o.listen, o.metrics, o.state, o.logFormat, o.logLevel, o.grace)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.config, "config", "", "publisher config (YAML or JSON); default: the built-in example")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:5353", "UDP and TCP address to answer on")
+	f.StringVar(&o.metrics, "metrics", "", "address for Prometheus metrics (like 127.0.0.1:9153); off when empty")
+	f.StringVar(&o.state, "state", "", `file keeping SOA serials (default FILE.serial; "-" for none)`)
+	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	f.DurationVar(&o.grace, "shutdown-grace", 5*time.Second, "how long TCP connections may take to finish on SIGTERM")
+	return cmd
+}
+
+func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel string, grace time.Duration) error {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		return usageErr("--log-level must be debug, info, warn or error, not %q", logLevel)
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	var h slog.Handler
+	switch logFormat {
+	case "text":
+		h = slog.NewTextHandler(e.stderr, hopts)
+	case "json":
+		h = slog.NewJSONHandler(e.stderr, hopts)
+	default:
+		return usageErr("--log-format must be text or json, not %q", logFormat)
+	}
+	log := slog.New(h)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Register signals before loading, so that a SIGHUP during start-up
+	// is not lost (nor kills the process).
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+
+	srv, err := dnspub.New(dnspub.Options{ConfigFile: configFile, StateFile: state, Listen: listen, Logger: log, Registerer: reg})
+	var ce *dnspub.ConfigError
+	if errors.As(err, &ce) {
+		for _, d := range ce.Diagnostics {
+			fmt.Fprintln(e.stderr, formatDiagnostic(ce.File, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
+		}
+		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: not serving", ce.File)}
+	}
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if configFile == "" {
+		log.Info("no --config: serving the built-in example zone example.test.; try: dig @" + hostOf(listen) + " -p " + portOf(listen) + " TXT _grpc_config.echo.example.test")
+	}
+	if err := srv.Start(); err != nil {
+		return usageErr("%v", err)
+	}
+	var hs *http.Server
+	if metricsAddr != "" {
+		ln, err := net.Listen("tcp", metricsAddr)
+		if err != nil {
+			srv.Shutdown(context.Background())
+			return usageErr("metrics: %v", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		go hs.Serve(ln)
+		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+	}
+	for sig := range sigs {
+		if sig == syscall.SIGHUP {
+			log.Info("SIGHUP: reloading")
+			srv.Reload() // logs its own outcome
+			continue
+		}
+		log.Info("stopping", "signal", sig.String())
+		break
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	if hs != nil {
+		hs.Shutdown(ctx)
+	}
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Warn("connections closed before they finished", "err", err)
+	}
+	log.Info("stopped")
+	return nil
+}
+
+func hostOf(addr string) string {
+	h, _, err := net.SplitHostPort(addr)
+	if err != nil || h == "" {
+		return "127.0.0.1"
+	}
+	return h
+}
+
+func portOf(addr string) string {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "53"
+	}
+	return strings.TrimSpace(p)
+}

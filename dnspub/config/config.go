@@ -1,0 +1,835 @@
+package config
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net/netip"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+)
+
+// Config is a validated publisher config with every default applied and
+// every name absolute, lower-case and dot-terminated.
+type Config struct {
+	Zones  []*Zone
+	Keys   []*Key
+	Server Server
+}
+
+// Server holds the serving options of the top-level server: section. They
+// take effect on reload.
+type Server struct {
+	// MaxUDPSize caps the EDNS buffer size the server honours: a larger
+	// UDP answer is truncated (TC=1) and the client retries over TCP.
+	MaxUDPSize int
+	// TCPIdleTimeout closes TCP connections idle this long (RFC 7766).
+	TCPIdleTimeout time.Duration
+	// MaxTCPConnections bounds concurrent TCP connections.
+	MaxTCPConnections int
+	// IXFRHistory is how many past versions of each zone are kept to
+	// answer IXFR; older serials get a full transfer.
+	IXFRHistory int
+}
+
+// Defaults of the server: section.
+const (
+	DefaultMaxUDPSize        = sc.SafeEDNSSize
+	DefaultTCPIdleTimeout    = 10 * time.Second
+	DefaultMaxTCPConnections = 1024
+	DefaultIXFRHistory       = 16
+)
+
+// Key is a TSIG key (RFC 8945).
+type Key struct {
+	// Name is the key's name as a domain name ("xfr-key.").
+	Name string
+	// Algorithm is the algorithm's domain name ("hmac-sha256.").
+	Algorithm string
+	// Secret is the shared secret, base64-encoded.
+	Secret string
+}
+
+// Zone is one zone the publisher is authoritative for.
+type Zone struct {
+	Origin      string
+	TTL         uint32
+	SOA         SOA
+	Nameservers []Nameserver
+	Services    []*Service
+	Transfer    Transfer
+}
+
+// SOA holds the zone's SOA fields; the serial is managed by the server.
+type SOA struct {
+	MName, RName                    string
+	Refresh, Retry, Expire, Minimum uint32
+}
+
+// Defaults of the soa: section. Refresh can be long because the publisher
+// sends NOTIFY on every change.
+const (
+	DefaultTTL     = 300
+	DefaultRefresh = 3600
+	DefaultRetry   = 600
+	DefaultExpire  = 14 * 86400
+	DefaultMinimum = 60
+)
+
+// Nameserver is an NS record of the zone, with the addresses published for
+// it when it lies inside the zone.
+type Nameserver struct {
+	Name      string
+	Addresses []netip.Addr
+}
+
+// Service is a name with addresses and, optionally, a gRPC service config.
+type Service struct {
+	Name      string
+	Addresses []netip.Addr
+	TTL       uint32
+	// Value is the compact JSON choice list to publish, or nil.
+	Value []byte
+	// TXT is the TXT record at _grpc_config.<Name>: "grpc_config=" and
+	// Value cut into strings of at most 255 bytes; nil without Value.
+	TXT []string
+	// BareHostCompat also publishes TXT at Name itself, where grpc-js
+	// looks for it.
+	BareHostCompat bool
+}
+
+// TXTOwner is the owner name of the service's TXT record.
+func (s *Service) TXTOwner() string { return sc.OwnerPrefix + s.Name }
+
+// Transfer says who may transfer the zone and whom to notify.
+type Transfer struct {
+	// Allow lists the prefixes that may transfer the zone.
+	Allow []netip.Prefix
+	// Key, when set, is the name of the TSIG key transfers must be signed
+	// with; NOTIFY messages are signed with it too.
+	Key string
+	// Notify lists the secondaries told of every change (RFC 1996).
+	Notify []netip.AddrPort
+}
+
+// Allowed reports whether addr may transfer the zone (before any TSIG check).
+func (t *Transfer) Allowed(addr netip.Addr) bool {
+	addr = addr.Unmap()
+	for _, p := range t.Allow {
+		if p.Contains(addr) {
+			return true
+		}
+	}
+	return len(t.Allow) == 0 && t.Key != ""
+}
+
+// Parse reads and validates a publisher config in YAML or JSON. It returns
+// the config and its warnings, or nil and diagnostics holding at least one
+// error. Every diagnostic has Line, Column and Offset in text when it can be
+// placed, and a JSON pointer Path into the config document.
+func Parse(text []byte) (*Config, sc.Diagnostics) {
+	d := newDoc(text)
+	root := d.parseYAML()
+	var cfg *Config
+	if root != nil {
+		cfg = d.config(root)
+	}
+	d.ds.Sort()
+	if d.ds.HasErrors() {
+		return nil, d.ds
+	}
+	return cfg, d.ds
+}
+
+func (d *doc) config(root *yaml.Node) *Config {
+	cfg := &Config{Server: Server{
+		MaxUDPSize:        DefaultMaxUDPSize,
+		TCPIdleTimeout:    DefaultTCPIdleTimeout,
+		MaxTCPConnections: DefaultMaxTCPConnections,
+		IXFRHistory:       DefaultIXFRHistory,
+	}}
+	var zonesNode, keysNode *yaml.Node
+	var zonesPath, keysPath string
+	present := d.object(root, "", "the publisher config", []field{
+		{"zones", func(_, v *yaml.Node, p string) { zonesNode, zonesPath = v, p }},
+		{"tsigKeys", func(_, v *yaml.Node, p string) { keysNode, keysPath = v, p }},
+		{"server", func(_, v *yaml.Node, p string) { d.server(v, p, &cfg.Server) }},
+	})
+	if present == nil {
+		return nil
+	}
+	keys := map[string]bool{}
+	if keysNode != nil {
+		for i, kn := range d.list(keysNode, keysPath, "tsigKeys") {
+			if k := d.key(kn, fmt.Sprintf("%s/%d", keysPath, i), keys); k != nil {
+				cfg.Keys = append(cfg.Keys, k)
+			}
+		}
+	}
+	if zonesNode == nil {
+		d.report(root, "", "missing-field", "the config has no zones: add a zones: list with at least one zone (see testdata/publisher/example.yaml)")
+		return nil
+	}
+	zs := d.list(zonesNode, zonesPath, "zones")
+	if len(zs) == 0 && deref(zonesNode).Kind == yaml.SequenceNode {
+		d.report(zonesNode, zonesPath, "missing-field", "zones is empty: add at least one zone with an origin, nameservers and services")
+	}
+	origins := map[string]*yaml.Node{}
+	for i, zn := range zs {
+		path := fmt.Sprintf("%s/%d", zonesPath, i)
+		z, originNode := d.zone(zn, path, keys)
+		if z == nil {
+			continue
+		}
+		if first, dup := origins[z.Origin]; dup {
+			d.report(originNode, path+"/origin", "zone-duplicate", "zone %s is defined twice (first at line %d): merge the two", z.Origin, first.Line)
+			continue
+		}
+		for o, on := range origins {
+			if inZone(z.Origin, o) || inZone(o, z.Origin) {
+				inner, outer := z.Origin, o
+				if inZone(o, z.Origin) {
+					inner, outer = o, z.Origin
+				}
+				d.report(originNode, path+"/origin", "zone-nested", "zone %s lies inside zone %s (line %d): the publisher does not delegate; serve its names as services of %s", inner, outer, on.Line, outer)
+			}
+		}
+		origins[z.Origin] = originNode
+		cfg.Zones = append(cfg.Zones, z)
+	}
+	return cfg
+}
+
+func (d *doc) server(n *yaml.Node, path string, s *Server) {
+	d.object(n, path, "server", []field{
+		{"maxUDPSize", func(_, v *yaml.Node, p string) {
+			if x, ok := d.integer(v, p, "maxUDPSize", "udp-size", 512, sc.MaxMessageSize); ok {
+				s.MaxUDPSize = x
+				if x > sc.SafeEDNSSize {
+					d.report(v, p, "udp-size-fragmentation", "maxUDPSize %d is above %d: UDP answers that large may be fragmented and lost on real networks (DNS flag day 2020); clients retry over TCP when the answer is truncated", x, sc.SafeEDNSSize)
+				}
+			}
+		}},
+		{"tcpIdleTimeout", func(_, v *yaml.Node, p string) {
+			if x, ok := d.duration(v, p, "tcpIdleTimeout", 1, 3600); ok {
+				s.TCPIdleTimeout = time.Duration(x) * time.Second
+			}
+		}},
+		{"maxTCPConnections", func(_, v *yaml.Node, p string) {
+			if x, ok := d.integer(v, p, "maxTCPConnections", "server-option", 1, 1<<20); ok {
+				s.MaxTCPConnections = x
+			}
+		}},
+		{"ixfrHistory", func(_, v *yaml.Node, p string) {
+			if x, ok := d.integer(v, p, "ixfrHistory", "server-option", 0, 1000); ok {
+				s.IXFRHistory = x
+			}
+		}},
+	})
+}
+
+func (d *doc) integer(n *yaml.Node, path, what, rangeCode string, lo, hi int) (int, bool) {
+	n = deref(n)
+	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		d.report(n, path, "field-type", "%s must be a whole number, not %s", what, describe(n))
+		return 0, false
+	}
+	x, err := strconv.Atoi(n.Value)
+	if err != nil || x < lo || x > hi {
+		d.report(n, path, rangeCode, "%s is %s: it must be between %d and %d", what, n.Value, lo, hi)
+		return 0, false
+	}
+	return x, true
+}
+
+// TSIG algorithms we accept: the HMAC-SHA2 family (RFC 8945 §6 makes
+// HMAC-SHA256 mandatory; MD5 and SHA-1 are deprecated).
+var tsigAlgorithms = map[string]int{"hmac-sha256.": 32, "hmac-sha384.": 48, "hmac-sha512.": 64}
+
+func (d *doc) key(n *yaml.Node, path string, seen map[string]bool) *Key {
+	k := &Key{Algorithm: "hmac-sha256."}
+	var nameNode, secretNode *yaml.Node
+	present := d.object(n, path, "a TSIG key", []field{
+		{"name", func(_, v *yaml.Node, p string) {
+			s, ok := d.scalar(v, p, "the key name")
+			if !ok {
+				return
+			}
+			nameNode = v
+			k.Name = absName(s, ".")
+			if msg := checkName(k.Name, false); msg != "" {
+				d.report(v, p, "tsig-key", "key name %q: %s", s, msg)
+				k.Name = ""
+			}
+		}},
+		{"algorithm", func(_, v *yaml.Node, p string) {
+			s, ok := d.scalar(v, p, "the key algorithm")
+			if !ok {
+				return
+			}
+			a := strings.ToLower(strings.TrimSuffix(s, ".")) + "."
+			if _, ok := tsigAlgorithms[a]; !ok {
+				d.report(v, p, "tsig-key", "TSIG algorithm %q is not supported: use hmac-sha256 (or hmac-sha384, hmac-sha512)", s)
+				return
+			}
+			k.Algorithm = a
+		}},
+		{"secret", func(_, v *yaml.Node, p string) {
+			s, ok := d.scalar(v, p, "the key secret")
+			if !ok {
+				return
+			}
+			secretNode = v
+			k.Secret = strings.Join(strings.Fields(s), "")
+		}},
+	})
+	if present == nil {
+		return nil
+	}
+	if present["name"] == nil {
+		d.report(n, path, "missing-field", "the TSIG key has no name: add name: (the same name the secondary uses)")
+	}
+	if present["secret"] == nil {
+		d.report(n, path, "missing-field", "the TSIG key has no secret: add secret: with a base64 key, as `tsig-keygen` prints")
+	} else if secretNode != nil {
+		raw, err := base64.StdEncoding.DecodeString(k.Secret)
+		switch {
+		case err != nil:
+			d.report(secretNode, path+"/secret", "tsig-key", "the secret is not valid base64 (%v): generate one with `tsig-keygen -a hmac-sha256 NAME`", err)
+			k.Secret = ""
+		case len(raw) == 0:
+			d.report(secretNode, path+"/secret", "tsig-key", "the secret is empty")
+			k.Secret = ""
+		case len(raw) < tsigAlgorithms[k.Algorithm]:
+			d.report(secretNode, path+"/secret", "tsig-key-short", "the secret is %d bytes; RFC 8945 asks for at least the hash length (%d bytes for %s)", len(raw), tsigAlgorithms[k.Algorithm], strings.TrimSuffix(k.Algorithm, "."))
+		}
+	}
+	if k.Name == "" {
+		return nil
+	}
+	if seen[k.Name] {
+		d.report(nameNode, path+"/name", "tsig-key", "TSIG key %s is defined twice", k.Name)
+		return nil
+	}
+	// A key with a bad secret still counts as defined, so that the
+	// transfers naming it do not add a second error.
+	seen[k.Name] = true
+	if k.Secret == "" {
+		return nil
+	}
+	return k
+}
+
+// zoneBuild collects what zone() learns before the cross-checks.
+type nsEntry struct {
+	ns   Nameserver
+	node *yaml.Node
+	path string
+	addr *yaml.Node // addresses node, when given
+}
+
+type svcEntry struct {
+	svc  *Service
+	node *yaml.Node // the name's node
+	path string
+}
+
+func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yaml.Node) {
+	z := &Zone{TTL: DefaultTTL, SOA: SOA{Refresh: DefaultRefresh, Retry: DefaultRetry, Expire: DefaultExpire, Minimum: DefaultMinimum}}
+	var originNode, nsNode, soaNode, svcNode, xfrNode *yaml.Node
+	var nsPath, soaPath, svcPath, xfrPath string
+	present := d.object(n, path, "a zone", []field{
+		{"origin", func(_, v *yaml.Node, _ string) { originNode = v }},
+		{"ttl", func(_, v *yaml.Node, p string) {
+			if x, ok := d.duration(v, p, "the zone ttl", 0, MaxTTL); ok {
+				z.TTL = x
+				d.largeTTL(v, p, x)
+			}
+		}},
+		{"nameservers", func(_, v *yaml.Node, p string) { nsNode, nsPath = v, p }},
+		{"soa", func(_, v *yaml.Node, p string) { soaNode, soaPath = v, p }},
+		{"services", func(_, v *yaml.Node, p string) { svcNode, svcPath = v, p }},
+		{"transfer", func(_, v *yaml.Node, p string) { xfrNode, xfrPath = v, p }},
+	})
+	if present == nil {
+		return nil, nil
+	}
+	if originNode == nil {
+		d.report(n, path, "missing-field", "the zone has no origin: add origin: with the zone's domain name, like example.test.")
+		return nil, nil
+	}
+	s, ok := d.scalar(originNode, path+"/origin", "origin")
+	if !ok {
+		return nil, nil
+	}
+	z.Origin = strings.ToLower(s)
+	if !strings.HasSuffix(z.Origin, ".") {
+		z.Origin += "."
+	}
+	if msg := checkName(z.Origin, false); msg != "" {
+		d.report(originNode, path+"/origin", "name-syntax", "origin %q: %s", s, msg)
+		return nil, nil
+	}
+	errorsBefore := d.errorCount()
+
+	var nss []nsEntry
+	if nsNode == nil {
+		d.report(n, path, "ns-missing", "zone %s has no nameservers: add nameservers: [{name: ns1, addresses: [192.0.2.53]}] (the names secondaries and resolvers are told to ask)", z.Origin)
+	} else {
+		for i, e := range d.list(nsNode, nsPath, "nameservers") {
+			if ns, ok := d.nameserver(e, fmt.Sprintf("%s/%d", nsPath, i), z.Origin); ok {
+				nss = append(nss, ns)
+			}
+		}
+		if len(nss) == 0 && deref(nsNode).Kind == yaml.SequenceNode && len(deref(nsNode).Content) == 0 {
+			d.report(nsNode, nsPath, "ns-missing", "zone %s has an empty nameservers list: a zone needs at least one NS record", z.Origin)
+		}
+	}
+	for _, e := range nss {
+		z.Nameservers = append(z.Nameservers, e.ns)
+	}
+	if len(nss) > 0 {
+		z.SOA.MName = nss[0].ns.Name
+	}
+	z.SOA.RName = "hostmaster." + z.Origin
+	if z.Origin == "." {
+		z.SOA.RName = "hostmaster."
+	}
+	if soaNode != nil {
+		d.soa(soaNode, soaPath, z)
+	}
+
+	var svcs []svcEntry
+	if svcNode != nil {
+		for i, e := range d.list(svcNode, svcPath, "services") {
+			if s := d.service(e, fmt.Sprintf("%s/%d", svcPath, i), z); s.svc != nil {
+				svcs = append(svcs, s)
+			}
+		}
+	}
+	if xfrNode != nil {
+		d.transfer(xfrNode, xfrPath, z, keys)
+	}
+
+	// Cross-checks: duplicate services, nameserver addresses.
+	byName := map[string]svcEntry{}
+	for _, s := range svcs {
+		if first, dup := byName[s.svc.Name]; dup {
+			d.report(s.node, s.path+"/name", "service-duplicate", "service %s is defined twice (first at line %d): merge the two entries", s.svc.Name, first.node.Line)
+			continue
+		}
+		byName[s.svc.Name] = s
+		z.Services = append(z.Services, s.svc)
+	}
+	for _, e := range nss {
+		in := inZone(e.ns.Name, z.Origin)
+		svc, hasSvc := byName[e.ns.Name]
+		switch {
+		case !in && len(e.ns.Addresses) > 0:
+			d.report(e.addr, e.path+"/addresses", "ns-glue-outside-zone", "nameserver %s lies outside zone %s, so the zone cannot publish its addresses: remove them (its own zone publishes them)", e.ns.Name, z.Origin)
+		case in && len(e.ns.Addresses) > 0 && hasSvc && len(svc.svc.Addresses) > 0:
+			d.report(e.addr, e.path+"/addresses", "ns-address-conflict", "addresses for %s are given both here and by the service at line %d: give them in one place", e.ns.Name, svc.node.Line)
+		case in && len(e.ns.Addresses) == 0 && (!hasSvc || len(svc.svc.Addresses) == 0):
+			d.report(e.node, e.path, "ns-no-address", "nameserver %s lies inside zone %s but has no address: add addresses: to it (or a service of that name), or secondaries such as BIND refuse the zone", e.ns.Name, z.Origin)
+		}
+	}
+	if d.errorCount() > errorsBefore {
+		return nil, originNode
+	}
+	return z, originNode
+}
+
+func (d *doc) errorCount() int {
+	n := 0
+	for _, x := range d.ds {
+		if x.Severity == sc.Error {
+			n++
+		}
+	}
+	return n
+}
+
+func (d *doc) largeTTL(n *yaml.Node, path string, ttl uint32) {
+	if ttl > 86400 {
+		d.report(n, path, "ttl-large", "TTL %d is more than a day: resolvers cap TTLs (often at one day), and a config change takes this long to reach every client; a few minutes is usual for service configs", ttl)
+	}
+}
+
+// name resolves a name written in the config against origin, checks it,
+// and warns about a missing final dot.
+func (d *doc) name(n *yaml.Node, path, what, origin string, hostname bool) (string, bool) {
+	s, ok := d.scalar(n, path, what)
+	if !ok {
+		return "", false
+	}
+	s = strings.TrimSpace(s)
+	fqdn := absName(s, origin)
+	if msg := checkName(fqdn, hostname); msg != "" {
+		d.report(n, path, "name-syntax", "%s %q: %s", what, s, msg)
+		return "", false
+	}
+	if repeatsOrigin(s, origin) {
+		d.report(n, path, "name-repeats-origin", "%s %q is relative, so it means %s; if you meant %s, write %s. (with a final dot) or %s", what, s, fqdn, strings.ToLower(s)+".", s, relative(strings.ToLower(s)+".", origin))
+	}
+	return fqdn, true
+}
+
+func (d *doc) nameserver(n *yaml.Node, path, origin string) (nsEntry, bool) {
+	e := nsEntry{node: n, path: path}
+	if n != nil && n.Kind == yaml.ScalarNode {
+		name, ok := d.name(n, path, "nameserver", origin, true)
+		e.ns.Name = name
+		return e, ok
+	}
+	var nameNode *yaml.Node
+	ok := true
+	present := d.object(n, path, "a nameserver", []field{
+		{"name", func(_, v *yaml.Node, _ string) { nameNode = v }},
+		{"addresses", func(_, v *yaml.Node, p string) {
+			e.addr = v
+			e.ns.Addresses, ok = d.addresses(v, p, "nameserver")
+		}},
+	})
+	if present == nil {
+		return e, false
+	}
+	if nameNode == nil {
+		d.report(n, path, "missing-field", "the nameserver has no name: add name: ns1 (relative to the origin) or an absolute name like ns1.example.net.")
+		return e, false
+	}
+	name, nameOK := d.name(nameNode, path+"/name", "nameserver", origin, true)
+	e.ns.Name = name
+	return e, ok && nameOK
+}
+
+func (d *doc) addresses(n *yaml.Node, path, what string) ([]netip.Addr, bool) {
+	ok := true
+	var out []netip.Addr
+	seen := map[netip.Addr]int{}
+	for i, e := range d.list(n, path, "addresses") {
+		p := path
+		if deref(n).Kind == yaml.SequenceNode {
+			p = fmt.Sprintf("%s/%d", path, i)
+		}
+		s, sok := d.scalar(e, p, "an address")
+		if !sok {
+			ok = false
+			continue
+		}
+		a, err := netip.ParseAddr(strings.TrimSpace(s))
+		if err != nil || a.Zone() != "" {
+			hint := ""
+			if strings.Contains(s, ":") && strings.Count(s, ":") == 1 {
+				hint = "; addresses carry no port"
+			} else if strings.ContainsAny(s, "abcdefghijklmnopqrstuvwxyz") && !strings.Contains(s, ":") {
+				hint = "; names are not allowed here, only IP addresses"
+			}
+			d.report(e, p, "address-syntax", "%q is not an IPv4 or IPv6 address%s", s, hint)
+			ok = false
+			continue
+		}
+		if j, dup := seen[a]; dup {
+			d.report(e, p, "address-duplicate", "address %s is listed twice for this %s (also item %d): remove one", a, what, j)
+			ok = false
+			continue
+		}
+		seen[a] = i
+		out = append(out, a)
+	}
+	return out, ok
+}
+
+func (d *doc) soa(n *yaml.Node, path string, z *Zone) {
+	var refreshNode *yaml.Node
+	d.object(n, path, "soa", []field{
+		{"mname", func(_, v *yaml.Node, p string) {
+			if name, ok := d.name(v, p, "mname", z.Origin, true); ok {
+				z.SOA.MName = name
+			}
+		}},
+		{"rname", func(_, v *yaml.Node, p string) {
+			s, ok := d.scalar(v, p, "rname")
+			if !ok {
+				return
+			}
+			// Accept the mailbox as an e-mail address: hostmaster@example.test.
+			if local, domain, found := strings.Cut(s, "@"); found {
+				if strings.Contains(local, ".") {
+					d.report(v, p, "name-syntax", "rname %q: a mailbox whose local part holds a dot cannot be written here; use a mailbox without dots", s)
+					return
+				}
+				dom := strings.ToLower(strings.TrimSuffix(domain, ".")) + "."
+				z.SOA.RName = strings.ToLower(local) + "." + dom
+				if msg := checkName(z.SOA.RName, false); msg != "" {
+					d.report(v, p, "name-syntax", "rname %q: %s", s, msg)
+				}
+				return
+			}
+			if name, ok := d.name(v, p, "rname", z.Origin, false); ok {
+				z.SOA.RName = name
+			}
+		}},
+		{"refresh", func(_, v *yaml.Node, p string) {
+			refreshNode = v
+			if x, ok := d.duration(v, p, "soa refresh", 1, MaxTTL); ok {
+				z.SOA.Refresh = x
+			}
+		}},
+		{"retry", func(_, v *yaml.Node, p string) {
+			if x, ok := d.duration(v, p, "soa retry", 1, MaxTTL); ok {
+				z.SOA.Retry = x
+			}
+		}},
+		{"expire", func(_, v *yaml.Node, p string) {
+			if x, ok := d.duration(v, p, "soa expire", 1, MaxTTL); ok {
+				z.SOA.Expire = x
+			}
+		}},
+		{"minimum", func(_, v *yaml.Node, p string) {
+			if x, ok := d.duration(v, p, "soa minimum (the negative-caching TTL)", 0, MaxTTL); ok {
+				z.SOA.Minimum = x
+			}
+		}},
+	})
+	if uint64(z.SOA.Expire) < uint64(z.SOA.Refresh)+uint64(z.SOA.Retry) {
+		at := refreshNode
+		if at == nil {
+			at = n
+		}
+		d.report(at, path, "soa-timers", "soa expire (%ds) is shorter than refresh + retry (%ds): a secondary that misses one refresh drops the zone; make expire much longer (14 days is usual)", z.SOA.Expire, z.SOA.Refresh+z.SOA.Retry)
+	}
+}
+
+func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
+	s := &Service{TTL: z.TTL}
+	e := svcEntry{path: path}
+	var nameNode, choicesNode, configNode *yaml.Node
+	var choicesPath, configPath string
+	ok := true
+	present := d.object(n, path, "a service", []field{
+		{"name", func(_, v *yaml.Node, _ string) { nameNode = v }},
+		{"addresses", func(_, v *yaml.Node, p string) {
+			var aok bool
+			s.Addresses, aok = d.addresses(v, p, "service")
+			ok = ok && aok
+		}},
+		{"ttl", func(_, v *yaml.Node, p string) {
+			x, tok := d.duration(v, p, "the service ttl", 0, MaxTTL)
+			s.TTL, ok = x, ok && tok
+			if tok {
+				d.largeTTL(v, p, x)
+			}
+		}},
+		{"choices", func(_, v *yaml.Node, p string) { choicesNode, choicesPath = v, p }},
+		{"serviceConfig", func(_, v *yaml.Node, p string) { configNode, configPath = v, p }},
+		{"bareHostCompat", func(_, v *yaml.Node, p string) {
+			b, bok := d.boolean(v, p, "bareHostCompat")
+			s.BareHostCompat, ok = b, ok && bok
+		}},
+	})
+	if present == nil {
+		return e
+	}
+	if nameNode == nil {
+		d.report(n, path, "missing-field", "the service has no name: add name: with its host name relative to %s (like echo), or absolute with a final dot", z.Origin)
+		return e
+	}
+	e.node = nameNode
+	name, nok := d.name(nameNode, path+"/name", "service name", z.Origin, true)
+	if !nok {
+		return e
+	}
+	s.Name = name
+	switch {
+	case !inZone(name, z.Origin):
+		d.report(nameNode, path+"/name", "name-outside-zone", "service %s lies outside zone %s: list it under the zone that holds it, or write it relative to %s", name, z.Origin, z.Origin)
+		return e
+	case strings.HasPrefix(name, sc.OwnerPrefix) || name == strings.TrimSuffix(sc.OwnerPrefix, ".")+".":
+		d.report(nameNode, path+"/name", "name-reserved", "service name %s starts with %s, which the publisher adds itself: name the service by its host name", name, sc.OwnerPrefix)
+		return e
+	case wireLen(sc.OwnerPrefix+name) > maxNameWire:
+		d.report(nameNode, path+"/name", "name-syntax", "service name %s is too long: %s%s would be %d bytes in DNS wire format, more than %d", name, sc.OwnerPrefix, name, wireLen(sc.OwnerPrefix+name), maxNameWire)
+		return e
+	}
+	if n := len(s.Addresses); n > 0 {
+		// Answer size: header, question, and n compressed A/AAAA records.
+		size := 12 + wireLen(name) + 4
+		for _, a := range s.Addresses {
+			size += 12 + len(a.AsSlice())
+		}
+		if size > sc.MaxMessageSize {
+			d.report(nameNode, path+"/addresses", "answer-too-large", "service %s has %d addresses, an answer of %d bytes: a DNS message holds at most %d", name, n, size, sc.MaxMessageSize)
+			ok = false
+		}
+	}
+	switch {
+	case choicesNode != nil && configNode != nil:
+		d.report(configNode, configPath, "choices-and-config", "service %s sets both choices and serviceConfig: use choices for a list of canary choices, or serviceConfig for one config for every client", name)
+		ok = false
+	case choicesNode != nil:
+		s.Value = d.serviceValue(choicesNode, choicesPath, sc.KindChoices, s)
+		ok = ok && s.Value != nil
+	case configNode != nil:
+		s.Value = d.serviceValue(configNode, configPath, sc.KindServiceConfig, s)
+		ok = ok && s.Value != nil
+	}
+	if s.Value != nil {
+		s.TXT = sc.EncodeTXT(s.Value)
+	}
+	if len(s.Addresses) == 0 && choicesNode == nil && configNode == nil {
+		d.report(nameNode, path+"/name", "service-empty", "service %s has no addresses and no service config, so it publishes nothing: add addresses:, choices: or serviceConfig:", name)
+	}
+	if s.BareHostCompat && s.Value == nil && choicesNode == nil && configNode == nil {
+		d.report(nameNode, path+"/name", "service-empty", "bareHostCompat is set but service %s has no service config to publish", name)
+	}
+	if ok {
+		e.svc = s
+	}
+	return e
+}
+
+// serviceValue converts a service's choices or serviceConfig to JSON,
+// lints it with the shared rules, maps the diagnostics back to the YAML,
+// and returns the compact choice list to publish (nil on error).
+func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) []byte {
+	j, ok := d.toJSON(n, path)
+	if !ok {
+		return nil
+	}
+	var valid bool
+	for _, diag := range sc.LintJSON(j.text, kind, s.TXTOwner()) {
+		if diag.Code == "duration-fraction" {
+			continue // the publisher writes every duration with 9 digits
+		}
+		at := n
+		if diag.Offset >= 0 {
+			if m := j.node(diag.Offset); m != nil {
+				at = m
+			}
+		}
+		loc := d.at(at, path+diag.Path, "yaml-value", "")
+		diag.Path, diag.Line, diag.Column, diag.Offset = loc.Path, loc.Line, loc.Column, loc.Offset
+		d.ds = append(d.ds, diag)
+		valid = valid || diag.Severity == sc.Error
+	}
+	if valid {
+		return nil
+	}
+	value := j.text
+	if kind == sc.KindServiceConfig {
+		value = append(append([]byte(`[{"serviceConfig":`), j.text...), '}', ']')
+	}
+	ch, err := sc.ParseChoices(value)
+	if err == nil {
+		// grpc-js reads "0.1s" as 1 ns: publish the form every client reads.
+		value, err = sc.NineDigitDurations(ch.Compact())
+	}
+	if err != nil {
+		// LintJSON applies every rule ParseChoices does; this is a bug guard.
+		d.report(n, path, "yaml-value", "the config cannot be published: %v", err)
+		return nil
+	}
+	return value
+}
+
+func (d *doc) transfer(n *yaml.Node, path string, z *Zone, keys map[string]bool) {
+	t := &z.Transfer
+	var allowNodes, notifyNodes []*yaml.Node
+	d.object(n, path, "transfer", []field{
+		{"allow", func(_, v *yaml.Node, p string) {
+			for i, e := range d.list(v, p, "allow") {
+				ep := p
+				if deref(v).Kind == yaml.SequenceNode {
+					ep = fmt.Sprintf("%s/%d", p, i)
+				}
+				s, ok := d.scalar(e, ep, "an allow entry")
+				if !ok {
+					continue
+				}
+				s = strings.TrimSpace(s)
+				var pfx netip.Prefix
+				var err error
+				if strings.Contains(s, "/") {
+					pfx, err = netip.ParsePrefix(s)
+					if err == nil && pfx != pfx.Masked() {
+						d.report(e, ep, "transfer-acl", "%s has host bits set: write %s", s, pfx.Masked())
+						continue
+					}
+				} else {
+					var a netip.Addr
+					a, err = netip.ParseAddr(s)
+					if err == nil {
+						pfx = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
+					}
+				}
+				if err != nil {
+					d.report(e, ep, "transfer-acl", "%q is not an IP address or prefix (like 192.0.2.1 or 10.0.0.0/8)", s)
+					continue
+				}
+				t.Allow = append(t.Allow, pfx)
+				allowNodes = append(allowNodes, e)
+			}
+		}},
+		{"key", func(_, v *yaml.Node, p string) {
+			s, ok := d.scalar(v, p, "the transfer key")
+			if !ok {
+				return
+			}
+			t.Key = absName(s, ".")
+			if !keys[t.Key] {
+				d.report(v, p, "tsig-key-unknown", "TSIG key %s is not defined: add it to tsigKeys: with the same name and secret as on the secondary", t.Key)
+			}
+		}},
+		{"notify", func(_, v *yaml.Node, p string) {
+			for i, e := range d.list(v, p, "notify") {
+				ep := p
+				if deref(v).Kind == yaml.SequenceNode {
+					ep = fmt.Sprintf("%s/%d", p, i)
+				}
+				s, ok := d.scalar(e, ep, "a notify target")
+				if !ok {
+					continue
+				}
+				ap, err := parseAddrPort(strings.TrimSpace(s))
+				if err != nil {
+					d.report(e, ep, "notify-target", "notify target %q: %v", s, err)
+					continue
+				}
+				t.Notify = append(t.Notify, ap)
+				notifyNodes = append(notifyNodes, e)
+			}
+		}},
+	})
+	for i, p := range t.Allow {
+		if p.Bits() == 0 && t.Key == "" {
+			d.report(allowNodes[i], path+"/allow", "transfer-open", "zone %s can be transferred by anyone: restrict allow: to your secondaries, or set key: to require TSIG", z.Origin)
+		}
+	}
+	for i, ap := range t.Notify {
+		if !t.Allowed(ap.Addr()) {
+			d.report(notifyNodes[i], path+"/notify", "notify-not-allowed", "secondary %s is notified but may not transfer zone %s: add %s to allow: (or set key:)", ap, z.Origin, ap.Addr())
+		}
+	}
+}
+
+// parseAddrPort reads IP, IP:PORT or [IPv6]:PORT; the port defaults to 53.
+func parseAddrPort(s string) (netip.AddrPort, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		if a.Zone() != "" {
+			return netip.AddrPort{}, fmt.Errorf("zoned addresses are not supported")
+		}
+		return netip.AddrPortFrom(a, 53), nil
+	}
+	ap, err := netip.ParseAddrPort(s)
+	if err != nil {
+		return netip.AddrPort{}, fmt.Errorf("write an IP address with an optional port, like 192.0.2.1, 192.0.2.1:5300 or [2001:db8::1]:53 (host names are not resolved)")
+	}
+	if ap.Port() == 0 {
+		return netip.AddrPort{}, fmt.Errorf("port 0 cannot receive a NOTIFY")
+	}
+	return ap, nil
+}

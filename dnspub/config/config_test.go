@@ -1,0 +1,194 @@
+package config
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+)
+
+func TestExample(t *testing.T) {
+	cfg, ds := Parse(Example)
+	if len(ds) > 0 {
+		t.Fatalf("the built-in example has diagnostics:\n%s", dump(ds))
+	}
+	if len(cfg.Zones) != 1 || len(cfg.Zones[0].Services) != 3 {
+		t.Fatalf("unexpected shape: %+v", cfg.Zones)
+	}
+	echo := cfg.Zones[0].Services[0]
+	if echo.Name != "echo.example.test." || echo.TTL != 30 || len(echo.Addresses) != 2 {
+		t.Errorf("echo = %+v", echo)
+	}
+	if !strings.HasPrefix(echo.TXT[0], `grpc_config=[{"clientLanguage":["GO"],"serviceConfig":{"loadBalancingConfig":[{"round_robin":{}}]`) {
+		t.Errorf("echo TXT = %q", echo.TXT)
+	}
+	if got := string(cfg.Zones[0].Services[1].Value); got != `[{"serviceConfig":{"methodConfig":[{"name":[{"service":"helloworld.Greeter"}],"timeout":"1.500000000s"}]}}]` {
+		t.Errorf("greeter value = %s", got)
+	}
+	z := cfg.Zones[0]
+	if z.SOA.MName != "ns1.example.test." || z.SOA.RName != "hostmaster.example.test." || z.SOA.Refresh != DefaultRefresh {
+		t.Errorf("soa = %+v", z.SOA)
+	}
+}
+
+func dump(ds sc.Diagnostics) string {
+	var b strings.Builder
+	for _, d := range ds {
+		fmt.Fprintf(&b, "%d:%d: %s: %s [%s] (at %s)\n", d.Line, d.Column, d.Severity, d.Message, d.Code, d.Path)
+	}
+	return b.String()
+}
+
+// TestDiagnostics checks that each problem is reported with its code, at
+// the right line and column, with the right JSON pointer.
+func TestDiagnostics(t *testing.T) {
+	type want struct {
+		line, col  int
+		code, path string
+	}
+	for _, tc := range []struct {
+		name string
+		text string
+		want []want
+	}{
+		{"unknown key with suggestion", `
+zones:
+  - origin: example.test.
+    nameservers: [{name: ns1, addresses: [192.0.2.1]}]
+    services:
+      - name: echo
+        adresses: [192.0.2.2]
+`, []want{{6, 15, "service-empty", "/zones/0/services/0/name"}, {7, 9, "unknown-key", "/zones/0/services/0/adresses"}}},
+		{"bad service config mapped to YAML", `
+zones:
+  - origin: example.test.
+    nameservers: [{name: ns1, addresses: [192.0.2.1]}]
+    services:
+      - name: echo
+        choices:
+          - percentage: 120
+            serviceConfig:
+              methodConfig:
+                - name: [{service: a.B}]
+                  timeout: 1m
+`, []want{{8, 25, "choice-percentage", "/zones/0/services/0/choices/0/percentage"}, {12, 28, "duration", "/zones/0/services/0/choices/0/serviceConfig/methodConfig/0/timeout"}}},
+		{"names", `
+zones:
+  - origin: example.test
+    nameservers: [ns1.example.net.]
+    services:
+      - {name: echo.example.test, addresses: [192.0.2.1]}
+      - {name: other.example.org., addresses: [192.0.2.1]}
+      - {name: -bad, addresses: [192.0.2.1]}
+      - {name: _grpc_config.x, addresses: [192.0.2.1]}
+      - {name: Echo.Example.Test., addresses: [192.0.2.3]}
+      - {name: echo, addresses: [192.0.2.4]}
+`, []want{
+			{6, 16, "name-repeats-origin", "/zones/0/services/0/name"},
+			{7, 16, "name-outside-zone", "/zones/0/services/1/name"},
+			{8, 16, "name-syntax", "/zones/0/services/2/name"},
+			{9, 16, "name-reserved", "/zones/0/services/3/name"},
+			{11, 16, "service-duplicate", "/zones/0/services/5/name"},
+		}},
+		{"addresses and ttls", `
+zones:
+  - origin: example.test.
+    ttl: 3000000000
+    nameservers: [ns1]
+    services:
+      - name: echo
+        ttl: 2d
+        addresses: [192.0.2.1, 192.0.2.1, "10.0.0.1:80", www.example.net, "fe80::1%eth0"]
+`, []want{
+			{4, 10, "ttl-range", "/zones/0/ttl"},
+			{5, 19, "ns-no-address", "/zones/0/nameservers/0"},
+			{8, 14, "ttl-large", "/zones/0/services/0/ttl"},
+			{9, 32, "address-duplicate", "/zones/0/services/0/addresses/1"},
+			{9, 43, "address-syntax", "/zones/0/services/0/addresses/2"},
+			{9, 58, "address-syntax", "/zones/0/services/0/addresses/3"},
+			{9, 75, "address-syntax", "/zones/0/services/0/addresses/4"},
+		}},
+		{"yaml values without JSON equivalent", `
+zones:
+  - origin: example.test.
+    nameservers: [{name: ns1, addresses: [192.0.2.1]}]
+    services:
+      - name: echo
+        choices:
+          - percentage: 010
+            serviceConfig: {}
+`, []want{{8, 25, "yaml-value", "/zones/0/services/0/choices/0/percentage"}}},
+		{"both choices and serviceConfig", `
+zones:
+  - origin: example.test.
+    nameservers: [{name: ns1, addresses: [192.0.2.1]}]
+    services:
+      - name: echo
+        choices: [{serviceConfig: {}}]
+        serviceConfig: {}
+`, []want{{8, 24, "choices-and-config", "/zones/0/services/0/serviceConfig"}}},
+		{"syntax", "zones:\n  - origin: [\n", []want{{2, 1, "yaml-syntax", ""}}},
+		{"no zones", "server: {}\n", []want{{1, 1, "missing-field", ""}}},
+		{"nested and duplicate zones", `
+zones:
+  - origin: example.test.
+    nameservers: [ns.example.net.]
+  - origin: sub.example.test.
+    nameservers: [ns.example.net.]
+  - origin: EXAMPLE.test
+    nameservers: [ns.example.net.]
+`, []want{{5, 13, "zone-nested", "/zones/1/origin"}, {7, 13, "zone-duplicate", "/zones/2/origin"}}},
+		{"transfer and keys", `
+tsigKeys:
+  - name: xfr
+    secret: "not base64!"
+  - name: short
+    secret: c2hvcnQ=
+zones:
+  - origin: example.test.
+    nameservers: [ns.example.net.]
+    transfer:
+      allow: [0.0.0.0/0, 10.0.0.1/8, nonsense]
+      key: missing
+      notify: [192.0.2.9, "192.0.2.10:99999"]
+`, []want{
+			{4, 13, "tsig-key", "/tsigKeys/0/secret"},
+			{6, 13, "tsig-key-short", "/tsigKeys/1/secret"},
+			{11, 26, "transfer-acl", "/zones/0/transfer/allow/1"},
+			{11, 38, "transfer-acl", "/zones/0/transfer/allow/2"},
+			{12, 12, "tsig-key-unknown", "/zones/0/transfer/key"},
+			{13, 27, "notify-target", "/zones/0/transfer/notify/1"},
+		}},
+		{"duplicate keys", `
+zones:
+  - origin: example.test.
+    nameservers: [ns.example.net.]
+    origin: example.org.
+`, []want{{5, 5, "yaml-duplicate-key", "/zones/0/origin"}}},
+		{"size", `
+zones:
+  - origin: example.test.
+    nameservers: [{name: ns1, addresses: [192.0.2.1]}]
+    services:
+      - name: big
+        serviceConfig:
+          methodConfig:
+            - name: [{service: ` + strings.Repeat("x", 70000) + `}]
+`, []want{{8, 11, "txt-too-large", "/zones/0/services/0/serviceConfig"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, ds := Parse([]byte(tc.text))
+			var got []want
+			for _, d := range ds {
+				got = append(got, want{d.Line, d.Column, d.Code, d.Path})
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.want) {
+				t.Errorf("got:\n%s\nwant %v", dump(ds), tc.want)
+			}
+			if ds.HasErrors() != (cfg == nil) {
+				t.Errorf("config %v returned with errors=%v", cfg != nil, ds.HasErrors())
+			}
+		})
+	}
+}

@@ -1,0 +1,66 @@
+package dnspub
+
+import (
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// gather scrapes the registry as Prometheus would and returns each
+// sample by its name and labels, as in the text format.
+func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	out := map[string]float64{}
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
+
+func TestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	ts := startServer(t, baseConfig("allow: [127.0.0.1]"), func(o *Options) { o.Registerer = reg })
+	for range 3 {
+		ts.ask("udp", "echo.example.test.", dns.TypeA, 0)
+	}
+	ts.ask("tcp", "nope.example.test.", dns.TypeTXT, 0)
+	ts.ask("udp", "_grpc_config.big.example.test.", dns.TypeTXT, 0)
+	ts.ask("udp", "example.org.", dns.TypeA, 0)
+	if _, err := transferIn(t, ts.addr, axfrQuery(), ""); err != nil {
+		t.Fatal(err)
+	}
+	ts.write("zones: [")
+	ts.Reload()
+	m := gather(t, reg)
+	for key, want := range map[string]float64{
+		`grpc_config_dns_queries_total{proto="udp",qtype="A",rcode="NOERROR"}`:    3,
+		`grpc_config_dns_queries_total{proto="tcp",qtype="TXT",rcode="NXDOMAIN"}`: 1,
+		`grpc_config_dns_queries_total{proto="udp",qtype="A",rcode="REFUSED"}`:    1,
+		`grpc_config_dns_queries_total{proto="tcp",qtype="AXFR",rcode="NOERROR"}`: 1,
+		`grpc_config_dns_truncated_total{proto="udp"}`:                            1,
+		`grpc_config_dns_transfers_total{result="ok",type="axfr"}`:                1,
+		`grpc_config_dns_reloads_total{result="accepted"}`:                        1,
+		`grpc_config_dns_reloads_total{result="rejected"}`:                        1,
+		`grpc_config_dns_config_last_reload_successful`:                           0,
+		`grpc_config_dns_zone_serial{zone="example.test."}`:                       float64(ts.serial()),
+	} {
+		if got, ok := m[key]; !ok || got != want {
+			t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)
+		}
+	}
+}

@@ -1,0 +1,190 @@
+package dnspub
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+)
+
+// notifier tells secondaries of zone changes (RFC 1996). Each (zone,
+// secondary) pair has a goroutine that sends NOTIFY for the latest serial
+// and retries, with exponential backoff up to a minute, until the
+// secondary acknowledges it. A newer change restarts the cycle with the
+// newer serial. A secondary that answers with an error (REFUSED, NOTAUTH)
+// has spoken: it is not asked again until the next change.
+type notifier struct {
+	log *slog.Logger
+	m   *metrics
+
+	mu      sync.Mutex
+	targets map[notifyKey]*notifyTarget
+	done    <-chan struct{}
+	wg      sync.WaitGroup
+
+	// Timeout and backoff bounds; tests shorten them.
+	timeout, minBackoff, maxBackoff time.Duration
+}
+
+type notifyKey struct {
+	zone string
+	addr netip.AddrPort
+}
+
+type notifyTarget struct {
+	key  notifyKey
+	wake chan struct{}
+	stop chan struct{}
+
+	mu   sync.Mutex
+	soa  *dns.SOA
+	tsig *config.Key
+	gen  uint64 // bumped on every new serial
+}
+
+func newNotifier(log *slog.Logger, m *metrics) *notifier {
+	return &notifier{log: log, m: m, targets: map[notifyKey]*notifyTarget{},
+		timeout: 2 * time.Second, minBackoff: time.Second, maxBackoff: time.Minute}
+}
+
+// start runs the targets' goroutines until done is closed.
+func (n *notifier) start(done <-chan struct{}) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.done = done
+	for _, t := range n.targets {
+		n.run(t)
+	}
+}
+
+func (n *notifier) wait() { n.wg.Wait() }
+
+// update brings the targets in line with snap and announces the zones in
+// changed (and every zone to a newly configured secondary).
+func (n *notifier) update(snap *snapshot, changed []string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	isChanged := map[string]bool{}
+	for _, o := range changed {
+		isChanged[o] = true
+	}
+	live := map[notifyKey]bool{}
+	for origin, ze := range snap.zones {
+		var key *config.Key
+		if ze.cfg.Transfer.Key != "" {
+			key = snap.keys[ze.cfg.Transfer.Key]
+		}
+		for _, ap := range ze.cfg.Transfer.Notify {
+			k := notifyKey{origin, ap}
+			live[k] = true
+			t := n.targets[k]
+			if t == nil {
+				t = &notifyTarget{key: k, wake: make(chan struct{}, 1), stop: make(chan struct{})}
+				n.targets[k] = t
+				if n.done != nil {
+					n.run(t)
+				}
+			} else if !isChanged[origin] {
+				continue
+			}
+			t.announce(ze.cur.SOA, key)
+		}
+	}
+	for k, t := range n.targets {
+		if !live[k] {
+			close(t.stop)
+			delete(n.targets, k)
+		}
+	}
+}
+
+func (t *notifyTarget) announce(soa *dns.SOA, key *config.Key) {
+	t.mu.Lock()
+	t.soa, t.tsig = soa, key
+	t.gen++
+	t.mu.Unlock()
+	select {
+	case t.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (t *notifyTarget) current() (*dns.SOA, *config.Key, uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.soa, t.tsig, t.gen
+}
+
+func (n *notifier) run(t *notifyTarget) {
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		for {
+			select {
+			case <-n.done:
+				return
+			case <-t.stop:
+				return
+			case <-t.wake:
+			}
+			backoff := n.minBackoff
+			for {
+				soa, key, gen := t.current()
+				if soa == nil {
+					break
+				}
+				result := n.send(t.key, soa, key)
+				n.m.notifies.WithLabelValues(result).Inc()
+				if result == "acked" || result == "refused" {
+					if _, _, g := t.current(); g == gen {
+						break
+					}
+					continue // a newer serial arrived meanwhile
+				}
+				select {
+				case <-n.done:
+					return
+				case <-t.stop:
+					return
+				case <-t.wake:
+					backoff = n.minBackoff
+				case <-time.After(backoff):
+					backoff = min(2*backoff, n.maxBackoff)
+				}
+			}
+		}
+	}()
+}
+
+// send sends one NOTIFY and waits for the answer.
+func (n *notifier) send(k notifyKey, soa *dns.SOA, key *config.Key) string {
+	m := new(dns.Msg)
+	m.SetNotify(k.zone)
+	m.Answer = []dns.RR{soa}
+	c := &dns.Client{Net: "udp", Timeout: n.timeout}
+	if key != nil {
+		m.SetTsig(key.Name, key.Algorithm, 300, time.Now().Unix())
+		c.TsigSecret = map[string]string{key.Name: key.Secret}
+	}
+	r, _, err := c.Exchange(m, k.addr.String())
+	var ne net.Error
+	switch {
+	case errors.As(err, &ne) && ne.Timeout():
+		n.log.Warn("NOTIFY not answered; will retry", "zone", k.zone, "secondary", k.addr, "serial", soa.Serial)
+		return "timeout"
+	case err != nil:
+		n.log.Warn("NOTIFY failed; will retry", "zone", k.zone, "secondary", k.addr, "serial", soa.Serial, "err", err)
+		return "error"
+	case r.Rcode != dns.RcodeSuccess:
+		n.log.Error("NOTIFY refused by the secondary; not retrying until the next change", "zone", k.zone, "secondary", k.addr, "serial", soa.Serial, "rcode", dns.RcodeToString[r.Rcode])
+		return "refused"
+	}
+	n.log.Info("NOTIFY acknowledged", "zone", k.zone, "secondary", k.addr, "serial", soa.Serial)
+	return "acked"
+}

@@ -1,0 +1,497 @@
+package dnspub
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/wire"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+)
+
+// Options configure a Server.
+type Options struct {
+	// ConfigFile is the publisher config. Empty serves config.Example.
+	ConfigFile string
+	// StateFile keeps the SOA serials across restarts. Empty means
+	// ConfigFile + ".serial" (none for the built-in example); "-" means
+	// none.
+	StateFile string
+	// Listen is the UDP and TCP address, like 127.0.0.1:5353.
+	Listen string
+	// Logger receives structured logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Registerer receives the metrics; nil registers none.
+	Registerer prometheus.Registerer
+	// WatchInterval is how often the config file is checked for changes;
+	// 0 means 1s, negative disables watching (SIGHUP still reloads).
+	WatchInterval time.Duration
+	// Debounce is how long a changed file must stay unchanged before it
+	// is loaded, so that a reload never reads a half-written file; 0 means
+	// 500ms.
+	Debounce time.Duration
+	// UDPWorkers is the number of UDP sockets and read loops; 0 means
+	// GOMAXPROCS.
+	UDPWorkers int
+	// PortableUDP disables recvmmsg/sendmmsg batching (for comparison).
+	PortableUDP bool
+	// Now replaces the clock for serials (tests).
+	Now func() time.Time
+}
+
+// ConfigError is returned when the config is invalid. Diagnostics holds
+// every problem, positioned in the file.
+type ConfigError struct {
+	File        string
+	Diagnostics sc.Diagnostics
+}
+
+func (e *ConfigError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s is invalid:", e.File)
+	for _, d := range e.Diagnostics {
+		if d.Severity == sc.Error {
+			fmt.Fprintf(&b, "\n  %s", formatDiagnostic(e.File, d))
+		}
+	}
+	return b.String()
+}
+
+func formatDiagnostic(file string, d sc.Diagnostic) string {
+	loc := file
+	if d.Line > 0 {
+		loc = fmt.Sprintf("%s:%d:%d", file, d.Line, d.Column)
+	}
+	return fmt.Sprintf("%s: %s: %s [%s]", loc, d.Severity, d.Message, d.Code)
+}
+
+// Server is the authoritative DNS server. Create it with New, start it
+// with Start, stop it with Shutdown.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	metrics *metrics
+
+	snap atomic.Pointer[snapshot]
+
+	reloadMu sync.Mutex // serialises reloads
+	serials  *serialStore
+	lastHash [sha256.Size]byte // of the config text last loaded (or rejected)
+
+	notifier *notifier
+
+	udp      udpListener
+	tcp      net.Listener
+	wg       sync.WaitGroup
+	done     chan struct{}
+	stopOnce sync.Once
+
+	connMu sync.Mutex
+	conns  map[net.Conn]struct{}
+	nconns atomic.Int64
+}
+
+// snapshot is one published version of everything: immutable.
+type snapshot struct {
+	version uint64
+	cfg     *config.Config
+	table   *wire.Table
+	zones   map[string]*zoneEntry // by origin
+	keys    map[string]*config.Key
+}
+
+// zoneEntry is a zone's current version and the recent ones IXFR needs.
+type zoneEntry struct {
+	cfg     *config.Zone
+	cur     *zone.Zone
+	history []*zone.Zone // older versions, oldest first
+}
+
+// New loads the config and prepares the server; it binds nothing yet. An
+// invalid config returns a *ConfigError.
+func New(opts Options) (*Server, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.WatchInterval == 0 {
+		opts.WatchInterval = time.Second
+	}
+	if opts.Debounce == 0 {
+		opts.Debounce = 500 * time.Millisecond
+	}
+	if opts.UDPWorkers <= 0 {
+		opts.UDPWorkers = runtime.GOMAXPROCS(0)
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	switch {
+	case opts.StateFile == "-":
+		opts.StateFile = ""
+	case opts.StateFile == "" && opts.ConfigFile != "":
+		opts.StateFile = opts.ConfigFile + ".serial"
+	}
+	s := &Server{opts: opts, log: opts.Logger, done: make(chan struct{}), conns: map[net.Conn]struct{}{}}
+	s.metrics = newMetrics(s.Serials)
+	if opts.Registerer != nil {
+		if err := s.metrics.register(opts.Registerer); err != nil {
+			return nil, err
+		}
+	}
+	var err error
+	if s.serials, err = loadSerials(opts.StateFile); err != nil {
+		return nil, err
+	}
+	s.notifier = newNotifier(s.log, s.metrics)
+	text, err := s.readConfig()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.load(text, "start"); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Server) configName() string {
+	if s.opts.ConfigFile == "" {
+		return "<built-in example>"
+	}
+	return s.opts.ConfigFile
+}
+
+func (s *Server) readConfig() ([]byte, error) {
+	if s.opts.ConfigFile == "" {
+		return config.Example, nil
+	}
+	b, err := os.ReadFile(s.opts.ConfigFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	return b, nil
+}
+
+// Reload reads the config file again and publishes it if it is valid and
+// changed. An invalid config returns a *ConfigError and changes nothing.
+func (s *Server) Reload() error {
+	text, err := s.readConfig()
+	if err != nil {
+		s.metrics.reloads.WithLabelValues("rejected").Inc()
+		s.metrics.lastReload.Set(0)
+		s.log.Error("reload failed; still serving the previous config", "config", s.configName(), "err", err)
+		return err
+	}
+	_, err = s.load(text, "reload")
+	return err
+}
+
+// load validates text and, if valid, builds and publishes a new snapshot.
+func (s *Server) load(text []byte, why string) (changed []string, err error) {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	s.lastHash = sha256.Sum256(text)
+	name := s.configName()
+	cfg, ds := config.Parse(text)
+	for _, d := range ds {
+		level := slog.LevelWarn
+		if d.Severity == sc.Error {
+			level = slog.LevelError
+		}
+		s.log.Log(context.Background(), level, "config diagnostic", "config", name, "line", d.Line, "column", d.Column,
+			"severity", d.Severity.String(), "code", d.Code, "path", d.Path, "message", d.Message)
+	}
+	if cfg == nil {
+		s.metrics.reloads.WithLabelValues("rejected").Inc()
+		s.metrics.lastReload.Set(0)
+		if old := s.snap.Load(); old != nil {
+			s.log.Error("config rejected; still serving the previous version", "config", name, "errors", errorCount(ds), "version", old.version)
+		}
+		return nil, &ConfigError{File: name, Diagnostics: ds}
+	}
+	old := s.snap.Load()
+	next, changed, err := s.build(cfg, old)
+	if err != nil {
+		s.metrics.reloads.WithLabelValues("rejected").Inc()
+		s.metrics.lastReload.Set(0)
+		s.log.Error("config rejected; still serving the previous version", "config", name, "err", err)
+		return nil, err
+	}
+	s.metrics.lastReload.Set(1)
+	if old != nil && len(changed) == 0 && sameServing(old, next) {
+		s.metrics.reloads.WithLabelValues("unchanged").Inc()
+		s.log.Info("config reloaded; no zone changed", "config", name, "why", why)
+		return nil, nil
+	}
+	// Persist serials before serving them, so that a crash right after
+	// cannot make them go backwards.
+	if err := s.serials.save(); err != nil {
+		s.log.Error("cannot persist SOA serials; they may go backwards after a restart if the clock does", "err", err)
+	}
+	s.snap.Store(next)
+	s.metrics.reloads.WithLabelValues("accepted").Inc()
+	for _, origin := range changed {
+		ze := next.zones[origin]
+		s.log.Info("zone published", "zone", origin, "serial", ze.cur.Serial(), "records", len(ze.cur.Records)+1, "why", why)
+	}
+	s.log.Info("config loaded", "config", name, "version", next.version, "zones", len(next.zones), "changed", len(changed), "why", why)
+	s.notifier.update(next, changed)
+	return changed, nil
+}
+
+func errorCount(ds sc.Diagnostics) int {
+	n := 0
+	for _, d := range ds {
+		if d.Severity == sc.Error {
+			n++
+		}
+	}
+	return n
+}
+
+// sameServing reports whether two snapshots serve the same zones with the
+// same settings, so that a reload that changed only formatting or comments
+// publishes nothing.
+func sameServing(a, b *snapshot) bool {
+	if len(a.zones) != len(b.zones) || a.cfg.Server != b.cfg.Server || len(a.keys) != len(b.keys) {
+		return false
+	}
+	for k, ka := range a.keys {
+		if kb := b.keys[k]; kb == nil || *ka != *kb {
+			return false
+		}
+	}
+	for o, za := range a.zones {
+		zb := b.zones[o]
+		if zb == nil || zb.cur != za.cur || fmt.Sprint(za.cfg.Transfer) != fmt.Sprint(zb.cfg.Transfer) {
+			return false
+		}
+	}
+	return true
+}
+
+// build makes the snapshot of cfg. Zones whose content did not change keep
+// their version (and serial); changed zones get a new serial and push the
+// previous version into their IXFR history.
+func (s *Server) build(cfg *config.Config, old *snapshot) (*snapshot, []string, error) {
+	next := &snapshot{cfg: cfg, zones: map[string]*zoneEntry{}, keys: map[string]*config.Key{}}
+	if old != nil {
+		next.version = old.version + 1
+	}
+	for _, k := range cfg.Keys {
+		next.keys[k.Name] = k
+	}
+	var changed []string
+	var zones []*zone.Zone
+	origins := map[string]bool{}
+	for _, zc := range cfg.Zones {
+		origins[zc.Origin] = true
+		z := zone.New(zc, 0)
+		var prev *zoneEntry
+		if old != nil {
+			prev = old.zones[zc.Origin]
+		}
+		e := &zoneEntry{cfg: zc}
+		if prev != nil && prev.cur.Digest() == z.Digest() {
+			e.cur, e.history = prev.cur, prev.history
+		} else {
+			serial, _ := s.serials.next(zc.Origin, z.Digest(), s.opts.Now())
+			if prev != nil && !serialGreater(serial, prev.cur.Serial()) {
+				// The state file was edited or the zone's content went back
+				// to an old digest: never go backwards while serving.
+				serial = prev.cur.Serial() + 1
+			}
+			e.cur = z.WithSerial(serial)
+			if prev != nil {
+				e.history = append(append([]*zone.Zone(nil), prev.history...), prev.cur)
+			}
+			changed = append(changed, zc.Origin)
+		}
+		if n := cfg.Server.IXFRHistory; len(e.history) > n {
+			e.history = e.history[len(e.history)-n:]
+		}
+		// The stored serial must be the served one (they differ only in
+		// the guard above).
+		s.serials.zones[zc.Origin] = serialState{Serial: e.cur.Serial(), Digest: fmt.Sprintf("%x", e.cur.Digest())}
+		next.zones[zc.Origin] = e
+		zones = append(zones, e.cur)
+	}
+	s.serials.keepOnly(origins)
+	t, err := wire.Build(zones, wire.Options{MaxUDPSize: cfg.Server.MaxUDPSize})
+	if err != nil {
+		return nil, nil, err
+	}
+	next.table = t
+	return next, changed, nil
+}
+
+// Serials returns the SOA serial of every zone being served.
+func (s *Server) Serials() map[string]uint32 {
+	out := map[string]uint32{}
+	if snap := s.snap.Load(); snap != nil {
+		for o, e := range snap.zones {
+			out[o] = e.cur.Serial()
+		}
+	}
+	return out
+}
+
+// Start binds the UDP and TCP sockets and starts serving, watching the
+// config file, and notifying secondaries.
+func (s *Server) Start() error {
+	udp, tcp, err := listenBoth(s.opts.Listen, s.opts.UDPWorkers, s.opts.PortableUDP)
+	if err != nil {
+		return err
+	}
+	s.udp, s.tcp = udp, tcp
+	addr := udp.addr()
+	udp.start(s)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.serveTCP()
+	}()
+	if s.opts.ConfigFile != "" && s.opts.WatchInterval > 0 {
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.watch()
+		}()
+	}
+	s.notifier.start(s.done)
+	s.log.Info("serving", "udp", addr.String(), "tcp", tcp.Addr().String(), "udp_workers", udp.workers(), "batched_udp", udp.batched())
+	// Announce the zones to the secondaries: they may have missed changes
+	// while we were down.
+	if snap := s.snap.Load(); snap != nil {
+		var all []string
+		for o := range snap.zones {
+			all = append(all, o)
+		}
+		s.notifier.update(snap, all)
+	}
+	return nil
+}
+
+// listenBoth opens the UDP sockets and the TCP listener on one port. When
+// the port is 0 the kernel picks a free UDP port, whose TCP twin may be
+// taken: then another port is tried.
+func listenBoth(addr string, workers int, portable bool) (udpListener, net.Listener, error) {
+	_, port, _ := net.SplitHostPort(addr)
+	for attempt := 0; ; attempt++ {
+		udp, err := listenUDP(addr, workers, portable)
+		if err != nil {
+			return nil, nil, err
+		}
+		bound := udp.addr().String()
+		tcp, err := net.Listen("tcp", bound)
+		if err == nil {
+			return udp, tcp, nil
+		}
+		udp.abort()
+		if port != "0" || attempt == 10 {
+			return nil, nil, fmt.Errorf("listening on TCP %s: %w", bound, err)
+		}
+	}
+}
+
+// Addr returns the address the server listens on (UDP and TCP share it).
+func (s *Server) Addr() net.Addr {
+	if s.udp == nil {
+		return nil
+	}
+	return s.udp.addr()
+}
+
+// Shutdown stops accepting queries, lets TCP connections finish their
+// current query until ctx ends, and stops the background work.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		close(s.done)
+		if s.udp != nil {
+			s.udp.wake()
+		}
+		if s.tcp != nil {
+			s.tcp.Close()
+		}
+		// Idle connections are waiting in a read: wake them up.
+		s.connMu.Lock()
+		for c := range s.conns {
+			c.SetReadDeadline(time.Now())
+		}
+		s.connMu.Unlock()
+	})
+	finished := make(chan struct{})
+	go func() {
+		s.wg.Wait()
+		s.notifier.wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+		return nil
+	case <-ctx.Done():
+		s.connMu.Lock()
+		for c := range s.conns {
+			c.Close()
+		}
+		s.connMu.Unlock()
+		<-finished
+		return ctx.Err()
+	}
+}
+
+// watch polls the config file and reloads it once it has changed and then
+// stayed unchanged for the debounce interval.
+func (s *Server) watch() {
+	tick := time.NewTicker(s.opts.WatchInterval)
+	defer tick.Stop()
+	var pending [sha256.Size]byte
+	var pendingSince time.Time
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-tick.C:
+		}
+		text, err := os.ReadFile(s.opts.ConfigFile)
+		if err != nil {
+			continue // being replaced, or gone: keep serving; the next poll sees it
+		}
+		h := sha256.Sum256(text)
+		s.reloadMu.Lock()
+		last := s.lastHash
+		s.reloadMu.Unlock()
+		if h == last {
+			pendingSince = time.Time{}
+			continue
+		}
+		if h != pending || pendingSince.IsZero() {
+			// Changed since the last poll: wait until it stays put.
+			pending, pendingSince = h, time.Now()
+			continue
+		}
+		if time.Since(pendingSince) < s.opts.Debounce {
+			continue
+		}
+		pendingSince = time.Time{}
+		s.log.Info("config file changed; reloading", "config", s.opts.ConfigFile)
+		if _, err := s.load(text, "file changed"); err != nil {
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				s.log.Error("reload failed", "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,208 @@
+// Package wire answers DNS queries from precomputed wire-format messages.
+//
+// A [Table] is built once per published version of the zones: for every
+// name and record type it holds the complete response message, packed and
+// compressed. Answering a query is then a parse of the header and question
+// (no Unpack), a map lookup, a copy, and a patch of the ID, the RD and CD
+// flags and the question (so that it is echoed in the case the client
+// asked). Negative answers are assembled from a precomputed SOA record.
+// Nothing is allocated per query.
+//
+// The package does no I/O. Zone transfers and TSIG-signed queries are
+// recognised and handed back to the caller (see [Action]).
+package wire
+
+import "encoding/binary"
+
+// DNS constants used on the hot path.
+const (
+	headerLen = 12
+	optRRLen  = 11 // root owner, type, class, TTL, RDLENGTH 0
+
+	typeOPT  = 41
+	typeTKEY = 249
+	typeTSIG = 250
+	typeIXFR = 251
+	typeAXFR = 252
+	typeANY  = 255
+
+	classINET = 1
+
+	// MinUDPSize is the payload every DNS client accepts (RFC 1035).
+	MinUDPSize = 512
+	// MaxTCPSize is the largest message over TCP.
+	MaxTCPSize = 65535
+)
+
+// Response codes, as in the header (and the extended code of BADVERS).
+const (
+	RcodeSuccess  = 0
+	RcodeFormErr  = 1
+	RcodeServFail = 2
+	RcodeNXDomain = 3
+	RcodeNotImp   = 4
+	RcodeRefused  = 5
+	RcodeNotAuth  = 9
+	RcodeBadVers  = 16
+)
+
+// Query is what the parse of a query message found.
+type Query struct {
+	ID     uint16
+	Opcode uint8
+	// RD and CD are the client's flags, copied into the response.
+	RD, CD bool
+	// QNameEnd is the offset just past the question name; the question
+	// occupies [12, QNameEnd+4).
+	QNameEnd      int
+	QType, QClass uint16
+	// EDNS is set when the query carries an OPT record (RFC 6891).
+	EDNS    bool
+	UDPSize uint16
+	Version uint8
+	DO      bool
+	// TSIG is the offset of the TSIG record (the last additional record),
+	// or 0 when the query is not signed.
+	TSIG int
+}
+
+// parseResult says what to do with a message besides answering it.
+type parseResult int8
+
+const (
+	parseOK parseResult = iota
+	// parseDrop: not a query we may answer (too short to hold an ID, or a
+	// response, which must never be answered to avoid loops).
+	parseDrop
+	// parseFormErr: the question could not be read.
+	parseFormErr
+	// parseFormErrQ: the question was read but the rest is malformed;
+	// the question is echoed.
+	parseFormErrQ
+	// parseNotImp: an opcode other than QUERY.
+	parseNotImp
+)
+
+func parse(msg []byte, q *Query) parseResult {
+	if len(msg) < headerLen {
+		return parseDrop
+	}
+	if msg[2]&0x80 != 0 {
+		return parseDrop
+	}
+	q.ID = binary.BigEndian.Uint16(msg)
+	q.Opcode = msg[2] >> 3 & 0xf
+	q.RD = msg[2]&0x01 != 0
+	q.CD = msg[3]&0x10 != 0
+	if q.Opcode != 0 {
+		return parseNotImp
+	}
+	qd := binary.BigEndian.Uint16(msg[4:])
+	an := int(binary.BigEndian.Uint16(msg[6:]))
+	ns := int(binary.BigEndian.Uint16(msg[8:]))
+	ar := int(binary.BigEndian.Uint16(msg[10:]))
+	if qd != 1 {
+		return parseFormErr
+	}
+	// The question name: labels only; a compression pointer cannot point
+	// anywhere useful this early in the message.
+	off := headerLen
+	for {
+		if off >= len(msg) {
+			return parseFormErr
+		}
+		l := int(msg[off])
+		if l == 0 {
+			off++
+			break
+		}
+		if l > 63 {
+			return parseFormErr
+		}
+		off += 1 + l
+		if off-headerLen+1 > 255 {
+			return parseFormErr
+		}
+	}
+	if off+4 > len(msg) {
+		return parseFormErr
+	}
+	q.QNameEnd = off
+	q.QType = binary.BigEndian.Uint16(msg[off:])
+	q.QClass = binary.BigEndian.Uint16(msg[off+2:])
+	off += 4
+	// Skip answer and authority records (an IXFR query carries a SOA in
+	// the authority section), then read the additional records.
+	for i := 0; i < an+ns; i++ {
+		if off = skipRR(msg, off, nil); off < 0 {
+			return parseFormErrQ
+		}
+	}
+	for i := 0; i < ar; i++ {
+		start := off
+		var rr rrInfo
+		if off = skipRR(msg, off, &rr); off < 0 {
+			return parseFormErrQ
+		}
+		switch rr.typ {
+		case typeOPT:
+			// One OPT, owned by the root (RFC 6891 §6.1.1).
+			if q.EDNS || msg[start] != 0 {
+				return parseFormErrQ
+			}
+			q.EDNS = true
+			q.UDPSize = rr.class
+			q.Version = uint8(rr.ttl >> 16)
+			q.DO = rr.ttl&0x8000 != 0
+		case typeTSIG:
+			// TSIG must be the last record (RFC 8945 §5.1).
+			if i != ar-1 {
+				return parseFormErrQ
+			}
+			q.TSIG = start
+		}
+	}
+	return parseOK
+}
+
+type rrInfo struct {
+	typ, class uint16
+	ttl        uint32
+}
+
+// skipRR returns the offset after the record at off, or -1 when it is
+// malformed. Names in records may use compression pointers.
+func skipRR(msg []byte, off int, rr *rrInfo) int {
+	for n := 0; ; n++ {
+		if off >= len(msg) || n > 127 {
+			return -1
+		}
+		l := int(msg[off])
+		if l == 0 {
+			off++
+			break
+		}
+		if l&0xc0 == 0xc0 {
+			off += 2
+			break
+		}
+		if l > 63 {
+			return -1
+		}
+		off += 1 + l
+	}
+	if off+10 > len(msg) {
+		return -1
+	}
+	if rr != nil {
+		rr.typ = binary.BigEndian.Uint16(msg[off:])
+		rr.class = binary.BigEndian.Uint16(msg[off+2:])
+		rr.ttl = binary.BigEndian.Uint32(msg[off+4:])
+	}
+	rdlen := int(binary.BigEndian.Uint16(msg[off+8:]))
+	off += 10 + rdlen
+	if off > len(msg) {
+		return -1
+	}
+	return off
+}

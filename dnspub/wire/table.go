@@ -1,0 +1,464 @@
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/miekg/dns"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
+)
+
+// Options tune a Table.
+type Options struct {
+	// MaxUDPSize caps the EDNS buffer size a client may ask for; answers
+	// larger than the result are truncated. 0 means 1232.
+	MaxUDPSize int
+}
+
+// DefaultMaxUDPSize is the EDNS buffer cap of DNS flag day 2020.
+const DefaultMaxUDPSize = 1232
+
+// Table holds the precomputed answers of a set of zones. It is immutable
+// and safe for concurrent use.
+type Table struct {
+	// nodes maps lower-case wire-format names to their answers; empty
+	// non-terminals are nodes too, so that they answer NODATA (RFC 8020).
+	nodes map[string]*node
+	// zones maps lower-case wire-format origins to their zones.
+	zones  map[string]*zoneInfo
+	maxUDP int
+}
+
+type zoneInfo struct {
+	origin string
+	// nxSOA is the zone's SOA record without its owner name (type, class,
+	// TTL = negative TTL, RDLENGTH, uncompressed RDATA); an NXDOMAIN answer
+	// prefixes it with a pointer to the zone's name inside the question.
+	nxSOA []byte
+}
+
+// template is a complete response message with ID 0, RD and CD clear,
+// and the question in lower case.
+type template struct {
+	full []byte
+	// minimal is full without the additional section (NS glue), used when
+	// full does not fit; nil when there is no additional section.
+	minimal []byte
+}
+
+// Record types with a precomputed answer at a node.
+var slotTypes = [...]uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeNS, dns.TypeSOA}
+
+const nslots = len(slotTypes)
+
+func slot(t uint16) int {
+	switch t {
+	case dns.TypeA:
+		return 0
+	case dns.TypeAAAA:
+		return 1
+	case dns.TypeTXT:
+		return 2
+	case dns.TypeNS:
+		return 3
+	case dns.TypeSOA:
+		return 4
+	}
+	return -1
+}
+
+type node struct {
+	zone   *zoneInfo
+	byType [nslots]*template
+	// anyT answers ANY with one RRset (RFC 8482 §4.1); nodata when the
+	// node has none.
+	anyT   *template
+	nodata *template
+}
+
+// Build precomputes the answers of zones. Zones must not nest.
+func Build(zones []*zone.Zone, opts Options) (*Table, error) {
+	t := &Table{nodes: map[string]*node{}, zones: map[string]*zoneInfo{}, maxUDP: opts.MaxUDPSize}
+	if t.maxUDP == 0 {
+		t.maxUDP = DefaultMaxUDPSize
+	}
+	if t.maxUDP < MinUDPSize || t.maxUDP > MaxTCPSize {
+		return nil, fmt.Errorf("wire: MaxUDPSize %d is outside %d..%d", t.maxUDP, MinUDPSize, MaxTCPSize)
+	}
+	for _, z := range zones {
+		if err := t.addZone(z); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+func wireName(name string) (string, error) {
+	buf := make([]byte, 256)
+	n, err := dns.PackDomainName(dns.CanonicalName(name), buf, 0, nil, false)
+	if err != nil {
+		return "", fmt.Errorf("wire: name %q: %v", name, err)
+	}
+	return string(buf[:n]), nil
+}
+
+func (t *Table) addZone(z *zone.Zone) error {
+	key, err := wireName(z.Origin)
+	if err != nil {
+		return err
+	}
+	if _, dup := t.zones[key]; dup {
+		return fmt.Errorf("wire: zone %s given twice", z.Origin)
+	}
+	zi := &zoneInfo{origin: z.Origin}
+	t.zones[key] = zi
+
+	neg := *z.SOA
+	neg.Hdr.Ttl = z.NegativeTTL()
+	buf := make([]byte, dns.Len(&neg)+16)
+	n, err := dns.PackRR(&neg, buf, 0, nil, false)
+	if err != nil {
+		return fmt.Errorf("wire: zone %s: SOA: %v", z.Origin, err)
+	}
+	zi.nxSOA = buf[len(key):n]
+
+	// Group the records by owner and type, in canonical order.
+	type rrsets struct {
+		name  string
+		types map[uint16][]dns.RR
+		order []uint16
+	}
+	var owners []*rrsets
+	byName := map[string]*rrsets{}
+	for _, rr := range z.AXFR()[:len(z.Records)+1] {
+		h := rr.Header()
+		s := byName[h.Name]
+		if s == nil {
+			s = &rrsets{name: h.Name, types: map[uint16][]dns.RR{}}
+			byName[h.Name] = s
+			owners = append(owners, s)
+		}
+		if _, ok := s.types[h.Rrtype]; !ok {
+			s.order = append(s.order, h.Rrtype)
+		}
+		s.types[h.Rrtype] = append(s.types[h.Rrtype], rr)
+	}
+	// Empty non-terminals: every ancestor of an owner up to the origin.
+	for _, s := range owners[:len(owners):len(owners)] {
+		for name := s.name; name != z.Origin; {
+			parent, ok := parentName(name)
+			if !ok {
+				break
+			}
+			name = parent
+			if byName[name] == nil {
+				e := &rrsets{name: name, types: map[uint16][]dns.RR{}}
+				byName[name] = e
+				owners = append(owners, e)
+			}
+		}
+	}
+	soa := []dns.RR{&neg}
+	for _, s := range owners {
+		key, err := wireName(s.name)
+		if err != nil {
+			return err
+		}
+		if _, dup := t.nodes[key]; dup {
+			return fmt.Errorf("wire: name %s belongs to two zones", s.name)
+		}
+		nd := &node{zone: zi}
+		nd.nodata, err = packTemplate(s.name, 0, nil, soa, nil)
+		if err != nil {
+			return err
+		}
+		for _, typ := range s.order {
+			var glue []dns.RR
+			if typ == dns.TypeNS {
+				for _, rr := range s.types[typ] {
+					if target := byName[rr.(*dns.NS).Ns]; target != nil {
+						glue = append(glue, target.types[dns.TypeA]...)
+						glue = append(glue, target.types[dns.TypeAAAA]...)
+					}
+				}
+			}
+			tm, err := packTemplate(s.name, typ, s.types[typ], nil, glue)
+			if err != nil {
+				return err
+			}
+			if i := slot(typ); i >= 0 {
+				nd.byType[i] = tm
+			}
+		}
+		nd.anyT = nd.nodata
+		for _, typ := range slotTypes {
+			if rrs := s.types[typ]; rrs != nil {
+				if nd.anyT, err = packTemplate(s.name, typeANY, rrs, nil, nil); err != nil {
+					return err
+				}
+				break
+			}
+		}
+		t.nodes[key] = nd
+	}
+	return nil
+}
+
+func parentName(name string) (string, bool) {
+	off, end := dns.NextLabel(name, 0)
+	if end {
+		return "", false
+	}
+	return name[off:], true
+}
+
+func packTemplate(name string, qtype uint16, answer, ns, extra []dns.RR) (*template, error) {
+	m := &dns.Msg{Compress: true}
+	m.Response = true
+	m.Authoritative = true
+	m.Question = []dns.Question{{Name: name, Qtype: qtype, Qclass: dns.ClassINET}}
+	m.Answer, m.Ns, m.Extra = answer, ns, extra
+	full, err := m.Pack()
+	if err != nil {
+		return nil, fmt.Errorf("wire: %s %s: %v", name, dns.TypeToString[qtype], err)
+	}
+	if len(full) > MaxTCPSize {
+		return nil, fmt.Errorf("wire: the %s answer at %s is %d bytes, more than a DNS message holds", dns.TypeToString[qtype], name, len(full))
+	}
+	tm := &template{full: full}
+	if len(extra) > 0 {
+		m.Extra = nil
+		if tm.minimal, err = m.Pack(); err != nil {
+			return nil, err
+		}
+	}
+	return tm, nil
+}
+
+// MaxUDPSize is the EDNS buffer cap the table was built with.
+func (t *Table) MaxUDPSize() int { return t.maxUDP }
+
+// Action says what the caller does with a query after Respond.
+type Action uint8
+
+const (
+	// Reply: send the response Respond returned.
+	Reply Action = iota
+	// Drop: send nothing (a runt or a response).
+	Drop
+	// Transfer: an AXFR or IXFR query; the caller runs the transfer.
+	Transfer
+	// Signed: the query carries TSIG; the caller verifies it, answers the
+	// query without its TSIG record (Respond again) and signs the response.
+	Signed
+)
+
+// Result describes the response Respond produced.
+type Result struct {
+	Action Action
+	Query  Query
+	// Rcode is the response code, extended (BADVERS is 16).
+	Rcode int
+	// Truncated is set when the answer did not fit and TC was set.
+	Truncated bool
+}
+
+// Respond answers the query msg, appending the response to dst[:0]. tcp
+// selects the size limit: 65535 over TCP, else the client's EDNS buffer
+// size clamped to [512, MaxUDPSize], or 512 without EDNS. The response
+// never exceeds that limit.
+func (t *Table) Respond(dst, msg []byte, tcp bool) ([]byte, Result) {
+	var r Result
+	switch parse(msg, &r.Query) {
+	case parseDrop:
+		r.Action = Drop
+		return dst[:0], r
+	case parseNotImp:
+		r.Rcode = RcodeNotImp
+		return headerOnly(dst, msg, RcodeNotImp), r
+	case parseFormErr:
+		r.Rcode = RcodeFormErr
+		return headerOnly(dst, msg, RcodeFormErr), r
+	case parseFormErrQ:
+		r.Rcode = RcodeFormErr
+		return t.bare(dst, msg, &r.Query, RcodeFormErr, false), r
+	}
+	q := &r.Query
+	if q.TSIG != 0 {
+		r.Action = Signed
+		return dst[:0], r
+	}
+	return t.answer(dst, msg, &r, tcp)
+}
+
+func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) ([]byte, Result) {
+	q := &r.Query
+	if q.EDNS && q.Version > 0 {
+		r.Rcode = RcodeBadVers
+		return t.bare(dst, msg, q, RcodeBadVers, false), *r
+	}
+	switch {
+	case q.QType == typeAXFR || q.QType == typeIXFR:
+		r.Action = Transfer
+		return dst[:0], *r
+	case q.QType == typeOPT || q.QType == typeTSIG:
+		r.Rcode = RcodeFormErr
+		return t.bare(dst, msg, q, RcodeFormErr, false), *r
+	case q.QType >= 128 && q.QType < typeANY:
+		// Other meta types (TKEY, MAILB, MAILA): not implemented.
+		r.Rcode = RcodeNotImp
+		return t.bare(dst, msg, q, RcodeNotImp, false), *r
+	case q.QClass != classINET:
+		r.Rcode = RcodeRefused
+		return t.bare(dst, msg, q, RcodeRefused, false), *r
+	}
+	limit := MaxTCPSize
+	if !tcp {
+		limit = MinUDPSize
+		if q.EDNS {
+			limit = min(max(int(q.UDPSize), MinUDPSize), t.maxUDP)
+		}
+	}
+
+	// The question name in lower case is the lookup key; its labels keep
+	// their lengths, so offsets into it are offsets into the question.
+	var keyBuf [255]byte
+	key := keyBuf[:q.QNameEnd-headerLen]
+	for i, c := range msg[headerLen:q.QNameEnd] {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		key[i] = c
+	}
+	if nd := t.nodes[string(key)]; nd != nil {
+		tm := nd.nodata
+		if q.QType == typeANY {
+			tm = nd.anyT
+		} else if i := slot(q.QType); i >= 0 && nd.byType[i] != nil {
+			tm = nd.byType[i]
+		}
+		resp, trunc := t.fromTemplate(dst, msg, q, tm, limit)
+		r.Truncated = trunc
+		r.Rcode = int(resp[3] & 0xf)
+		return resp, *r
+	}
+	// Not a name we hold: NXDOMAIN in the closest enclosing zone, or
+	// REFUSED when we are not authoritative (labels scanned left to right
+	// find the longest zone first).
+	for i := 0; i < len(key); i += int(key[i]) + 1 {
+		if zi := t.zones[string(key[i:])]; zi != nil {
+			r.Rcode = RcodeNXDomain
+			resp, trunc := t.nxdomain(dst, msg, q, zi, i, limit)
+			r.Truncated = trunc
+			return resp, *r
+		}
+	}
+	r.Rcode = RcodeRefused
+	return t.bare(dst, msg, q, RcodeRefused, false), *r
+}
+
+// patchHeader copies the client's ID, RD and CD into a response header.
+func patchHeader(resp, msg []byte) {
+	resp[0], resp[1] = msg[0], msg[1]
+	resp[2] |= msg[2] & 0x01
+	resp[3] |= msg[3] & 0x10
+}
+
+func (t *Table) fromTemplate(dst, msg []byte, q *Query, tm *template, limit int) ([]byte, bool) {
+	body := tm.full
+	opt := 0
+	if q.EDNS {
+		opt = optRRLen
+	}
+	if len(body)+opt > limit {
+		if tm.minimal == nil || len(tm.minimal)+opt > limit {
+			return t.truncated(dst, msg, q, tm.full[2]|0x02, tm.full[3]), true
+		}
+		body = tm.minimal
+	}
+	resp := append(dst[:0], body...)
+	patchHeader(resp, msg)
+	copy(resp[headerLen:q.QNameEnd+4], msg[headerLen:q.QNameEnd+4])
+	return t.appendOPT(resp, q, RcodeSuccess), false
+}
+
+// truncated is a response with TC set and only the question (RFC 2181
+// §9): the client retries over TCP.
+func (t *Table) truncated(dst, msg []byte, q *Query, flags2, flags3 byte) []byte {
+	resp := append(dst[:0], msg[:headerLen]...)
+	resp[2] = flags2 | 0x02
+	resp[3] = flags3
+	patchHeader(resp, msg)
+	setCounts(resp, 1, 0, 0, 0)
+	resp = append(resp, msg[headerLen:q.QNameEnd+4]...)
+	return t.appendOPT(resp, q, RcodeSuccess)
+}
+
+// nxdomain assembles an NXDOMAIN answer with the zone's SOA in the
+// authority section (RFC 2308 §2.1), its owner a pointer to the zone's
+// name at offset apex of the question name.
+func (t *Table) nxdomain(dst, msg []byte, q *Query, zi *zoneInfo, apex, limit int) ([]byte, bool) {
+	const flags2, flags3 = 0x84, RcodeNXDomain // QR, AA
+	opt := 0
+	if q.EDNS {
+		opt = optRRLen
+	}
+	if q.QNameEnd+4+2+len(zi.nxSOA)+opt > limit {
+		return t.truncated(dst, msg, q, flags2, flags3), true
+	}
+	resp := append(dst[:0], msg[:q.QNameEnd+4]...)
+	resp[2], resp[3] = flags2, flags3
+	patchHeader(resp, msg)
+	setCounts(resp, 1, 0, 1, 0)
+	ptr := 0xc000 | uint16(headerLen+apex)
+	resp = append(resp, byte(ptr>>8), byte(ptr))
+	resp = append(resp, zi.nxSOA...)
+	return t.appendOPT(resp, q, RcodeSuccess), false
+}
+
+// bare is a response with only the question: REFUSED, FORMERR, NOTIMP,
+// BADVERS. aa sets the AA flag.
+func (t *Table) bare(dst, msg []byte, q *Query, rcode int, aa bool) []byte {
+	resp := append(dst[:0], msg[:q.QNameEnd+4]...)
+	resp[2], resp[3] = 0x80, byte(rcode&0xf)
+	if aa {
+		resp[2] |= 0x04
+	}
+	patchHeader(resp, msg)
+	setCounts(resp, 1, 0, 0, 0)
+	return t.appendOPT(resp, q, rcode)
+}
+
+// headerOnly answers a message whose question cannot be read: the
+// header alone, with the ID, opcode and RD of the query.
+func headerOnly(dst, msg []byte, rcode int) []byte {
+	resp := append(dst[:0], msg[:headerLen]...)
+	resp[2] = 0x80 | msg[2]&0x79 // QR, opcode, RD
+	resp[3] = byte(rcode)
+	setCounts(resp, 0, 0, 0, 0)
+	return resp
+}
+
+func setCounts(resp []byte, qd, an, ns, ar uint16) {
+	binary.BigEndian.PutUint16(resp[4:], qd)
+	binary.BigEndian.PutUint16(resp[6:], an)
+	binary.BigEndian.PutUint16(resp[8:], ns)
+	binary.BigEndian.PutUint16(resp[10:], ar)
+}
+
+// appendOPT adds our OPT record when the query had one (RFC 6891 §6.1.1):
+// our buffer size, the upper bits of an extended rcode, version 0, and the
+// DO bit copied from the query (RFC 3225 §3).
+func (t *Table) appendOPT(resp []byte, q *Query, rcode int) []byte {
+	if !q.EDNS {
+		return resp
+	}
+	var flags byte
+	if q.DO {
+		flags = 0x80
+	}
+	resp = append(resp, 0, 0, typeOPT, byte(t.maxUDP>>8), byte(t.maxUDP), byte(rcode>>4), 0, flags, 0, 0, 0)
+	binary.BigEndian.PutUint16(resp[10:], binary.BigEndian.Uint16(resp[10:])+1)
+	return resp
+}

@@ -1,0 +1,332 @@
+package dnspub
+
+import (
+	"bufio"
+	"encoding/binary"
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/wire"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
+)
+
+// The slow path: zone transfers and TSIG-signed queries. They are rare,
+// so they use miekg/dns messages and Pack.
+
+// slow answers a query the table handed back (r.Action Transfer or
+// Signed). Over TCP, transfers are written to w directly and the returned
+// response is empty; otherwise the response is returned.
+func (s *Server) slow(snap *snapshot, out, msg []byte, r wire.Result, tcp bool, from netip.Addr, w *bufio.Writer) ([]byte, wire.Result) {
+	r.Action = wire.Reply
+	req := new(dns.Msg)
+	if err := req.Unpack(msg); err != nil || len(req.Question) != 1 {
+		r.Rcode = dns.RcodeFormatError
+		return packOrNothing(out, errorReply(msg, dns.RcodeFormatError)), r
+	}
+	var key *config.Key
+	var mac string
+	if t := req.IsTsig(); t != nil {
+		k, terr := verifyTSIG(snap, msg, t)
+		if terr != dns.RcodeSuccess {
+			s.log.Warn("TSIG check failed", "peer", from, "key", t.Hdr.Name, "error", dns.RcodeToString[int(terr)], "qname", req.Question[0].Name)
+			r.Rcode = dns.RcodeNotAuth
+			return tsigErrorReply(out, req, t, terr, k), r
+		}
+		key, mac = k, t.MAC
+	}
+	if qt := req.Question[0].Qtype; qt == dns.TypeAXFR || qt == dns.TypeIXFR {
+		return s.transfer(snap, out, req, key, mac, tcp, from, w, r)
+	}
+	// A signed ordinary query: answer it without its TSIG, then sign.
+	stripped := append([]byte(nil), msg[:r.Query.TSIG]...)
+	binary.BigEndian.PutUint16(stripped[10:], binary.BigEndian.Uint16(stripped[10:])-1)
+	resp, r2 := snap.table.Respond(out, stripped, tcp)
+	if r2.Action != wire.Reply {
+		r2.Action = wire.Drop
+		return out[:0], r2
+	}
+	m := new(dns.Msg)
+	if err := m.Unpack(resp); err != nil {
+		return out[:0], wire.Result{Action: wire.Drop}
+	}
+	signed, _, err := sign(m, key, mac, false)
+	if err == nil && !tcp && len(signed) > udpLimit(&r2.Query, snap.table.MaxUDPSize()) {
+		// The TSIG record pushed the answer over the client's limit:
+		// send it truncated (and signed), and the client retries over TCP.
+		m.Answer, m.Ns, m.Extra = nil, nil, keepOPT(m.Extra)
+		m.Truncated = true
+		r2.Truncated = true
+		signed, _, err = sign(m, key, mac, false)
+	}
+	if err != nil {
+		s.log.Error("signing a response failed", "err", err)
+		return out[:0], wire.Result{Action: wire.Drop}
+	}
+	return append(out[:0], signed...), r2
+}
+
+// udpLimit is the largest UDP answer the client of q accepts.
+func udpLimit(q *wire.Query, maxUDP int) int {
+	if !q.EDNS {
+		return wire.MinUDPSize
+	}
+	return min(max(int(q.UDPSize), wire.MinUDPSize), maxUDP)
+}
+
+// keepOPT returns the OPT record of an additional section, if any.
+func keepOPT(extra []dns.RR) []dns.RR {
+	for _, rr := range extra {
+		if rr.Header().Rrtype == dns.TypeOPT {
+			return []dns.RR{rr}
+		}
+	}
+	return nil
+}
+
+// verifyTSIG checks the TSIG of a raw message against our keys and
+// returns the key and a TSIG error code (RFC 8945 §5.2).
+func verifyTSIG(snap *snapshot, raw []byte, t *dns.TSIG) (*config.Key, uint16) {
+	k := snap.keys[strings.ToLower(t.Hdr.Name)]
+	if k == nil || !strings.EqualFold(dns.CanonicalName(t.Algorithm), k.Algorithm) {
+		return nil, dns.RcodeBadKey
+	}
+	// TsigVerify rewrites the header of the buffer it is given: verify a copy.
+	switch err := dns.TsigVerify(append([]byte(nil), raw...), k.Secret, "", false); err {
+	case nil:
+		return k, dns.RcodeSuccess
+	case dns.ErrTime:
+		return k, dns.RcodeBadTime
+	default:
+		return k, dns.RcodeBadSig
+	}
+}
+
+// sign packs m with a TSIG record of key, chained to the previous MAC
+// (the request's, or the previous message's in a transfer).
+func sign(m *dns.Msg, key *config.Key, prevMAC string, timersOnly bool) ([]byte, string, error) {
+	if key == nil {
+		b, err := m.Pack()
+		return b, "", err
+	}
+	m.SetTsig(key.Name, key.Algorithm, 300, time.Now().Unix())
+	return dns.TsigGenerate(m, key.Secret, prevMAC, timersOnly)
+}
+
+// tsigErrorReply answers NOTAUTH with the TSIG error (RFC 8945 §5.2):
+// unsigned for BADKEY and BADSIG, signed for BADTIME.
+func tsigErrorReply(out []byte, req *dns.Msg, t *dns.TSIG, code uint16, k *config.Key) []byte {
+	m := new(dns.Msg)
+	m.SetRcode(req, dns.RcodeNotAuth)
+	m.SetTsig(t.Hdr.Name, t.Algorithm, t.Fudge, time.Now().Unix())
+	rr := m.Extra[len(m.Extra)-1].(*dns.TSIG)
+	rr.Error = code
+	rr.OrigId = t.OrigId
+	secret, mac := "", ""
+	if code == dns.RcodeBadTime && k != nil {
+		secret, mac = k.Secret, t.MAC
+		now := uint64(time.Now().Unix())
+		rr.OtherLen = 6
+		rr.OtherData = hex48(now)
+	}
+	b, _, err := dns.TsigGenerate(m, secret, mac, false)
+	if err != nil {
+		return out[:0]
+	}
+	return append(out[:0], b...)
+}
+
+func hex48(v uint64) string {
+	const digits = "0123456789abcdef"
+	b := make([]byte, 12)
+	for i := 11; i >= 0; i-- {
+		b[i] = digits[v&0xf]
+		v >>= 4
+	}
+	return string(b)
+}
+
+func errorReply(msg []byte, rcode int) *dns.Msg {
+	m := new(dns.Msg)
+	m.Response = true
+	m.Rcode = rcode
+	if len(msg) >= 2 {
+		m.Id = binary.BigEndian.Uint16(msg)
+	}
+	return m
+}
+
+func packOrNothing(out []byte, m *dns.Msg) []byte {
+	b, err := m.Pack()
+	if err != nil {
+		return out[:0]
+	}
+	return append(out[:0], b...)
+}
+
+// transfer serves AXFR (RFC 5936) and IXFR (RFC 1995).
+func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, key *config.Key, mac string, tcp bool, from netip.Addr, w *bufio.Writer, r wire.Result) ([]byte, wire.Result) {
+	q := req.Question[0]
+	origin := strings.ToLower(q.Name)
+	kind := "axfr"
+	if q.Qtype == dns.TypeIXFR {
+		kind = "ixfr"
+	}
+	ze := snap.zones[origin]
+	refuse := func(rcode int, why string) ([]byte, wire.Result) {
+		s.log.Warn("zone transfer refused", "zone", origin, "type", strings.ToUpper(kind), "peer", from, "why", why)
+		s.metrics.transfers.WithLabelValues(kind, strings.ToLower(dns.RcodeToString[rcode])).Inc()
+		m := new(dns.Msg)
+		m.SetRcode(req, rcode)
+		r.Rcode = rcode
+		b, _, err := sign(m, key, mac, false)
+		if err != nil {
+			return out[:0], r
+		}
+		if tcp && w != nil {
+			writeFramed(w, b)
+			return out[:0], r
+		}
+		return append(out[:0], b...), r
+	}
+	switch {
+	case ze == nil && snap.inZones(origin):
+		return refuse(dns.RcodeNotAuth, "not a zone apex")
+	case ze == nil:
+		return refuse(dns.RcodeRefused, "not our zone")
+	case !ze.cfg.Transfer.Allowed(from):
+		return refuse(dns.RcodeRefused, "address not in transfer allow")
+	case ze.cfg.Transfer.Key != "" && (key == nil || key.Name != ze.cfg.Transfer.Key):
+		return refuse(dns.RcodeRefused, "transfers need TSIG key "+ze.cfg.Transfer.Key)
+	case q.Qtype == dns.TypeAXFR && !tcp:
+		return refuse(dns.RcodeNotImplemented, "AXFR over UDP (RFC 5936 §4.2)")
+	}
+
+	var rrs []dns.RR
+	cur := ze.cur
+	switch {
+	case q.Qtype == dns.TypeAXFR:
+		rrs = cur.AXFR()
+	default:
+		var client uint32
+		if len(req.Ns) == 1 {
+			if soa, ok := req.Ns[0].(*dns.SOA); ok {
+				client = soa.Serial
+			} else {
+				return refuse(dns.RcodeFormatError, "IXFR without the client's SOA")
+			}
+		} else {
+			return refuse(dns.RcodeFormatError, "IXFR without the client's SOA")
+		}
+		if !tcp {
+			// RFC 1995 §2: over UDP, the current SOA tells the client to
+			// come back over TCP if it is behind.
+			rrs, kind = []dns.RR{cur.SOA}, "ixfr_udp"
+		} else {
+			rrs, kind = ixfrRecords(ze, client)
+		}
+	}
+	first := true
+	var sent int
+	for _, chunk := range chunks(rrs) {
+		m := new(dns.Msg)
+		m.SetReply(req)
+		m.Authoritative = true
+		m.Answer = chunk
+		b, nextMAC, err := sign(m, key, mac, !first)
+		if err != nil {
+			s.log.Error("zone transfer failed", "zone", origin, "err", err)
+			s.metrics.transfers.WithLabelValues(kind, "error").Inc()
+			r.Rcode = dns.RcodeServerFailure
+			return out[:0], r
+		}
+		mac, first = nextMAC, false
+		if !tcp {
+			out = append(out[:0], b...)
+			break
+		}
+		if err := writeFramed(w, b); err != nil {
+			s.metrics.transfers.WithLabelValues(kind, "error").Inc()
+			return out[:0], r
+		}
+		sent++
+	}
+	if tcp {
+		if err := w.Flush(); err != nil {
+			s.metrics.transfers.WithLabelValues(kind, "error").Inc()
+			return out[:0], r
+		}
+		out = out[:0]
+	}
+	s.metrics.transfers.WithLabelValues(kind, "ok").Inc()
+	s.log.Info("zone transfer", "zone", origin, "type", kind, "serial", cur.Serial(), "records", len(rrs), "messages", sent, "peer", from, "tsig", key != nil)
+	return out, r
+}
+
+func writeFramed(w *bufio.Writer, b []byte) error {
+	var l [2]byte
+	binary.BigEndian.PutUint16(l[:], uint16(len(b)))
+	w.Write(l[:])
+	_, err := w.Write(b)
+	return err
+}
+
+// inZones reports whether name lies inside one of the zones.
+func (s *snapshot) inZones(name string) bool {
+	for o := range s.zones {
+		if dns.IsSubDomain(o, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// ixfrRecords returns the IXFR answer for a client at serial client: the
+// current SOA alone when it is up to date; the differences from its
+// version to ours when its version is in the history; else the whole zone
+// (RFC 1995 §4 allows a full transfer in the IXFR format).
+func ixfrRecords(ze *zoneEntry, client uint32) ([]dns.RR, string) {
+	cur := ze.cur
+	if client == cur.Serial() || serialGreater(client, cur.Serial()) {
+		return []dns.RR{cur.SOA}, "ixfr_current"
+	}
+	start := -1
+	for i, v := range ze.history {
+		if v.Serial() == client {
+			start = i
+		}
+	}
+	if start < 0 {
+		return cur.AXFR(), "ixfr_full"
+	}
+	versions := append(append([]*zone.Zone(nil), ze.history[start:]...), cur)
+	rrs := []dns.RR{cur.SOA}
+	for i := 0; i+1 < len(versions); i++ {
+		del, add := zone.Diff(versions[i], versions[i+1])
+		rrs = append(rrs, versions[i].SOA)
+		rrs = append(rrs, del...)
+		rrs = append(rrs, versions[i+1].SOA)
+		rrs = append(rrs, add...)
+	}
+	return append(rrs, cur.SOA), "ixfr"
+}
+
+// chunks splits records into groups that fit a message: at most ~60 KB
+// each, counted without compression so that the estimate is an upper bound.
+func chunks(rrs []dns.RR) [][]dns.RR {
+	const budget = 60000
+	var out [][]dns.RR
+	start, size := 0, 0
+	for i, rr := range rrs {
+		l := dns.Len(rr)
+		if size+l > budget && i > start {
+			out = append(out, rrs[start:i])
+			start, size = i, 0
+		}
+		size += l
+	}
+	return append(out, rrs[start:])
+}
