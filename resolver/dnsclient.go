@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
 
 // ednsSize is the UDP payload size we advertise: the DNS flag day 2020
@@ -280,31 +282,7 @@ func checkReply(m, r *dns.Msg) error {
 func txtStrings(rr *dns.TXT) []string {
 	out := make([]string, len(rr.Txt))
 	for i, s := range rr.Txt {
-		out[i] = unescapeTXT(s)
+		out[i] = sc.UnescapeTXTString(s)
 	}
 	return out
 }
-
-func unescapeTXT(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	b := make([]byte, 0, len(s))
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i+1 == len(s) {
-			b = append(b, c)
-			continue
-		}
-		i++
-		if i+2 < len(s) && isDigit(s[i]) && isDigit(s[i+1]) && isDigit(s[i+2]) {
-			b = append(b, (s[i]-'0')*100+(s[i+1]-'0')*10+(s[i+2]-'0'))
-			i += 2
-			continue
-		}
-		b = append(b, s[i])
-	}
-	return string(b)
-}
-
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }

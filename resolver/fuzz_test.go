@@ -1,7 +1,6 @@
 package resolver
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -96,7 +95,7 @@ func FuzzTXTStrings(f *testing.F) {
 		if len(raw) > 255 {
 			return
 		}
-		rr := &dns.TXT{Hdr: dns.RR_Header{Name: "x.", Rrtype: dns.TypeTXT, Class: dns.ClassINET}, Txt: []string{escapeForPack(raw)}}
+		rr := &dns.TXT{Hdr: dns.RR_Header{Name: "x.", Rrtype: dns.TypeTXT, Class: dns.ClassINET}, Txt: []string{sc.EscapeTXTString(raw)}}
 		m := new(dns.Msg)
 		m.SetQuestion("x.", dns.TypeTXT)
 		m.Answer = []dns.RR{rr}
@@ -113,24 +112,6 @@ func FuzzTXTStrings(f *testing.F) {
 			t.Fatalf("got %q, want %q", got, raw)
 		}
 	})
-}
-
-// escapeForPack writes raw bytes as miekg/dns expects them when packing.
-func escapeForPack(raw string) string {
-	var b strings.Builder
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		switch {
-		case c == '\\' || c == '"':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c < ' ' || c > '~':
-			fmt.Fprintf(&b, "\\%03d", c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
 }
 
 func fastClient() sc.Client { c, _ := fastOptions().resolve(); return c.client("") }
@@ -173,7 +154,7 @@ func fuzzSeedAnswers() [][]byte {
 		m.Response = true
 		esc := make([]string, len(strs))
 		for i, s := range strs {
-			esc[i] = escapeForPack(s)
+			esc[i] = sc.EscapeTXTString(s)
 		}
 		m.Answer = []dns.RR{&dns.TXT{Hdr: h("_grpc_config.svc.test.", dns.TypeTXT, 30), Txt: esc}}
 		return m

@@ -187,8 +187,7 @@ func sizeDiagnostics(owner string, strs []string) Diagnostics {
 }
 
 // FormatTXT writes TXT strings in presentation format, as zone files and
-// dig show them: each string in double quotes, with '"' and '\' escaped and
-// bytes outside printable ASCII as \DDD.
+// dig show them: each string in double quotes, escaped by EscapeTXTString.
 func FormatTXT(strs []string) string {
 	var b strings.Builder
 	for i, s := range strs {
@@ -196,21 +195,62 @@ func FormatTXT(strs []string) string {
 			b.WriteByte(' ')
 		}
 		b.WriteByte('"')
-		for j := 0; j < len(s); j++ {
-			c := s[j]
-			switch {
-			case c == '"' || c == '\\':
-				b.WriteByte('\\')
-				b.WriteByte(c)
-			case c < 0x20 || c >= 0x7f:
-				fmt.Fprintf(&b, "\\%03d", c)
-			default:
-				b.WriteByte(c)
-			}
-		}
+		b.WriteString(EscapeTXTString(s))
 		b.WriteByte('"')
 	}
 	return b.String()
+}
+
+// EscapeTXTString writes the bytes of one TXT string in presentation form,
+// without the quotes: '"' and '\' escaped with a backslash, bytes outside
+// printable ASCII as \DDD. It is also the form miekg/dns keeps TXT strings
+// in, in memory.
+func EscapeTXTString(raw string) string {
+	var b strings.Builder
+	b.Grow(len(raw))
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c == '"' || c == '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c >= 0x7f:
+			b.WriteByte('\\')
+			b.WriteByte('0' + c/100)
+			b.WriteByte('0' + c/10%10)
+			b.WriteByte('0' + c%10)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
+}
+
+// UnescapeTXTString undoes EscapeTXTString (and any backslash escape of
+// presentation form): "\X" is X, "\DDD" is the byte DDD. A backslash at
+// the end stays.
+func UnescapeTXTString(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 == len(s) {
+			b = append(b, c)
+			continue
+		}
+		i++
+		if i+2 < len(s) && isDigit(s[i]) && isDigit(s[i+1]) && isDigit(s[i+2]) {
+			if v := int(s[i]-'0')*100 + int(s[i+1]-'0')*10 + int(s[i+2]-'0'); v <= 255 {
+				b = append(b, byte(v))
+				i += 2
+				continue
+			}
+		}
+		b = append(b, s[i])
+	}
+	return string(b)
 }
 
 // ParseTXT reads TXT records in presentation format (see FormatTXT), one

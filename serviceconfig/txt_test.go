@@ -150,3 +150,15 @@ func FuzzParsePresentation(f *testing.F) {
 		}
 	})
 }
+
+func TestEscapeTXTStringRoundTrip(t *testing.T) {
+	for _, raw := range []string{"", `plain`, `{"a":"b\\c"}`, "\x00\x1f\x7f\xff", `\`, `"`} {
+		esc := EscapeTXTString(raw)
+		if got := UnescapeTXTString(esc); got != raw {
+			t.Errorf("%q -> %q -> %q", raw, esc, got)
+		}
+	}
+	if got := UnescapeTXTString(`a\`); got != `a\` {
+		t.Errorf("trailing backslash: %q", got)
+	}
+}

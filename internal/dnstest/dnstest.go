@@ -198,7 +198,7 @@ func (s *Server) SetTXT(name string, ttl uint32, records ...[]string) {
 	for _, r := range records {
 		esc := make([]string, len(r))
 		for i, str := range r {
-			esc[i] = escapeTXT(str)
+			esc[i] = sc.EscapeTXTString(str)
 		}
 		rrs = append(rrs, &dns.TXT{Hdr: hdr(name, dns.TypeTXT, ttl), Txt: esc})
 	}
@@ -259,25 +259,6 @@ func (s *Server) ResetQueries() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.queries = nil
-}
-
-// escapeTXT writes raw bytes in the escaped form miekg/dns packs: a
-// backslash quotes the next byte, \DDD is a byte in decimal.
-func escapeTXT(raw string) string {
-	var b strings.Builder
-	for i := 0; i < len(raw); i++ {
-		c := raw[i]
-		switch {
-		case c == '\\' || c == '"':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c < ' ' || c > '~':
-			fmt.Fprintf(&b, "\\%03d", c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
 }
 
 func (s *Server) serve(w dns.ResponseWriter, req *dns.Msg) {
