@@ -266,12 +266,7 @@ func NineDigitDurations(value []byte) ([]byte, error) {
 	}
 	c := newChecker(t)
 	c.errorsOnly = true
-	ch := parseChoices(c)
-	for i := range ch.List {
-		if cfg := ch.List[i].configNode; cfg >= 0 {
-			validateServiceConfig(c, cfg)
-		}
-	}
+	validateChoiceConfigs(c, parseChoices(c))
 	if err := c.diags.Err(); err != nil {
 		return nil, err
 	}

@@ -153,15 +153,7 @@ func lintValue(value []byte, k Kind, offs offsetMap, owner string, strs ...strin
 		c := newChecker(t)
 		if k == KindChoices {
 			ch := parseChoices(c)
-			for i := range ch.List {
-				if cfg := ch.List[i].configNode; cfg >= 0 {
-					c.pushIdx(elementIndex(t, 0, ch.List[i].node))
-					c.pushKey(keyNodeOf(t, ch.List[i].node, cfg))
-					validateServiceConfig(c, cfg)
-					c.pop()
-					c.pop()
-				}
-			}
+			validateChoiceConfigs(c, ch)
 			lintChoiceList(c, ch)
 			if !c.diags.HasErrors() {
 				lintVariants(c, ch)
@@ -188,6 +180,20 @@ func lintValue(value []byte, k Kind, offs offsetMap, owner string, strs ...strin
 		}
 	}
 	return ds
+}
+
+// validateChoiceConfigs validates the service config of every choice, with
+// paths /i/serviceConfig/….
+func validateChoiceConfigs(c *checker, ch *Choices) {
+	for i := range ch.List {
+		if cfg := ch.List[i].configNode; cfg >= 0 {
+			c.pushIdx(elementIndex(c.t, 0, ch.List[i].node))
+			c.pushKey(keyNodeOf(c.t, ch.List[i].node, cfg))
+			validateServiceConfig(c, cfg)
+			c.pop()
+			c.pop()
+		}
+	}
 }
 
 // lintChoiceList adds the checks that look at the list as a whole.

@@ -67,15 +67,7 @@ func TestSchemaAgreesWithRules(t *testing.T) {
 		n++
 		c := newChecker(tr)
 		if k == KindChoices {
-			ch := parseChoices(c)
-			for i := range ch.List {
-				if cfg := ch.List[i].configNode; cfg >= 0 {
-					c.pushIdx(elementIndex(tr, 0, ch.List[i].node))
-					c.pushKey(keyNodeOf(tr, ch.List[i].node, cfg))
-					validateServiceConfig(c, cfg)
-					c.path = c.path[:0]
-				}
-			}
+			validateChoiceConfigs(c, parseChoices(c))
 		} else {
 			validateServiceConfig(c, 0)
 		}
