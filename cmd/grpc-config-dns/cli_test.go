@@ -14,10 +14,3 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	return code, out.String(), errb.String()
 }
 
-// runCLIWithStdin runs the CLI with stdin.
-func runCLIWithStdin(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
-	t.Helper()
-	var out, errb bytes.Buffer
-	code = run(args, strings.NewReader(stdin), &out, &errb)
-	return code, out.String(), errb.String()
-}

@@ -19,7 +19,8 @@ into quoted strings of at most 255 bytes, ready for a zone file:
   _grpc_config.echo 300 IN TXT <output>
 
 A bare service config is published as one choice that matches every client.
-Warnings (such as an answer too large for UDP) go to stderr.
+The record's size (strings, RDATA, and the DNS answer for a typical owner
+name) and any warning (such as an answer too large for UDP) go to stderr.
 
 Exit status: 0 encoded; 1 the input is invalid; 2 usage or I/O error.`,
 		Args: cobra.ExactArgs(1),
@@ -60,6 +61,13 @@ func (e *env) encode(arg string) error {
 	if ds.HasErrors() {
 		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: nothing encoded", name)}
 	}
-	fmt.Fprintln(e.stdout, sc.FormatTXT(sc.EncodeTXT(value)))
+	strs := sc.EncodeTXT(value)
+	fmt.Fprintln(e.stdout, sc.FormatTXT(strs))
+	owner := in.owner
+	if owner == "" {
+		owner = "_grpc_config.service.example.com."
+	}
+	fmt.Fprintf(e.stderr, "%s: %d string(s), RDATA %d bytes; the answer at %s is %d bytes, %d with EDNS\n",
+		name, len(strs), sc.RDataLen(strs), owner, sc.ResponseSize(owner, strs, false), sc.ResponseSize(owner, strs, true))
 	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -38,14 +39,10 @@ func TestREADMEExamples(t *testing.T) {
 				args[i] = "../../" + a
 			}
 		}
-		var code int
-		var out, errs string
-		if stdin != "" {
-			code, out, errs = runCLIWithStdin(t, stdin+"\n", args...)
-		} else {
-			code, out, errs = runCLI(t, args...)
-		}
-		got := strings.ReplaceAll(errs+out, "../../testdata/", "testdata/")
+		// One buffer for stdout and stderr, in the order a terminal shows.
+		var both bytes.Buffer
+		code := run(args, strings.NewReader(stdin+"\n"), &both, &both)
+		got := strings.ReplaceAll(both.String(), "../../testdata/", "testdata/")
 		if code != 0 && code != exitInvalid {
 			t.Errorf("grpc-config-dns %s: exit %d: %s", m[2], code, got)
 			continue
