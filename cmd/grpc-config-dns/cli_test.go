@@ -13,4 +13,3 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	code = run(args, strings.NewReader(""), &out, &errb)
 	return code, out.String(), errb.String()
 }
-
