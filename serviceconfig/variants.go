@@ -2,6 +2,7 @@ package serviceconfig
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -104,7 +105,11 @@ func newSpace(list []Choice) *space {
 			pcts = append(pcts, ch.Percentage)
 		}
 		if ch.Constraints != nil {
-			for k, vs := range ch.Constraints.Values() {
+			// Map order is random; sorted keys keep the witnesses lint
+			// prints the same from run to run.
+			values := ch.Constraints.Values()
+			for _, k := range slices.Sorted(maps.Keys(values)) {
+				vs := values[k]
 				if _, ok := keyIndex[k]; !ok {
 					keyIndex[k] = len(sp.keys)
 					sp.keys = append(sp.keys, k)
