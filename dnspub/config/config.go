@@ -62,7 +62,31 @@ type Zone struct {
 	Nameservers []Nameserver
 	Services    []*Service
 	Transfer    Transfer
+	// Compat is the zone's default for its services' Compat.
+	Compat Compat
 }
+
+// Compat shapes a published record for the gRPC clients that read DNS
+// configs their own way (README, "Compatibility with other gRPC clients").
+// A zone's compat: sets the default of its services; a service's compat:
+// overrides it field by field.
+type Compat struct {
+	// NineDigitDurations writes every duration of a published config with
+	// nine fraction digits ("0.100000000s"): grpc-js takes the digits after
+	// the point as nanoseconds, so it reads "0.1s" as 1 ns. Default true.
+	NineDigitDurations bool
+	// BareHost also publishes the TXT record at the service's own name,
+	// where grpc-js looks for it (it does not ask _grpc_config.<host>).
+	BareHost bool
+	// AllowGrpcGoFailure publishes a record although some grpc-go client
+	// using grpc-go's dns resolver would fail its channel on it (no choice
+	// it matches, or a config it rejects). Off by default: such a record is
+	// refused with the reason.
+	AllowGrpcGoFailure bool
+}
+
+// DefaultCompat is the compat: of a zone that sets none.
+var DefaultCompat = Compat{NineDigitDurations: true}
 
 // SOA holds the zone's SOA fields; the serial is managed by the server.
 type SOA struct {
@@ -97,9 +121,8 @@ type Service struct {
 	// TXT is the TXT record at _grpc_config.<Name>: "grpc_config=" and
 	// Value cut into strings of at most 255 bytes; nil without Value.
 	TXT []string
-	// BareHostCompat also publishes TXT at Name itself, where grpc-js
-	// looks for it.
-	BareHostCompat bool
+	// Compat is how the record is shaped for other gRPC clients.
+	Compat Compat
 }
 
 // TXTOwner is the owner name of the service's TXT record.
@@ -339,7 +362,7 @@ type svcEntry struct {
 }
 
 func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yaml.Node) {
-	z := &Zone{TTL: DefaultTTL, SOA: SOA{Refresh: DefaultRefresh, Retry: DefaultRetry, Expire: DefaultExpire, Minimum: DefaultMinimum}}
+	z := &Zone{TTL: DefaultTTL, Compat: DefaultCompat, SOA: SOA{Refresh: DefaultRefresh, Retry: DefaultRetry, Expire: DefaultExpire, Minimum: DefaultMinimum}}
 	var originNode, nsNode, soaNode, svcNode, xfrNode *yaml.Node
 	var nsPath, soaPath, svcPath, xfrPath string
 	present := d.object(n, path, "a zone", []field{
@@ -354,6 +377,7 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 		{"soa", func(_, v *yaml.Node, p string) { soaNode, soaPath = v, p }},
 		{"services", func(_, v *yaml.Node, p string) { svcNode, svcPath = v, p }},
 		{"transfer", func(_, v *yaml.Node, p string) { xfrNode, xfrPath = v, p }},
+		{"compat", func(_, v *yaml.Node, p string) { z.Compat, _ = d.compat(v, p, z.Compat) }},
 	})
 	if present == nil {
 		return nil, nil
@@ -605,8 +629,10 @@ func (d *doc) soa(n *yaml.Node, path string, z *Zone) {
 }
 
 func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
-	s := &Service{TTL: z.TTL}
+	s := &Service{TTL: z.TTL, Compat: z.Compat}
 	e := svcEntry{path: path}
+	var bareHostNode *yaml.Node
+	var bareHost, compatBareHost *bool
 	var nameNode, choicesNode, configNode *yaml.Node
 	var choicesPath, configPath string
 	ok := true
@@ -628,9 +654,23 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 		{"serviceConfig", func(_, v *yaml.Node, p string) { configNode, configPath = v, p }},
 		{"bareHostCompat", func(_, v *yaml.Node, p string) {
 			b, bok := d.boolean(v, p, "bareHostCompat")
-			s.BareHostCompat, ok = b, ok && bok
+			bareHost, bareHostNode, ok = &b, v, ok && bok
+		}},
+		{"compat", func(_, v *yaml.Node, p string) {
+			var set map[string]bool
+			s.Compat, set = d.compat(v, p, s.Compat)
+			if set["bareHost"] {
+				compatBareHost = &s.Compat.BareHost
+			}
 		}},
 	})
+	switch {
+	case bareHost != nil && compatBareHost != nil && *bareHost != *compatBareHost:
+		d.report(bareHostNode, path+"/bareHostCompat", "compat-conflict", "bareHostCompat: %t contradicts compat: {bareHost: %t}: keep only compat.bareHost", *bareHost, *compatBareHost)
+		ok = false
+	case bareHost != nil:
+		s.Compat.BareHost = *bareHost
+	}
 	if present == nil {
 		return e
 	}
@@ -683,8 +723,8 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 	if len(s.Addresses) == 0 && choicesNode == nil && configNode == nil {
 		d.report(nameNode, path+"/name", "service-empty", "service %s has no addresses and no service config, so it publishes nothing: add addresses:, choices: or serviceConfig:", name)
 	}
-	if s.BareHostCompat && s.Value == nil && choicesNode == nil && configNode == nil {
-		d.report(nameNode, path+"/name", "service-empty", "bareHostCompat is set but service %s has no service config to publish", name)
+	if (bareHost != nil && *bareHost || compatBareHost != nil && *compatBareHost) && s.Value == nil && choicesNode == nil && configNode == nil {
+		d.report(nameNode, path+"/name", "service-empty", "bareHost is set but service %s has no service config to publish", name)
 	}
 	if ok {
 		e.svc = s
@@ -702,7 +742,7 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 	}
 	var valid bool
 	for _, diag := range sc.LintJSON(j.text, kind, s.TXTOwner()) {
-		if diag.Code == "duration-fraction" {
+		if diag.Code == "duration-fraction" && s.Compat.NineDigitDurations {
 			continue // the publisher writes every duration with 9 digits
 		}
 		at := n
@@ -725,15 +765,46 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 	}
 	ch, err := sc.ParseChoices(value)
 	if err == nil {
-		// grpc-js reads "0.1s" as 1 ns: publish the form every client reads.
-		value, err = sc.NineDigitDurations(ch.Compact())
+		value = ch.Compact()
+		if s.Compat.NineDigitDurations {
+			// grpc-js reads "0.1s" as 1 ns: publish the form every client reads.
+			value, err = sc.NineDigitDurations(value)
+		}
 	}
 	if err != nil {
 		// LintJSON applies every rule ParseChoices does; this is a bug guard.
 		d.report(n, path, "yaml-value", "the config cannot be published: %v", err)
 		return nil
 	}
+	if !s.Compat.AllowGrpcGoFailure {
+		if reason, i := ch.GrpcGoFailure(); reason != "" {
+			at, p := n, path
+			if kind == sc.KindChoices && i >= 0 && deref(n).Kind == yaml.SequenceNode && i < len(deref(n).Content) {
+				at, p = deref(n).Content[i], fmt.Sprintf("%s/%d", path, i)
+			}
+			d.report(at, p, "grpc-go-channel-failure", "grpc-go clients (its built-in dns resolver) would fail their channel with UNAVAILABLE on this record: %s; fix the record as lint advises (a last choice without criteria, like {serviceConfig: {}}, serves every client), or set compat: {allowGrpcGoFailure: true} on the service or its zone if no grpc-go client reads it", reason)
+			return nil
+		}
+	}
 	return value
+}
+
+// compat reads a compat: mapping over base and says which fields it set.
+func (d *doc) compat(n *yaml.Node, path string, base Compat) (Compat, map[string]bool) {
+	set := map[string]bool{}
+	flag := func(name string, dst *bool) field {
+		return field{name, func(_, v *yaml.Node, p string) {
+			if b, ok := d.boolean(v, p, "compat."+name); ok {
+				*dst, set[name] = b, true
+			}
+		}}
+	}
+	d.object(n, path, "compat", []field{
+		flag("nineDigitDurations", &base.NineDigitDurations),
+		flag("bareHost", &base.BareHost),
+		flag("allowGrpcGoFailure", &base.AllowGrpcGoFailure),
+	})
+	return base, set
 }
 
 func (d *doc) transfer(n *yaml.Node, path string, z *Zone, keys map[string]bool) {

@@ -73,6 +73,41 @@ zones:
                 - name: [{service: a.B}]
                   timeout: 1m
 `, []want{{8, 25, "choice-percentage", "/zones/0/services/0/choices/0/percentage"}, {12, 28, "duration", "/zones/0/services/0/choices/0/serviceConfig/methodConfig/0/timeout"}}},
+		{"record grpc-go channels fail on", `
+zones:
+  - origin: example.test.
+    nameservers: [{name: ns1, addresses: [192.0.2.1]}]
+    services:
+      - name: echo
+        choices:
+          - clientLanguage: [java]
+            serviceConfig: {}
+`, []want{{8, 11, "grpc-go-channel-failure", "/zones/0/services/0/choices"}, {8, 13, "choices-no-catch-all", "/zones/0/services/0/choices/0"}}},
+		{"grpc-go rejects the chosen config", `
+zones:
+  - origin: example.test.
+    nameservers: [{name: ns1, addresses: [192.0.2.1]}]
+    services:
+      - name: echo
+        choices:
+          - clientLanguage: [java]
+            serviceConfig: {}
+          - serviceConfig:
+              methodConfig:
+                - name: [{}]
+                  retryPolicy: {maxAttempts: 3, initialBackoff: 0.1s, maxBackoff: 1s, backoffMultiplier: 2, retryableStatusCodes: [unavailable]}
+`, []want{{10, 13, "grpc-go-channel-failure", "/zones/0/services/0/choices/1"}, {13, 132, "status-code-case", "/zones/0/services/0/choices/1/serviceConfig/methodConfig/0/retryPolicy/retryableStatusCodes/0"}}},
+		{"compat options", `
+zones:
+  - origin: example.test.
+    nameservers: [{name: ns1, addresses: [192.0.2.1]}]
+    compat: {nineDigitDurations: false, allowGrpcGoFailure: yes}
+    services:
+      - name: echo
+        bareHostCompat: true
+        compat: {bareHost: false, colour: red}
+        serviceConfig: {methodConfig: [{name: [{}], timeout: 0.5s}]}
+`, []want{{5, 61, "field-type", "/zones/0/compat/allowGrpcGoFailure"}, {8, 25, "compat-conflict", "/zones/0/services/0/bareHostCompat"}, {9, 35, "unknown-key", "/zones/0/services/0/compat/colour"}, {10, 62, "duration-fraction", "/zones/0/services/0/serviceConfig/methodConfig/0/timeout"}}},
 		{"names", `
 zones:
   - origin: example.test
@@ -190,5 +225,52 @@ zones:
 				t.Errorf("config %v returned with errors=%v", cfg != nil, ds.HasErrors())
 			}
 		})
+	}
+}
+
+// TestCompat checks what each compat option changes in the published
+// record, and that a service's compat: overrides its zone's field by field.
+func TestCompat(t *testing.T) {
+	cfg, ds := Parse([]byte(`
+zones:
+  - origin: example.test.
+    nameservers: [{name: ns1, addresses: [192.0.2.1]}]
+    compat: {nineDigitDurations: false, allowGrpcGoFailure: true}
+    services:
+      - name: plain
+        serviceConfig: {methodConfig: [{name: [{}], timeout: 0.5s}]}
+      - name: padded
+        compat: {nineDigitDurations: true, bareHost: true}
+        serviceConfig: {methodConfig: [{name: [{}], timeout: 0.5s}]}
+      - name: javaonly
+        choices: [{clientLanguage: [java], serviceConfig: {}}]
+      - name: strict
+        compat: {allowGrpcGoFailure: false}
+        serviceConfig: {}
+      - name: legacy
+        bareHostCompat: true
+        serviceConfig: {}
+`))
+	if ds.HasErrors() {
+		t.Fatalf("diagnostics:\n%s", dump(ds))
+	}
+	svcs := cfg.Zones[0].Services
+	want := []struct {
+		value string
+		c     Compat
+	}{
+		{`[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"0.5s"}]}}]`, Compat{AllowGrpcGoFailure: true}},
+		{`[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"0.500000000s"}]}}]`, Compat{NineDigitDurations: true, BareHost: true, AllowGrpcGoFailure: true}},
+		{`[{"clientLanguage":["java"],"serviceConfig":{}}]`, Compat{AllowGrpcGoFailure: true}},
+		{`[{"serviceConfig":{}}]`, Compat{}},
+		{`[{"serviceConfig":{}}]`, Compat{BareHost: true, AllowGrpcGoFailure: true}},
+	}
+	for i, w := range want {
+		if got := string(svcs[i].Value); got != w.value || svcs[i].Compat != w.c {
+			t.Errorf("%s: value %s, compat %+v; want %s, %+v", svcs[i].Name, got, svcs[i].Compat, w.value, w.c)
+		}
+	}
+	if def, _ := Parse(Example); def.Zones[0].Compat != DefaultCompat || !DefaultCompat.NineDigitDurations || DefaultCompat.BareHost || DefaultCompat.AllowGrpcGoFailure {
+		t.Errorf("defaults: zone %+v, DefaultCompat %+v", def.Zones[0].Compat, DefaultCompat)
 	}
 }

@@ -2,9 +2,11 @@ package config
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -76,5 +78,17 @@ func TestDocsExample(t *testing.T) {
 	}
 	if cfg, ds := Parse(m[1]); cfg == nil || len(ds) > 0 {
 		t.Errorf("the config in docs/publisher.md:\n%s", dump(ds))
+	}
+}
+
+// TestDocsCodes: the code table in docs/publisher.md lists every code with
+// its severity and summary.
+func TestDocsCodes(t *testing.T) {
+	doc := string(mustRead(t, filepath.Join("..", "..", "docs", "publisher.md")))
+	for _, c := range codes {
+		row := fmt.Sprintf("| `%s` | %s | %s |", c.Code, c.Severity, c.Summary)
+		if !strings.Contains(doc, row) {
+			t.Errorf("docs/publisher.md lacks the row\n%s", row)
+		}
 	}
 }

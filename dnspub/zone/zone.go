@@ -54,7 +54,7 @@ func New(c *config.Zone, serial uint32) *Zone {
 		z.Records = append(z.Records, addressRecords(s.Name, s.TTL, s.Addresses)...)
 		if s.TXT != nil {
 			z.Records = append(z.Records, &dns.TXT{Hdr: hdr(s.TXTOwner(), dns.TypeTXT, s.TTL), Txt: escapeAll(s.TXT)})
-			if s.BareHostCompat {
+			if s.Compat.BareHost {
 				z.Records = append(z.Records, &dns.TXT{Hdr: hdr(s.Name, dns.TypeTXT, s.TTL), Txt: escapeAll(s.TXT)})
 			}
 		}

@@ -1,0 +1,70 @@
+package serviceconfig
+
+import (
+	"fmt"
+	"strings"
+)
+
+// grpcGoRejects are the codes of our warnings for configs that grpc-go's
+// parser rejects outright (the channel then fails instead of using the
+// config).
+var grpcGoRejects = map[string]bool{"status-code-case": true}
+
+// GrpcGoFailure says why some client using grpc-go's built-in dns resolver
+// would fail its channel (UNAVAILABLE) on this choice list, or returns ""
+// when none would. Choice is the index of the choice at fault, or -1 when
+// the fault is that no choice matches.
+//
+// It models grpc-go's reading of a record, which differs from gRFC A2 and
+// from ours (checked against grpc-go 1.85's internal/resolver/dns):
+// clientLanguage must contain exactly "GO"; an empty clientLanguage or
+// clientHostname list matches no client; unknown choice keys, our
+// dynamicParameterConstraints among them, are ignored; the percentage is
+// drawn anew on every resolution, so only an absent percentage or 100 takes
+// every draw. When no choice matches, grpc-go parses an empty config and
+// fails the channel; a chosen config it cannot parse fails it too.
+func (ch *Choices) GrpcGoFailure() (reason string, choice int) {
+	var misses []string
+	for i := range ch.List {
+		c := &ch.List[i]
+		lang := len(c.ClientLanguage) == 0 || containsExact(c.ClientLanguage, "GO")
+		switch {
+		case !lang:
+			misses = append(misses, fmt.Sprintf(`choice %d is for clientLanguage %s, and grpc-go matches only "GO"`, i, strings.Join(c.ClientLanguage, ", ")))
+			continue
+		case c.ClientLanguage != nil && len(c.ClientLanguage) == 0, c.ClientHostname != nil && len(c.ClientHostname) == 0:
+			misses = append(misses, fmt.Sprintf("choice %d has an empty list, which grpc-go matches with no client", i))
+			continue
+		case c.Percentage == 0:
+			continue // percentage 0 takes no client anywhere
+		}
+		for _, d := range ch.Validate(i) {
+			if grpcGoRejects[d.Code] {
+				return fmt.Sprintf("choice %d is what grpc-go clients pick, and grpc-go rejects its config (%s)", i, d.Message), i
+			}
+		}
+		everyDraw := c.Percentage < 0 || c.Percentage >= 100
+		if everyDraw && c.ClientHostname == nil {
+			return "", -1
+		}
+		if !everyDraw {
+			misses = append(misses, fmt.Sprintf("choice %d takes only draws up to %d%%", i, c.Percentage))
+		}
+		if c.ClientHostname != nil {
+			misses = append(misses, fmt.Sprintf("choice %d only hosts %s", i, strings.Join(c.ClientHostname, ", ")))
+		}
+	}
+	if len(misses) == 0 {
+		return "no choice matches a grpc-go client", -1
+	}
+	return "no choice matches every grpc-go client: " + strings.Join(misses, "; "), -1
+}
+
+func containsExact(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

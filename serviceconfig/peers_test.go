@@ -1,0 +1,49 @@
+package serviceconfig
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestGrpcGoFailure(t *testing.T) {
+	const full = `{"loadBalancingConfig":[{"round_robin":{}}]}`
+	cases := []struct {
+		name, value string
+		choice      int    // -2: no failure
+		reason      string // substring of the reason
+	}{
+		{"catch-all", `[{"serviceConfig":{}}]`, -2, ""},
+		{"GO then catch-all", `[{"clientLanguage":["GO"],"percentage":20,"serviceConfig":` + full + `},{"serviceConfig":{}}]`, -2, ""},
+		{"percentage 100 takes every draw", `[{"percentage":100,"serviceConfig":{}}]`, -2, ""},
+		{"constraints are ignored by grpc-go", `[{"dynamicParameterConstraints":{"constraint":{"key":"env","value":"prod"}},"serviceConfig":{}}]`, -2, ""},
+		{"lower-case go only", `[{"clientLanguage":["go"],"serviceConfig":{}}]`, -1, `choice 0 is for clientLanguage go, and grpc-go matches only "GO"`},
+		{"empty language list", `[{"clientLanguage":[],"serviceConfig":{}}]`, -1, "choice 0 has an empty list"},
+		{"empty hostname list", `[{"clientHostname":[],"serviceConfig":{}}]`, -1, "choice 0 has an empty list"},
+		{"percentage 0 only", `[{"percentage":0,"serviceConfig":{}}]`, -1, "no choice matches a grpc-go client"},
+		{"percentage only", `[{"percentage":20,"serviceConfig":{}}]`, -1, "draws up to 20%"},
+		{"hostname only", `[{"clientHostname":["a","b"],"serviceConfig":{}}]`, -1, "only hosts a, b"},
+		{"java only", `[{"clientLanguage":["java"],"serviceConfig":{}}]`, -1, "choice 0 is for clientLanguage java"},
+		{"lower-case status code in the chosen config",
+			`[{"serviceConfig":{"methodConfig":[{"name":[{}],"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["unavailable"]}}]}}]`,
+			0, "rejects its config"},
+		{"lower-case status code for java only", `[{"clientLanguage":["java"],"serviceConfig":{"methodConfig":[{"name":[{}],"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["unavailable"]}}]}},{"serviceConfig":{}}]`, -2, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ch, err := ParseChoices([]byte(tc.value))
+			if err != nil {
+				t.Fatal(err)
+			}
+			reason, i := ch.GrpcGoFailure()
+			if tc.choice == -2 {
+				if reason != "" {
+					t.Fatalf("GrpcGoFailure = %q, %d; want none", reason, i)
+				}
+				return
+			}
+			if reason == "" || i != tc.choice || !strings.Contains(reason, tc.reason) {
+				t.Fatalf("GrpcGoFailure = %q, %d; want choice %d and a reason with %q", reason, i, tc.choice, tc.reason)
+			}
+		})
+	}
+}
