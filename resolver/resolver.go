@@ -388,7 +388,7 @@ func (d *dnsResolver) evaluate(a *answer, err error) outcome {
 	if ds := ch.Validate(i); ds.HasErrors() {
 		return invalid(fmt.Errorf("choice %d's service config: %w", i, ds.Err()))
 	}
-	js := string(ch.CompactConfig(i))
+	js := string(ch.GrpcGoConfig(i))
 	// The verdicts up to the chosen one: why it, and why not the earlier ones.
 	why := make([]string, i+1)
 	for j := range why {

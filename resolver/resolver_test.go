@@ -319,6 +319,18 @@ func TestInvalidRecordOnNewChannel(t *testing.T) {
 	})
 }
 
+// gRFC A6 allows status code names in any case; grpc-go's parser only
+// takes upper case, so the resolver hands it the upper-case form.
+func TestLowerCaseStatusCodesReachGrpcGo(t *testing.T) {
+	s, target := zone(t)
+	s.SetConfig("svc.test", 60, `[{"serviceConfig":{"methodConfig":[{"name":[{}],"retryPolicy":{"maxAttempts":2,"initialBackoff":"1s","maxBackoff":"1s","backoffMultiplier":1,"retryableStatusCodes":["unavailable"]}}]}}]`)
+	cc, _ := buildFake(t, NewBuilder(fastOptions()), target)
+	u := cc.waitN(t, 1, 5*time.Second)
+	if !strings.Contains(u[0].config, `"retryableStatusCodes":["UNAVAILABLE"]`) {
+		t.Fatalf("%s; want the status code upper-cased", cc)
+	}
+}
+
 // Only the chosen choice's service config is validated (gRFC A21).
 func TestOnlyChosenConfigIsValidated(t *testing.T) {
 	s, target := zone(t)

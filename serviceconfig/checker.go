@@ -21,6 +21,9 @@ type checker struct {
 	// shortFractions collects the duration strings with 1 to 8 fraction
 	// digits, which grpc-js misreads, for NineDigitDurations.
 	shortFractions []int32
+	// caseCodes collects the status code names that are not upper-case,
+	// which grpc-go rejects, for GrpcGoConfig.
+	caseCodes []int32
 }
 
 // seg is one step of a JSON pointer: an object member (key is the key

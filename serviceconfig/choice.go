@@ -3,6 +3,7 @@ package serviceconfig
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/constraints"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
@@ -251,6 +252,32 @@ func (ch *Choices) CompactConfig(i int) []byte {
 		return ch.tree.AppendCompact(nil, n)
 	}
 	return []byte("{}")
+}
+
+// GrpcGoConfig returns choice i's service config as compact JSON in the
+// form grpc-go's parser accepts: status code names upper-cased. gRFC A6
+// lets them be written in any case, but grpc-go rejects the whole config
+// otherwise, so a resolver running inside grpc-go passes it this form.
+func (ch *Choices) GrpcGoConfig(i int) []byte {
+	js := ch.CompactConfig(i)
+	t, err := jtree.Parse(js)
+	if err != nil {
+		return js
+	}
+	c := newChecker(t)
+	validateServiceConfig(c, 0)
+	if len(c.caseCodes) == 0 {
+		return js
+	}
+	slices.SortFunc(c.caseCodes, func(a, b int32) int { return int(t.Nodes[a].Start - t.Nodes[b].Start) })
+	out := make([]byte, 0, len(js))
+	last := 0
+	for _, n := range c.caseCodes {
+		out = append(out, js[last:t.Nodes[n].Start]...)
+		out = strconv.AppendQuote(out, strings.ToUpper(t.Str(n)))
+		last = int(t.Nodes[n].End)
+	}
+	return append(out, js[last:]...)
 }
 
 // NineDigitDurations returns a choice list (JSON) with every duration of

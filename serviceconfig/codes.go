@@ -43,7 +43,7 @@ var codes = []CodeInfo{
 	{"choice-percentage", Error, "percentage is not an integer from 0 to 100"},
 	{"choice-percentage-zero", Warning, "percentage 0 matches no client"},
 	{"choice-service-config", Error, "serviceConfig is missing or not an object"},
-	{"choice-empty-list", Warning, "an empty clientLanguage or clientHostname list: A2 matches all, grpc-go matches none"},
+	{"choice-empty-list", Warning, "an empty clientLanguage or clientHostname list: A2 matches all, grpc-go, grpc-js and C-core match none"},
 	{"dynparams-constraint", Error, "a dynamicParameterConstraints message is malformed"},
 	{"dynparams-too-deep", Error, "dynamic parameter constraints nest more than 32 levels"},
 	{"dynparams-empty-and", Warning, "an empty andConstraints matches every client"},

@@ -237,7 +237,7 @@ func lintChoiceList(c *checker, ch *Choices) {
 		for _, key := range []string{keyClientLanguage, keyClientHostname} {
 			if v := t.Get(x.node, key); v >= 0 && t.Nodes[v].Kind == jtree.Array && t.Nodes[v].Len == 0 {
 				c.pushKey(keyNodeOf(t, x.node, v))
-				c.report(v, "choice-empty-list", "an empty %s list matches every client under gRFC A2, but grpc-go matches none: remove the field to match every client", key)
+				c.report(v, "choice-empty-list", "an empty %s list matches every client under gRFC A2, but grpc-go, grpc-js and C-core match none (and grpc-go and grpc-js fail the channel when no later choice matches): remove the field to match every client", key)
 				c.pop()
 			}
 		}

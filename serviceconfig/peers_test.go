@@ -47,3 +47,23 @@ func TestGrpcGoFailure(t *testing.T) {
 		})
 	}
 }
+
+func TestGrpcGoConfig(t *testing.T) {
+	const in = `[{"serviceConfig":{"methodConfig":[{"name":[{}],"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["unavailable","Resource_Exhausted",14]}}]}}]`
+	ch, err := ParseChoices([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := string(ch.GrpcGoConfig(0))
+	want := `{"methodConfig":[{"name":[{}],"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE","RESOURCE_EXHAUSTED",14]}}]}`
+	if got != want {
+		t.Errorf("GrpcGoConfig = %s\nwant          %s", got, want)
+	}
+	if err := grpcGoParse([]byte(got)); err != nil {
+		t.Errorf("grpc-go rejects it: %v", err)
+	}
+	ch, _ = ParseChoices([]byte(`[{"serviceConfig":{"loadBalancingPolicy":"round_robin"}}]`))
+	if got := string(ch.GrpcGoConfig(0)); got != `{"loadBalancingPolicy":"round_robin"}` {
+		t.Errorf("a config without status codes changed: %s", got)
+	}
+}

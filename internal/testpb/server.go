@@ -17,14 +17,26 @@ import (
 type Server struct {
 	UnimplementedEchoServer
 	name string
+	*attempts
+}
 
-	mu       sync.Mutex
-	attempts map[string]int32
+// attempts counts Flaky calls per key; servers made by Named share it, so
+// that a retry which lands on another backend still counts as the next
+// attempt.
+type attempts struct {
+	mu sync.Mutex
+	n  map[string]int32
 }
 
 // NewServer returns a server that names itself name in every answer.
 func NewServer(name string) *Server {
-	return &Server{name: name, attempts: map[string]int32{}}
+	return &Server{name: name, attempts: &attempts{n: map[string]int32{}}}
+}
+
+// Named returns a server that answers as name and shares s's Flaky
+// attempt counts: two backends of one logical service.
+func (s *Server) Named(name string) *Server {
+	return &Server{name: name, attempts: s.attempts}
 }
 
 // Name is the backend name the server answers with.
@@ -65,8 +77,8 @@ func (s *Server) Slow(ctx context.Context, req *EchoRequest) (*EchoResponse, err
 // UNAVAILABLE.
 func (s *Server) Flaky(ctx context.Context, req *EchoRequest) (*EchoResponse, error) {
 	s.mu.Lock()
-	s.attempts[req.GetKey()]++
-	n := s.attempts[req.GetKey()]
+	s.n[req.GetKey()]++
+	n := s.n[req.GetKey()]
 	s.mu.Unlock()
 	if n <= req.GetFailFirst() {
 		return nil, status.Errorf(codes.Unavailable, "flaky: attempt %d of key %q fails on purpose", n, req.GetKey())
@@ -80,7 +92,7 @@ func (s *Server) Flaky(ctx context.Context, req *EchoRequest) (*EchoResponse, er
 func (s *Server) Attempts(key string) int32 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.attempts[key]
+	return s.n[key]
 }
 
 // Chat answers every request of the stream.

@@ -1,0 +1,168 @@
+package main
+
+import "strings"
+
+// The clients of the suite, in table order.
+const (
+	grpcGo    = "grpc-go"
+	ours      = "dnsconfig"
+	grpcJS    = "grpc-js"
+	grpcPy    = "grpcio"
+	zoneName  = "interop.test."
+	changeTTL = 5 // seconds; the TTL of the record the change case publishes
+)
+
+var clients = []string{grpcGo, ours, grpcJS, grpcPy}
+
+// Outcomes: what a client's channel did with a record, as classify reads
+// them off the probes.
+const (
+	applied  = "applied"   // timeout fired, retry succeeded, round_robin spread
+	noConfig = "no config" // none of that: the channel's default config
+	fails    = "fails"     // calls fail UNAVAILABLE: the channel rejected the record
+	timesOut = "times out" // every call fails DEADLINE_EXCEEDED at once
+)
+
+// fullConfig is the service config every case is about: for every method
+// of the test service, a timeout (Slow sleeps 5 s, past it), a retry
+// policy (Flaky fails twice, then succeeds) and round_robin. Durations are
+// written as people write them; the publisher pads them to nine digits
+// unless told not to. It is kept small enough for every record to fit a
+// 512-byte UDP answer: grpc-js's outcome on a record it rejects depends on
+// whether the TXT answer comes before the addresses, and a TCP retry
+// delays it.
+func fullConfig(timeout string) string {
+	return `{"loadBalancingConfig":[{"round_robin":{}}],"methodConfig":[{"name":[{"service":"grpcconfigdns.test.v1.Echo"}],"timeout":"` + timeout + `",` +
+		`"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.01s","maxBackoff":"0.1s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]}`
+}
+
+// full has a timeout of 4 s: C-core (Python grpcio) ends calls about 1.8 s
+// before a service config timeout (grpc/grpc#34547, measured by the
+// timeout-1s case), so shorter timeouts would test that bug everywhere.
+var full = fullConfig("4s")
+
+// nine pads a config's durations as the publisher does.
+var nine = strings.NewReplacer(`"0.01s"`, `"0.010000000s"`, `"0.1s"`, `"0.100000000s"`).Replace
+
+// testCase is one published record and what each client does with it.
+type testCase struct {
+	// Host is the service's first label: Host.interop.test.
+	Host string
+	// Title describes the record in the compatibility table.
+	Title string
+	// Choices is the grpc_config value (a JSON choice list); empty for a
+	// name without a record.
+	Choices string
+	// Compat is the publisher's compat: mapping for the service, in YAML
+	// flow style, or "".
+	Compat string
+	// Foreign records are served by a stand-in DNS server instead of our
+	// publisher, which refuses to publish them: the TXT records at
+	// _grpc_config.<host> (and at the bare host, for grpc-js), each cut
+	// into strings of 255 bytes.
+	Foreign []string
+	// Lint is the set of warning and error codes lint reports on the
+	// record as served; empty for a clean record.
+	Lint []string
+	// Intent is the outcome gRFC A2 and A21 prescribe for a client here
+	// (none of them sets a default service config), and IntentFor the
+	// exceptions for clients of one language. Our resolver implements
+	// them; a table cell that differs is a client's quirk.
+	Intent    string
+	IntentFor map[string]string
+	// Want is, per client, the outcome the suite asserts where it differs
+	// from the intent: the quirks, as measured.
+	Want map[string]string
+	// Fix names the case that applies lint's advice to this one.
+	Fix string
+}
+
+func (c *testCase) intent(client string) string {
+	if w, ok := c.IntentFor[client]; ok {
+		return w
+	}
+	return c.Intent
+}
+
+func (c *testCase) want(client string) string {
+	if w, ok := c.Want[client]; ok {
+		return w
+	}
+	return c.intent(client)
+}
+
+// goClients are the clients whose language is Go.
+var goClients = map[string]string{grpcGo: applied, ours: applied}
+
+func choices(cs ...string) string { return "[" + strings.Join(cs, ",") + "]" }
+
+func choice(criteria, config string) string {
+	if criteria != "" {
+		criteria += ","
+	}
+	return "{" + criteria + `"serviceConfig":` + config + "}"
+}
+
+// statusLower is full with a lower-case status code.
+var statusLower = strings.Replace(full, `["UNAVAILABLE"]`, `["unavailable"]`, 1)
+
+// cases are the records the suite publishes. The first two are the
+// baseline; then each quirk of another client comes with the record that
+// follows lint's advice.
+var cases = []*testCase{
+	{Host: "full", Title: "the config, in one choice for every client", Choices: choices(choice("", full)), Intent: applied},
+	{Host: "none", Title: "no record", Intent: noConfig},
+
+	{Host: "no-bare", Title: "the config, published only at `_grpc_config.<host>`", Choices: choices(choice("", full)), Compat: "{bareHost: false}",
+		Intent: applied, Want: map[string]string{grpcJS: noConfig}, Fix: "bare-host"},
+	{Host: "bare-host", Title: "the config, also at the bare host name (`compat: {bareHost: true}`)", Choices: choices(choice("", full)), Intent: applied},
+
+	{Host: "lang-lower", Title: "`clientLanguage: [\"go\"]`, then a catch-all", Choices: choices(choice(`"clientLanguage":["go"]`, full), choice("", "{}")),
+		Lint: []string{"choice-language-case"}, Intent: noConfig, IntentFor: goClients, Want: map[string]string{grpcGo: noConfig}, Fix: "lang-upper"},
+	{Host: "lang-upper", Title: "`clientLanguage: [\"GO\"]`, then a catch-all", Choices: choices(choice(`"clientLanguage":["GO"]`, full), choice("", "{}")),
+		Intent: noConfig, IntentFor: goClients},
+
+	{Host: "no-catch-all", Title: "no choice for these clients", Choices: choices(choice(`"clientLanguage":["java"]`, full)), Compat: "{allowGrpcGoFailure: true}",
+		Lint: []string{"choices-no-catch-all"}, Intent: noConfig, Want: map[string]string{grpcGo: fails, grpcJS: fails}, Fix: "catch-all"},
+	{Host: "catch-all", Title: "the same, then a catch-all `{\"serviceConfig\":{}}`", Choices: choices(choice(`"clientLanguage":["java"]`, full), choice("", "{}")),
+		Intent: noConfig},
+
+	{Host: "empty-list", Title: "`clientHostname: []`", Choices: choices(choice(`"clientHostname":[]`, full)), Compat: "{allowGrpcGoFailure: true}",
+		Lint: []string{"choice-empty-list"}, Intent: applied, Want: map[string]string{grpcGo: fails, grpcJS: fails, grpcPy: noConfig}, Fix: "no-list"},
+	{Host: "no-list", Title: "no `clientHostname`", Choices: choices(choice("", full)), Intent: applied},
+
+	{Host: "status-lower", Title: "lower-case status code `\"unavailable\"`", Choices: choices(choice("", statusLower)), Compat: "{allowGrpcGoFailure: true}",
+		Lint: []string{"status-code-case"}, Intent: applied, Want: map[string]string{grpcGo: fails, grpcPy: fails}, Fix: "status-upper"},
+	{Host: "status-upper", Title: "`\"UNAVAILABLE\"`", Choices: choices(choice("", full)), Intent: applied},
+
+	{Host: "short-durations", Title: "durations as written (`\"0.5s\"`)", Choices: choices(choice("", fullConfig("0.5s"))), Compat: "{nineDigitDurations: false}",
+		Lint: []string{"duration-fraction"}, Intent: applied, Want: map[string]string{grpcJS: timesOut, grpcPy: timesOut}, Fix: "nine-digits"},
+	{Host: "nine-digits", Title: "durations with nine digits (`\"0.500000000s\"`, the publisher's default)", Choices: choices(choice("", fullConfig("0.5s"))), Intent: applied, Want: map[string]string{grpcPy: timesOut}},
+
+	{Host: "timeout-1s", Title: "a timeout of 1 s (C-core ends such calls about 1.8 s early: grpc/grpc#34547)", Choices: choices(choice("", fullConfig("1s"))), Intent: applied, Want: map[string]string{grpcPy: timesOut}},
+
+	{Host: "extension", Title: "`dynamicParameterConstraints` on a first choice for `env=canary`", Choices: choices(choice(`"dynamicParameterConstraints":{"constraint":{"key":"env","value":"canary"}}`, "{}"), choice("", full)),
+		Lint: []string{"choice-extension-key"}, Intent: applied, Want: map[string]string{grpcGo: noConfig, grpcPy: noConfig, grpcJS: fails}, Fix: "no-extension"},
+	{Host: "no-extension", Title: "the record without the extension", Choices: choices(choice("", full)), Intent: applied},
+
+	{Host: "other-txt", Title: "another TXT record at `_grpc_config.<host>`", Foreign: []string{"grpc_config=" + choices(choice("", nine(full))), "v=spf1 -all"},
+		Lint: []string{"txt-other-records"}, Intent: applied, Want: map[string]string{grpcGo: fails}, Fix: "one-txt"},
+	{Host: "one-txt", Title: "only the `grpc_config=` record", Foreign: []string{"grpc_config=" + choices(choice("", nine(full)))}, Intent: applied},
+
+	{Host: "hostname-key", Title: "misspelt key `clientHostName: [\"elsewhere\"]`, then a catch-all", Foreign: []string{"grpc_config=" + choices(choice(`"clientHostName":["elsewhere"]`, nine(full)), choice("", "{}"))},
+		Lint: []string{"choice-unknown-key"}, Intent: fails, Want: map[string]string{grpcGo: noConfig, grpcPy: applied}, Fix: "hostname-ok"},
+	{Host: "hostname-ok", Title: "`clientHostname: [\"elsewhere\"]`, then a catch-all", Foreign: []string{"grpc_config=" + choices(choice(`"clientHostname":["elsewhere"]`, nine(full)), choice("", "{}"))},
+		Intent: noConfig},
+
+	{Host: "duplicate-key", Title: "`serviceConfig` twice in one choice", Foreign: []string{`grpc_config=[{"serviceConfig":{},"serviceConfig":` + nine(full) + `}]`},
+		Lint: []string{"json-duplicate-key"}, Intent: fails, Want: map[string]string{grpcGo: applied, grpcJS: applied}, Fix: "single-key"},
+	{Host: "single-key", Title: "`serviceConfig` once", Foreign: []string{"grpc_config=" + choices(choice("", nine(full)))}, Intent: applied},
+}
+
+// The change case: a name with no record whose config is published while
+// the clients' channels run.
+var change = &testCase{Host: "change", Title: "config published while the channel runs (TTL 5 s)", Choices: choices(choice("", full))}
+
+// changeWant is, per client, whether the change reaches a running channel
+// within the watch window; ours must within the record's TTL.
+var changeWant = map[string]bool{grpcGo: false, ours: true, grpcJS: false, grpcPy: false}

@@ -1,0 +1,635 @@
+// Command runner is the interop suite (interop/run.sh): it publishes the
+// records of cases.go with `grpc-config-dns serve` (and, for records our
+// publisher refuses to publish, a stand-in DNS server), serves them a test
+// backend on 127.0.0.1 and ::1, runs gRPC clients we did not write against
+// them, and checks what each client's channel did with each record. It
+// prints one line per check and "N passed, M failed", and exits 1 on any
+// failure.
+//
+// With -readme FILE it writes the compatibility table into FILE between
+// the markers <!-- compat:begin --> and <!-- compat:end -->; with
+// -check-readme it fails when that table is not what this run measured.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/miekg/dns"
+	"google.golang.org/grpc"
+
+	"github.com/grpc-config-dns/grpc-config-dns/internal/dnstest"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/testpb"
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+)
+
+func main() {
+	readme := flag.String("readme", "", "write the compatibility table into this README")
+	check := flag.String("check-readme", "", "fail when this README's compatibility table differs from this run's")
+	only := flag.String("clients", strings.Join(clients, ","), "comma-separated clients to run: "+strings.Join(clients, ", "))
+	node := flag.String("node", "node", "the Node.js binary")
+	python := flag.String("python", "/usr/bin/python3", "the Python that has grpcio (Debian's python3-grpcio)")
+	hold := flag.Bool("hold", false, "set up the publisher, the stand-in DNS server and the backend, print the targets, and wait for ^C (to run a client by hand)")
+	flag.Parse()
+
+	s := &suite{node: *node, python: *python, hold: *hold}
+	for _, c := range strings.Split(*only, ",") {
+		if !slices.Contains(clients, c) {
+			fatalf("-clients: unknown client %q (want %s)", c, strings.Join(clients, ", "))
+		}
+		s.clients = append(s.clients, c)
+	}
+	code := s.run()
+	if code == 0 && len(s.clients) == len(clients) {
+		table := s.table()
+		if *readme != "" {
+			if err := writeTable(*readme, table); err != nil {
+				fatalf("%v", err)
+			}
+			fmt.Printf("wrote the compatibility table to %s\n", *readme)
+		}
+		if *check != "" {
+			s.checkReadme(*check, table)
+		}
+	}
+	fmt.Printf("%d passed, %d failed\n", s.passed, s.failed)
+	if s.failed > 0 {
+		os.Exit(1)
+	}
+	os.Exit(code)
+}
+
+type suite struct {
+	node, python string
+	hold         bool
+	clients      []string
+	dir          string // scratch directory
+	bin          string // grpc-config-dns
+	goclient     string
+	port         int    // the backend's port
+	dnsAddr      string // our publisher
+	foreignAddr  string // the stand-in DNS server
+	serve        *exec.Cmd
+	config       string // the publisher config file
+	key          string // makes Flaky keys unique to this run
+
+	mu             sync.Mutex
+	passed, failed int
+	results        map[string]map[string]result // client → case → result
+	versions       map[string]string
+	changeDelay    map[string]string // client → table cell
+}
+
+// result is one target's probes, as every client reports them.
+type result struct {
+	Case     string   `json:"case"`
+	Fast     string   `json:"fast"`
+	Slow     string   `json:"slow"`
+	SlowMS   int      `json:"slowMs"`
+	Flaky    string   `json:"flaky"`
+	Backends []string `json:"backends"`
+	Detail   string   `json:"detail"`
+}
+
+func (s *suite) check(ok bool, format string, args ...any) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	word := "PASS"
+	if ok {
+		s.passed++
+	} else {
+		s.failed++
+		word = "FAIL"
+	}
+	fmt.Printf("%s %s\n", word, fmt.Sprintf(format, args...))
+	return ok
+}
+
+func fatalf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "interop: "+format+"\n", args...)
+	os.Exit(2)
+}
+
+// run sets everything up, runs the checks and tears down; it returns 2
+// when the suite could not run at all.
+func (s *suite) run() int {
+	var err error
+	if s.dir, err = os.MkdirTemp("", "grpc-config-dns-interop-"); err != nil {
+		fatalf("%v", err)
+	}
+	defer os.RemoveAll(s.dir)
+	s.key = fmt.Sprint(time.Now().UnixNano())
+	s.results = map[string]map[string]result{}
+	s.versions = map[string]string{}
+	s.changeDelay = map[string]string{}
+
+	fmt.Println("== building grpc-config-dns and the grpc-go client")
+	s.bin = filepath.Join(s.dir, "grpc-config-dns")
+	s.goclient = filepath.Join(s.dir, "goclient")
+	for _, b := range [][2]string{{s.bin, "./cmd/grpc-config-dns"}, {s.goclient, "./interop/goclient"}} {
+		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
+			fatalf("go build %s: %v\n%s", b[1], err, out)
+		}
+	}
+
+	stop, err := s.startBackend()
+	if err != nil {
+		fatalf("backend: %v", err)
+	}
+	defer stop()
+	foreign, err := dnstest.New()
+	if err != nil {
+		fatalf("stand-in DNS server: %v", err)
+	}
+	defer foreign.Close()
+	s.foreignAddr = foreign.Addr
+	for _, c := range cases {
+		if c.Foreign == nil {
+			continue
+		}
+		name := c.Host + "." + zoneName
+		foreign.SetAddrs(name, 30, "127.0.0.1", "::1")
+		var recs [][]string
+		for _, r := range c.Foreign {
+			recs = append(recs, splitTXT(r))
+		}
+		foreign.SetTXT(sc.OwnerPrefix+name, 30, recs...)
+		foreign.SetTXT(name, 30, recs...) // grpc-js asks the bare host
+	}
+	if err := s.startPublisher(); err != nil {
+		fatalf("publisher: %v", err)
+	}
+	defer s.stopPublisher()
+	fmt.Printf("== backend on 127.0.0.1:%d and [::1]:%d; publisher on %s; stand-in DNS on %s\n", s.port, s.port, s.dnsAddr, s.foreignAddr)
+
+	if s.hold {
+		for _, c := range cases {
+			t := s.target(c)
+			fmt.Printf("%-16s dns://%s/%s:%d\n", c.Host, t.NS, t.Host, s.port)
+		}
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		<-sig
+		return 0
+	}
+	s.checkRecords()
+
+	fmt.Println("== clients probe every case")
+	var wg sync.WaitGroup
+	for _, c := range s.clients {
+		wg.Go(func() { s.probe(c) })
+	}
+	wg.Wait()
+	for _, c := range s.clients {
+		s.assertCases(c)
+	}
+
+	fmt.Println("== a config published while the channels run")
+	s.watchChange()
+	return 0
+}
+
+// splitTXT cuts a record's text into the strings of at most 255 bytes a
+// TXT record is made of.
+func splitTXT(r string) []string {
+	var out []string
+	for len(r) > 255 {
+		out = append(out, r[:255])
+		r = r[255:]
+	}
+	return append(out, r)
+}
+
+// startBackend serves the test service on 127.0.0.1 and ::1 at one port,
+// as two backends named by their address family that share Flaky's
+// attempt counts.
+func (s *suite) startBackend() (func(), error) {
+	for range 20 {
+		l4, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		port := l4.Addr().(*net.TCPAddr).Port
+		l6, err := net.Listen("tcp", fmt.Sprintf("[::1]:%d", port))
+		if err != nil {
+			l4.Close()
+			continue
+		}
+		s.port = port
+		v4 := testpb.NewServer("v4")
+		var servers []*grpc.Server
+		for _, x := range []struct {
+			l  net.Listener
+			be *testpb.Server
+		}{{l4, v4}, {l6, v4.Named("v6")}} {
+			g := grpc.NewServer()
+			testpb.RegisterEchoServer(g, x.be)
+			go g.Serve(x.l)
+			servers = append(servers, g)
+		}
+		return func() {
+			for _, g := range servers {
+				g.Stop()
+			}
+		}, nil
+	}
+	return nil, fmt.Errorf("no port free on both 127.0.0.1 and ::1")
+}
+
+// publisherConfig writes the zone of every published case; withChange adds
+// the change case's record.
+func publisherConfig(withChange bool) string {
+	var b strings.Builder
+	b.WriteString(`# Written by interop/runner: the records of the interop suite.
+zones:
+  - origin: ` + zoneName + `
+    ttl: 30
+    nameservers: [{name: ns1, addresses: [127.0.0.1]}]
+    compat: {bareHost: true}   # grpc-js asks the bare host
+    services:
+`)
+	svc := func(c *testCase, ttl int, withRecord bool) {
+		fmt.Fprintf(&b, "      - name: %s\n        addresses: [127.0.0.1, \"::1\"]\n", c.Host)
+		if ttl > 0 {
+			fmt.Fprintf(&b, "        ttl: %d\n", ttl)
+		}
+		if c.Compat != "" {
+			fmt.Fprintf(&b, "        compat: %s\n", c.Compat)
+		}
+		if withRecord && c.Choices != "" {
+			fmt.Fprintf(&b, "        choices: %s\n", c.Choices)
+		}
+	}
+	for _, c := range cases {
+		if c.Foreign == nil {
+			svc(c, 0, true)
+		}
+	}
+	svc(change, changeTTL, withChange)
+	return b.String()
+}
+
+func freePort() (string, error) {
+	for range 20 {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			return "", err
+		}
+		addr := pc.LocalAddr().String()
+		l, err := net.Listen("tcp", addr)
+		pc.Close()
+		if err == nil {
+			l.Close()
+			return addr, nil
+		}
+	}
+	return "", fmt.Errorf("no port free for both UDP and TCP")
+}
+
+func (s *suite) startPublisher() error {
+	s.config = filepath.Join(s.dir, "publisher.yaml")
+	if err := os.WriteFile(s.config, []byte(publisherConfig(false)), 0o644); err != nil {
+		return err
+	}
+	if out, err := exec.Command(s.bin, "lint", s.config).CombinedOutput(); err != nil {
+		return fmt.Errorf("lint of the suite's publisher config: %v\n%s", err, out)
+	}
+	var err error
+	if s.dnsAddr, err = freePort(); err != nil {
+		return err
+	}
+	s.serve = exec.Command(s.bin, "serve", "--config", s.config, "--listen", s.dnsAddr, "--state", "-", "--log-level", "warn")
+	s.serve.Stdout, s.serve.Stderr = os.Stderr, os.Stderr
+	if err := s.serve.Start(); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := s.query(s.dnsAddr, zoneName, dns.TypeSOA); err == nil {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("serve did not answer on %s within 10s", s.dnsAddr)
+}
+
+func (s *suite) stopPublisher() {
+	if s.serve != nil && s.serve.Process != nil {
+		_ = s.serve.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = s.serve.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = s.serve.Process.Kill()
+		}
+	}
+}
+
+func (s *suite) query(server, name string, qtype uint16) (*dns.Msg, error) {
+	m := new(dns.Msg)
+	m.SetQuestion(dns.Fqdn(name), qtype)
+	m.SetEdns0(1232, false)
+	c := &dns.Client{Timeout: time.Second}
+	r, _, err := c.Exchange(m, server)
+	if err == nil && r.Rcode != dns.RcodeSuccess && r.Rcode != dns.RcodeNameError {
+		err = fmt.Errorf("rcode %s", dns.RcodeToString[r.Rcode])
+	}
+	return r, err
+}
+
+// txtRecords are the TXT records at name, as dig prints them when dig is
+// installed (the suite then checks our answers with a resolver we did not
+// write), else as miekg/dns reads them.
+func (s *suite) txtRecords(server, name string) ([][]string, error) {
+	if _, err := exec.LookPath("dig"); err == nil {
+		host, port, _ := net.SplitHostPort(server)
+		out, err := exec.Command("dig", "@"+host, "-p", port, "+short", "+norecurse", "TXT", name).Output()
+		if err != nil {
+			return nil, fmt.Errorf("dig: %v", err)
+		}
+		var recs [][]string
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if line == "" {
+				continue
+			}
+			strs, err := sc.ParseTXT([]byte(line))
+			if err != nil || len(strs) != 1 {
+				return nil, fmt.Errorf("dig printed %q: %v", line, err)
+			}
+			recs = append(recs, strs[0])
+		}
+		return recs, nil
+	}
+	r, err := s.query(server, name, dns.TypeTXT)
+	if err != nil {
+		return nil, err
+	}
+	var recs [][]string
+	for _, rr := range r.Answer {
+		if t, ok := rr.(*dns.TXT); ok {
+			recs = append(recs, t.Txt)
+		}
+	}
+	return recs, nil
+}
+
+// checkRecords reads every case's record back from DNS and lints it: the
+// quirk records draw the warning that names the affected clients, the
+// records that follow lint's advice are clean.
+func (s *suite) checkRecords() {
+	fmt.Println("== records as served, and what lint says of them")
+	for _, c := range append(slices.Clone(cases), change) {
+		server := s.dnsAddr
+		if c.Foreign != nil {
+			server = s.foreignAddr
+		}
+		owner := sc.OwnerPrefix + c.Host + "." + zoneName
+		recs, err := s.txtRecords(server, owner)
+		if !s.check(err == nil, "%s: TXT at %s answers: %v", c.Host, owner, err) {
+			continue
+		}
+		if c.Choices == "" && c.Foreign == nil || c == change {
+			s.check(len(recs) == 0, "%s: no TXT record published (got %d)", c.Host, len(recs))
+			continue
+		}
+		bare, err := s.txtRecords(server, c.Host+"."+zoneName)
+		wantBare := c.Foreign != nil || !strings.Contains(c.Compat, "bareHost: false")
+		s.check(err == nil && (len(bare) > 0) == wantBare, "%s: TXT at the bare host for grpc-js: published %v, want %v", c.Host, len(bare) > 0, wantBare)
+		var codes []string
+		for _, d := range sc.LintRecords(recs, sc.LintOptions{}) {
+			if !slices.Contains(codes, d.Code) {
+				codes = append(codes, d.Code)
+			}
+		}
+		slices.Sort(codes)
+		want := slices.Sorted(slices.Values(c.Lint))
+		s.check(slices.Equal(codes, want), "%s: lint reports %v (want %v)", c.Host, codes, want)
+	}
+}
+
+// clientCmd is the command that runs one client with the suite's protocol
+// on stdin.
+func (s *suite) clientCmd(ctx context.Context, client string) *exec.Cmd {
+	var cmd *exec.Cmd
+	switch client {
+	case grpcGo:
+		cmd = exec.CommandContext(ctx, s.goclient, "-resolver", "dns")
+	case ours:
+		cmd = exec.CommandContext(ctx, s.goclient, "-resolver", "dnsconfig")
+	case grpcJS:
+		cmd = exec.CommandContext(ctx, s.node, filepath.Join("interop", "node", "client.js"))
+		cmd.Env = append(os.Environ(), "GRPC_NODE_USE_ALTERNATIVE_RESOLVER=true")
+	case grpcPy:
+		cmd = exec.CommandContext(ctx, s.python, filepath.Join("interop", "python", "client.py"))
+	}
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+type target struct {
+	Case string `json:"case"`
+	NS   string `json:"ns"`
+	Host string `json:"host"`
+}
+
+func (s *suite) target(c *testCase) target {
+	ns := s.dnsAddr
+	if c.Foreign != nil {
+		ns = s.foreignAddr
+	}
+	return target{Case: c.Host, NS: ns, Host: c.Host + "." + zoneName}
+}
+
+func (s *suite) request(mode string, ts []target) []byte {
+	b, _ := json.Marshal(map[string]any{"mode": mode, "port": s.port, "targets": ts, "watchMs": 12000, "key": s.key})
+	return b
+}
+
+// probe runs one client over every case at once.
+func (s *suite) probe(client string) {
+	var ts []target
+	for _, c := range cases {
+		ts = append(ts, s.target(c))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := s.clientCmd(ctx, client)
+	cmd.Stdin = bytes.NewReader(s.request("probe", ts))
+	out, err := cmd.Output()
+	var rep struct {
+		Version string   `json:"version"`
+		Results []result `json:"results"`
+	}
+	if err == nil {
+		err = json.Unmarshal(out, &rep)
+	}
+	if !s.check(err == nil, "%s: the client ran: %v", client, err) {
+		return
+	}
+	byCase := map[string]result{}
+	for _, r := range rep.Results {
+		byCase[r.Case] = r
+	}
+	s.mu.Lock()
+	s.results[client] = byCase
+	s.versions[client] = rep.Version
+	s.mu.Unlock()
+}
+
+// timedOut says whether the slow call (5 s on the server) was ended by a
+// timeout. grpc-go servers reset a stream whose deadline passed, and when
+// that RST_STREAM wins the race with grpc-js's own timer, grpc-js reports
+// CANCELLED: both count, if the call ended well before the server's 5 s.
+func timedOut(r result) bool {
+	return (r.Slow == "DEADLINE_EXCEEDED" || r.Slow == "CANCELLED") && r.SlowMS < 4500
+}
+
+// classify reads a channel's outcome off its probes.
+func classify(r result) string {
+	timeout, retried, spread := timedOut(r), r.Flaky == "OK", len(r.Backends) >= 2
+	switch {
+	case r.Fast == "UNAVAILABLE":
+		return fails
+	case r.Fast == "DEADLINE_EXCEEDED" && timeout:
+		return timesOut
+	case r.Fast != "OK":
+		return "fast call " + r.Fast
+	case timeout && retried && spread:
+		return applied
+	case r.Slow == "OK" && r.Flaky == "UNAVAILABLE" && len(r.Backends) == 1:
+		return noConfig
+	}
+	return fmt.Sprintf("partly applied (slow %s, flaky %s, backends %v)", r.Slow, r.Flaky, r.Backends)
+}
+
+func (s *suite) assertCases(client string) {
+	byCase, ok := s.results[client]
+	if !ok {
+		return
+	}
+	for _, c := range cases {
+		r, ok := byCase[c.Host]
+		if !s.check(ok, "%s %s: the client reported on it", client, c.Host) {
+			continue
+		}
+		detail := ""
+		if r.Detail != "" {
+			detail = " — " + r.Detail
+		}
+		switch c.Host {
+		case "full", "none":
+			// The baseline: every effect asserted on its own.
+			on := c.Host == "full"
+			s.check(r.Fast == "OK", "%s %s: a plain call succeeds (%s)%s", client, c.Host, r.Fast, detail)
+			s.check(timedOut(r) == on, "%s %s: the methodConfig timeout %s (slow call: %s after %d ms)", client, c.Host, map[bool]string{true: "fires", false: "does not fire"}[on], r.Slow, r.SlowMS)
+			s.check((r.Flaky == "OK") == on, "%s %s: the flaky call %s (%s)", client, c.Host, map[bool]string{true: "succeeds on retry", false: "fails without a retry policy"}[on], r.Flaky)
+			s.check((len(r.Backends) == 2) == on, "%s %s: calls %s (backends %v)", client, c.Host, map[bool]string{true: "spread over both backends (round_robin)", false: "stay on one backend (pick_first)"}[on], r.Backends)
+		default:
+			got, want := classify(r), c.want(client)
+			s.check(got == want, "%s %s: %s (want %s)%s", client, c.Host, got, want, detail)
+		}
+	}
+}
+
+// watchChange starts a channel per client on a name without a record,
+// publishes a config for it, and measures when each channel applies it.
+func (s *suite) watchChange() {
+	type watcher struct {
+		client string
+		cmd    *exec.Cmd
+		events chan map[string]string
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var ws []*watcher
+	for _, client := range s.clients {
+		w := &watcher{client: client, cmd: s.clientCmd(ctx, client), events: make(chan map[string]string, 4)}
+		w.cmd.Stdin = bytes.NewReader(s.request("watch", []target{s.target(change)}))
+		stdout, err := w.cmd.StdoutPipe()
+		if err == nil {
+			err = w.cmd.Start()
+		}
+		if !s.check(err == nil, "%s change: the client started: %v", client, err) {
+			continue
+		}
+		go func() {
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				var ev map[string]string
+				if json.Unmarshal(sc.Bytes(), &ev) == nil {
+					w.events <- ev
+				}
+			}
+			close(w.events)
+		}()
+		ws = append(ws, w)
+	}
+	next := func(w *watcher, limit time.Duration) map[string]string {
+		select {
+		case ev, ok := <-w.events:
+			if ok {
+				return ev
+			}
+		case <-time.After(limit):
+		}
+		return map[string]string{"event": "none"}
+	}
+	var ready []*watcher
+	for _, w := range ws {
+		ev := next(w, 30*time.Second)
+		if s.check(ev["event"] == "ready", "%s change: the channel works before the change (%s %s)", w.client, ev["event"], ev["detail"]) {
+			ready = append(ready, w)
+		}
+	}
+	if err := os.WriteFile(s.config, []byte(publisherConfig(true)), 0o644); err != nil {
+		fatalf("%v", err)
+	}
+	_ = s.serve.Process.Signal(syscall.SIGHUP)
+	published := time.Now()
+	var wg sync.WaitGroup
+	for _, w := range ready {
+		wg.Go(func() {
+			ev := next(w, 20*time.Second)
+			delay := time.Since(published)
+			got := ev["event"] == "applied"
+			cell := "not applied within 12 s"
+			if got && delay <= (changeTTL+1)*time.Second {
+				cell = "applied within the TTL"
+			} else if got {
+				cell = "applied after the TTL"
+			}
+			s.mu.Lock()
+			s.changeDelay[w.client] = cell
+			s.mu.Unlock()
+			measured := fmt.Sprintf("%s (%.1f s after the change)", cell, delay.Seconds())
+			if !got {
+				measured = cell
+			}
+			if w.client == ours {
+				s.check(got && delay <= (changeTTL+1)*time.Second, "%s change: the running channel applies the new config within the TTL of %d s (+1 s): %s", w.client, changeTTL, measured)
+			} else {
+				s.check(got == changeWant[w.client], "%s change: %s (want applied=%v)", w.client, measured, changeWant[w.client])
+			}
+		})
+	}
+	wg.Wait()
+	for _, w := range ws {
+		_ = w.cmd.Process.Kill()
+		_ = w.cmd.Wait()
+	}
+}

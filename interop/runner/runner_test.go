@@ -1,0 +1,133 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+)
+
+// recordsOf returns the TXT records each case publishes, as the publisher
+// builds them from the suite's config (or as the stand-in server serves
+// them).
+func recordsOf(t *testing.T, withChange bool) map[string][][]string {
+	t.Helper()
+	cfg, ds := config.Parse([]byte(publisherConfig(withChange)))
+	if ds.HasErrors() {
+		t.Fatalf("the suite's publisher config is invalid:\n%v", ds.Err())
+	}
+	out := map[string][][]string{}
+	for _, s := range cfg.Zones[0].Services {
+		if s.TXT != nil {
+			out[strings.TrimSuffix(s.Name, "."+zoneName)] = [][]string{s.TXT}
+		}
+	}
+	for _, c := range cases {
+		for _, r := range c.Foreign {
+			out[c.Host] = append(out[c.Host], splitTXT(r))
+		}
+	}
+	return out
+}
+
+// Every quirk record draws the lint warning that names the clients it
+// breaks, and every record that follows lint's advice is clean: the lint
+// half of the interop suite, without the clients.
+func TestCaseLint(t *testing.T) {
+	recs := recordsOf(t, false)
+	for _, c := range cases {
+		var codes []string
+		for _, d := range sc.LintRecords(recs[c.Host], sc.LintOptions{}) {
+			if !slices.Contains(codes, d.Code) {
+				codes = append(codes, d.Code)
+			}
+		}
+		if c.Choices == "" && c.Foreign == nil {
+			if recs[c.Host] != nil {
+				t.Errorf("%s: published %v, want no record", c.Host, recs[c.Host])
+			}
+			continue
+		}
+		slices.Sort(codes)
+		if want := slices.Sorted(slices.Values(c.Lint)); !slices.Equal(codes, want) {
+			t.Errorf("%s: lint reports %v, want %v", c.Host, codes, want)
+		}
+		if c.Fix != "" && len(c.Lint) == 0 && !strings.Contains(c.Compat, "bareHost") && c.Host != "timeout-1s" {
+			t.Errorf("%s has a fix but no lint code", c.Host)
+		}
+	}
+	if _, ok := recs[change.Host]; ok {
+		t.Errorf("the change case publishes a record before the change")
+	}
+	if _, ok := recordsOf(t, true)[change.Host]; !ok {
+		t.Errorf("the change case publishes no record after the change")
+	}
+}
+
+// Every published record fits a 512-byte UDP answer (see fullConfig).
+func TestCaseRecordsFitUDP(t *testing.T) {
+	for host, recs := range recordsOf(t, true) {
+		for _, r := range recs {
+			if size := sc.ResponseSize(sc.OwnerPrefix+host+"."+zoneName, r, false); size > 512 {
+				t.Errorf("%s: the answer is %d bytes, more than 512", host, size)
+			}
+		}
+	}
+}
+
+func TestCasesConsistent(t *testing.T) {
+	hosts := map[string]bool{}
+	for _, c := range cases {
+		if hosts[strings.ToLower(c.Host)] {
+			t.Errorf("case %s twice (DNS names ignore case)", c.Host)
+		}
+		hosts[strings.ToLower(c.Host)] = true
+		for _, m := range []map[string]string{c.IntentFor, c.Want} {
+			for client, o := range m {
+				if !slices.Contains(clients, client) {
+					t.Errorf("%s: unknown client %q", c.Host, client)
+				}
+				if !slices.Contains([]string{applied, noConfig, fails, timesOut}, o) {
+					t.Errorf("%s: unknown outcome %q", c.Host, o)
+				}
+			}
+		}
+	}
+	for _, c := range cases {
+		if c.Fix != "" && !hosts[c.Fix] {
+			t.Errorf("%s: its fix %s is not a case", c.Host, c.Fix)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tc := range []struct {
+		r    result
+		want string
+	}{
+		{result{Fast: "OK", Slow: "DEADLINE_EXCEEDED", SlowMS: 4001, Flaky: "OK", Backends: []string{"v4", "v6"}}, applied},
+		{result{Fast: "OK", Slow: "CANCELLED", SlowMS: 4001, Flaky: "OK", Backends: []string{"v4", "v6"}}, applied},
+		{result{Fast: "OK", Slow: "OK", SlowMS: 5002, Flaky: "UNAVAILABLE", Backends: []string{"v6"}}, noConfig},
+		{result{Fast: "UNAVAILABLE", Slow: "UNAVAILABLE", Flaky: "UNAVAILABLE"}, fails},
+		{result{Fast: "DEADLINE_EXCEEDED", Slow: "DEADLINE_EXCEEDED", SlowMS: 1, Flaky: "DEADLINE_EXCEEDED"}, timesOut},
+		{result{Fast: "OK", Slow: "DEADLINE_EXCEEDED", SlowMS: 4001, Flaky: "UNAVAILABLE", Backends: []string{"v6"}}, "partly applied (slow DEADLINE_EXCEEDED, flaky UNAVAILABLE, backends [v6])"},
+		{result{Fast: "INTERNAL"}, "fast call INTERNAL"},
+	} {
+		if got := classify(tc.r); got != tc.want {
+			t.Errorf("classify(%+v) = %q, want %q", tc.r, got, tc.want)
+		}
+	}
+}
+
+func TestReplaceTable(t *testing.T) {
+	in := "# x\n" + beginMarker + "\nold\n" + endMarker + "\nafter\n"
+	got, err := replaceTable([]byte(in), "| new |\n")
+	if err != nil || string(got) != "# x\n"+beginMarker+"\n| new |\n"+endMarker+"\nafter\n" {
+		t.Errorf("replaceTable = %q, %v", got, err)
+	}
+	if _, err := replaceTable([]byte("no markers"), "x"); err == nil {
+		t.Error("no error without markers")
+	}
+}
