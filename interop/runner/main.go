@@ -124,12 +124,19 @@ func fatalf(format string, args ...any) {
 	os.Exit(2)
 }
 
+// setupFailed reports why the suite could not run; run returns its code
+// so that the deferred teardown still stops what was started.
+func setupFailed(format string, args ...any) int {
+	fmt.Fprintf(os.Stderr, "interop: "+format+"\n", args...)
+	return 2
+}
+
 // run sets everything up, runs the checks and tears down; it returns 2
 // when the suite could not run at all.
 func (s *suite) run() int {
 	var err error
 	if s.dir, err = os.MkdirTemp("", "grpc-config-dns-interop-"); err != nil {
-		fatalf("%v", err)
+		return setupFailed("%v", err)
 	}
 	defer os.RemoveAll(s.dir)
 	s.key = fmt.Sprint(time.Now().UnixNano())
@@ -142,18 +149,18 @@ func (s *suite) run() int {
 	s.goclient = filepath.Join(s.dir, "goclient")
 	for _, b := range [][2]string{{s.bin, "./cmd/grpc-config-dns"}, {s.goclient, "./interop/goclient"}} {
 		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
-			fatalf("go build %s: %v\n%s", b[1], err, out)
+			return setupFailed("go build %s: %v\n%s", b[1], err, out)
 		}
 	}
 
 	stop, err := s.startBackend()
 	if err != nil {
-		fatalf("backend: %v", err)
+		return setupFailed("backend: %v", err)
 	}
 	defer stop()
 	foreign, err := dnstest.New()
 	if err != nil {
-		fatalf("stand-in DNS server: %v", err)
+		return setupFailed("stand-in DNS server: %v", err)
 	}
 	defer foreign.Close()
 	s.foreignAddr = foreign.Addr
@@ -170,10 +177,10 @@ func (s *suite) run() int {
 		foreign.SetTXT(sc.OwnerPrefix+name, 30, recs...)
 		foreign.SetTXT(name, 30, recs...) // grpc-js asks the bare host
 	}
-	if err := s.startPublisher(); err != nil {
-		fatalf("publisher: %v", err)
-	}
 	defer s.stopPublisher()
+	if err := s.startPublisher(); err != nil {
+		return setupFailed("publisher: %v", err)
+	}
 	fmt.Printf("== backend on 127.0.0.1:%d and [::1]:%d; publisher on %s; stand-in DNS on %s\n", s.port, s.port, s.dnsAddr, s.foreignAddr)
 
 	if s.hold {
@@ -314,6 +321,7 @@ func (s *suite) startPublisher() error {
 	}
 	s.serve = exec.Command(s.bin, "serve", "--config", s.config, "--listen", s.dnsAddr, "--state", "-", "--log-level", "warn")
 	s.serve.Stdout, s.serve.Stderr = os.Stderr, os.Stderr
+	s.serve.SysProcAttr = dieWithParent()
 	if err := s.serve.Start(); err != nil {
 		return err
 	}
@@ -438,6 +446,7 @@ func (s *suite) clientCmd(ctx context.Context, client string) *exec.Cmd {
 		cmd = exec.CommandContext(ctx, s.python, filepath.Join("interop", "python", "client.py"))
 	}
 	cmd.Stderr = os.Stderr
+	cmd.SysProcAttr = dieWithParent()
 	return cmd
 }
 
@@ -596,10 +605,13 @@ func (s *suite) watchChange() {
 			ready = append(ready, w)
 		}
 	}
-	if err := os.WriteFile(s.config, []byte(publisherConfig(true)), 0o644); err != nil {
-		fatalf("%v", err)
+	err := os.WriteFile(s.config, []byte(publisherConfig(true)), 0o644)
+	if err == nil {
+		err = s.serve.Process.Signal(syscall.SIGHUP)
 	}
-	_ = s.serve.Process.Signal(syscall.SIGHUP)
+	if !s.check(err == nil, "change: the new config is written and the publisher told to reload: %v", err) {
+		ready = nil
+	}
 	published := time.Now()
 	var wg sync.WaitGroup
 	for _, w := range ready {

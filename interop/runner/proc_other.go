@@ -1,0 +1,9 @@
+//go:build !linux
+
+package main
+
+import "syscall"
+
+// dieWithParent has no portable equivalent outside Linux: the runner's
+// deferred teardown stops its children.
+func dieWithParent() *syscall.SysProcAttr { return nil }
