@@ -22,8 +22,17 @@ type checker struct {
 	// digits, which grpc-js misreads, for NineDigitDurations.
 	shortFractions []int32
 	// caseCodes collects the status code names that are not upper-case,
-	// which grpc-go rejects, for GrpcGoConfig.
-	caseCodes []int32
+	// which grpc-go rejects, and caseFields the member names that differ
+	// from a known field only in case, which grpc-go reads as that field:
+	// GrpcGoConfig and GrpcGoFailure rewrite them to see what grpc-go sees.
+	caseCodes  []rewrite
+	caseFields []rewrite
+}
+
+// rewrite is a node and the canonical text grpc-go takes it for.
+type rewrite struct {
+	node  int32
+	canon string
 }
 
 // seg is one step of a JSON pointer: an object member (key is the key
@@ -108,6 +117,7 @@ func (c *checker) unknownField(k int32, code, where string, known []string) {
 	name := c.t.Str(k)
 	for _, f := range known {
 		if strings.EqualFold(f, name) && severityOf(code) == Warning {
+			c.caseFields = append(c.caseFields, rewrite{k, f})
 			c.report(k, "field-case", "field %q in %s is spelled with different case: grpc-go reads it as %q (its JSON field names are case-insensitive), while C-core, grpc-java and grpc-js ignore it; write %q", name, where, f, f)
 			return
 		}

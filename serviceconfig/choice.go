@@ -3,7 +3,6 @@ package serviceconfig
 import (
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/constraints"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
@@ -255,29 +254,94 @@ func (ch *Choices) CompactConfig(i int) []byte {
 }
 
 // GrpcGoConfig returns choice i's service config as compact JSON in the
-// form grpc-go's parser accepts: status code names upper-cased. gRFC A6
-// lets them be written in any case, but grpc-go rejects the whole config
-// otherwise, so a resolver running inside grpc-go passes it this form.
+// form that makes grpc-go's parser read what the spec says: status code
+// names upper-cased (gRFC A6 lets them be written in any case, grpc-go
+// rejects the whole config otherwise), and members whose name differs from
+// a known field only in case left out (the spec ignores them as unknown,
+// grpc-go's case-insensitive JSON would read them as the field).
 func (ch *Choices) GrpcGoConfig(i int) []byte {
 	js := ch.CompactConfig(i)
+	t, c := checkConfig(js)
+	if c == nil || len(c.caseCodes) == 0 && len(c.caseFields) == 0 {
+		return js
+	}
+	drop := map[int32]string{}
+	for _, f := range c.caseFields {
+		drop[f.node] = ""
+	}
+	return appendEdited(t, nil, 0, drop, nil, toMap(c.caseCodes))
+}
+
+// grpcGoView returns a service config as grpc-go reads it: members named
+// in another case renamed to the field grpc-go takes them for, status
+// codes as written.
+func grpcGoView(js []byte) []byte {
+	t, c := checkConfig(js)
+	if c == nil || len(c.caseFields) == 0 {
+		return js
+	}
+	return appendEdited(t, nil, 0, nil, toMap(c.caseFields), nil)
+}
+
+func checkConfig(js []byte) (*jtree.Tree, *checker) {
 	t, err := jtree.Parse(js)
 	if err != nil {
-		return js
+		return nil, nil
 	}
 	c := newChecker(t)
 	validateServiceConfig(c, 0)
-	if len(c.caseCodes) == 0 {
-		return js
+	return t, c
+}
+
+func toMap(rs []rewrite) map[int32]string {
+	m := make(map[int32]string, len(rs))
+	for _, r := range rs {
+		m[r.node] = r.canon
 	}
-	slices.SortFunc(c.caseCodes, func(a, b int32) int { return int(t.Nodes[a].Start - t.Nodes[b].Start) })
-	out := make([]byte, 0, len(js))
-	last := 0
-	for _, n := range c.caseCodes {
-		out = append(out, js[last:t.Nodes[n].Start]...)
-		out = strconv.AppendQuote(out, strings.ToUpper(t.Str(n)))
-		last = int(t.Nodes[n].End)
+	return m
+}
+
+// appendEdited writes node i as compact JSON, leaving out the object
+// members whose key is in drop, renaming the keys in rename, and writing
+// the strings in replace with their new text.
+func appendEdited(t *jtree.Tree, dst []byte, i int32, drop, rename, replace map[int32]string) []byte {
+	n := &t.Nodes[i]
+	switch n.Kind {
+	case jtree.Array:
+		dst = append(dst, '[')
+		for e := n.First; e >= 0; e = t.Nodes[e].Next {
+			if e != n.First {
+				dst = append(dst, ',')
+			}
+			dst = appendEdited(t, dst, e, drop, rename, replace)
+		}
+		return append(dst, ']')
+	case jtree.Object:
+		dst = append(dst, '{')
+		first := true
+		for k := n.First; k >= 0; {
+			v := t.Nodes[k].Next
+			if _, skip := drop[k]; !skip {
+				if !first {
+					dst = append(dst, ',')
+				}
+				first = false
+				if name, ok := rename[k]; ok {
+					dst = strconv.AppendQuote(dst, name)
+				} else {
+					dst = append(dst, t.Raw(k)...)
+				}
+				dst = append(dst, ':')
+				dst = appendEdited(t, dst, v, drop, rename, replace)
+			}
+			k = t.Nodes[v].Next
+		}
+		return append(dst, '}')
 	}
-	return append(out, js[last:]...)
+	if s, ok := replace[i]; ok {
+		return strconv.AppendQuote(dst, s)
+	}
+	return append(dst, t.Raw(i)...)
 }
 
 // NineDigitDurations returns a choice list (JSON) with every duration of

@@ -5,11 +5,6 @@ import (
 	"strings"
 )
 
-// grpcGoRejects are the codes of our warnings for configs that grpc-go's
-// parser rejects outright (the channel then fails instead of using the
-// config).
-var grpcGoRejects = map[string]bool{"status-code-case": true}
-
 // GrpcGoFailure says why some client using grpc-go's built-in dns resolver
 // would fail its channel (UNAVAILABLE) on this choice list, or returns ""
 // when none would. Choice is the index of the choice at fault, or -1 when
@@ -22,7 +17,8 @@ var grpcGoRejects = map[string]bool{"status-code-case": true}
 // dynamicParameterConstraints among them, are ignored; the percentage is
 // drawn anew on every resolution, so only an absent percentage or 100 takes
 // every draw. When no choice matches, grpc-go parses an empty config and
-// fails the channel; a chosen config it cannot parse fails it too.
+// fails the channel; a chosen config it cannot parse fails it too (its
+// JSON field names are read in any case, so "Timeout" counts as timeout).
 func (ch *Choices) GrpcGoFailure() (reason string, choice int) {
 	var misses []string
 	for i := range ch.List {
@@ -38,10 +34,8 @@ func (ch *Choices) GrpcGoFailure() (reason string, choice int) {
 		case c.Percentage == 0:
 			continue // percentage 0 takes no client anywhere
 		}
-		for _, d := range ch.Validate(i) {
-			if grpcGoRejects[d.Code] {
-				return fmt.Sprintf("choice %d is what grpc-go clients pick, and grpc-go rejects its config (%s)", i, d.Message), i
-			}
+		if msg := grpcGoRejects(ch.CompactConfig(i)); msg != "" {
+			return fmt.Sprintf("choice %d is what grpc-go clients pick, and grpc-go rejects its config (%s)", i, msg), i
 		}
 		everyDraw := c.Percentage < 0 || c.Percentage >= 100
 		if everyDraw && c.ClientHostname == nil {
@@ -58,6 +52,22 @@ func (ch *Choices) GrpcGoFailure() (reason string, choice int) {
 		return "no choice matches a grpc-go client", -1
 	}
 	return "no choice matches every grpc-go client: " + strings.Join(misses, "; "), -1
+}
+
+// grpcGoRejects says why grpc-go's parser would reject a service config,
+// or returns "": it checks what grpc-go reads (field names in any case
+// taken for the field) with our rules. grpc-go rejects lower-case status
+// codes in a retryPolicy; it ignores hedgingPolicy altogether.
+func grpcGoRejects(cfg []byte) string {
+	for _, d := range ValidateServiceConfig(grpcGoView(cfg)) {
+		switch {
+		case d.Severity == Error:
+			return d.Message
+		case d.Code == "status-code-case" && strings.Contains(d.Path, "/retryPolicy/"):
+			return d.Message
+		}
+	}
+	return ""
 }
 
 func containsExact(list []string, s string) bool {

@@ -26,6 +26,11 @@ func TestGrpcGoFailure(t *testing.T) {
 		{"lower-case status code in the chosen config",
 			`[{"serviceConfig":{"methodConfig":[{"name":[{}],"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["unavailable"]}}]}}]`,
 			0, "rejects its config"},
+		{"field named in another case, with a value grpc-go rejects", `[{"serviceConfig":{"methodConfig":[{"name":[{}],"Timeout":"1"}]}}]`, 0, "rejects its config"},
+		{"field named in another case, combining into an invalid name", `[{"serviceConfig":{"MethodConfig":[{"name":[{"method":"x"}]}]}}]`, 0, "rejects its config"},
+		{"lower-case status code under a case-variant key", `[{"serviceConfig":{"methodConfig":[{"name":[{}],"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"RetryableStatusCodes":["unavailable"]}}]}}]`, 0, "rejects its config"},
+		{"field named in another case, with a good value", `[{"serviceConfig":{"methodConfig":[{"name":[{}],"WaitForReady":true}]}}]`, -2, ""},
+		{"lower-case status code under hedgingPolicy, which grpc-go ignores", `[{"serviceConfig":{"methodConfig":[{"name":[{}],"hedgingPolicy":{"maxAttempts":3,"nonFatalStatusCodes":["unavailable"]}}]}}]`, -2, ""},
 		{"lower-case status code for java only", `[{"clientLanguage":["java"],"serviceConfig":{"methodConfig":[{"name":[{}],"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["unavailable"]}}]}},{"serviceConfig":{}}]`, -2, ""},
 	}
 	for _, tc := range cases {
@@ -56,6 +61,21 @@ func TestGrpcGoConfig(t *testing.T) {
 	}
 	got := string(ch.GrpcGoConfig(0))
 	want := `{"methodConfig":[{"name":[{}],"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE","RESOURCE_EXHAUSTED",14]}}]}`
+	if got != want {
+		t.Errorf("GrpcGoConfig = %s\nwant          %s", got, want)
+	}
+	if err := grpcGoParse([]byte(got)); err != nil {
+		t.Errorf("grpc-go rejects it: %v", err)
+	}
+	// The Kelvin sign folds to K, but does not upper-case to it: write the
+	// canonical name. A member named in another case is left out, as the
+	// spec ignores it and grpc-go would read it.
+	ch, err = ParseChoices([]byte(`[{"serviceConfig":{"methodConfig":[{"name":[{}],"Timeout":"1","retryPolicy":{"maxAttempts":2,"initialBackoff":"1s","maxBackoff":"1s","backoffMultiplier":1,"retryableStatusCodes":["un\u212Anown"]}}]}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = string(ch.GrpcGoConfig(0))
+	want = `{"methodConfig":[{"name":[{}],"retryPolicy":{"maxAttempts":2,"initialBackoff":"1s","maxBackoff":"1s","backoffMultiplier":1,"retryableStatusCodes":["UNKNOWN"]}}]}`
 	if got != want {
 		t.Errorf("GrpcGoConfig = %s\nwant          %s", got, want)
 	}

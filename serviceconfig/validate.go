@@ -350,7 +350,7 @@ func statusCodes(c *checker, v int32, name, code string) int {
 			}
 			for _, n := range statusCodeNames {
 				if strings.EqualFold(s, n) {
-					c.caseCodes = append(c.caseCodes, e)
+					c.caseCodes = append(c.caseCodes, rewrite{e, n})
 					c.report(e, "status-code-case", "status code %q is not upper-case: gRFC A6 allows it, but grpc-go, C-core and grpc-java reject the whole config; write %q", s, n)
 					return
 				}

@@ -654,7 +654,10 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 		{"serviceConfig", func(_, v *yaml.Node, p string) { configNode, configPath = v, p }},
 		{"bareHostCompat", func(_, v *yaml.Node, p string) {
 			b, bok := d.boolean(v, p, "bareHostCompat")
-			bareHost, bareHostNode, ok = &b, v, ok && bok
+			if bok {
+				bareHost, bareHostNode = &b, v
+			}
+			ok = ok && bok
 		}},
 		{"compat", func(_, v *yaml.Node, p string) {
 			var set map[string]bool

@@ -21,6 +21,12 @@ const (
 	noConfig = "no config" // none of that: the channel's default config
 	fails    = "fails"     // calls fail UNAVAILABLE: the channel rejected the record
 	timesOut = "times out" // every call fails DEADLINE_EXCEEDED at once
+
+	// jsRace is grpc-js on a record it rejects: it fails the channel when
+	// the TXT answer is handled before the addresses, and keeps its default
+	// config when it comes after (resolver-dns.js); which comes first is a
+	// race the suite cannot fix without slowing one answer down.
+	jsRace = fails + "|" + noConfig
 )
 
 // fullConfig is the service config every case is about: for every method
@@ -71,7 +77,8 @@ type testCase struct {
 	Intent    string
 	IntentFor map[string]string
 	// Want is, per client, the outcome the suite asserts where it differs
-	// from the intent: the quirks, as measured.
+	// from the intent: the quirks, as measured. Outcomes joined by "|"
+	// are alternatives that depend on timing.
 	Want map[string]string
 	// Fix names the case that applies lint's advice to this one.
 	Fix string
@@ -84,11 +91,11 @@ func (c *testCase) intent(client string) string {
 	return c.Intent
 }
 
-func (c *testCase) want(client string) string {
+func (c *testCase) want(client string) []string {
 	if w, ok := c.Want[client]; ok {
-		return w
+		return strings.Split(w, "|")
 	}
-	return c.intent(client)
+	return []string{c.intent(client)}
 }
 
 // goClients are the clients whose language is Go.
@@ -123,12 +130,12 @@ var cases = []*testCase{
 		Intent: noConfig, IntentFor: goClients},
 
 	{Host: "no-catch-all", Title: "no choice for these clients", Choices: choices(choice(`"clientLanguage":["java"]`, full)), Compat: "{allowGrpcGoFailure: true}",
-		Lint: []string{"choices-no-catch-all"}, Intent: noConfig, Want: map[string]string{grpcGo: fails, grpcJS: fails}, Fix: "catch-all"},
+		Lint: []string{"choices-no-catch-all"}, Intent: noConfig, Want: map[string]string{grpcGo: fails, grpcJS: jsRace}, Fix: "catch-all"},
 	{Host: "catch-all", Title: "the same, then a catch-all `{\"serviceConfig\":{}}`", Choices: choices(choice(`"clientLanguage":["java"]`, full), choice("", "{}")),
 		Intent: noConfig},
 
 	{Host: "empty-list", Title: "`clientHostname: []`", Choices: choices(choice(`"clientHostname":[]`, full)), Compat: "{allowGrpcGoFailure: true}",
-		Lint: []string{"choice-empty-list"}, Intent: applied, Want: map[string]string{grpcGo: fails, grpcJS: fails, grpcPy: noConfig}, Fix: "no-list"},
+		Lint: []string{"choice-empty-list"}, Intent: applied, Want: map[string]string{grpcGo: fails, grpcJS: jsRace, grpcPy: noConfig}, Fix: "no-list"},
 	{Host: "no-list", Title: "no `clientHostname`", Choices: choices(choice("", full)), Intent: applied},
 
 	{Host: "status-lower", Title: "lower-case status code `\"unavailable\"`", Choices: choices(choice("", statusLower)), Compat: "{allowGrpcGoFailure: true}",
@@ -142,7 +149,7 @@ var cases = []*testCase{
 	{Host: "timeout-1s", Title: "a timeout of 1 s (C-core ends such calls about 1.8 s early: grpc/grpc#34547)", Choices: choices(choice("", fullConfig("1s"))), Intent: applied, Want: map[string]string{grpcPy: timesOut}},
 
 	{Host: "extension", Title: "`dynamicParameterConstraints` on a first choice for `env=canary`", Choices: choices(choice(`"dynamicParameterConstraints":{"constraint":{"key":"env","value":"canary"}}`, "{}"), choice("", full)),
-		Lint: []string{"choice-extension-key"}, Intent: applied, Want: map[string]string{grpcGo: noConfig, grpcPy: noConfig, grpcJS: fails}, Fix: "no-extension"},
+		Lint: []string{"choice-extension-key"}, Intent: applied, Want: map[string]string{grpcGo: noConfig, grpcPy: noConfig, grpcJS: jsRace}, Fix: "no-extension"},
 	{Host: "no-extension", Title: "the record without the extension", Choices: choices(choice("", full)), Intent: applied},
 
 	{Host: "other-txt", Title: "another TXT record at `_grpc_config.<host>`", Foreign: []string{"grpc_config=" + choices(choice("", nine(full))), "v=spf1 -all"},
@@ -150,7 +157,7 @@ var cases = []*testCase{
 	{Host: "one-txt", Title: "only the `grpc_config=` record", Foreign: []string{"grpc_config=" + choices(choice("", nine(full)))}, Intent: applied},
 
 	{Host: "hostname-key", Title: "misspelt key `clientHostName: [\"elsewhere\"]`, then a catch-all", Foreign: []string{"grpc_config=" + choices(choice(`"clientHostName":["elsewhere"]`, nine(full)), choice("", "{}"))},
-		Lint: []string{"choice-unknown-key"}, Intent: fails, Want: map[string]string{grpcGo: noConfig, grpcPy: applied}, Fix: "hostname-ok"},
+		Lint: []string{"choice-unknown-key"}, Intent: fails, Want: map[string]string{grpcGo: noConfig, grpcJS: jsRace, grpcPy: applied}, Fix: "hostname-ok"},
 	{Host: "hostname-ok", Title: "`clientHostname: [\"elsewhere\"]`, then a catch-all", Foreign: []string{"grpc_config=" + choices(choice(`"clientHostname":["elsewhere"]`, nine(full)), choice("", "{}"))},
 		Intent: noConfig},
 

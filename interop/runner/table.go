@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 )
 
@@ -45,8 +46,7 @@ func (s *suite) table() string {
 		}
 		fmt.Fprintf(&b, "| %s | %s |", title, lint)
 		for _, client := range clients {
-			got := classify(s.results[client][c.Host])
-			fmt.Fprintf(&b, " %s %s |", mark(got == c.intent(client)), got)
+			fmt.Fprintf(&b, " %s |", cell(c, client, classify(s.results[client][c.Host])))
 		}
 		b.WriteString("\n")
 	}
@@ -62,8 +62,25 @@ func (s *suite) table() string {
 	b.WriteString("✅ is what gRFC A2 and A21 prescribe for a client without a default service config, ❌ differs. ")
 	b.WriteString("¹ grpc-js asks TXT at the bare host name and only asks the target's DNS server with `GRPC_NODE_USE_ALTERNATIVE_RESOLVER=true`; the suite publishes at both names (`compat: {bareHost: true}`) except where the row says otherwise. ")
 	b.WriteString("² served by a stand-in DNS server: our publisher refuses to publish these records. ")
+	b.WriteString("³ grpc-js fails the channel on a record it rejects when the TXT answer is handled before the addresses, and keeps its default config when it comes after: a race. ")
 	b.WriteString("Python grpcio reads TXT records only with the channel argument `grpc.service_config_disable_resolution` set to 0.\n")
 	return b.String()
+}
+
+// cell is a client's outcome on a case, marked by whether it is what the
+// specs prescribe. An outcome that timing decides between alternatives is
+// written as all of them, so that the table does not change from run to
+// run.
+func cell(c *testCase, client, got string) string {
+	want := c.want(client)
+	if len(want) > 1 && slices.Contains(want, got) {
+		ok := true
+		for _, w := range want {
+			ok = ok && w == c.intent(client)
+		}
+		return mark(ok) + " " + strings.Join(want, " or ") + " ³"
+	}
+	return mark(got == c.intent(client)) + " " + got
 }
 
 func isFix(c *testCase) bool {
