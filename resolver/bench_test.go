@@ -36,11 +36,13 @@ type benchEnv struct {
 
 const benchTimeout = 7 * time.Second
 
+var benchConfig = timeoutConfig(fmt.Sprint(benchTimeout.Seconds()) + "s")
+
 func newBenchEnv(tb testing.TB, latency time.Duration, ttl uint32) *benchEnv {
 	e := &benchEnv{dns: dnstest.Start(tb), be: startBackend(tb, "backend")}
 	_, e.port, _ = net.SplitHostPort(e.be.addr)
 	e.dns.SetAddrs("svc.test", ttl, "127.0.0.1")
-	e.dns.SetConfig("svc.test", ttl, oneChoice(timeoutConfig(fmt.Sprint(benchTimeout.Seconds())+"s")))
+	e.dns.SetConfig("svc.test", ttl, oneChoice(benchConfig))
 	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT} {
 		e.dns.SetDelay(qt, latency)
 	}
@@ -129,24 +131,34 @@ func BenchmarkFirstConfiguredRPC(b *testing.B) {
 	}
 }
 
-// BenchmarkFirstConfiguredRPCRatio runs both resolvers alternately in one
-// loop, so drift on a shared machine hits both alike, and reports the ratio
-// ours / grpc-go's (lower is better; the target is at most 0.5).
+// BenchmarkFirstConfiguredRPCRatio runs three resolvers alternately in one
+// loop, so drift on a shared machine hits them alike: ours, grpc-go's, and
+// the floor, a resolver that does no DNS at all and hands the channel its
+// addresses and an already parsed config exactly one latency after it is
+// built — the best any resolver that needs one DNS round trip can do. It
+// reports ours / grpc-go's (lower is better; the target is at most 0.5),
+// floor / grpc-go's (no one-round-trip resolver can beat it), and ours /
+// floor (what our lookups, parsing and selection cost).
 func BenchmarkFirstConfiguredRPCRatio(b *testing.B) {
-	for _, lat := range benchLatencies {
+	for _, lat := range append(benchLatencies, 50*time.Millisecond) {
 		e := newBenchEnv(b, lat, 60)
+		floor := &floorBuilder{latency: lat, addr: e.be.addr, config: benchConfig}
 		b.Run(fmt.Sprintf("latency=%v", lat), func(b *testing.B) {
-			var ours, theirs, oursRes, theirsRes time.Duration
+			var ours, theirs, best, oursRes, theirsRes time.Duration
 			for b.Loop() {
 				rpc, res := firstConfiguredRPC(b, e.ours(), NewBuilder(Options{}))
 				ours, oursRes = ours+rpc, oursRes+res
 				rpc, res = firstConfiguredRPC(b, e.grpcGo(), grpcresolver.Get("dns"))
 				theirs, theirsRes = theirs+rpc, theirsRes+res
+				rpc, _ = firstConfiguredRPC(b, "floor:///svc.test", floor)
+				best += rpc
 			}
 			n := float64(b.N)
 			b.ReportMetric(float64(ours.Microseconds())/n/1000, "dnsconfig-ms")
 			b.ReportMetric(float64(theirs.Microseconds())/n/1000, "grpc-go-ms")
 			b.ReportMetric(float64(ours)/float64(theirs), "ratio")
+			b.ReportMetric(float64(best)/float64(theirs), "floor-ratio")
+			b.ReportMetric(float64(ours)/float64(best), "ours/floor")
 			// The resolution's share: from grpc.NewClient to the first state
 			// carrying the config, without the connection and the call that
 			// both pay alike.
@@ -154,6 +166,32 @@ func BenchmarkFirstConfiguredRPCRatio(b *testing.B) {
 		})
 	}
 }
+
+// floorBuilder builds resolvers that ask no DNS server: each parses config
+// when it is built and gives the channel addr and that config one latency
+// later, as a resolver whose lookups took a single round trip and no time
+// of their own would.
+type floorBuilder struct {
+	latency time.Duration
+	addr    string
+	config  string
+}
+
+func (b *floorBuilder) Scheme() string { return "floor" }
+
+func (b *floorBuilder) Build(_ grpcresolver.Target, cc grpcresolver.ClientConn, _ grpcresolver.BuildOptions) (grpcresolver.Resolver, error) {
+	st := grpcresolver.State{
+		Addresses:     []grpcresolver.Address{{Addr: b.addr}},
+		ServiceConfig: cc.ParseServiceConfig(b.config),
+	}
+	r := &floorResolver{timer: time.AfterFunc(b.latency, func() { cc.UpdateState(st) })}
+	return r, nil
+}
+
+type floorResolver struct{ timer *time.Timer }
+
+func (r *floorResolver) ResolveNow(grpcresolver.ResolveNowOptions) {}
+func (r *floorResolver) Close()                                    { r.timer.Stop() }
 
 // TestCompareChangePropagation publishes a change and waits for it to reach
 // a running channel of each resolver: ours must see it within TTL + 1s;
