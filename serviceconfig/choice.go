@@ -33,6 +33,7 @@ type Choice struct {
 type Choices struct {
 	List []Choice
 	tree *jtree.Tree
+	src  *source // set by ChoicesFromText
 }
 
 // Choice keys defined by gRFC A2. Anything else makes the record invalid.
@@ -178,7 +179,9 @@ func percentage(c *checker, v int32) int {
 
 // Validate validates the service config of choice i and returns its
 // diagnostics, with paths relative to the choice list (/i/serviceConfig/…).
-// Clients call it for the chosen choice only (gRFC A21).
+// Clients call it for the chosen choice only (gRFC A21). For choices read
+// by [ChoicesFromText], the diagnostics are placed in that text instead
+// (Line and Column, and for a bare service config, paths relative to it).
 func (ch *Choices) Validate(i int) Diagnostics {
 	c := newChecker(ch.tree)
 	cfg := ch.List[i].configNode
@@ -188,6 +191,9 @@ func (ch *Choices) Validate(i int) Diagnostics {
 	c.pushIdx(elementIndex(ch.tree, 0, ch.List[i].node))
 	c.pushKey(keyNodeOf(ch.tree, ch.List[i].node, cfg))
 	validateServiceConfig(c, cfg)
+	if ch.src != nil {
+		ch.src.place(c.diags, firstSignificant(ch.src.text))
+	}
 	c.diags.Sort()
 	return c.diags
 }

@@ -120,7 +120,7 @@ func corpusServiceConfigs(text []byte) [][]byte {
 	case KindChoices, KindServiceConfig:
 		value = text
 	case KindTXT:
-		recs, bad := textRecords(text)
+		recs, _, bad := textRecords(text)
 		if bad != nil {
 			return nil
 		}

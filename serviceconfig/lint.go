@@ -29,12 +29,17 @@ func Lint(text []byte, opts LintOptions) (Kind, Diagnostics) {
 	case KindPublisher:
 		return k, nil
 	case KindUnknown:
-		ds = Diagnostics{{Severity: Error, Code: "json-syntax", Offset: firstSignificant(text),
-			Message: "cannot tell what this input is: expected a TXT record (grpc_config=[…] or quoted strings), a JSON list of choices, a service config object, or a publisher config with zones:"}}
+		ds = Diagnostics{unknownKind(text)}
 	case KindChoices, KindServiceConfig:
 		ds = lintValue(text, k, nil, opts.Owner)
 	case KindTXT:
 		ds = lintTXTText(text, opts)
+	}
+	for i := range ds {
+		if ds[i].Offset < 0 {
+			// About the whole record (its size, say): placed at its start.
+			ds[i].Offset = firstSignificant(text)
+		}
 	}
 	locate(ds, text)
 	ds.Sort()
@@ -53,35 +58,145 @@ func LintRecords(records [][]string, opts LintOptions) Diagnostics {
 // ChoicesFromText reads a choice list from an input text of any kind but
 // a publisher config; a bare service config becomes one catch-all choice.
 // It validates the structure (as a client does), not the service configs.
+// Its diagnostics, and those of [Choices.Validate] on the result, locate
+// their problems in text: Line and Column, and paths relative to the
+// document the user wrote (a bare service config's, not the wrapping
+// choice list's).
 func ChoicesFromText(text []byte) (*Choices, Diagnostics) {
+	src := &source{text: text}
 	var value []byte
 	switch DetectKind(text) {
 	case KindChoices:
 		value = text
 	case KindServiceConfig:
 		value = wrapConfig(text)
+		lead := firstSignificant(text)
+		src.wrapped = true
+		src.offs = func(o int) int { return max(o-len(wrapPrefix), 0) + lead }
 	case KindTXT:
-		recs, err := textRecords(text)
-		if err != nil {
-			ds := Diagnostics{*err}
+		recs, p, bad := textRecords(text)
+		if bad != nil {
+			ds := Diagnostics{*bad}
 			locate(ds, text)
 			return nil, ds
 		}
-		return ChoicesFromRecords(recs)
+		v, err := DecodeTXT(recs)
+		found, rv, offs := recordValue(recs, p)
+		if err != nil {
+			ch, ds := ChoicesFromRecords(recs)
+			src.offs = offs
+			src.place(ds, recordOffset(p, max(found, 0), firstSignificant(text)))
+			return ch, ds
+		}
+		value, src.offs = v, offs
+		if p == nil {
+			// The raw form: the attribute and the value, as one string.
+			start := firstSignificant(text) + len(recs[0][0]) - len(rv)
+			src.offs = func(o int) int { return start + o }
+		}
 	case KindPublisher:
 		return nil, Diagnostics{{Severity: Error, Code: "choices-type", Offset: -1,
 			Message: "this is a publisher config, which holds many records: pick one with a dns:// input against the running server, or `encode` a service's choices"}}
 	default:
-		return nil, Diagnostics{{Severity: Error, Code: "json-syntax", Offset: -1,
-			Message: "cannot tell what this input is: expected a TXT record, a JSON list of choices or a service config"}}
+		ds := Diagnostics{unknownKind(text)}
+		locate(ds, text)
+		return nil, ds
 	}
 	ch, err := ParseChoices(value)
 	if err != nil {
 		ds := err.(*InvalidError).Diagnostics
-		locate(ds, text)
+		src.place(ds, firstSignificant(text))
 		return nil, ds
 	}
+	ch.src = src
 	return ch, nil
+}
+
+// source is the text a choice list was read from, for placing
+// diagnostics in it.
+type source struct {
+	text []byte
+	// offs maps offsets in the parsed value to offsets in text (nil: the
+	// same).
+	offs offsetMap
+	// wrapped is set for a bare service config, parsed as the one choice
+	// of a list.
+	wrapped bool
+}
+
+// place maps diagnostics of the parsed value into the source text; those
+// about the whole value go to whole (an offset in text).
+func (s *source) place(ds Diagnostics, whole int) {
+	for i := range ds {
+		d := &ds[i]
+		if s.wrapped {
+			if rest, ok := strings.CutPrefix(d.Path, "/0/serviceConfig"); ok {
+				d.Path = rest
+			}
+		}
+		switch {
+		case d.Offset < 0:
+			d.Offset = whole
+		case s.offs != nil:
+			d.Offset = s.offs(d.Offset)
+		}
+	}
+	locate(ds, s.text)
+}
+
+// recordValue finds the record holding the config (the first whose first
+// string starts with the attribute) and returns its index, the value after
+// the attribute, and, when p is known, where each of its bytes is in the
+// text.
+func recordValue(records [][]string, p *presentation) (found int, value string, offs offsetMap) {
+	found = -1
+	for r, strs := range records {
+		if len(strs) > 0 {
+			if _, ok, _ := attributeValue(strs[0]); ok {
+				found = r
+				break
+			}
+		}
+	}
+	if found < 0 {
+		return -1, "", nil
+	}
+	strs := records[found]
+	v, _, _ := attributeValue(strs[0])
+	skip := len(strs[0]) - len(v)
+	var b strings.Builder
+	var at []int
+	for s, str := range strs {
+		from := 0
+		if s == 0 {
+			from = skip
+		}
+		b.WriteString(str[from:])
+		if p != nil {
+			at = append(at, p.offs[found][s][from:]...)
+		}
+	}
+	if p != nil {
+		end := p.recordOff[found]
+		if len(at) > 0 {
+			end = at[len(at)-1] + 1
+		}
+		offs = func(o int) int {
+			if o < len(at) {
+				return at[o]
+			}
+			return end
+		}
+	}
+	return found, b.String(), offs
+}
+
+// recordOffset is where record r starts in the text, or def.
+func recordOffset(p *presentation, r, def int) int {
+	if p == nil || r >= len(p.recordOff) {
+		return def
+	}
+	return p.recordOff[r]
 }
 
 // ChoicesFromRecords decodes the TXT records at a name and parses their
@@ -101,19 +216,39 @@ func ChoicesFromRecords(records [][]string) (*Choices, Diagnostics) {
 	return ch, nil
 }
 
+const wrapPrefix = `[{"serviceConfig":`
+
 func wrapConfig(cfg []byte) []byte {
-	return append(append([]byte(`[{"serviceConfig":`), bytes.TrimSpace(cfg)...), "}]"...)
+	return append(append([]byte(wrapPrefix), bytes.TrimSpace(cfg)...), "}]"...)
 }
 
 // CompactValue returns the compact JSON of a valid input's choice list (a
 // bare service config is wrapped as one catch-all choice), ready for
-// [EncodeTXT].
+// [EncodeTXT]; dynamic parameter constraints are written in camelCase, as
+// [Choices.Compact] does.
 func CompactValue(text []byte) ([]byte, Diagnostics) {
 	ch, ds := ChoicesFromText(text)
 	if ch == nil {
 		return nil, ds
 	}
-	return ch.tree.AppendCompact(nil, 0), nil
+	return ch.Compact(), nil
+}
+
+// unknownKind is the diagnostic for an input that is none of the kinds.
+func unknownKind(text []byte) Diagnostic {
+	const want = "expected a TXT record (grpc_config=[…] or quoted strings), a JSON list of choices, a service config object, or a publisher config with zones:"
+	at := firstSignificant(text)
+	msg := "cannot tell what this input is: " + want
+	trimmed := bytes.TrimSpace(text)
+	switch {
+	case len(trimmed) == 0:
+		msg = "the input is empty: " + want
+	case trimmed[0] == '-' || (trimmed[0] >= '0' && trimmed[0] <= '9'):
+		msg = "the input is a JSON number: " + want
+	case bytes.Equal(trimmed, []byte("null")) || bytes.Equal(trimmed, []byte("true")) || bytes.Equal(trimmed, []byte("false")):
+		msg = "the input is the JSON literal " + string(trimmed) + ": " + want
+	}
+	return Diagnostic{Severity: Error, Code: "json-syntax", Offset: at, Message: msg}
 }
 
 func firstSignificant(text []byte) int {
@@ -288,17 +423,18 @@ func spellingDiagnostic(off int) Diagnostic {
 		Message: "the attribute is not written exactly \"grpc_config=\": RFC 1464 allows other spellings (case, spaces, back-quotes) and our resolver reads them, but grpc-go, C-core and grpc-js look for the exact prefix; write grpc_config="}
 }
 
-// textRecords reads the records of a TXT text input.
-func textRecords(text []byte) ([][]string, *Diagnostic) {
+// textRecords reads the records of a TXT text input, and where their
+// bytes are in the text (nil for the raw form, one record of one string).
+func textRecords(text []byte) ([][]string, *presentation, *Diagnostic) {
 	trimmed := firstSignificant(text)
 	if text[trimmed] != '"' && !zoneLineRE.Match(firstSignificantLine(text)) {
-		return [][]string{{string(bytes.TrimRight(text[trimmed:], " \t\r\n"))}}, nil
+		return [][]string{{string(bytes.TrimRight(text[trimmed:], " \t\r\n"))}}, nil, nil
 	}
 	p, bad := parsePresentation(text)
 	if bad != nil {
-		return nil, bad
+		return nil, nil, bad
 	}
-	return p.records, nil
+	return p.records, p, nil
 }
 
 // lintRecordSet checks the records at one owner name. p, when not nil,

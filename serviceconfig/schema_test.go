@@ -34,7 +34,7 @@ func corpusValue(text []byte) ([]byte, Kind) {
 	case KindChoices, KindServiceConfig:
 		return text, k
 	case KindTXT:
-		recs, bad := textRecords(text)
+		recs, _, bad := textRecords(text)
 		if bad != nil {
 			return nil, KindUnknown
 		}
