@@ -9,8 +9,9 @@ import (
 )
 
 func encodeCmd(e *env) *cobra.Command {
-	return &cobra.Command{
-		Use:   "encode INPUT",
+	nineDigits := true
+	cmd := &cobra.Command{
+		Use:   "encode [--nine-digit-durations=false] INPUT",
 		Short: "Print the TXT RDATA that publishes a config, as quoted strings of at most 255 bytes",
 		Long: `Validate INPUT (a choice list, a service config, or a TXT record) and print
 the TXT record that publishes it: "grpc_config=" and the compact JSON, cut
@@ -19,18 +20,25 @@ into quoted strings of at most 255 bytes, ready for a zone file:
   _grpc_config.echo 300 IN TXT <output>
 
 A bare service config is published as one choice that matches every client.
+The record is the one serve publishes for the same choices: compact JSON,
+dynamic parameter constraints in camelCase, and every duration with a
+fraction written with 9 digits ("0.1s" becomes "0.100000000s", which grpc-js
+would otherwise read as 1 ns; --nine-digit-durations=false keeps them as
+written, like the publisher's compat: {nineDigitDurations: false}).
 The record's size (strings, RDATA, and the DNS answer for a typical owner
 name) and any warning (such as an answer too large for UDP) go to stderr.
 
 Exit status: 0 encoded; 1 the input is invalid; 2 usage or I/O error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.encode(args[0])
+			return e.encode(args[0], nineDigits)
 		},
 	}
+	cmd.Flags().BoolVar(&nineDigits, "nine-digit-durations", true, "write every duration with a fraction with 9 digits, as serve does by default")
+	return cmd
 }
 
-func (e *env) encode(arg string) error {
+func (e *env) encode(arg string, nineDigits bool) error {
 	in, err := e.readInput(arg)
 	if err != nil {
 		return err
@@ -56,10 +64,21 @@ func (e *env) encode(arg string) error {
 		}
 	}
 	for _, d := range ds {
+		if d.Code == "duration-fraction" && nineDigits {
+			continue // rewritten below, as the publisher does
+		}
 		fmt.Fprintln(e.stderr, formatDiagnostic(name, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
 	}
 	if ds.HasErrors() {
 		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: nothing encoded", name)}
+	}
+	if nineDigits {
+		v, err := sc.NineDigitDurations(value)
+		if err != nil {
+			// Lint applies every rule NineDigitDurations does.
+			return &exitError{code: exitInvalid, err: fmt.Errorf("%s: %v", name, err)}
+		}
+		value = v
 	}
 	strs := sc.EncodeTXT(value)
 	fmt.Fprintln(e.stdout, sc.FormatTXT(strs))

@@ -24,6 +24,10 @@ _grpc_config.NAME, asked of SERVER). Its kind is detected: a TXT record
 choices, one service config object, or a publisher config (YAML or JSON with
 zones:).
 
+Each problem is printed as FILE:LINE:COL: severity: message (at POINTER) [code];
+--format json prints one object listing every input, unreadable ones
+included (code input-unreadable).
+
 Exit status: 0 all valid; 1 an input has an error (or, with --strict, a
 warning); 2 usage or I/O error.`,
 		Args: cobra.MinimumNArgs(1),
@@ -60,6 +64,9 @@ type lintDiagnostic struct {
 }
 
 func (e *env) lint(args []string, format string, strict bool) error {
+	if n := countStdin(args); n > 1 {
+		return usageErr("- (stdin) is given %d times: it can be read only once", n)
+	}
 	report := lintReport{Inputs: []lintInput{}}
 	code := exitOK
 	for _, arg := range args {
@@ -69,6 +76,10 @@ func (e *env) lint(args []string, format string, strict bool) error {
 			if errors.As(err, &ee) && ee.code == exitUsage {
 				fmt.Fprintf(e.stderr, "grpc-config-dns: %v\n", ee.err)
 				code = exitUsage
+				// The JSON report lists every input, so a script can
+				// tell which one could not be read.
+				report.Inputs = append(report.Inputs, lintInput{Input: displayName(arg), Valid: false,
+					Diagnostics: []lintDiagnostic{{Severity: sc.Error.String(), Code: "input-unreadable", Message: ee.err.Error()}}})
 				continue
 			}
 			return err
@@ -80,11 +91,9 @@ func (e *env) lint(args []string, format string, strict bool) error {
 		}
 		in := lintInput{Input: name, Valid: valid, Diagnostics: []lintDiagnostic{}}
 		for _, d := range ds {
-			sev := d.Severity.String()
-			if strict && d.Severity == sc.Warning {
-				sev = sc.Error.String()
-			}
-			in.Diagnostics = append(in.Diagnostics, lintDiagnostic{sev, d.Code, d.Message, d.Path, d.Line, d.Column})
+			// --strict changes the verdict and the exit status, not what
+			// each diagnostic is.
+			in.Diagnostics = append(in.Diagnostics, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column})
 		}
 		report.Inputs = append(report.Inputs, in)
 		if format == "text" {
@@ -116,18 +125,29 @@ func displayName(arg string) string {
 	return arg
 }
 
-// formatDiagnostic writes a diagnostic compiler-style:
-// FILE:LINE:COL: severity: message [code] (at JSON pointer).
+// formatDiagnostic writes a diagnostic compiler-style (DESIGN.md §7):
+// FILE:LINE:COL: severity: message (at JSON pointer) [code]. Inputs read
+// from DNS have no lines: their diagnostics are NAME: severity: ….
 func formatDiagnostic(name string, d lintDiagnostic) string {
 	loc := name
 	if d.Line > 0 {
 		loc = fmt.Sprintf("%s:%d:%d", name, d.Line, d.Column)
 	}
-	s := fmt.Sprintf("%s: %s: %s [%s]", loc, d.Severity, d.Message, d.Code)
+	msg := d.Message
 	if d.Path != "" {
-		s += " (at " + d.Path + ")"
+		msg += " (at " + d.Path + ")"
 	}
-	return s
+	return fmt.Sprintf("%s: %s: %s [%s]", loc, d.Severity, msg, d.Code)
+}
+
+func countStdin(args []string) int {
+	n := 0
+	for _, a := range args {
+		if a == "-" {
+			n++
+		}
+	}
+	return n
 }
 
 // lintOne reads and checks one INPUT.

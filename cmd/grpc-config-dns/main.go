@@ -60,6 +60,12 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Short:         "Publish and check gRPC service configs in DNS (gRFC A2)",
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			c.SetOut(stderr)
+			c.Usage()
+			return usageErr("no command given: use one of lint, select, encode, serve, zone")
+		},
 	}
 	root.SetIn(stdin)
 	root.SetOut(stdout)

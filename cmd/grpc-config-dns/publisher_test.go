@@ -58,7 +58,7 @@ func TestLintPublisherConfig(t *testing.T) {
 		t.Errorf("exit %d, want 1", code)
 	}
 	for _, want := range []string{
-		bad + `:6:9: error: unknown key "adresses" in a service: did you mean "addresses"? [unknown-key] (at /zones/0/services/0/adresses)`,
+		bad + `:6:9: error: unknown key "adresses" in a service: did you mean "addresses"? (at /zones/0/services/0/adresses) [unknown-key]`,
 		bad + `:8:25: error: percentage must be an integer from 0 to 100`,
 	} {
 		if !strings.Contains(out, want) {

@@ -35,7 +35,8 @@ As a client does, select checks the structure of every choice but validates
 only the chosen service config.
 
 Exit status: 0 a config was chosen; 1 the input is invalid; 2 usage or I/O
-error; 3 no choice matched (the client would use its default config).`,
+error; 3 no choice matched, or there is no record (the client would use its
+default config).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			client := sc.Client{Language: language, Hostname: hostname, Bucket: bucket}
@@ -100,7 +101,14 @@ func (e *env) selectChoice(arg string, client sc.Client, explain bool) error {
 	if in.text == nil {
 		ch, ds = sc.ChoicesFromRecords(in.records)
 	} else {
+		if sc.DetectKind(in.text) == sc.KindPublisher {
+			return usageErr("%s is a publisher config, which holds many records: select from one record, with dns://SERVER/NAME against `grpc-config-dns serve --config %s`, or with a file holding a service's choices", name, arg)
+		}
 		ch, ds = sc.ChoicesFromText(in.text)
+	}
+	if ch == nil && len(ds) == 1 && (ds[0].Code == "txt-no-record" || ds[0].Code == "txt-prefix-split") {
+		// gRFC A21: no record is no service config, not an invalid one.
+		return &exitError{code: exitNoMatch, err: fmt.Errorf("%s: no service config published (%s): a client would use its default service config", name, ds[0].Message)}
 	}
 	if ch == nil {
 		e.printDiagnostics(name, ds)

@@ -29,7 +29,7 @@ func serveCmd(e *env) *cobra.Command {
 		grace                                               time.Duration
 	}
 	cmd := &cobra.Command{
-		Use:   "serve [--config FILE] [--listen 127.0.0.1:5353] [--metrics ADDR]",
+		Use:   "serve [--config FILE] [--listen 127.0.0.1:5353] [--metrics ADDR] [--state FILE] [--log-format text|json] [--log-level LEVEL] [--shutdown-grace 5s]",
 		Short: "Serve the zones of a publisher config as an authoritative DNS server",
 		Long: `Serve the zones of a publisher config: addresses and gRPC service configs
 (TXT at _grpc_config.<service>) over UDP and TCP, with AXFR/IXFR to allowed

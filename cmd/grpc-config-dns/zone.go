@@ -19,15 +19,15 @@ func zoneCmd(e *env) *cobra.Command {
 	var file, only, state string
 	var serial uint32
 	cmd := &cobra.Command{
-		Use:   "zone --config FILE [--zone ORIGIN] [--serial N]",
+		Use:   "zone --config FILE [--zone ORIGIN] [--serial N] [--state FILE]",
 		Short: "Print the zones of a publisher config as RFC 1035 master files",
 		Long: `Validate a publisher config and print its zones as RFC 1035 master files,
 as serve publishes them: for BIND, Knot, NSD or CoreDNS's file plugin, or
 for review.
 
 The SOA serial is the one serve would publish: the serial kept in the state
-file (FILE.serial) when the zone is unchanged, else one derived from the
-clock. --serial sets it.
+file (FILE.serial, or --state; "-" for none) when the zone is unchanged,
+else one derived from the clock. --serial sets it.
 
 Exit status: 0 printed; 1 the config is invalid; 2 usage or I/O error.`,
 		Args: cobra.NoArgs,
@@ -43,7 +43,7 @@ Exit status: 0 printed; 1 the config is invalid; 2 usage or I/O error.`,
 	}
 	cmd.Flags().StringVar(&file, "config", "", "publisher config (YAML or JSON)")
 	cmd.Flags().StringVar(&only, "zone", "", "print only this zone")
-	cmd.Flags().StringVar(&state, "state", "", "serial state file (default FILE.serial)")
+	cmd.Flags().StringVar(&state, "state", "", `serial state file (default FILE.serial; "-" for none)`)
 	cmd.Flags().Uint32Var(&serial, "serial", 0, "SOA serial to print")
 	return cmd
 }
