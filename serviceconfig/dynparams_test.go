@@ -430,7 +430,13 @@ func FuzzParseConstraints(f *testing.F) {
 		if err != nil {
 			return
 		}
-		back, err := ParseConstraints(e.AppendJSON(nil))
+		out := e.AppendJSON(nil)
+		for _, c := range out {
+			if c < 0x20 || c >= 0x7f {
+				t.Fatalf("AppendJSON of %s wrote byte 0x%02x: records must be printable ASCII: %s", b, c, out)
+			}
+		}
+		back, err := ParseConstraints(out)
 		if err != nil || back.String() != e.String() {
 			t.Fatalf("round trip of %s: %v", b, err)
 		}

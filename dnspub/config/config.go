@@ -774,6 +774,9 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 			value, err = sc.NineDigitDurations(value)
 		}
 	}
+	if err == nil {
+		err = publishable(value)
+	}
 	if err != nil {
 		// LintJSON applies every rule ParseChoices does; this is a bug guard.
 		d.report(n, path, "yaml-value", "the config cannot be published: %v", err)
@@ -790,6 +793,19 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 		}
 	}
 	return value
+}
+
+// publishable checks the bytes about to be served as every client will
+// read them: ASCII (gRFC A2), and a choice list that parses. The value was
+// rebuilt from the user's config, so this guards the rebuilding.
+func publishable(value []byte) error {
+	for i, b := range value {
+		if b >= 0x80 || b < 0x20 {
+			return fmt.Errorf("byte %d of the record to publish is 0x%02x, not printable ASCII", i, b)
+		}
+	}
+	_, err := sc.ParseChoices(value)
+	return err
 }
 
 // compat reads a compat: mapping over base and says which fields it set.

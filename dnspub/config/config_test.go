@@ -274,3 +274,35 @@ zones:
 		t.Errorf("defaults: zone %+v, DefaultCompat %+v", def.Zones[0].Compat, DefaultCompat)
 	}
 }
+
+// Strings of dynamic parameter constraints that are not printable ASCII
+// are published as \u escapes: gRFC A2 records are ASCII, and a client
+// rejects the whole record otherwise.
+func TestConstraintsPublishedAsASCII(t *testing.T) {
+	cfg, ds := Parse([]byte(`
+zones:
+  - origin: example.test.
+    nameservers: [{name: ns1, addresses: [192.0.2.1]}]
+    services:
+      - name: cafe
+        choices:
+          - dynamicParameterConstraints: {constraint: {key: env, value: "café\a\x7f"}}
+            serviceConfig: {}
+          - serviceConfig: {}
+`))
+	if ds.HasErrors() {
+		t.Fatalf("diagnostics:\n%s", dump(ds))
+	}
+	v := cfg.Zones[0].Services[0].Value
+	want := `[{"dynamicParameterConstraints":{"constraint":{"key":"env","value":"caf\u00e9\u0007\u007f"}},"serviceConfig":{}},{"serviceConfig":{}}]`
+	if string(v) != want {
+		t.Fatalf("published %s\nwant      %s", v, want)
+	}
+	ch, err := sc.ParseChoices(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ch.Select(sc.Client{Language: "go", Bucket: 1, Params: map[string]string{"env": "café\a\x7f"}}); got != 0 {
+		t.Errorf("a client with env=café… selects %d, want 0", got)
+	}
+}
