@@ -243,15 +243,20 @@ func checkRingHash(c *checker, cfg int32) {
 		minVal = ringHashDefaultMin
 	}
 	if maxVal < 0 {
-		maxVal = ringHashMax
+		maxVal = ringHashDefaultMax
 	}
 	if minVal > maxVal {
 		c.report(cfg, "lb-policy-config", "ring_hash_experimental.minRingSize (%d%s) is larger than maxRingSize (%d%s)", minVal, defaultNote(minSize), maxVal, defaultNote(maxSize))
 	}
 }
 
-// ringHashDefaultMin is the default minRingSize (gRFC A42).
-const ringHashDefaultMin = 1024
+// The defaults of minRingSize and maxRingSize (gRFC A42's LB policy
+// config; grpc-go 1.85 balancer/ringhash): a minRingSize above 4096 needs
+// an explicit maxRingSize.
+const (
+	ringHashDefaultMin = 1024
+	ringHashDefaultMax = 4096
+)
 
 func defaultNote(v int64) string {
 	if v < 0 {
