@@ -22,7 +22,9 @@
 //     config stays, and the reason is logged;
 //   - an invalid record on a new channel: Options.DefaultServiceConfig if
 //     given, else the channel fails (TRANSIENT_FAILURE) and the resolver
-//     retries with backoff until the record is fixed.
+//     retries with backoff until the record is fixed. A record that arrives
+//     after Options.TXTBudget, when the channel already runs on its default
+//     with the addresses it got first, is treated as after "none".
 //
 // The resolver re-resolves when the shortest TTL of the answers expires
 // (bounded by Options.MinRefresh and MaxRefresh), so a published change

@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -58,6 +59,27 @@ func TestGRPCRetryPolicyMakesFlakyCallSucceed(t *testing.T) {
 	e.backends[0].failNext.Store(2)
 	if _, _, err := call(cc2, 0); status.Code(err) != codes.Unavailable {
 		t.Errorf("without a config: %v, want UNAVAILABLE", err)
+	}
+}
+
+// A default written as the spec allows, with a lower-case status code that
+// grpc-go's own parser refuses, works as a published config would.
+func TestGRPCDefaultServiceConfigInSpecForm(t *testing.T) {
+	e := newEnv(t, 1)
+	o := fastOptions()
+	o.DefaultServiceConfig = `{"methodConfig":[{"name":[{"service":"` + testService + `"}],
+		"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.01s","maxBackoff":"0.01s","backoffMultiplier":1,"retryableStatusCodes":["unavailable"]}}]}`
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	cc, _ := e.dial(t, o)
+	waitForState(t, cc, connectivity.Ready, 5*time.Second)
+	e.backends[0].failNext.Store(2)
+	if _, _, err := call(cc, 0); err != nil {
+		t.Fatalf("flaky call with the default's retryPolicy: %v", err)
+	}
+	if n := e.backends[0].calls.Load(); n != 3 {
+		t.Errorf("server saw %d attempts, want 3", n)
 	}
 }
 
@@ -249,6 +271,36 @@ func TestGRPCInvalidRecordOnNewChannel(t *testing.T) {
 			t.Errorf("channel %v", cc.GetState())
 		}
 	})
+}
+
+// An invalid record that arrives after the TXT budget, when the channel
+// already runs on its default with the addresses it got first, is ignored
+// as after no config (gRFC A21): failing the channel then would break calls
+// that work, and only when the answer happened to be slow.
+func TestGRPCInvalidRecordAfterTheBudgetKeepsTheChannel(t *testing.T) {
+	e := newEnv(t, 1)
+	e.dns.SetConfig("svc.test", 60, `[{"serviceConfig":{"loadBalancingConfig":[{"no_such_policy":{}}]}}]`)
+	e.dns.SetDelay(dns.TypeTXT, 400*time.Millisecond)
+	logs := &logRecorder{}
+	o := fastOptions()
+	o.TXTBudget = 50 * time.Millisecond
+	o.Logger = slog.New(logs)
+	cc, b := e.dial(t, o)
+	waitForState(t, cc, connectivity.Ready, 5*time.Second)
+	deadline := time.Now().Add(5 * time.Second)
+	for len(logs.find("ignoring an invalid service config record")) == 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, _, err := call(cc, 0); err != nil || cc.GetState() != connectivity.Ready {
+		t.Errorf("after the invalid record: call %v, channel %v; want it working on its default", err, cc.GetState())
+	}
+	st, _ := b.State(e.target())
+	if st.LastError == nil || !strings.HasPrefix(st.Reason, "keeping the channel's default config: ") {
+		t.Errorf("state %+v: want the invalid record in LastError and Reason", st)
+	}
+	if l := logs.find("ignoring an invalid service config record"); len(l) != 1 || !strings.Contains(l[0], "TXT budget") {
+		t.Errorf("want one warning saying why, got %q", l)
+	}
 }
 
 func TestGRPCLargeRecordArrivesOverTCP(t *testing.T) {

@@ -51,7 +51,10 @@ type Options struct {
 	// withdrawn the resolver must send the default itself, and this is the
 	// one it knows (without it, it sends the empty config). Empty: no
 	// default; an invalid record on a new channel then fails the channel
-	// until the record is fixed.
+	// until the record is fixed. It is checked with the rules published
+	// configs are checked with, and handed to grpc-go in the same form
+	// (status codes upper-cased, members named like a field in another
+	// case left out, as the spec ignores them).
 	DefaultServiceConfig string
 
 	// Nameservers are asked in order, each "IP[:PORT]" (port 53 by
@@ -219,7 +222,15 @@ func (o Options) resolve() (*config, error) {
 		if ds := sc.ValidateServiceConfig([]byte(o.DefaultServiceConfig)); ds.HasErrors() {
 			return nil, fmt.Errorf("resolver.Options.DefaultServiceConfig is invalid: %v", ds.Err())
 		}
-		c.defaultConfig = o.DefaultServiceConfig
+		// The default reaches grpc-go's parser as published configs do: in
+		// the form that makes it read what the spec says (status codes in
+		// any case, no case-variant field names), or a default that
+		// Validate accepted would fail grpc.NewClient.
+		ch, err := sc.ParseChoices([]byte(`[{"serviceConfig":` + o.DefaultServiceConfig + `}]`))
+		if err != nil {
+			return nil, fmt.Errorf("resolver.Options.DefaultServiceConfig is invalid: %v", err)
+		}
+		c.defaultConfig = string(ch.GrpcGoConfig(0))
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)

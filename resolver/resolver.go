@@ -427,7 +427,12 @@ func (d *dnsResolver) configFor(o outcome) sent {
 		}
 		return d.noConfig()
 	case outInvalid:
-		if d.hasResult {
+		// After a config, or after no config, keep what the channel uses
+		// (gRFC A21). That includes a new channel that got its addresses
+		// before this TXT answer (TXTBudget): it runs on its default
+		// already, and failing it now would break calls that work, and
+		// only when the answer happened to be slow.
+		if d.hasResult || d.last.any {
 			return keep
 		}
 		if d.defaultPR != nil {
@@ -470,7 +475,11 @@ func (d *dnsResolver) deliver(addrs []string, o outcome) error {
 	}
 	reason := o.reason
 	if (o.kind == outInvalid || o.kind == outFailed) && d.last.any && next.key == d.last.key {
-		reason = "keeping the previous config: " + reason
+		if d.last.key == "" {
+			reason = "keeping the channel's default config: " + reason
+		} else {
+			reason = "keeping the previous config: " + reason
+		}
 	}
 	if d.last.any && d.last.ok && next.key == d.last.key && sameSet(addrs, d.last.addrs) {
 		d.setState(func(s *State) { s.Reason = reason })
@@ -512,6 +521,9 @@ func (d *dnsResolver) logOutcome(o outcome, next sent) {
 		switch {
 		case next.key == d.last.key && d.hasResult:
 			d.log.Warn("ignoring an invalid service config record: keeping the previous config (gRFC A21)",
+				slog.Int("choice", d.last.choice), slog.Any("error", o.err))
+		case next.key == d.last.key && d.last.any:
+			d.log.Warn("ignoring an invalid service config record: the channel got its addresses before it (TXT budget) and keeps the config it runs on (gRFC A21)",
 				slog.Int("choice", d.last.choice), slog.Any("error", o.err))
 		case next.key == "default":
 			d.log.Warn("invalid service config record on a new channel: using Options.DefaultServiceConfig (gRFC A21)", slog.Any("error", o.err))

@@ -235,10 +235,10 @@ func TestConfigWithdrawnFallsBackToDefault(t *testing.T) {
 
 func TestInvalidRecordKeepsPrevious(t *testing.T) {
 	for _, tc := range []struct {
-		name, first, want string
+		name, first, want, reason string
 	}{
-		{"after a valid one", oneChoice(cfgA), cfgA},
-		{"after none", `[{"clientLanguage":["java"],"serviceConfig":{}}]`, "<nil>"},
+		{"after a valid one", oneChoice(cfgA), cfgA, "keeping the previous config: "},
+		{"after none", `[{"clientLanguage":["java"],"serviceConfig":{}}]`, "<nil>", "keeping the channel's default config: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, target := zone(t)
@@ -260,7 +260,7 @@ func TestInvalidRecordKeepsPrevious(t *testing.T) {
 				t.Fatalf("the channel was updated after the invalid record: %s", cc)
 			}
 			st, _ := b.State(target)
-			if st.LastError == nil || !strings.Contains(st.LastError.Error(), "timeout") || !strings.HasPrefix(st.Reason, "keeping the previous config") {
+			if st.LastError == nil || !strings.Contains(st.LastError.Error(), "timeout") || !strings.HasPrefix(st.Reason, tc.reason) {
 				t.Errorf("state %+v: want the invalid record in LastError and Reason", st)
 			}
 			if l := logs.find("ignoring an invalid service config record"); len(l) != 1 || !strings.Contains(l[0], "timeout") {
