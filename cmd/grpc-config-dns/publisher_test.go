@@ -155,9 +155,9 @@ func TestServeBuiltInExample(t *testing.T) {
 }
 
 func TestServeInvalidConfig(t *testing.T) {
-	f := writeFile(t, "p.yaml", "zones: [{origin: example.test., nameservers: [ns1]}]\n")
+	f := writeFile(t, "p.yaml", `zones: [{origin: example.test., nameservers: [{name: ns1, addresses: ["10.0.0.1:53"]}]}]`+"\n")
 	code, _, errs := runCLI(t, "serve", "--config", f, "--listen", "127.0.0.1:0")
-	if code != exitInvalid || !strings.Contains(errs, "p.yaml:1:47: error: nameserver ns1.example.test. lies inside zone") {
+	if code != exitInvalid || !strings.Contains(errs, `p.yaml:1:71: error: "10.0.0.1:53" is not an IPv4 or IPv6 address`) {
 		t.Errorf("exit %d:\n%s", code, errs)
 	}
 }

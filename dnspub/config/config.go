@@ -457,8 +457,13 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 			d.report(e.addr, e.path+"/addresses", "ns-glue-outside-zone", "nameserver %s lies outside zone %s, so the zone cannot publish its addresses: remove them (its own zone publishes them)", e.ns.Name, z.Origin)
 		case in && len(e.ns.Addresses) > 0 && hasSvc && len(svc.svc.Addresses) > 0:
 			d.report(e.addr, e.path+"/addresses", "ns-address-conflict", "addresses for %s are given both here and by the service at line %d: give them in one place", e.ns.Name, svc.node.Line)
+		case in && len(e.ns.Addresses) == 0 && (!hasSvc || len(svc.svc.Addresses) == 0) && (len(z.Transfer.Allow) > 0 || len(z.Transfer.Notify) > 0):
+			d.report(e.node, e.path, "ns-no-address", "nameserver %s lies inside zone %s but has no address: add addresses: to it (or a service of that name), or the secondaries this zone is transferred to, such as BIND, refuse it", e.ns.Name, z.Origin)
 		case in && len(e.ns.Addresses) == 0 && (!hasSvc || len(svc.svc.Addresses) == 0):
-			d.report(e.node, e.path, "ns-no-address", "nameserver %s lies inside zone %s but has no address: add addresses: to it (or a service of that name), or secondaries such as BIND refuse the zone", e.ns.Name, z.Origin)
+			// Served by us alone, the zone works: resolvers find this
+			// server through the parent's glue. It is still a broken zone
+			// for anyone who loads it, so say so.
+			d.report(e.node, e.path, "ns-no-address-standalone", "nameserver %s lies inside zone %s but has no address: this server answers anyway, but the zone cannot be transferred (secondaries such as BIND, and named-checkzone, refuse it) and resolvers can reach the server only through glue at the parent; add addresses: to it (or a service of that name)", e.ns.Name, z.Origin)
 		}
 	}
 	if d.errorCount() > errorsBefore {

@@ -137,12 +137,24 @@ zones:
         addresses: [192.0.2.1, 192.0.2.1, "10.0.0.1:80", www.example.net, "fe80::1%eth0"]
 `, []want{
 			{4, 10, "ttl-range", "/zones/0/ttl"},
-			{5, 19, "ns-no-address", "/zones/0/nameservers/0"},
+			{5, 19, "ns-no-address-standalone", "/zones/0/nameservers/0"},
 			{8, 14, "ttl-large", "/zones/0/services/0/ttl"},
 			{9, 32, "address-duplicate", "/zones/0/services/0/addresses/1"},
 			{9, 43, "address-syntax", "/zones/0/services/0/addresses/2"},
 			{9, 58, "address-syntax", "/zones/0/services/0/addresses/3"},
 			{9, 75, "address-syntax", "/zones/0/services/0/addresses/4"},
+		}},
+		{"a nameserver without address in a transferred zone", `
+zones:
+  - origin: example.test.
+    nameservers: [ns1]
+    transfer: {allow: [10.0.1.0/24], key: k}
+    services:
+      - {name: echo, addresses: [192.0.2.1]}
+tsigKeys:
+  - {name: k, algorithm: hmac-sha256, secret: c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTI=}
+`, []want{
+			{4, 19, "ns-no-address", "/zones/0/nameservers/0"},
 		}},
 		{"yaml values without JSON equivalent", `
 zones:

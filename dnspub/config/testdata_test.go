@@ -14,12 +14,12 @@ import (
 // the built-in example is the one documented there.
 func TestTestdata(t *testing.T) {
 	dir := filepath.Join("..", "..", "testdata", "publisher")
-	for _, name := range []string{"example.yaml", "example.json", "production.yaml"} {
+	for _, name := range []string{"example.yaml", "example.json", "production.yaml", "design.yaml"} {
 		text, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if cfg, ds := Parse(text); cfg == nil {
+		if cfg, ds := Parse(text); cfg == nil || ds.HasErrors() {
 			t.Errorf("%s:\n%s", name, dump(ds))
 		}
 	}
