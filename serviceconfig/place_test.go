@@ -1,6 +1,9 @@
 package serviceconfig
 
-import "testing"
+import (
+	"bytes"
+	"testing"
+)
 
 // ChoicesFromText and Validate place diagnostics in the text the user
 // wrote, whatever its kind, as Lint does.
@@ -39,4 +42,36 @@ func TestChoicesFromTextPlacesDiagnostics(t *testing.T) {
 	if len(ds) != 1 || ds[0].Line != 1 || ds[0].Column != 19 {
 		t.Errorf("syntax error placed at %+v, want 1:19", ds)
 	}
+}
+
+// FuzzChoicesFromText: what select does with any input. No panic, and
+// every diagnostic, of the parse or of Validate on any choice, is a
+// registered code placed inside the input.
+func FuzzChoicesFromText(f *testing.F) {
+	f.Add([]byte(canary))
+	f.Add([]byte("\n  {\"methodConfig\": [{\"name\": [{}], \"timeout\": \"1m\"}]}"))
+	f.Add([]byte(` grpc_config=[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"1m"}]}}]`))
+	f.Add([]byte(`_grpc_config.x 60 IN TXT "grpc_config=[{\"serviceConfig\":" "{\"methodConfig\":[{\"name\":[{}],\"timeout\":\"1m\"}]}}]" ; c`))
+	f.Add([]byte(`"v=spf1 -all"` + "\n" + `"grpc_config=[{\"serviceConfig\":{}}]"`))
+	f.Fuzz(func(t *testing.T, text []byte) {
+		lines := bytes.Count(text, []byte("\n")) + 1
+		check := func(ds Diagnostics) {
+			for _, d := range ds {
+				if _, ok := LookupCode(d.Code); !ok || d.Message == "" {
+					t.Fatalf("bad diagnostic %+v", d)
+				}
+				if d.Line > lines || d.Line < 0 || d.Column < 0 {
+					t.Fatalf("diagnostic placed at %d:%d, outside the input's %d lines: %+v", d.Line, d.Column, lines, d)
+				}
+			}
+		}
+		ch, ds := ChoicesFromText(text)
+		check(ds)
+		if ch == nil {
+			return
+		}
+		for i := range ch.List {
+			check(ch.Validate(i))
+		}
+	})
 }
