@@ -125,7 +125,11 @@ func (e *env) selectChoice(arg string, client sc.Client, explain bool) error {
 	}
 	if ds := ch.Validate(i); ds.HasErrors() {
 		e.printDiagnostics(name, ds)
-		return &exitError{code: exitInvalid, err: fmt.Errorf("choice %d's service config is invalid: a client would reject the record", i)}
+		what := fmt.Sprintf("choice %d's service config", i)
+		if in.text != nil && sc.DetectKind(in.text) == sc.KindServiceConfig {
+			what = "the service config"
+		}
+		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: a client would reject the record", what)}
 	}
 	fmt.Fprintln(e.stdout, string(ch.CompactConfig(i)))
 	return nil
