@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,5 +186,37 @@ func TestShutdown(t *testing.T) {
 	}
 	if _, err := net.Dial("tcp", s.Addr().String()); err == nil {
 		t.Error("still accepting after shutdown")
+	}
+}
+
+// TestTCPConnectionSeesReload: a connection opened before a reload answers
+// its next query from the new zone. Secondaries keep their connection for
+// the SOA check and the transfer that follow a NOTIFY.
+func TestTCPConnectionSeesReload(t *testing.T) {
+	ts := startServer(t, baseConfig(""), func(o *Options) {
+		o.WatchInterval = 20 * time.Millisecond
+		o.Debounce = 50 * time.Millisecond
+	})
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	soa := func() uint32 {
+		q := new(dns.Msg)
+		q.SetQuestion("example.test.", dns.TypeSOA)
+		writeTCP(t, c, pack(t, q))
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		r, err := readTCP(t, c)
+		if err != nil || len(r.Answer) != 1 {
+			t.Fatalf("SOA over the open connection: %v %v", r, err)
+		}
+		return r.Answer[0].(*dns.SOA).Serial
+	}
+	before := soa()
+	ts.write(strings.Replace(baseConfig(""), "192.0.2.1,", "192.0.2.7,", 1))
+	waitFor(t, "the reload", func() bool { return ts.serial() != before })
+	if got, want := soa(), ts.serial(); got != want {
+		t.Errorf("the open connection answers serial %d, the zone is at %d", got, want)
 	}
 }

@@ -73,8 +73,7 @@ func (s *Server) serveConn(c net.Conn) {
 	out := make([]byte, 0, 65535)
 	var lenBuf [2]byte
 	for {
-		snap := s.snap.Load()
-		idle := snap.cfg.Server.TCPIdleTimeout
+		idle := s.snap.Load().cfg.Server.TCPIdleTimeout
 		select {
 		case <-s.done:
 			return
@@ -92,6 +91,10 @@ func (s *Server) serveConn(c net.Conn) {
 		if _, err := io.ReadFull(br, msg[:n]); err != nil {
 			return
 		}
+		// The zone as it is now, not as it was when the connection went
+		// idle: a secondary reuses its connection for the SOA check and the
+		// transfer that follow a NOTIFY.
+		snap := s.snap.Load()
 		resp, r := snap.table.Respond(out, msg[:n], true)
 		if r.Action == wire.Transfer || r.Action == wire.Signed {
 			c.SetWriteDeadline(time.Now().Add(time.Minute))
