@@ -159,6 +159,14 @@ func errorReply(msg []byte, rcode int) *dns.Msg {
 	return m
 }
 
+// echoOPT gives m an OPT record when req had one (RFC 6891 §6.1.1): our
+// buffer size and the query's DO bit, as the fast path writes it.
+func (s *Server) echoOPT(snap *snapshot, m, req *dns.Msg) {
+	if o := req.IsEdns0(); o != nil {
+		m.SetEdns0(uint16(snap.table.MaxUDPSize()), o.Do())
+	}
+}
+
 func packOrNothing(out []byte, m *dns.Msg) []byte {
 	b, err := m.Pack()
 	if err != nil {
@@ -181,6 +189,7 @@ func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, key *config.
 		s.metrics.transfers.WithLabelValues(kind, strings.ToLower(dns.RcodeToString[rcode])).Inc()
 		m := new(dns.Msg)
 		m.SetRcode(req, rcode)
+		s.echoOPT(snap, m, req)
 		r.Rcode = rcode
 		b, _, err := sign(m, key, mac, false)
 		if err != nil {
@@ -193,6 +202,8 @@ func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, key *config.
 		return append(out[:0], b...), r
 	}
 	switch {
+	case q.Qclass != dns.ClassINET:
+		return refuse(dns.RcodeRefused, "class "+dns.Class(q.Qclass).String()+": only IN is served")
 	case ze == nil && snap.inZones(origin):
 		return refuse(dns.RcodeNotAuth, "not a zone apex")
 	case ze == nil:
@@ -236,6 +247,7 @@ func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, key *config.
 		m.SetReply(req)
 		m.Authoritative = true
 		m.Answer = chunk
+		s.echoOPT(snap, m, req)
 		b, nextMAC, err := sign(m, key, mac, !first)
 		if err != nil {
 			s.log.Error("zone transfer failed", "zone", origin, "err", err)

@@ -65,6 +65,49 @@ func TestAXFR(t *testing.T) {
 	if r, err := ts.exchange("udp", axfrQuery()); err != nil || r.Rcode != dns.RcodeNotImplemented {
 		t.Errorf("AXFR over UDP: %v %v", r, err)
 	}
+	// Every message of a transfer asked with EDNS carries an OPT (RFC 6891
+	// §6.1.1), and so does a refusal.
+	q := axfrQuery()
+	q.SetEdns0(1232, false)
+	tr := &dns.Transfer{}
+	env, err := tr.In(q, ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e := range env {
+		if e.Error != nil {
+			t.Fatalf("AXFR with EDNS: %v", e.Error)
+		}
+	}
+	c, err := net.Dial("tcp", ts.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	writeTCP(t, c, pack(t, q))
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	// The transfer ends with its second SOA.
+	for soas := 0; soas < 2; {
+		r, err := readTCP(t, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.IsEdns0() == nil {
+			t.Fatalf("transfer message without OPT: %v", r)
+		}
+		for _, rr := range r.Answer {
+			if rr.Header().Rrtype == dns.TypeSOA {
+				soas++
+			}
+		}
+	}
+	bad := axfrQuery()
+	bad.SetQuestion("other.test.", dns.TypeAXFR)
+	bad.SetEdns0(1232, false)
+	writeTCP(t, c, pack(t, bad))
+	if r, err := readTCP(t, c); err != nil || r.Rcode != dns.RcodeRefused || r.IsEdns0() == nil {
+		t.Errorf("refused transfer: %v %v; want REFUSED with an OPT", r, err)
+	}
 }
 
 func TestTransferAccessControl(t *testing.T) {

@@ -94,14 +94,16 @@ func parse(msg []byte, q *Query) parseResult {
 	q.Opcode = msg[2] >> 3 & 0xf
 	q.RD = msg[2]&0x01 != 0
 	q.CD = msg[3]&0x10 != 0
-	if q.Opcode != 0 {
-		return parseNotImp
-	}
 	qd := binary.BigEndian.Uint16(msg[4:])
 	an := int(binary.BigEndian.Uint16(msg[6:]))
 	ns := int(binary.BigEndian.Uint16(msg[8:]))
 	ar := int(binary.BigEndian.Uint16(msg[10:]))
+	if q.Opcode != 0 {
+		peekOPT(msg, q, int(qd), an+ns, ar)
+		return parseNotImp
+	}
 	if qd != 1 {
+		peekOPT(msg, q, int(qd), an+ns, ar)
 		return parseFormErr
 	}
 	// The question name: labels only; a compression pointer cannot point
@@ -165,31 +167,67 @@ func parse(msg []byte, q *Query) parseResult {
 	return parseOK
 }
 
+// peekOPT looks for the OPT record of a message that is answered with an
+// error before its question is read (an unknown opcode, no question or
+// several), so that the answer carries an OPT when the query did (RFC 6891
+// §6.1.1). A message it cannot walk is left as without EDNS.
+func peekOPT(msg []byte, q *Query, qd, skip, ar int) {
+	off := headerLen
+	for range qd {
+		if off = skipName(msg, off); off < 0 || off+4 > len(msg) {
+			return
+		}
+		off += 4
+	}
+	for range skip {
+		if off = skipRR(msg, off, nil); off < 0 {
+			return
+		}
+	}
+	for range ar {
+		start := off
+		var rr rrInfo
+		if off = skipRR(msg, off, &rr); off < 0 {
+			return
+		}
+		if rr.typ == typeOPT && msg[start] == 0 {
+			q.EDNS, q.UDPSize, q.DO = true, rr.class, rr.ttl&0x8000 != 0
+			return
+		}
+	}
+}
+
 type rrInfo struct {
 	typ, class uint16
 	ttl        uint32
 }
 
-// skipRR returns the offset after the record at off, or -1 when it is
-// malformed. Names in records may use compression pointers.
-func skipRR(msg []byte, off int, rr *rrInfo) int {
+// skipName returns the offset after the name at off (which may end in a
+// compression pointer), or -1 when it is malformed.
+func skipName(msg []byte, off int) int {
 	for n := 0; ; n++ {
 		if off >= len(msg) || n > 127 {
 			return -1
 		}
 		l := int(msg[off])
 		if l == 0 {
-			off++
-			break
+			return off + 1
 		}
 		if l&0xc0 == 0xc0 {
-			off += 2
-			break
+			return off + 2
 		}
 		if l > 63 {
 			return -1
 		}
 		off += 1 + l
+	}
+}
+
+// skipRR returns the offset after the record at off, or -1 when it is
+// malformed. Names in records may use compression pointers.
+func skipRR(msg []byte, off int, rr *rrInfo) int {
+	if off = skipName(msg, off); off < 0 {
+		return -1
 	}
 	if off+10 > len(msg) {
 		return -1

@@ -276,10 +276,10 @@ func (t *Table) Respond(dst, msg []byte, tcp bool) ([]byte, Result) {
 		return dst[:0], r
 	case parseNotImp:
 		r.Rcode = RcodeNotImp
-		return headerOnly(dst, msg, RcodeNotImp), r
+		return t.appendOPT(headerOnly(dst, msg, RcodeNotImp), &r.Query, RcodeNotImp), r
 	case parseFormErr:
 		r.Rcode = RcodeFormErr
-		return headerOnly(dst, msg, RcodeFormErr), r
+		return t.appendOPT(headerOnly(dst, msg, RcodeFormErr), &r.Query, RcodeFormErr), r
 	case parseFormErrQ:
 		r.Rcode = RcodeFormErr
 		return t.bare(dst, msg, &r.Query, RcodeFormErr, false), r
@@ -299,19 +299,21 @@ func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) ([]byte, Result) {
 		return t.bare(dst, msg, q, RcodeBadVers, false), *r
 	}
 	switch {
-	case q.QType == typeAXFR || q.QType == typeIXFR:
-		r.Action = Transfer
-		return dst[:0], *r
 	case q.QType == typeOPT || q.QType == typeTSIG:
 		r.Rcode = RcodeFormErr
 		return t.bare(dst, msg, q, RcodeFormErr, false), *r
+	case q.QClass != classINET:
+		// Transfers too: the question names the zone's class (RFC 5936
+		// §2.1.2), and we serve IN only.
+		r.Rcode = RcodeRefused
+		return t.bare(dst, msg, q, RcodeRefused, false), *r
+	case q.QType == typeAXFR || q.QType == typeIXFR:
+		r.Action = Transfer
+		return dst[:0], *r
 	case q.QType >= 128 && q.QType < typeANY:
 		// Other meta types (TKEY, MAILB, MAILA): not implemented.
 		r.Rcode = RcodeNotImp
 		return t.bare(dst, msg, q, RcodeNotImp, false), *r
-	case q.QClass != classINET:
-		r.Rcode = RcodeRefused
-		return t.bare(dst, msg, q, RcodeRefused, false), *r
 	}
 	limit := MaxTCPSize
 	if !tcp {

@@ -316,6 +316,42 @@ func TestMalformedAndSpecial(t *testing.T) {
 	check("two OPT records", b, dns.RcodeFormatError, Reply)
 }
 
+// Error answers carry an OPT when the query had one (RFC 6891 §6.1.1),
+// including those given before the question is read.
+func TestErrorAnswersEchoOPT(t *testing.T) {
+	tb, _ := testTable(t, 1232)
+	edns := query(ask{name: "echo.example.test.", qtype: dns.TypeA, edns: 4096, do: true})
+	opcode := append([]byte(nil), edns...)
+	opcode[2] = opcode[2]&^0x78 | byte(dns.OpcodeUpdate<<3)
+	noQuestion := func() []byte {
+		m := new(dns.Msg)
+		m.Id = 0xbeef
+		m.SetEdns0(4096, true)
+		b, _ := m.Pack()
+		return b
+	}()
+	chaos := query(ask{name: "example.test.", qtype: dns.TypeAXFR, edns: 4096, do: true, mod: func(m *dns.Msg) { m.Question[0].Qclass = dns.ClassCHAOS }})
+	for _, tc := range []struct {
+		what  string
+		msg   []byte
+		rcode int
+	}{
+		{"unknown opcode", opcode, dns.RcodeNotImplemented},
+		{"no question", noQuestion, dns.RcodeFormatError},
+		{"AXFR in class CH", chaos, dns.RcodeRefused},
+	} {
+		resp, r := tb.Respond(nil, tc.msg, true)
+		m := new(dns.Msg)
+		if err := m.Unpack(resp); err != nil || r.Action != Reply || m.Rcode != tc.rcode {
+			t.Errorf("%s: action %d, %v %v; want rcode %d", tc.what, r.Action, m, err, tc.rcode)
+			continue
+		}
+		if o := m.IsEdns0(); o == nil || o.UDPSize() != 1232 || !o.Do() {
+			t.Errorf("%s: OPT %v, want ours (1232) with DO", tc.what, o)
+		}
+	}
+}
+
 func TestRespondDoesNotAllocate(t *testing.T) {
 	tb, _ := testTable(t, 4096)
 	dst := make([]byte, 0, 65535)
