@@ -160,6 +160,20 @@ const (
 // record whose name is not known.
 const exampleOwner = "_grpc_config.service.example.com."
 
+// SizeDiagnostics reports whether the record that publishes value (a
+// compact choice list) at owner makes an answer that needs TCP or cannot
+// be sent at all: the checks Lint makes of the record as written, for a
+// record rewritten before it is published. owner "" assumes a typical
+// name. The diagnostics concern the whole record (Offset -1).
+func SizeDiagnostics(owner string, value []byte) Diagnostics {
+	return sizeDiagnostics(owner, EncodeTXT(value))
+}
+
+// IsSizeCode reports whether code is one of SizeDiagnostics' codes.
+func IsSizeCode(code string) bool {
+	return code == "txt-size-udp" || code == "txt-size-edns" || code == "txt-too-large"
+}
+
 // sizeDiagnostics reports answers that need TCP or cannot be sent.
 func sizeDiagnostics(owner string, strs []string) Diagnostics {
 	known := owner != ""

@@ -67,6 +67,9 @@ func (e *env) encode(arg string, nineDigits bool) error {
 		if d.Code == "duration-fraction" && nineDigits {
 			continue // rewritten below, as the publisher does
 		}
+		if sc.IsSizeCode(d.Code) && !ds.HasErrors() {
+			continue // sized below, on the record as printed
+		}
 		fmt.Fprintln(e.stderr, formatDiagnostic(name, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
 	}
 	if ds.HasErrors() {
@@ -79,6 +82,12 @@ func (e *env) encode(arg string, nineDigits bool) error {
 			return &exitError{code: exitInvalid, err: fmt.Errorf("%s: %v", name, err)}
 		}
 		value = v
+	}
+	for _, d := range sc.SizeDiagnostics(in.owner, value) {
+		fmt.Fprintln(e.stderr, formatDiagnostic(name, lintDiagnostic{d.Severity.String(), d.Code, d.Message, "", 0, 0}))
+		if d.Severity == sc.Error {
+			return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: nothing encoded", name)}
+		}
 	}
 	strs := sc.EncodeTXT(value)
 	fmt.Fprintln(e.stdout, sc.FormatTXT(strs))

@@ -753,6 +753,9 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 		if diag.Code == "duration-fraction" && s.Compat.NineDigitDurations {
 			continue // the publisher writes every duration with 9 digits
 		}
+		if sc.IsSizeCode(diag.Code) {
+			continue // sized below, on the record as published
+		}
 		at := n
 		if diag.Offset >= 0 {
 			if m := j.node(diag.Offset); m != nil {
@@ -785,6 +788,18 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 	if err != nil {
 		// LintJSON applies every rule ParseChoices does; this is a bug guard.
 		d.report(n, path, "yaml-value", "the config cannot be published: %v", err)
+		return nil
+	}
+	// The record as served: nine-digit durations and canonical names make
+	// it longer than the config as written.
+	tooLarge := false
+	for _, diag := range sc.SizeDiagnostics(s.TXTOwner(), value) {
+		loc := d.at(n, path, "yaml-value", "")
+		diag.Path, diag.Line, diag.Column, diag.Offset = loc.Path, loc.Line, loc.Column, loc.Offset
+		d.ds = append(d.ds, diag)
+		tooLarge = tooLarge || diag.Severity == sc.Error
+	}
+	if tooLarge {
 		return nil
 	}
 	if !s.Compat.AllowGrpcGoFailure {

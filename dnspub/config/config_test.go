@@ -318,3 +318,41 @@ zones:
 		t.Errorf("a client with env=café… selects %d, want 0", got)
 	}
 }
+
+// The size warnings are about the record as served: nine-digit durations
+// make it longer than the config as written.
+func TestSizeOfThePublishedRecord(t *testing.T) {
+	config := func(n int) (yamlText string, written []byte) {
+		var mc []string
+		for i := range n {
+			mc = append(mc, fmt.Sprintf(`{"name":[{"service":"s%d"}],"timeout":"0.5s"}`, i))
+		}
+		js := `{"methodConfig":[` + strings.Join(mc, ",") + `]}`
+		return "zones:\n  - origin: example.test.\n    nameservers: [{name: ns1, addresses: [192.0.2.1]}]\n    services:\n      - name: big\n        serviceConfig: " + js + "\n",
+			[]byte(`[{"serviceConfig":` + js + `}]`)
+	}
+	owner := "_grpc_config.big.example.test."
+	for n := 1; n < 200; n++ {
+		text, written := config(n)
+		if len(sc.SizeDiagnostics(owner, written)) > 0 {
+			t.Fatalf("no config that fits as written but not as served")
+		}
+		cfg, ds := Parse([]byte(text))
+		if cfg == nil {
+			t.Fatalf("%d methods:\n%s", n, dump(ds))
+		}
+		served := cfg.Zones[0].Services[0].Value
+		want := sc.SizeDiagnostics(owner, served)
+		if len(want) == 0 {
+			continue
+		}
+		// Fits as written, not as served: the publisher must say so.
+		for _, d := range ds {
+			if d.Code == want[0].Code && d.Message == want[0].Message {
+				return
+			}
+		}
+		t.Fatalf("%d methods: the served record gets %s (%s), the publisher said:\n%s", n, want[0].Code, want[0].Message, dump(ds))
+	}
+	t.Fatal("never crossed a size limit")
+}
