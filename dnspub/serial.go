@@ -18,8 +18,10 @@ import (
 // arithmetic (RFC 1982): it always increases, reads as a time, and cannot
 // go backwards across restarts because the last serial and digest of each
 // zone are written to the state file before the new version is served.
-// Without a state file (the built-in example), the clock alone keeps
-// serials increasing across restarts, unless it goes backwards.
+// Without a state file (the built-in example), only the clock carries
+// serials across restarts: they keep increasing unless the clock goes
+// backwards, or changes came faster than one a second before the restart
+// (last+1 then ran ahead of the clock, and a restart falls back to it).
 type serialStore struct {
 	path  string // "" for none
 	zones map[string]serialState
