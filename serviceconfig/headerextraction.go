@@ -34,8 +34,10 @@ func validateHeaderExtraction(c *checker, v int32) {
 			case "delimiterCharacter":
 				if c.want(val, jtree.String, "header-extraction", name) {
 					s := t.Str(val)
-					if len(s) != 1 || s[0] >= 0x80 {
-						c.report(val, "header-extraction", "delimiterCharacter must be exactly one ASCII character, like \"/\", not %s", t.Raw(val))
+					// Printable only: the delimiter can end up in the header
+					// value, where gRPC allows printable ASCII alone.
+					if len(s) != 1 || s[0] < 0x20 || s[0] > 0x7e {
+						c.report(val, "header-extraction", "delimiterCharacter must be exactly one printable ASCII character, like \"/\", not %s", t.Raw(val))
 					}
 				}
 			case "numElementsToKeep":

@@ -126,7 +126,7 @@ func headerRule(t *jtree.Tree, r int32) (HeaderRule, bool) {
 	if v := t.Get(r, "numElementsToKeep"); v >= 0 {
 		n, _ = t.Int(v)
 	}
-	if len(d) != 1 || n < 1 || CheckFieldPath(rule.PayloadFieldName) != nil || CheckHeaderName(rule.HeaderName) != nil {
+	if len(d) != 1 || d[0] < 0x20 || d[0] > 0x7e || n < 1 || CheckFieldPath(rule.PayloadFieldName) != nil || CheckHeaderName(rule.HeaderName) != nil {
 		return HeaderRule{}, false
 	}
 	rule.Delimiter, rule.NumElementsToKeep = d[0], int(n)
@@ -178,8 +178,8 @@ func NewHeaderRules(byName map[string][]HeaderRule) (*HeaderRules, error) {
 			if err := CheckFieldPath(r.PayloadFieldName); err != nil {
 				return nil, fmt.Errorf("%s: payloadFieldName: %v", where, err)
 			}
-			if r.Delimiter == 0 || r.Delimiter >= 0x80 {
-				return nil, fmt.Errorf("%s: the delimiter must be one ASCII character", where)
+			if r.Delimiter < 0x20 || r.Delimiter > 0x7e {
+				return nil, fmt.Errorf("%s: the delimiter must be one printable ASCII character", where)
 			}
 			if r.NumElementsToKeep < 1 {
 				return nil, fmt.Errorf("%s: NumElementsToKeep must be at least 1, not %d", where, r.NumElementsToKeep)

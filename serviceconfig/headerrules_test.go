@@ -90,3 +90,25 @@ func FuzzParseHeaderRules(f *testing.F) {
 		}
 	})
 }
+
+// The delimiter can end up in a header value, where gRPC allows printable
+// ASCII only: validation refuses anything else, and ParseHeaderRules skips
+// such a rule as it skips every invalid one.
+func TestDelimiterIsPrintableASCII(t *testing.T) {
+	for _, delim := range []string{`"\u0000"`, `"\t"`, `"\u007f"`, `"é"`, `"//"`, `""`} {
+		cfg := `{"methodConfig":[{"name":[{}],"headerExtraction":[{"payloadFieldName":"user","delimiterCharacter":` + delim + `,"numElementsToKeep":1,"headerName":"k"}]}]}`
+		ds := ValidateServiceConfig([]byte(cfg))
+		if !ds.HasErrors() || ds[0].Code != "header-extraction" {
+			t.Errorf("delimiter %s: %v, want a header-extraction error", delim, ds)
+		}
+		if hr, err := ParseHeaderRules([]byte(cfg)); err != nil {
+			t.Errorf("delimiter %s: %v", delim, err)
+		} else if rules, _ := hr.Lookup("/a.B/C"); len(rules) != 0 {
+			t.Errorf("delimiter %s: ParseHeaderRules keeps the rule %+v", delim, rules)
+		}
+	}
+	ok := `{"methodConfig":[{"name":[{}],"headerExtraction":[{"payloadFieldName":"user","delimiterCharacter":" ","numElementsToKeep":1,"headerName":"k"}]}]}`
+	if ds := ValidateServiceConfig([]byte(ok)); ds.HasErrors() {
+		t.Errorf("a space delimiter: %v", ds)
+	}
+}

@@ -180,20 +180,34 @@ func compile(md protoreflect.MessageDescriptor, rules []serviceconfig.HeaderRule
 	return p, nil
 }
 
+// value returns the string at the step's path in m, or false when a
+// message on the way or the field itself is unset: Get would return the
+// field's declared default (proto2), and an unset field adds no header.
+func (s *step) value(m protoreflect.Message) (string, bool) {
+	cur := m
+	for _, fd := range s.path[:len(s.path)-1] {
+		if !cur.Has(fd) {
+			return "", false
+		}
+		cur = cur.Get(fd).Message()
+	}
+	leaf := s.path[len(s.path)-1]
+	if leaf.HasPresence() && !cur.Has(leaf) {
+		return "", false
+	}
+	return cur.Get(leaf).String(), true
+}
+
 // headers appends the header name and value of every rule that yields a
 // value for m. An unset field, or one that leaves nothing once leading
 // delimiters are skipped, adds no header.
 func (p *plan) headers(dst []string, m protoreflect.Message) []string {
 	for i := range p.steps {
 		s := &p.steps[i]
-		cur := m
-		// An unset message field reads as an empty message, whose string
-		// fields are empty: no header, without a Has test per step.
-		for _, fd := range s.path[:len(s.path)-1] {
-			cur = cur.Get(fd).Message()
-		}
-		if v, ok := s.rule.Apply(cur.Get(s.path[len(s.path)-1]).String()); ok {
-			dst = append(dst, s.rule.HeaderName, v)
+		if v, ok := s.value(m); ok {
+			if v, ok = s.rule.Apply(v); ok {
+				dst = append(dst, s.rule.HeaderName, v)
+			}
 		}
 	}
 	return dst

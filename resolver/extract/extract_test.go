@@ -16,6 +16,11 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/types/descriptorpb"
+	"google.golang.org/protobuf/types/dynamicpb"
 
 	"github.com/grpc-config-dns/grpc-config-dns/internal/testpb"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
@@ -406,4 +411,50 @@ func BenchmarkInterceptorOnly(b *testing.B) {
 			_ = noop(c, method, seedRequest, nil, nil)
 		}
 	})
+}
+
+// proto2 fields with a declared default read as that default when unset;
+// an unset field still adds no header, on the way or at the end.
+func TestUnsetProto2FieldsAddNoHeader(t *testing.T) {
+	fdp := &descriptorpb.FileDescriptorProto{
+		Name:    proto.String("p2.proto"),
+		Package: proto.String("p2"),
+		Syntax:  proto.String("proto2"),
+		MessageType: []*descriptorpb.DescriptorProto{
+			{Name: proto.String("Inner"), Field: []*descriptorpb.FieldDescriptorProto{
+				{Name: proto.String("id"), Number: proto.Int32(1), Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(),
+					Type: descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum(), DefaultValue: proto.String("inner/default")},
+			}},
+			{Name: proto.String("Req"), Field: []*descriptorpb.FieldDescriptorProto{
+				{Name: proto.String("user"), Number: proto.Int32(1), Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(),
+					Type: descriptorpb.FieldDescriptorProto_TYPE_STRING.Enum(), DefaultValue: proto.String("anonymous@default")},
+				{Name: proto.String("inner"), Number: proto.Int32(2), Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(),
+					Type: descriptorpb.FieldDescriptorProto_TYPE_MESSAGE.Enum(), TypeName: proto.String(".p2.Inner")},
+			}},
+		},
+	}
+	fd, err := protodesc.NewFile(fdp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := fd.Messages().ByName("Req")
+	rules := []serviceconfig.HeaderRule{
+		{PayloadFieldName: "user", Delimiter: '@', NumElementsToKeep: 1, HeaderName: "user-key"},
+		{PayloadFieldName: "inner.id", Delimiter: '/', NumElementsToKeep: 1, HeaderName: "inner-key"},
+	}
+	r := mustRules(t, map[string][]serviceconfig.HeaderRule{"": rules})
+	p, err := r.plan("/m", r.lookup("/m"), md)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := dynamicpb.NewMessage(md)
+	if got := p.headers(nil, m); len(got) != 0 {
+		t.Errorf("unset fields gave headers %q", got)
+	}
+	m.Set(md.Fields().ByName("user"), protoreflect.ValueOfString("roth@quux"))
+	inner := dynamicpb.NewMessage(md.Fields().ByName("inner").Message())
+	m.Set(md.Fields().ByName("inner"), protoreflect.ValueOfMessage(inner)) // set, its id unset
+	if got := strings.Join(p.headers(nil, m), "|"); got != "user-key|roth" {
+		t.Errorf("headers %q, want only user-key|roth", got)
+	}
 }
