@@ -249,8 +249,8 @@ func TestGRPCInvalidRecordOnNewChannel(t *testing.T) {
 		if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "_grpc_config.svc.test") {
 			t.Errorf("call on the failed channel: %v; want UNAVAILABLE naming the record", err)
 		}
-		if st, _ := b.State(e.target()); st.LastError == nil {
-			t.Errorf("state %+v", st)
+		if st, _ := b.State(e.target()); st.LastError == nil || !strings.Contains(st.LastError.Error(), "the record at _grpc_config.svc.test is invalid") {
+			t.Errorf("state %+v: want the record's problem in LastError", st)
 		}
 		e.dns.SetConfig("svc.test", 60, oneChoice(timeoutConfig("11s")))
 		waitForState(t, cc, connectivity.Ready, 5*time.Second)

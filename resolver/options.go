@@ -71,9 +71,12 @@ type Options struct {
 	// Attempts is how many times the nameserver list is walked before a
 	// lookup fails. Default 2.
 	Attempts int
-	// TXTBudget is how long addresses, once they have arrived, wait for the
-	// TXT answer (and the other address family) before they go to the
-	// channel; a slower answer arrives in a later update. Default 200ms.
+	// TXTBudget is how long a new channel's addresses, once they have
+	// arrived, wait for the TXT answer (and the other address family)
+	// before they go to the channel; a slower answer arrives in a later
+	// update. A running channel waits for every answer instead (each
+	// bounded by QueryTimeout): it has addresses, and a family that came
+	// late would drop out of it for a moment. Default 200ms.
 	TXTBudget time.Duration
 
 	// MinRefresh and MaxRefresh bound the re-resolution interval, which is

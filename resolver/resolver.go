@@ -109,6 +109,9 @@ type dnsResolver struct {
 	// Owned by the watch goroutine (or Build, before it starts).
 	last      sent
 	hasResult bool // a TXT answer (a config, or none) has been applied
+	// famAddrs holds the addresses each family (A, AAAA) last gave, so a
+	// family whose lookup fails on re-resolution keeps its addresses.
+	famAddrs  map[uint16][]string
 	emptyPR   *grpcsc.ParseResult
 	lastBad   string // the last invalid-record message logged
 	seq       int    // outcomes evaluated
@@ -256,6 +259,13 @@ func (d *dnsResolver) resolve() (time.Duration, bool) {
 			continue
 		}
 		if !budgetOut && len(got) < len(qtypes) {
+			if d.last.any {
+				// A running channel has addresses and a config: waiting for
+				// every answer (each bounded by QueryTimeout) costs it
+				// nothing, where delivering part of them would drop the
+				// connections of the family not in yet.
+				continue
+			}
 			if budget == nil {
 				t := time.NewTimer(d.cfg.TXTBudget)
 				defer t.Stop()
@@ -266,6 +276,14 @@ func (d *dnsResolver) resolve() (time.Duration, bool) {
 		updateErr = d.deliver(addrs, out)
 	}
 
+	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
+		if r := got[qt]; r.err == nil {
+			if d.famAddrs == nil {
+				d.famAddrs = map[uint16][]string{}
+			}
+			d.famAddrs[qt] = d.familyAddresses(r.ans)
+		}
+	}
 	ttl, known := time.Duration(0), false
 	for _, r := range got {
 		if r.err == nil && r.ans.hasTTL && (!known || r.ans.ttl < ttl) {
@@ -275,10 +293,12 @@ func (d *dnsResolver) resolve() (time.Duration, bool) {
 	var lastErr error
 	txt := got[dns.TypeTXT]
 	switch {
+	case out.kind == outFailed || out.kind == outInvalid:
+		// Also when it made the channel refuse the update: the record's
+		// problem is what the application needs to see.
+		lastErr = out.err
 	case updateErr != nil:
 		lastErr = fmt.Errorf("the channel refused the update: %w", updateErr)
-	case out.kind == outFailed || out.kind == outInvalid:
-		lastErr = out.err
 	}
 	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
 		if r := got[qt]; r.err != nil && lastErr == nil {
@@ -288,36 +308,54 @@ func (d *dnsResolver) resolve() (time.Duration, bool) {
 	d.setState(func(s *State) {
 		s.TTL, s.Resolved, s.LastError = ttl, time.Now(), lastErr
 	})
-	// A failed TXT lookup, or an update the channel refused (an invalid
-	// record on a new channel), is retried with backoff; a failed lookup of
-	// one address family alone is not: the other one serves.
-	failed := updateErr != nil || (d.wantConfig && txt.err != nil)
+	// A failed TXT lookup, an update the channel refused (an invalid record
+	// on a new channel), or failed lookups of both address families are
+	// retried with backoff; a failed lookup of one family alone is not: the
+	// other one serves, and the failed one keeps its last addresses.
+	failed := updateErr != nil || (d.wantConfig && txt.err != nil) ||
+		(got[dns.TypeA].err != nil && got[dns.TypeAAAA].err != nil) // served from last time's addresses
 	return d.cfg.refresh(ttl, known), failed
 }
 
-// addresses lists the addresses found so far, A records first.
+// addresses lists the addresses found so far, A records first. A family
+// whose lookup failed keeps the addresses it gave last time: a failed
+// lookup says nothing about them, unlike an answer without any.
 func (d *dnsResolver) addresses(got map[uint16]lookupResult) []string {
 	var out []string
 	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
 		r, ok := got[qt]
-		if !ok || r.err != nil {
+		if !ok {
 			continue
 		}
-		for _, rr := range r.ans.rrs {
-			var ip netip.Addr
-			switch rr := rr.(type) {
-			case *dns.A:
-				ip, _ = netip.AddrFromSlice(rr.A.To4())
-			case *dns.AAAA:
-				ip, _ = netip.AddrFromSlice(rr.AAAA.To16())
-			}
-			if !ip.IsValid() {
-				continue
-			}
-			a := d.t.addr(ip.Unmap())
+		fam := d.famAddrs[qt]
+		if r.err == nil {
+			fam = d.familyAddresses(r.ans)
+		}
+		for _, a := range fam {
 			if !slices.Contains(out, a) {
 				out = append(out, a)
 			}
+		}
+	}
+	return out
+}
+
+// familyAddresses lists the addresses of an A or AAAA answer.
+func (d *dnsResolver) familyAddresses(ans *answer) []string {
+	var out []string
+	for _, rr := range ans.rrs {
+		var ip netip.Addr
+		switch rr := rr.(type) {
+		case *dns.A:
+			ip, _ = netip.AddrFromSlice(rr.A.To4())
+		case *dns.AAAA:
+			ip, _ = netip.AddrFromSlice(rr.AAAA.To16())
+		}
+		if !ip.IsValid() {
+			continue
+		}
+		if a := d.t.addr(ip.Unmap()); !slices.Contains(out, a) {
+			out = append(out, a)
 		}
 	}
 	return out

@@ -668,16 +668,59 @@ func TestRecoveryAfterErrorResendsState(t *testing.T) {
 	s, target := zone(t)
 	o := refreshOptions()
 	o.Backoff = backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1, MaxDelay: 50 * time.Millisecond}
-	cc, _ := buildFake(t, NewBuilder(o), target)
-	cc.waitN(t, 1, 5*time.Second)
 	s.SetFault(dns.TypeA, dnstest.ServFail)
 	s.SetFault(dns.TypeAAAA, dnstest.ServFail)
+	cc, _ := buildFake(t, NewBuilder(o), target)
 	i := cc.waitFor(t, 5*time.Second, "ReportError", func(u update) bool { return u.err != nil })
 	s.SetFault(dns.TypeA, dnstest.NoFault)
 	s.SetFault(dns.TypeAAAA, dnstest.NoFault)
-	j := cc.waitFor(t, 5*time.Second, "with the addresses again", func(u update) bool { return u.err == nil && len(u.addrs) == 2 && u.at.After(cc.all()[i].at) })
+	j := cc.waitFor(t, 5*time.Second, "with the addresses", func(u update) bool { return u.err == nil && len(u.addrs) == 2 && u.at.After(cc.all()[i].at) })
 	if j <= i {
 		t.Fatalf("%s", cc)
+	}
+}
+
+// A running channel keeps its addresses when their lookups fail (a
+// failure says nothing about them): no error, no update; State says what
+// failed, and the lookups are retried with backoff.
+func TestFailedAddressLookupsKeepRunningChannel(t *testing.T) {
+	s, target := zone(t)
+	o := refreshOptions()
+	o.Backoff = backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1, MaxDelay: 50 * time.Millisecond}
+	b := NewBuilder(o)
+	cc, _ := buildFake(t, b, target)
+	cc.waitN(t, 1, 5*time.Second)
+	s.SetFault(dns.TypeA, dnstest.ServFail)
+	s.SetFault(dns.TypeAAAA, dnstest.ServFail)
+	before := s.Count(dns.TypeA, "")
+	time.Sleep(600 * time.Millisecond)
+	if u := cc.all(); len(u) != 1 {
+		t.Errorf("the channel was told of the failed lookups: %s", cc)
+	}
+	if st, _ := b.State(target); st.LastError == nil || !slices.Equal(st.Addresses, wantAddrs) {
+		t.Errorf("state %+v: want the addresses kept and the failure in LastError", st)
+	}
+	if n := s.Count(dns.TypeA, "") - before; n < 4 {
+		t.Errorf("%d A queries in 600ms with a 50ms backoff", n)
+	}
+}
+
+// On re-resolution an address family slower than TXTBudget (a cache miss
+// at TTL expiry) must not drop out of a running channel for a moment: its
+// connections would be closed and opened again.
+func TestSlowFamilyDoesNotDropOutOfRunningChannel(t *testing.T) {
+	s, target := zone(t)
+	o := refreshOptions()
+	o.TXTBudget = 30 * time.Millisecond
+	cc, _ := buildFake(t, NewBuilder(o), target)
+	cc.waitN(t, 1, 5*time.Second)
+	s.SetAddrs("svc.test", 1, "192.0.2.1", "2001:db8::1", "192.0.2.9")
+	s.SetDelay(dns.TypeA, 300*time.Millisecond)
+	cc.waitFor(t, 5*time.Second, "the new address", func(u update) bool { return slices.Contains(u.addrs, "192.0.2.9:8080") })
+	for _, u := range cc.all() {
+		if len(u.addrs) < 2 {
+			t.Fatalf("an update without one family: %s", cc)
+		}
 	}
 }
 
