@@ -176,6 +176,10 @@ func (o Options) resolve() (*config, error) {
 			*d.v = d.def
 		}
 	}
+	if o.MinRefresh == 0 && o.MaxRefresh > 0 && c.MaxRefresh < c.MinRefresh {
+		// Only MaxRefresh was set, below the default minimum: it wins.
+		c.MinRefresh = c.MaxRefresh
+	}
 	if c.MinRefresh > c.MaxRefresh {
 		return nil, fmt.Errorf("resolver.Options.MinRefresh (%v) is above MaxRefresh (%v)", c.MinRefresh, c.MaxRefresh)
 	}

@@ -520,7 +520,10 @@ func (d *dnsResolver) deliver(addrs []string, o outcome) error {
 		}
 	}
 	if d.last.any && d.last.ok && next.key == d.last.key && sameSet(addrs, d.last.addrs) {
-		d.setState(func(s *State) { s.Reason = reason })
+		// The channel has this already; another choice may have the same
+		// config, which State and the logs still follow.
+		d.setState(func(s *State) { s.Reason, s.Choice = reason, next.choice })
+		d.last.choice = next.choice
 		return nil
 	}
 	st := grpcresolver.State{ServiceConfig: next.pr}
@@ -575,6 +578,10 @@ func (d *dnsResolver) logOutcome(o outcome, next sent) {
 	}
 	d.lastBad = ""
 	if d.last.any && next.key == d.last.key {
+		if next.choice != d.last.choice && next.choice >= 0 {
+			d.log.Info("service config choice changed, same config", slog.Int("choice", next.choice),
+				slog.Int("previous", d.last.choice), slog.String("reason", o.reason))
+		}
 		return
 	}
 	if o.kind == outPending && !d.last.any {

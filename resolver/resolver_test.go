@@ -757,3 +757,39 @@ func TestBudgetCountsFromAddresses(t *testing.T) {
 		t.Fatalf("%s; want one update with the addresses and the config", cc)
 	}
 }
+
+// When another choice with the same config is chosen, the channel is left
+// alone, but State and the logs follow.
+func TestSameConfigOtherChoice(t *testing.T) {
+	s, target := zone(t)
+	s.SetConfig("svc.test", 1, oneChoice(cfgA))
+	logs := &logRecorder{}
+	o := refreshOptions()
+	o.Logger = slog.New(logs)
+	b := NewBuilder(o)
+	cc, _ := buildFake(t, b, target)
+	cc.waitFor(t, 5*time.Second, "config A", func(u update) bool { return u.config == cfgA })
+	s.SetConfig("svc.test", 1, `[{"clientHostname":["elsewhere"],"serviceConfig":`+cfgA+`},{"percentage":60,"serviceConfig":`+cfgA+`},{"serviceConfig":`+cfgA+`}]`)
+	waitFor := time.Now().Add(5 * time.Second)
+	for len(logs.find("service config choice changed")) == 0 && time.Now().Before(waitFor) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st, _ := b.State(target); st.Choice != 1 {
+		t.Errorf("State.Choice = %d, want 1 (bucket 50, percentage 60)", st.Choice)
+	}
+	if l := logs.find("service config choice changed"); len(l) != 1 || !strings.Contains(l[0], "choice=1") {
+		t.Errorf("logs %q", l)
+	}
+	if u := cc.all(); len(u) != 1 {
+		t.Errorf("the channel was updated for the same config: %s", cc)
+	}
+}
+
+func TestMaxRefreshAloneBelowDefaultMin(t *testing.T) {
+	if err := (Options{MaxRefresh: 3 * time.Second}).Validate(); err != nil {
+		t.Errorf("MaxRefresh 3s alone: %v", err)
+	}
+	if err := (Options{MinRefresh: 4 * time.Second, MaxRefresh: 3 * time.Second}).Validate(); err == nil {
+		t.Error("MinRefresh above MaxRefresh, both set: accepted")
+	}
+}
