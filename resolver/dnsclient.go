@@ -203,7 +203,22 @@ func (c *dnsClient) exchange(ctx context.Context, server, name string, qtype uin
 	m.SetEdns0(ednsSize, false)
 	r, err := c.exchangeOver(ctx, "udp", server, m)
 	if err != nil {
-		return nil, false, err
+		var de *dns.Error
+		if ctx.Err() != nil || !errors.As(err, &de) {
+			return nil, false, err
+		}
+		// A reply that does not unpack, such as one larger than the
+		// buffer we advertised (a server that ignores EDNS): TCP has no
+		// such limit.
+		m.Id = dns.Id()
+		r, err = c.exchangeOver(ctx, "tcp", server, m)
+		if err != nil {
+			return nil, true, fmt.Errorf("over TCP after an unreadable UDP answer: %v", err)
+		}
+		if err := checkReply(m, r); err != nil {
+			return nil, true, err
+		}
+		return r, true, nil
 	}
 	if r.Rcode == dns.RcodeFormatError && r.IsEdns0() == nil {
 		m.Extra = nil
@@ -270,7 +285,15 @@ func checkReply(m, r *dns.Msg) error {
 		return errors.New("reply is for another question")
 	}
 	switch r.Rcode {
-	case dns.RcodeSuccess, dns.RcodeNameError:
+	case dns.RcodeSuccess:
+		if len(r.Answer) == 0 && !r.Authoritative && !r.RecursionAvailable {
+			// A lame delegation or a referral: a server that neither
+			// serves the name nor recurses. Its empty answer says nothing
+			// about the name; ask the next server (as Go's resolver does).
+			return errors.New("lame referral: no answer, not authoritative, no recursion")
+		}
+		return nil
+	case dns.RcodeNameError:
 		return nil
 	}
 	return fmt.Errorf("answered %s", dns.RcodeToString[r.Rcode])

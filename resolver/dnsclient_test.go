@@ -80,6 +80,19 @@ func TestLookupLargeTXTRetriesOverTCP(t *testing.T) {
 	}
 }
 
+// A server that ignores the advertised EDNS size sends a UDP answer
+// larger than our buffer: it does not unpack, and TCP is asked.
+func TestLookupOversizeUDPAnswerRetriesOverTCP(t *testing.T) {
+	s := dnstest.Start(t)
+	value := bigConfig(3000)
+	s.SetConfig("svc.test", 60, value)
+	s.SetFault(dns.TypeTXT, dnstest.Oversize)
+	a := lookupT(t, testClient(s.Addr), sc.OwnerPrefix+"svc.test", dns.TypeTXT)
+	if !a.tcp || s.Count(dns.TypeTXT, "tcp") != 1 {
+		t.Fatalf("tcp %v, %d TCP queries; want the answer over TCP", a.tcp, s.Count(dns.TypeTXT, "tcp"))
+	}
+}
+
 func TestLookupForcedTruncationRetriesOverTCP(t *testing.T) {
 	s := dnstest.Start(t)
 	s.SetAddrs("svc.test", 60, "192.0.2.1")
@@ -215,10 +228,22 @@ func TestLookupRejectsMismatchedReply(t *testing.T) {
 		t.Error("accepted a reply for another question")
 	}
 	r.SetQuestion("SVC.test.", dns.TypeA)
-	r.Response = true
+	r.Response, r.Authoritative = true, true
 	if err := checkReply(m, r); err != nil {
 		t.Errorf("rejected a reply whose question differs only in case: %v", err)
 	}
+	// A lame referral (no answer, neither authoritative nor recursive)
+	// says nothing about the name: the next server is asked.
+	r.Authoritative = false
+	if err := checkReply(m, r); err == nil || !strings.Contains(err.Error(), "lame") {
+		t.Errorf("accepted a lame referral: %v", err)
+	}
+	r.RecursionAvailable = true
+	if err := checkReply(m, r); err != nil {
+		t.Errorf("rejected a recursive server's empty answer: %v", err)
+	}
+	r.RecursionAvailable = false
+	r.Authoritative = true
 	r.Response = false
 	if err := checkReply(m, r); err == nil {
 		t.Error("accepted a query as a reply")

@@ -39,6 +39,9 @@ const (
 	// Truncate answers over UDP with TC set and no records, whatever the size;
 	// TCP is answered normally.
 	Truncate
+	// Oversize answers over UDP in full, ignoring the client's EDNS size
+	// (a broken server); TCP is answered normally.
+	Oversize
 )
 
 // Query is one query the server received.
@@ -313,7 +316,7 @@ func (s *Server) serve(w dns.ResponseWriter, req *dns.Msg) {
 	if opt != nil {
 		m.SetEdns0(dns.DefaultMsgSize, false)
 	}
-	if network == "udp" {
+	if network == "udp" && fault != Oversize {
 		size := dns.MinMsgSize
 		if ednsSize > dns.MinMsgSize {
 			size = int(ednsSize)
