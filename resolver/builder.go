@@ -141,6 +141,9 @@ func (b *Builder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts 
 	if b.err != nil {
 		return nil, b.err
 	}
+	if t.URL.User != nil {
+		return nil, fmt.Errorf("dnsconfig target %q has user information (%s@): write dnsconfig://NS_IP[:PORT]/HOST[:PORT]", t.URL.String(), t.URL.User.Username())
+	}
 	tg, err := parseTarget(t.URL.Host, t.Endpoint())
 	if err != nil {
 		return nil, err

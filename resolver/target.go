@@ -44,10 +44,18 @@ func parseTarget(authority, endpoint string) (target, error) {
 		return t, fmt.Errorf("dnsconfig target has no host: write dnsconfig:///HOST[:PORT]")
 	}
 	host, port := endpoint, DefaultPort
-	if ip, err := netip.ParseAddr(strings.Trim(endpoint, "[]")); err == nil && !strings.Contains(endpoint, "%") {
-		// A bare IP literal, IPv6 with or without brackets.
+	if strings.Contains(endpoint, "%") {
+		return t, fmt.Errorf("dnsconfig target host %q: zoned IPv6 addresses are not supported", endpoint)
+	}
+	if ip, ok := bareIP(endpoint); ok {
+		// A bare IP literal: IPv4, or IPv6 with or without brackets.
 		t.ip, t.host, t.port = ip.Unmap(), ip.Unmap().String(), port
 		return t, nil
+	}
+	if inner, ok := strings.CutPrefix(endpoint, "["); ok {
+		if ip, err := netip.ParseAddr(strings.TrimSuffix(inner, "]")); err == nil && ip.Is4() {
+			return t, fmt.Errorf("dnsconfig target %q: brackets are for IPv6 addresses; write %s", endpoint, ip)
+		}
 	}
 	if h, p, err := net.SplitHostPort(endpoint); err == nil {
 		host, port = h, p
@@ -57,11 +65,14 @@ func parseTarget(authority, endpoint string) (target, error) {
 	if err := checkPort(port); err != nil {
 		return t, fmt.Errorf("dnsconfig target %q: %v", endpoint, err)
 	}
-	t.port = port
+	t.port = canonicalPort(port)
 	if host == "" {
 		return t, fmt.Errorf("dnsconfig target %q has no host before the port: write HOST:%s", endpoint, port)
 	}
-	if ip, err := netip.ParseAddr(host); err == nil && ip.Zone() == "" {
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if ip.Is4() && strings.HasPrefix(endpoint, "[") {
+			return t, fmt.Errorf("dnsconfig target %q: brackets are for IPv6 addresses; write %s:%s", endpoint, host, port)
+		}
 		t.ip, t.host = ip.Unmap(), ip.Unmap().String()
 		return t, nil
 	}
@@ -76,6 +87,23 @@ func parseTarget(authority, endpoint string) (target, error) {
 // addr returns the address gRPC dials for ip.
 func (t target) addr(ip netip.Addr) string {
 	return net.JoinHostPort(ip.String(), t.port)
+}
+
+// bareIP parses an IP literal without a port: IPv4, IPv6, or IPv6 in
+// brackets. Brackets must enclose an IPv6 address exactly.
+func bareIP(s string) (netip.Addr, bool) {
+	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
+		ip, err := netip.ParseAddr(s[1 : len(s)-1])
+		return ip, err == nil && ip.Is6()
+	}
+	ip, err := netip.ParseAddr(s)
+	return ip, err == nil
+}
+
+// canonicalPort writes a checked port in decimal without leading zeros.
+func canonicalPort(port string) string {
+	n, _ := strconv.ParseUint(port, 10, 16)
+	return strconv.FormatUint(n, 10)
 }
 
 func checkPort(port string) error {
@@ -120,10 +148,10 @@ func checkHostname(host string) error {
 // parseNameserver normalises a nameserver address, IP[:PORT] or [IPv6]:PORT,
 // to IP:PORT with port 53 by default.
 func parseNameserver(s string) (string, error) {
-	if ip, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
-		if ip.Zone() != "" {
-			return "", fmt.Errorf("zoned IPv6 addresses are not supported")
-		}
+	if strings.Contains(s, "%") {
+		return "", fmt.Errorf("zoned IPv6 addresses are not supported")
+	}
+	if ip, ok := bareIP(s); ok {
 		return net.JoinHostPort(ip.Unmap().String(), dnsPort), nil
 	}
 	h, p, err := net.SplitHostPort(s)
@@ -137,8 +165,11 @@ func parseNameserver(s string) (string, error) {
 	if err != nil || ip.Zone() != "" {
 		return "", fmt.Errorf("%q is not an IP address: nameservers are given by address", h)
 	}
+	if ip.Is4() && strings.HasPrefix(s, "[") {
+		return "", fmt.Errorf("brackets are for IPv6 addresses; write %s:%s", h, p)
+	}
 	if err := checkPort(p); err != nil {
 		return "", err
 	}
-	return net.JoinHostPort(ip.Unmap().String(), p), nil
+	return net.JoinHostPort(ip.Unmap().String(), canonicalPort(p)), nil
 }

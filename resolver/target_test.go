@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	grpcresolver "google.golang.org/grpc/resolver"
 )
 
 func TestParseTarget(t *testing.T) {
@@ -36,7 +38,16 @@ func TestParseTarget(t *testing.T) {
 		{"", "a b.test", "", "", "", false, "byte ' '"},
 		{"", strings.Repeat("a", 64) + ".test", "", "", "", false, "longer than 63"},
 		{"", strings.Repeat("abcdefgh.", 28) + "test", "", "", "", false, "too long"},
-		{"", "fe80::1%eth0", "", "", "", false, "HOST:PORT"},
+		{"", "fe80::1%eth0", "", "", "", false, "zoned"},
+		{"", "[fe80::1%eth0]:80", "", "", "", false, "zoned"},
+		{"", "[::1", "", "", "", false, "HOST:PORT"},
+		{"", "]1.2.3.4[", "", "", "", false, "byte ']'"},
+		{"", "1.2.3.4]", "", "", "", false, "byte ']'"},
+		{"", "[1.2.3.4]", "", "", "", false, "brackets are for IPv6"},
+		{"", "[1.2.3.4]:80", "", "", "", false, "brackets are for IPv6"},
+		{"", "svc.test:040147", "svc.test", "40147", "", false, ""},
+		{"[127.0.0.1]:53", "svc.test", "", "", "", false, "brackets are for IPv6"},
+		{"127.0.0.1:0053", "svc.test", "svc.test", "443", "127.0.0.1:53", false, ""},
 		{"ns.example", "svc.test", "", "", "", false, "not an IP address"},
 		{"127.0.0.1:0", "svc.test", "", "", "", false, "port"},
 	} {
@@ -68,5 +79,16 @@ func TestStateLooksUpTargetAsGRPCParsesIt(t *testing.T) {
 	}
 	if _, ok := b.State("dnsconfig:///other.test"); ok {
 		t.Error("State finds a target nobody resolves")
+	}
+}
+
+func TestTargetWithUserInfoIsRefused(t *testing.T) {
+	u, err := urlParse("dnsconfig://u@127.0.0.1/svc.test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewBuilder(fastOptions()).Build(grpcresolver.Target{URL: *u}, newFakeCC(), grpcresolver.BuildOptions{})
+	if err == nil || !strings.Contains(err.Error(), "user information") {
+		t.Errorf("Build: %v, want an error about the user information", err)
 	}
 }
