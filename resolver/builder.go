@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -188,13 +189,20 @@ func (b *Builder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts 
 		if err != nil {
 			return nil, fmt.Errorf("dnsconfig: no nameservers: Options.Nameservers is empty and %s cannot be read (%v); set Options.Nameservers or use dnsconfig://NS_IP/HOST", cfg.ResolvConf, err)
 		}
+		var skipped []string
 		for _, s := range cc.Servers {
 			if ns, err := parseNameserver(net.JoinHostPort(s, cc.Port)); err == nil {
 				servers = append(servers, ns)
+			} else {
+				skipped = append(skipped, fmt.Sprintf("%s (%v)", s, err))
 			}
 		}
 		if len(servers) == 0 {
-			return nil, fmt.Errorf("dnsconfig: %s lists no usable nameserver; set Options.Nameservers or use dnsconfig://NS_IP/HOST", cfg.ResolvConf)
+			why := ""
+			if len(skipped) > 0 {
+				why = ": skipped " + strings.Join(skipped, ", ")
+			}
+			return nil, fmt.Errorf("dnsconfig: %s lists no usable nameserver%s; set Options.Nameservers or use dnsconfig://NS_IP/HOST", cfg.ResolvConf, why)
 		}
 	}
 	d.client = dnsClient{servers: servers, timeout: cfg.QueryTimeout, attempts: cfg.Attempts}

@@ -582,6 +582,13 @@ func TestNameserversFromOptionsAndResolvConf(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Options.Nameservers") {
 		t.Errorf("missing resolv.conf: %v", err)
 	}
+	os.WriteFile(rc, []byte("nameserver fe80::1%eth0
+"), 0o644)
+	o.ResolvConf = rc
+	_, err = NewBuilder(o).Build(grpcresolver.Target{URL: *u}, newFakeCC(), grpcresolver.BuildOptions{})
+	if err == nil || !strings.Contains(err.Error(), "skipped fe80::1%eth0 (zoned IPv6") {
+		t.Errorf("resolv.conf with a zoned nameserver only: %v", err)
+	}
 }
 
 func TestDynamicParametersPerAuthority(t *testing.T) {
