@@ -582,8 +582,7 @@ func TestNameserversFromOptionsAndResolvConf(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "Options.Nameservers") {
 		t.Errorf("missing resolv.conf: %v", err)
 	}
-	os.WriteFile(rc, []byte("nameserver fe80::1%eth0
-"), 0o644)
+	os.WriteFile(rc, []byte("nameserver fe80::1%eth0\n"), 0o644)
 	o.ResolvConf = rc
 	_, err = NewBuilder(o).Build(grpcresolver.Target{URL: *u}, newFakeCC(), grpcresolver.BuildOptions{})
 	if err == nil || !strings.Contains(err.Error(), "skipped fe80::1%eth0 (zoned IPv6") {
