@@ -14,6 +14,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/grpc-config-dns/grpc-config-dns/internal/asciijson"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
 
@@ -393,7 +394,7 @@ func (c *converter) value(n *yaml.Node, path string, depth int) {
 				c.j.text = append(c.j.text, ',')
 			}
 			c.mark(p.k)
-			c.j.text = appendJSONString(c.j.text, key)
+			c.j.text = asciijson.AppendString(c.j.text, key)
 			c.j.text = append(c.j.text, ':')
 			c.value(p.v, sub, depth+1)
 		}
@@ -450,35 +451,6 @@ func (c *converter) scalar(n *yaml.Node, path string) {
 	case "!!binary":
 		c.fail(n, path, "yaml-value", "binary values have no JSON equivalent: write a string")
 	default: // !!str, !!timestamp and unknown tags keep their text
-		c.j.text = appendJSONString(c.j.text, n.Value)
+		c.j.text = asciijson.AppendString(c.j.text, n.Value)
 	}
-}
-
-// appendJSONString writes s as a JSON string with every byte outside
-// printable ASCII escaped, so that the TXT record stays ASCII (gRFC A2).
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b = append(b, '\\', byte(r))
-		case r == '\n':
-			b = append(b, '\\', 'n')
-		case r == '\t':
-			b = append(b, '\\', 't')
-		case r == '\r':
-			b = append(b, '\\', 'r')
-		case r >= 0x20 && r < 0x7f:
-			b = append(b, byte(r))
-		case r > 0xffff:
-			r -= 0x10000
-			hi, lo := 0xd800+(r>>10), 0xdc00+(r&0x3ff)
-			b = append(b, '\\', 'u', hex[hi>>12], hex[hi>>8&15], hex[hi>>4&15], hex[hi&15])
-			b = append(b, '\\', 'u', hex[lo>>12], hex[lo>>8&15], hex[lo>>4&15], hex[lo&15])
-		default:
-			b = append(b, '\\', 'u', hex[r>>12], hex[r>>8&15], hex[r>>4&15], hex[r&15])
-		}
-	}
-	return append(b, '"')
 }

@@ -13,7 +13,8 @@ package constraints
 import (
 	"slices"
 	"strings"
-	"unicode/utf16"
+
+	"github.com/grpc-config-dns/grpc-config-dns/internal/asciijson"
 )
 
 // Op is the kind of an expression node.
@@ -140,13 +141,13 @@ func (e *Expr) AppendJSON(dst []byte) []byte {
 	switch e.Op {
 	case Value:
 		dst = append(dst, `{"constraint":{"key":`...)
-		dst = appendJSONString(dst, e.Key)
+		dst = asciijson.AppendString(dst, e.Key)
 		dst = append(dst, `,"value":`...)
-		dst = appendJSONString(dst, e.Value)
+		dst = asciijson.AppendString(dst, e.Value)
 		return append(dst, "}}"...)
 	case Exists:
 		dst = append(dst, `{"constraint":{"key":`...)
-		dst = appendJSONString(dst, e.Key)
+		dst = asciijson.AppendString(dst, e.Key)
 		return append(dst, `,"exists":{}}}`...)
 	case And, Or:
 		name := "andConstraints"
@@ -211,37 +212,4 @@ func (e *Expr) format(b *strings.Builder, nested bool) {
 			b.WriteByte(')')
 		}
 	}
-}
-
-// appendJSONString appends s as a JSON string of printable ASCII: quotes,
-// backslashes and control characters escaped, every other non-ASCII rune as
-// a \u escape (a surrogate pair above U+FFFF). strconv.Quote would not do:
-// it writes Go escapes (\a, \x7f) that JSON does not have, and keeps
-// printable non-ASCII runes as they are.
-func appendJSONString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	u := func(dst []byte, r rune) []byte {
-		return append(dst, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
-	}
-	dst = append(dst, '"')
-	for _, r := range s { // invalid UTF-8 comes as U+FFFD
-		switch {
-		case r == '"' || r == '\\':
-			dst = append(dst, '\\', byte(r))
-		case r == '\n':
-			dst = append(dst, '\\', 'n')
-		case r == '\t':
-			dst = append(dst, '\\', 't')
-		case r == '\r':
-			dst = append(dst, '\\', 'r')
-		case r >= 0x20 && r < 0x7f:
-			dst = append(dst, byte(r))
-		case r > 0xffff:
-			r1, r2 := utf16.EncodeRune(r)
-			dst = u(u(dst, r1), r2)
-		default:
-			dst = u(dst, r)
-		}
-	}
-	return append(dst, '"')
 }
