@@ -105,7 +105,7 @@ func newMetrics(serials func() map[string]uint32) *metrics {
 			Help: "Zone transfers served, by type (axfr; ixfr incremental; ixfr_full when the asked serial was too old; ixfr_current when the client was up to date) and result."},
 			[]string{"type", "result"}),
 		notifies: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "notifies_total",
-			Help: "NOTIFY messages sent to secondaries, by result (acked, refused, timeout, error)."},
+			Help: "NOTIFY messages sent to secondaries, by result (acked; refused by the secondary; bad_reply, a reply that does not acknowledge it; timeout; error)."},
 			[]string{"result"}),
 		tcpConns: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "tcp_connections",
 			Help: "Open TCP connections."}),

@@ -29,6 +29,7 @@ func (s *Server) slow(snap *snapshot, out, msg []byte, r wire.Result, tcp bool, 
 	}
 	var key *config.Key
 	var mac string
+	var origID uint16
 	if t := req.IsTsig(); t != nil {
 		k, terr := verifyTSIG(snap, msg, t)
 		if terr != dns.RcodeSuccess {
@@ -36,10 +37,10 @@ func (s *Server) slow(snap *snapshot, out, msg []byte, r wire.Result, tcp bool, 
 			r.Rcode = dns.RcodeNotAuth
 			return tsigErrorReply(out, req, t, terr, k), r
 		}
-		key, mac = k, t.MAC
+		key, mac, origID = k, t.MAC, t.OrigId
 	}
 	if qt := req.Question[0].Qtype; qt == dns.TypeAXFR || qt == dns.TypeIXFR {
-		return s.transfer(snap, out, req, key, mac, tcp, from, w, r)
+		return s.transfer(snap, out, req, tsigChain{key, mac, origID}, tcp, from, w, r)
 	}
 	// A signed ordinary query: answer it without its TSIG, then sign.
 	stripped := append([]byte(nil), msg[:r.Query.TSIG]...)
@@ -53,14 +54,16 @@ func (s *Server) slow(snap *snapshot, out, msg []byte, r wire.Result, tcp bool, 
 	if err := m.Unpack(resp); err != nil {
 		return out[:0], wire.Result{Action: wire.Drop}
 	}
-	signed, _, err := sign(m, key, mac, false)
+	chain := tsigChain{key, mac, origID}
+	signed, err := chain.sign(m, false)
 	if err == nil && !tcp && len(signed) > udpLimit(&r2.Query, snap.table.MaxUDPSize()) {
+		chain = tsigChain{key, mac, origID} // sign the new reply to the same request
 		// The TSIG record pushed the answer over the client's limit:
 		// send it truncated (and signed), and the client retries over TCP.
 		m.Answer, m.Ns, m.Extra = nil, nil, keepOPT(m.Extra)
 		m.Truncated = true
 		r2.Truncated = true
-		signed, _, err = sign(m, key, mac, false)
+		signed, err = chain.sign(m, false)
 	}
 	if err != nil {
 		s.log.Error("signing a response failed", "err", err)
@@ -105,15 +108,45 @@ func verifyTSIG(snap *snapshot, raw []byte, t *dns.TSIG) (*config.Key, uint16) {
 	}
 }
 
-// sign packs m with a TSIG record of key, chained to the previous MAC
-// (the request's, or the previous message's in a transfer).
-func sign(m *dns.Msg, key *config.Key, prevMAC string, timersOnly bool) ([]byte, string, error) {
-	if key == nil {
-		b, err := m.Pack()
-		return b, "", err
+// tsigChain signs the replies to one request: with the request's key
+// (none for an unsigned request), each MAC chained to the previous one
+// (the request's, then each message's in a transfer, RFC 8945 §5.3.1).
+type tsigChain struct {
+	key *config.Key
+	mac string
+	// origID is the request's original ID, from its TSIG record. It
+	// differs from the header ID when a forwarder rewrote the latter.
+	origID uint16
+}
+
+// sign packs m and, with a key, signs it and advances the chain.
+// timersOnly signs all but the first message of a transfer that way.
+func (c *tsigChain) sign(m *dns.Msg, timersOnly bool) ([]byte, error) {
+	if c.key == nil {
+		return m.Pack()
 	}
-	m.SetTsig(key.Name, key.Algorithm, 300, time.Now().Unix())
-	return dns.TsigGenerate(m, key.Secret, prevMAC, timersOnly)
+	m.SetTsig(c.key.Name, c.key.Algorithm, 300, time.Now().Unix())
+	m.Extra[len(m.Extra)-1].(*dns.TSIG).OrigId = c.origID
+	b, mac, err := generateTSIG(m, c.key.Secret, c.mac, timersOnly)
+	if err != nil {
+		return nil, err
+	}
+	c.mac = mac
+	return b, nil
+}
+
+// generateTSIG is dns.TsigGenerate, keeping m's header ID. The MAC covers
+// the message with the TSIG's original ID in place of the header ID (RFC
+// 8945 §4.3.1), and TsigGenerate leaves that ID in the message it returns;
+// but the reply must carry the ID of the query as received, or a
+// forwarder that rewrote it cannot match the reply and drops it.
+func generateTSIG(m *dns.Msg, secret, prevMAC string, timersOnly bool) ([]byte, string, error) {
+	b, mac, err := dns.TsigGenerate(m, secret, prevMAC, timersOnly)
+	if err != nil {
+		return nil, "", err
+	}
+	binary.BigEndian.PutUint16(b, m.Id)
+	return b, mac, nil
 }
 
 // tsigErrorReply answers NOTAUTH with the TSIG error (RFC 8945 §5.2):
@@ -132,7 +165,7 @@ func tsigErrorReply(out []byte, req *dns.Msg, t *dns.TSIG, code uint16, k *confi
 		rr.OtherLen = 6
 		rr.OtherData = hex48(now)
 	}
-	b, _, err := dns.TsigGenerate(m, secret, mac, false)
+	b, _, err := generateTSIG(m, secret, mac, false)
 	if err != nil {
 		return out[:0]
 	}
@@ -176,7 +209,8 @@ func packOrNothing(out []byte, m *dns.Msg) []byte {
 }
 
 // transfer serves AXFR (RFC 5936) and IXFR (RFC 1995).
-func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, key *config.Key, mac string, tcp bool, from netip.Addr, w *bufio.Writer, r wire.Result) ([]byte, wire.Result) {
+func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, chain tsigChain, tcp bool, from netip.Addr, w *bufio.Writer, r wire.Result) ([]byte, wire.Result) {
+	key := chain.key
 	q := req.Question[0]
 	origin := strings.ToLower(q.Name)
 	kind := "axfr"
@@ -191,7 +225,7 @@ func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, key *config.
 		m.SetRcode(req, rcode)
 		s.echoOPT(snap, m, req)
 		r.Rcode = rcode
-		b, _, err := sign(m, key, mac, false)
+		b, err := chain.sign(m, false)
 		if err != nil {
 			return out[:0], r
 		}
@@ -248,14 +282,14 @@ func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, key *config.
 		m.Authoritative = true
 		m.Answer = chunk
 		s.echoOPT(snap, m, req)
-		b, nextMAC, err := sign(m, key, mac, !first)
+		b, err := chain.sign(m, !first)
 		if err != nil {
 			s.log.Error("zone transfer failed", "zone", origin, "err", err)
 			s.metrics.transfers.WithLabelValues(kind, "error").Inc()
 			r.Rcode = dns.RcodeServerFailure
 			return out[:0], r
 		}
-		mac, first = nextMAC, false
+		first = false
 		if !tcp {
 			out = append(out[:0], b...)
 			break
