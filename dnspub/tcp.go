@@ -102,9 +102,10 @@ func (s *Server) serveConn(c net.Conn) {
 		}
 		s.metrics.stats.count(protoTCP, &r)
 		if len(resp) > 0 {
-			binary.BigEndian.PutUint16(lenBuf[:], uint16(len(resp)))
-			bw.Write(lenBuf[:])
-			bw.Write(resp)
+			if err := writeFramed(bw, resp); err != nil {
+				s.log.Error("not answering over TCP", "peer", from, "err", err)
+				return
+			}
 		}
 		if br.Buffered() == 0 || bw.Buffered() > 8<<10 {
 			c.SetWriteDeadline(time.Now().Add(idle))

@@ -3,6 +3,7 @@ package dnspub
 import (
 	"bufio"
 	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"strings"
 	"time"
@@ -54,6 +55,8 @@ func (s *Server) slow(snap *snapshot, out, msg []byte, r wire.Result, tcp bool, 
 	if err := m.Unpack(resp); err != nil {
 		return out[:0], wire.Result{Action: wire.Drop}
 	}
+	// Compressed as the unsigned answer was: validation sized it so.
+	m.Compress = true
 	chain := tsigChain{key, mac, origID}
 	signed, err := chain.sign(m, false)
 	if err == nil && !tcp && len(signed) > udpLimit(&r2.Query, snap.table.MaxUDPSize()) {
@@ -64,6 +67,11 @@ func (s *Server) slow(snap *snapshot, out, msg []byte, r wire.Result, tcp bool, 
 		m.Truncated = true
 		r2.Truncated = true
 		signed, err = chain.sign(m, false)
+	}
+	if err == nil && len(signed) > wire.MaxTCPSize {
+		// Validation sizes answers with the largest TSIG record; a bug
+		// guard, as over UDP: never a message its length cannot describe.
+		err = fmt.Errorf("the signed answer is %d bytes, more than a DNS message holds", len(signed))
 	}
 	if err != nil {
 		s.log.Error("signing a response failed", "err", err)
@@ -276,13 +284,19 @@ func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, chain tsigCh
 	}
 	first := true
 	var sent int
-	for _, chunk := range chunks(rrs) {
-		m := new(dns.Msg)
+	for _, chunk := range chunks(rrs, messageOverhead(req, key)) {
+		m := &dns.Msg{Compress: true} // as validation sized the records
 		m.SetReply(req)
 		m.Authoritative = true
 		m.Answer = chunk
 		s.echoOPT(snap, m, req)
 		b, err := chain.sign(m, !first)
+		if err == nil && len(b) > wire.MaxTCPSize {
+			// Config validation sizes every record with the largest TSIG
+			// record, so this is a bug guard: a message longer than its
+			// two-byte length prefix would corrupt the stream.
+			err = fmt.Errorf("a transfer message of %d bytes does not fit a DNS message", len(b))
+		}
 		if err != nil {
 			s.log.Error("zone transfer failed", "zone", origin, "err", err)
 			s.metrics.transfers.WithLabelValues(kind, "error").Inc()
@@ -312,7 +326,13 @@ func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, chain tsigCh
 	return out, r
 }
 
+// writeFramed writes one message over TCP with its length prefix (RFC
+// 1035 §4.2.2). A message the prefix cannot describe is refused rather
+// than sent with a wrapped length.
 func writeFramed(w *bufio.Writer, b []byte) error {
+	if len(b) > wire.MaxTCPSize {
+		return fmt.Errorf("a message of %d bytes does not fit a TCP length prefix", len(b))
+	}
 	var l [2]byte
 	binary.BigEndian.PutUint16(l[:], uint16(len(b)))
 	w.Write(l[:])
@@ -360,10 +380,26 @@ func ixfrRecords(ze *zoneEntry, client uint32) ([]dns.RR, string) {
 	return append(rrs, cur.SOA), "ixfr"
 }
 
-// chunks splits records into groups that fit a message: at most ~60 KB
-// each, counted without compression so that the estimate is an upper bound.
-func chunks(rrs []dns.RR) [][]dns.RR {
-	const budget = 60000
+// messageOverhead is what a transfer message holds besides its records:
+// the header, the question, the OPT record when the query had one, and
+// the TSIG record when signed.
+func messageOverhead(req *dns.Msg, key *config.Key) int {
+	n := 12 + len(req.Question[0].Name) + 1 + 4
+	if req.IsEdns0() != nil {
+		n += 11
+	}
+	if key != nil {
+		n += key.SignatureLen()
+	}
+	return n
+}
+
+// chunks splits records into groups that fit a message with overhead
+// bytes of other content, each record counted without compression so that
+// the sum is an upper bound. A record too large to share a message gets
+// one of its own; validation makes sure it fits (compressed) there.
+func chunks(rrs []dns.RR, overhead int) [][]dns.RR {
+	budget := wire.MaxTCPSize - overhead
 	var out [][]dns.RR
 	start, size := 0, 0
 	for i, rr := range rrs {

@@ -54,6 +54,29 @@ type Key struct {
 	Secret string
 }
 
+// SignatureLen is the size of the TSIG record that signs a message with
+// k (RFC 8945 §4.2; names uncompressed, no other data): what a signed
+// answer or transfer message adds to the unsigned one.
+func (k *Key) SignatureLen() int {
+	return wireLen(k.Name) + 10 + wireLen(k.Algorithm) + 6 + 2 + 2 + tsigAlgorithms[k.Algorithm] + 2 + 2 + 2
+}
+
+// SignatureLen is the size of the largest TSIG record a key of c adds to
+// a message, or 0 without keys. Any key may sign a query, and transfers
+// carry one record per message at worst, so every answer must fit a DNS
+// message with this much to spare.
+func (c *Config) SignatureLen() int {
+	return maxSignatureLen(c.Keys)
+}
+
+func maxSignatureLen(keys []*Key) int {
+	n := 0
+	for _, k := range keys {
+		n = max(n, k.SignatureLen())
+	}
+	return n
+}
+
 // Zone is one zone the publisher is authoritative for.
 type Zone struct {
 	Origin      string
@@ -193,6 +216,7 @@ func (d *doc) config(root *yaml.Node) *Config {
 			}
 		}
 	}
+	d.sigLen = maxSignatureLen(cfg.Keys)
 	if zonesNode == nil {
 		d.report(root, "", "missing-field", "the config has no zones: add a zones: list with at least one zone (see testdata/publisher/example.yaml)")
 		return nil
@@ -704,13 +728,20 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 		return e
 	}
 	if n := len(s.Addresses); n > 0 {
-		// Answer size: header, question, and n compressed A/AAAA records.
-		size := 12 + wireLen(name) + 4
+		// The A and the AAAA answer as served: header, question, the
+		// compressed records, the OPT record, and a TSIG record when keys
+		// may sign it.
+		var v4, v6 int
 		for _, a := range s.Addresses {
-			size += 12 + len(a.AsSlice())
+			if a.Is4() {
+				v4++
+			} else {
+				v6++
+			}
 		}
+		size := 12 + wireLen(name) + 4 + max(v4*(12+4), v6*(12+16)) + optLen + d.sigLen
 		if size > sc.MaxMessageSize {
-			d.report(nameNode, path+"/addresses", "answer-too-large", "service %s has %d addresses, an answer of %d bytes: a DNS message holds at most %d", name, n, size, sc.MaxMessageSize)
+			d.report(nameNode, path+"/addresses", "answer-too-large", "service %s has %d addresses, an answer of %d bytes%s: a DNS message holds at most %d", name, n, size, d.signedNote(), sc.MaxMessageSize)
 			ok = false
 		}
 	}
@@ -798,6 +829,12 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 		diag.Path, diag.Line, diag.Column, diag.Offset = loc.Path, loc.Line, loc.Column, loc.Offset
 		d.ds = append(d.ds, diag)
 		tooLarge = tooLarge || diag.Severity == sc.Error
+	}
+	if !tooLarge && d.sigLen > 0 {
+		if size := sc.ResponseSize(s.TXTOwner(), sc.EncodeTXT(value), true) + d.sigLen; size > sc.MaxMessageSize {
+			d.report(n, path, "answer-too-large", "the TXT answer at %s would be %d bytes%s: a DNS message holds at most %d; shrink the config or split it across services", s.TXTOwner(), size, d.signedNote(), sc.MaxMessageSize)
+			tooLarge = true
+		}
 	}
 	if tooLarge {
 		return nil
@@ -942,4 +979,15 @@ func parseAddrPort(s string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("port 0 cannot receive a NOTIFY")
 	}
 	return ap, nil
+}
+
+// optLen is the size of the OPT record an answer to an EDNS query carries.
+const optLen = 11
+
+// signedNote completes a size message when TSIG keys are configured.
+func (d *doc) signedNote() string {
+	if d.sigLen == 0 {
+		return " with the EDNS OPT record"
+	}
+	return fmt.Sprintf(" with the EDNS OPT record and the %d-byte TSIG record that signs it (transfers and signed queries)", d.sigLen)
 }

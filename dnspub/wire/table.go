@@ -223,8 +223,10 @@ func packTemplate(name string, qtype uint16, answer, ns, extra []dns.RR) (*templ
 	if err != nil {
 		return nil, fmt.Errorf("wire: %s %s: %v", name, dns.TypeToString[qtype], err)
 	}
-	if len(full) > MaxTCPSize {
-		return nil, fmt.Errorf("wire: the %s answer at %s is %d bytes, more than a DNS message holds", dns.TypeToString[qtype], name, len(full))
+	if len(full)+optRRLen > MaxTCPSize {
+		// Sized as an EDNS client gets it: one that fits only without the
+		// OPT record would reach such clients as TC=1 over TCP.
+		return nil, fmt.Errorf("wire: the %s answer at %s is %d bytes with the OPT record, more than a DNS message holds", dns.TypeToString[qtype], name, len(full)+optRRLen)
 	}
 	tm := &template{full: full}
 	if len(extra) > 0 {
