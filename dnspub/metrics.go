@@ -88,7 +88,10 @@ type metrics struct {
 	transfers  *prometheus.CounterVec
 	notifies   *prometheus.CounterVec
 	tcpConns   prometheus.Gauge
-	serials    func() map[string]uint32
+	// stateErrors counts versions not published because their serials
+	// could not be persisted.
+	stateErrors prometheus.Counter
+	serials     func() map[string]uint32
 }
 
 const ns = "grpc_config_dns"
@@ -109,6 +112,8 @@ func newMetrics(serials func() map[string]uint32) *metrics {
 			[]string{"result"}),
 		tcpConns: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "tcp_connections",
 			Help: "Open TCP connections."}),
+		stateErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "state_write_errors_total",
+			Help: "Valid configs not published because the SOA serial state could not be written (full or read-only disk); the previous version keeps serving."}),
 	}
 }
 
@@ -125,7 +130,7 @@ var (
 
 // register adds the metrics to r.
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.reloads, m.lastReload, m.transfers, m.notifies, m.tcpConns, m} {
+	for _, c := range []prometheus.Collector{m.reloads, m.lastReload, m.transfers, m.notifies, m.tcpConns, m.stateErrors, m} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

@@ -78,6 +78,18 @@ func formatDiagnostic(file string, d sc.Diagnostic) string {
 	return fmt.Sprintf("%s: %s: %s [%s]", loc, d.Severity, d.Message, d.Code)
 }
 
+// StateError is returned when a valid config is not published because
+// the SOA serials of its version could not be persisted (a full or
+// read-only disk): serving them could let serials go backwards after a
+// crash. The previous version keeps serving.
+type StateError struct{ Err error }
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("not publishing: %v; free space or fix the permissions of the state file (serve --state), then reload (or start again)", e.Err)
+}
+
+func (e *StateError) Unwrap() error { return e.Err }
+
 // Server is the authoritative DNS server. Create it with New, start it
 // with Start, stop it with Shutdown.
 type Server struct {
@@ -123,6 +135,19 @@ type zoneEntry struct {
 // New loads the config and prepares the server; it binds nothing yet. An
 // invalid config returns a *ConfigError.
 func New(opts Options) (*Server, error) {
+	s, err := newServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.loadFirst(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newServer is New without the first load, so that tests can inject
+// faults first.
+func newServer(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -156,14 +181,16 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.notifier = newNotifier(s.log, s.metrics)
+	return s, nil
+}
+
+func (s *Server) loadFirst() error {
 	text, err := s.readConfig()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if _, err := s.load(text, "start"); err != nil {
-		return nil, err
-	}
-	return s, nil
+	_, err = s.load(text, "start")
+	return err
 }
 
 func (s *Server) configName() string {
@@ -222,7 +249,7 @@ func (s *Server) load(text []byte, why string) (changed []string, err error) {
 		return nil, &ConfigError{File: name, Diagnostics: ds}
 	}
 	old := s.snap.Load()
-	next, changed, err := s.build(cfg, old)
+	next, serials, changed, err := s.build(cfg, old)
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("rejected").Inc()
 		s.metrics.lastReload.Set(0)
@@ -235,10 +262,17 @@ func (s *Server) load(text []byte, why string) (changed []string, err error) {
 		s.log.Info("config reloaded; no zone changed", "config", name, "why", why)
 		return nil, nil
 	}
-	// Persist serials before serving them, so that a crash right after
-	// cannot make them go backwards.
-	if err := s.serials.save(); err != nil {
-		s.log.Error("cannot persist SOA serials; they may go backwards after a restart if the clock does", "err", err)
+	// Persist serials before serving them: a version whose serials cannot
+	// be kept could be followed, after a crash, by lower ones.
+	if err := s.serials.commit(serials); err != nil {
+		s.metrics.reloads.WithLabelValues("rejected").Inc()
+		s.metrics.stateErrors.Inc()
+		s.metrics.lastReload.Set(0)
+		s.lastHash = [sha256.Size]byte{} // try again on the next change or poll
+		if old != nil {
+			s.log.Error("cannot persist SOA serials: not publishing this version; the previous one keeps serving", "config", name, "version", old.version, "err", err)
+		}
+		return nil, &StateError{Err: err}
 	}
 	s.snap.Store(next)
 	s.metrics.reloads.WithLabelValues("accepted").Inc()
@@ -282,11 +316,14 @@ func sameServing(a, b *snapshot) bool {
 	return true
 }
 
-// build makes the snapshot of cfg. Zones whose content did not change keep
-// their version (and serial); changed zones get a new serial and push the
+// build makes the snapshot of cfg and the serial state it needs, leaving
+// the server's untouched. Zones whose content did not change keep their
+// version (and serial); changed zones get a new serial and push the
 // previous version into their IXFR history.
-func (s *Server) build(cfg *config.Config, old *snapshot) (*snapshot, []string, error) {
+func (s *Server) build(cfg *config.Config, old *snapshot) (*snapshot, *serialTxn, []string, error) {
 	next := &snapshot{cfg: cfg, zones: map[string]*zoneEntry{}, keys: map[string]*config.Key{}}
+	serials := s.serials.begin()
+	now := s.opts.Now()
 	if old != nil {
 		next.version = old.version + 1
 	}
@@ -307,7 +344,7 @@ func (s *Server) build(cfg *config.Config, old *snapshot) (*snapshot, []string, 
 		if prev != nil && prev.cur.Digest() == z.Digest() {
 			e.cur, e.history = prev.cur, prev.history
 		} else {
-			serial, _ := s.serials.next(zc.Origin, z.Digest(), s.opts.Now())
+			serial := serials.next(zc.Origin, z.Digest(), now)
 			if prev != nil && !serialGreater(serial, prev.cur.Serial()) {
 				// The state file was edited or the zone's content went back
 				// to an old digest: never go backwards while serving.
@@ -324,17 +361,17 @@ func (s *Server) build(cfg *config.Config, old *snapshot) (*snapshot, []string, 
 		}
 		// The stored serial must be the served one (they differ only in
 		// the guard above).
-		s.serials.zones[zc.Origin] = serialState{Serial: e.cur.Serial(), Digest: fmt.Sprintf("%x", e.cur.Digest())}
+		serials.set(zc.Origin, e.cur.Serial(), e.cur.Digest(), zc.SOA.Expire)
 		next.zones[zc.Origin] = e
 		zones = append(zones, e.cur)
 	}
-	s.serials.keepOnly(origins)
+	serials.retire(origins, now)
 	t, err := wire.Build(zones, wire.Options{MaxUDPSize: cfg.Server.MaxUDPSize})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	next.table = t
-	return next, changed, nil
+	return next, serials, changed, nil
 }
 
 // Serials returns the SOA serial of every zone being served.
