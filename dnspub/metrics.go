@@ -100,7 +100,7 @@ func newMetrics(serials func() map[string]uint32) *metrics {
 	return &metrics{
 		serials: serials,
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "reloads_total",
-			Help: "Config reloads by result: accepted (a new version is served), unchanged (no zone changed), rejected (invalid config; the previous one keeps serving)."},
+			Help: "Config reloads by result: accepted (a new version is served), unchanged (no zone changed), rejected (invalid config, or its serials could not be persisted; the previous one keeps serving), held (the file watcher waits: a change written in place that removes zones or services)."},
 			[]string{"result"}),
 		lastReload: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "config_last_reload_successful",
 			Help: "1 if the last config load was accepted, 0 if it was rejected."}),

@@ -3,7 +3,6 @@ package dnspub
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -40,9 +39,14 @@ type Options struct {
 	// 0 means 1s, negative disables watching (SIGHUP still reloads).
 	WatchInterval time.Duration
 	// Debounce is how long a changed file must stay unchanged before it
-	// is loaded, so that a reload never reads a half-written file; 0 means
-	// 500ms.
+	// is loaded; 0 means 500ms.
 	Debounce time.Duration
+	// Settle is how long a file must stay unchanged before the watcher
+	// loads a change that could be a half-written file: one written in
+	// place that removes zones or services, or any change where the
+	// operating system cannot tell that the writer closed the file. 0 means
+	// 30s. See watch.go.
+	Settle time.Duration
 	// UDPWorkers is the number of UDP sockets and read loops; 0 means
 	// GOMAXPROCS.
 	UDPWorkers int
@@ -104,6 +108,8 @@ type Server struct {
 	lastHash [sha256.Size]byte // of the config text last loaded (or rejected)
 
 	notifier *notifier
+	// newTracker follows the config file for the watcher; tests replace it.
+	newTracker func(path string, log *slog.Logger) fileTracker
 
 	udp      udpListener
 	tcp      net.Listener
@@ -157,6 +163,9 @@ func newServer(opts Options) (*Server, error) {
 	if opts.Debounce == 0 {
 		opts.Debounce = 500 * time.Millisecond
 	}
+	if opts.Settle == 0 {
+		opts.Settle = 30 * time.Second
+	}
 	if opts.UDPWorkers <= 0 {
 		opts.UDPWorkers = runtime.GOMAXPROCS(0)
 	}
@@ -169,7 +178,7 @@ func newServer(opts Options) (*Server, error) {
 	case opts.StateFile == "" && opts.ConfigFile != "":
 		opts.StateFile = opts.ConfigFile + ".serial"
 	}
-	s := &Server{opts: opts, log: opts.Logger, done: make(chan struct{}), conns: map[net.Conn]struct{}{}}
+	s := &Server{opts: opts, log: opts.Logger, done: make(chan struct{}), conns: map[net.Conn]struct{}{}, newTracker: newFileTracker}
 	s.metrics = newMetrics(s.Serials)
 	if opts.Registerer != nil {
 		if err := s.metrics.register(opts.Registerer); err != nil {
@@ -189,7 +198,7 @@ func (s *Server) loadFirst() error {
 	if err != nil {
 		return err
 	}
-	_, err = s.load(text, "start")
+	_, err = s.load(text, "start", nil)
 	return err
 }
 
@@ -221,17 +230,25 @@ func (s *Server) Reload() error {
 		s.log.Error("reload failed; still serving the previous config", "config", s.configName(), "err", err)
 		return err
 	}
-	_, err = s.load(text, "reload")
+	_, err = s.load(text, "reload", nil)
 	return err
 }
 
 // load validates text and, if valid, builds and publishes a new snapshot.
-func (s *Server) load(text []byte, why string) (changed []string, err error) {
+// When hold is given and returns a reason for a valid config, nothing is
+// done and a *heldError returned.
+func (s *Server) load(text []byte, why string, hold func(*config.Config, *snapshot) string) (changed []string, err error) {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	s.lastHash = sha256.Sum256(text)
 	name := s.configName()
 	cfg, ds := config.Parse(text)
+	if cfg != nil && hold != nil {
+		if reason := hold(cfg, s.snap.Load()); reason != "" {
+			s.metrics.reloads.WithLabelValues("held").Inc()
+			return nil, &heldError{reason}
+		}
+	}
+	s.lastHash = sha256.Sum256(text)
 	for _, d := range ds {
 		level := slog.LevelWarn
 		if d.Severity == sc.Error {
@@ -401,10 +418,11 @@ func (s *Server) Start() error {
 		s.serveTCP()
 	}()
 	if s.opts.ConfigFile != "" && s.opts.WatchInterval > 0 {
+		tr := s.newTracker(s.opts.ConfigFile, s.log)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.watch()
+			s.watch(tr)
 		}()
 	}
 	s.notifier.start(s.done)
@@ -486,49 +504,5 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.connMu.Unlock()
 		<-finished
 		return ctx.Err()
-	}
-}
-
-// watch polls the config file and reloads it once it has changed and then
-// stayed unchanged for the debounce interval.
-func (s *Server) watch() {
-	tick := time.NewTicker(s.opts.WatchInterval)
-	defer tick.Stop()
-	var pending [sha256.Size]byte
-	var pendingSince time.Time
-	for {
-		select {
-		case <-s.done:
-			return
-		case <-tick.C:
-		}
-		text, err := os.ReadFile(s.opts.ConfigFile)
-		if err != nil {
-			continue // being replaced, or gone: keep serving; the next poll sees it
-		}
-		h := sha256.Sum256(text)
-		s.reloadMu.Lock()
-		last := s.lastHash
-		s.reloadMu.Unlock()
-		if h == last {
-			pendingSince = time.Time{}
-			continue
-		}
-		if h != pending || pendingSince.IsZero() {
-			// Changed since the last poll: wait until it stays put.
-			pending, pendingSince = h, time.Now()
-			continue
-		}
-		if time.Since(pendingSince) < s.opts.Debounce {
-			continue
-		}
-		pendingSince = time.Time{}
-		s.log.Info("config file changed; reloading", "config", s.opts.ConfigFile)
-		if _, err := s.load(text, "file changed"); err != nil {
-			var ce *ConfigError
-			if !errors.As(err, &ce) {
-				s.log.Error("reload failed", "err", err)
-			}
-		}
 	}
 }

@@ -38,8 +38,9 @@ secondaries and NOTIFY to them on every change.
 Without --config, a built-in example zone (example.test.) is served:
   dig @127.0.0.1 -p 5353 TXT _grpc_config.echo.example.test
 
-The config is reloaded on SIGHUP and when the file changes; an invalid
-config is logged and the previous one keeps serving. SOA serials are kept
+The config is reloaded on SIGHUP and when the file changes (a file being
+written is never loaded: write it by rename, or see docs/publisher.md); an
+invalid config is logged and the previous one keeps serving. SOA serials are kept
 in FILE.serial (--state) so that they never go backwards. SIGTERM or
 SIGINT stops the server gracefully. --metrics serves Prometheus metrics at
 http://ADDR/metrics.
