@@ -88,6 +88,10 @@ type metrics struct {
 	transfers  *prometheus.CounterVec
 	notifies   *prometheus.CounterVec
 	tcpConns   prometheus.Gauge
+	// tcpRefused counts connections closed at once, by the limit hit.
+	tcpRefused *prometheus.CounterVec
+	// tsigFailures counts signed messages whose TSIG did not verify.
+	tsigFailures *prometheus.CounterVec
 	// stateErrors counts versions not published because their serials
 	// could not be persisted.
 	stateErrors prometheus.Counter
@@ -112,6 +116,12 @@ func newMetrics(serials func() map[string]uint32) *metrics {
 			[]string{"result"}),
 		tcpConns: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "tcp_connections",
 			Help: "Open TCP connections."}),
+		tcpRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tcp_refused_total",
+			Help: "TCP connections closed on accept, by the limit they hit: total (server.maxTCPConnections) or per_address (server.maxTCPConnectionsPerAddress)."},
+			[]string{"limit"}),
+		tsigFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tsig_failures_total",
+			Help: "Signed messages refused because their TSIG did not verify, by TSIG error (BADKEY, BADSIG, BADTIME)."},
+			[]string{"error"}),
 		stateErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "state_write_errors_total",
 			Help: "Valid configs not published because the SOA serial state could not be written (full or read-only disk); the previous version keeps serving."}),
 	}
@@ -130,7 +140,7 @@ var (
 
 // register adds the metrics to r.
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.reloads, m.lastReload, m.transfers, m.notifies, m.tcpConns, m.stateErrors, m} {
+	for _, c := range []prometheus.Collector{m.reloads, m.lastReload, m.transfers, m.notifies, m.tcpConns, m.tcpRefused, m.tsigFailures, m.stateErrors, m} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
 	"strings"
@@ -117,9 +118,12 @@ type Server struct {
 	done     chan struct{}
 	stopOnce sync.Once
 
-	connMu sync.Mutex
-	conns  map[net.Conn]struct{}
-	nconns atomic.Int64
+	connMu   sync.Mutex
+	conns    map[*tcpConn]struct{}
+	perGroup map[netip.Prefix]int // connections per client address group
+
+	// limiter keeps logs of unauthenticated, spoofable events bounded.
+	limiter *logLimiter
 }
 
 // snapshot is one published version of everything: immutable.
@@ -178,7 +182,8 @@ func newServer(opts Options) (*Server, error) {
 	case opts.StateFile == "" && opts.ConfigFile != "":
 		opts.StateFile = opts.ConfigFile + ".serial"
 	}
-	s := &Server{opts: opts, log: opts.Logger, done: make(chan struct{}), conns: map[net.Conn]struct{}{}, newTracker: newFileTracker}
+	s := &Server{opts: opts, log: opts.Logger, done: make(chan struct{}), conns: map[*tcpConn]struct{}{}, perGroup: map[netip.Prefix]int{},
+		newTracker: newFileTracker, limiter: newLogLimiter(10, time.Second)}
 	s.metrics = newMetrics(s.Serials)
 	if opts.Registerer != nil {
 		if err := s.metrics.register(opts.Registerer); err != nil {

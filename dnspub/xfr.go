@@ -34,7 +34,10 @@ func (s *Server) slow(snap *snapshot, out, msg []byte, r wire.Result, tcp bool, 
 	if t := req.IsTsig(); t != nil {
 		k, terr := verifyTSIG(snap, msg, t)
 		if terr != dns.RcodeSuccess {
-			s.log.Warn("TSIG check failed", "peer", from, "key", t.Hdr.Name, "error", dns.RcodeToString[int(terr)], "qname", req.Question[0].Name)
+			s.metrics.tsigFailures.WithLabelValues(dns.RcodeToString[int(terr)]).Inc()
+			if ok, n := s.limiter.allow("tsig"); ok {
+				s.log.Warn("TSIG check failed", "peer", from, "key", t.Hdr.Name, "error", dns.RcodeToString[int(terr)], "qname", req.Question[0].Name, "similar_suppressed", n)
+			}
 			r.Rcode = dns.RcodeNotAuth
 			return tsigErrorReply(out, req, t, terr, k), r
 		}
@@ -227,7 +230,9 @@ func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, chain tsigCh
 	}
 	ze := snap.zones[origin]
 	refuse := func(rcode int, why string) ([]byte, wire.Result) {
-		s.log.Warn("zone transfer refused", "zone", origin, "type", strings.ToUpper(kind), "peer", from, "why", why)
+		if ok, n := s.limiter.allow("transfer-refused"); ok {
+			s.log.Warn("zone transfer refused", "zone", origin, "type", strings.ToUpper(kind), "peer", from, "why", why, "similar_suppressed", n)
+		}
 		s.metrics.transfers.WithLabelValues(kind, strings.ToLower(dns.RcodeToString[rcode])).Inc()
 		m := new(dns.Msg)
 		m.SetRcode(req, rcode)

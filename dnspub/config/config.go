@@ -31,6 +31,10 @@ type Server struct {
 	TCPIdleTimeout time.Duration
 	// MaxTCPConnections bounds concurrent TCP connections.
 	MaxTCPConnections int
+	// MaxTCPConnectionsPerAddress bounds the TCP connections of one client
+	// address (an IPv4 address, or an IPv6 /64, which one host commonly
+	// holds whole), so that one client cannot take every slot.
+	MaxTCPConnectionsPerAddress int
 	// IXFRHistory is how many past versions of each zone are kept to
 	// answer IXFR; older serials get a full transfer.
 	IXFRHistory int
@@ -41,7 +45,11 @@ const (
 	DefaultMaxUDPSize        = sc.SafeEDNSSize
 	DefaultTCPIdleTimeout    = 10 * time.Second
 	DefaultMaxTCPConnections = 1024
-	DefaultIXFRHistory       = 16
+	// DefaultMaxTCPConnectionsPerAddress leaves room for 16 busy clients
+	// at the default MaxTCPConnections; secondaries and resolvers use one
+	// or a few connections each.
+	DefaultMaxTCPConnectionsPerAddress = 64
+	DefaultIXFRHistory                 = 16
 )
 
 // Key is a TSIG key (RFC 8945).
@@ -197,6 +205,8 @@ func (d *doc) config(root *yaml.Node) *Config {
 		TCPIdleTimeout:    DefaultTCPIdleTimeout,
 		MaxTCPConnections: DefaultMaxTCPConnections,
 		IXFRHistory:       DefaultIXFRHistory,
+
+		MaxTCPConnectionsPerAddress: DefaultMaxTCPConnectionsPerAddress,
 	}}
 	var zonesNode, keysNode *yaml.Node
 	var zonesPath, keysPath string
@@ -269,6 +279,11 @@ func (d *doc) server(n *yaml.Node, path string, s *Server) {
 		{"maxTCPConnections", func(_, v *yaml.Node, p string) {
 			if x, ok := d.integer(v, p, "maxTCPConnections", "server-option", 1, 1<<20); ok {
 				s.MaxTCPConnections = x
+			}
+		}},
+		{"maxTCPConnectionsPerAddress", func(_, v *yaml.Node, p string) {
+			if x, ok := d.integer(v, p, "maxTCPConnectionsPerAddress", "server-option", 1, 1<<20); ok {
+				s.MaxTCPConnectionsPerAddress = x
 			}
 		}},
 		{"ixfrHistory", func(_, v *yaml.Node, p string) {
