@@ -423,3 +423,47 @@ func TestSelectOnTruncatedTCPAnswer(t *testing.T) {
 		t.Errorf("the error does not say the answer was truncated:\n%s", stderr.String())
 	}
 }
+
+// TestStalledWriter: a writer that rewrites the config in place and
+// pauses, holding the file open, at line boundaries for longer than the
+// watcher's poll and debounce: no prefix is served, and the complete file
+// is once the writer closes it (Linux; elsewhere the wait is Settle).
+func TestStalledWriter(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "publisher.yaml")
+	addr := freePort(t)
+	old := zoneConfig(map[string]int{"a.test.": 1, "b.test.": 1})
+	writeAtomic(t, cfg, old)
+	serve(t, addr, "--config", cfg)
+	first := answering(t, addr, "b.test.").Serial
+	next := zoneConfig(map[string]int{"a.test.": 2, "b.test.": 2})
+	lines := strings.SplitAfter(next, "\n")
+	f, err := os.OpenFile(cfg, os.O_WRONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stallAt := map[int]bool{2: true, 7: true, len(lines) / 2: true, len(lines) - 3: true}
+	for i, l := range lines {
+		f.WriteString(l)
+		if stallAt[i] {
+			time.Sleep(1600 * time.Millisecond) // > 1s poll + 0.5s debounce
+			for _, z := range []string{"a.test.", "b.test."} {
+				r, err := ask(addr, z, dns.TypeSOA)
+				if err != nil || len(r.Answer) != 1 || r.Answer[0].(*dns.SOA).Serial != first && z == "b.test." {
+					t.Fatalf("after line %d of %d: %s answered %v %v while the writer held the file", i+1, len(lines), z, r, err)
+				}
+				if v := version(t, addr, z); v != 1 {
+					t.Fatalf("after line %d of %d: %s serves version %d while the writer held the file", i+1, len(lines), z, v)
+				}
+			}
+		}
+	}
+	f.Close()
+	deadline := time.Now().Add(40 * time.Second) // Settle, where inotify is missing
+	for version(t, addr, "b.test.") != 2 || version(t, addr, "a.test.") != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the complete file was not loaded")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
