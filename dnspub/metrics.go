@@ -1,6 +1,7 @@
 package dnspub
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/miekg/dns"
@@ -11,39 +12,30 @@ import (
 
 // Query counters are plain atomic arrays indexed by protocol, type and
 // rcode, exported by a custom collector: a query costs one uncontended
-// atomic add, not a label lookup.
+// atomic add, not a label lookup. Every type below 256 (all the common
+// ones) has its own counter, named by its mnemonic, so that a type the
+// zone model learns is counted with no list to update.
 var (
-	qtypeLabels = [...]string{"A", "AAAA", "TXT", "NS", "SOA", "ANY", "AXFR", "IXFR", "other"}
 	rcodeLabels = [...]string{"NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED", "NOTAUTH", "BADVERS", "other"}
 	protoLabels = [...]string{"udp", "tcp"}
 )
 
 const (
-	nQtype = len(qtypeLabels)
+	nQtype = 257 // types 0..255, then every other type
 	nRcode = len(rcodeLabels)
 	nProto = len(protoLabels)
 )
 
-func qtypeIndex(t uint16) int {
-	switch t {
-	case dns.TypeA:
-		return 0
-	case dns.TypeAAAA:
-		return 1
-	case dns.TypeTXT:
-		return 2
-	case dns.TypeNS:
-		return 3
-	case dns.TypeSOA:
-		return 4
-	case dns.TypeANY:
-		return 5
-	case dns.TypeAXFR:
-		return 6
-	case dns.TypeIXFR:
-		return 7
+func qtypeIndex(t uint16) int { return min(int(t), nQtype-1) }
+
+func qtypeLabel(i int) string {
+	if i == nQtype-1 {
+		return "other"
 	}
-	return 8
+	if s, ok := dns.TypeToString[uint16(i)]; ok {
+		return s
+	}
+	return fmt.Sprintf("TYPE%d", i)
 }
 
 func rcodeIndex(r int) int {
@@ -162,7 +154,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		for t := range nQtype {
 			for r := range nRcode {
 				if v := m.stats.queries[p][t][r].Load(); v > 0 {
-					ch <- prometheus.MustNewConstMetric(queriesDesc, prometheus.CounterValue, float64(v), protoLabels[p], qtypeLabels[t], rcodeLabels[r])
+					ch <- prometheus.MustNewConstMetric(queriesDesc, prometheus.CounterValue, float64(v), protoLabels[p], qtypeLabel(t), rcodeLabels[r])
 				}
 			}
 		}

@@ -146,7 +146,10 @@ type Nameserver struct {
 type Service struct {
 	Name      string
 	Addresses []netip.Addr
-	TTL       uint32
+	// Port, when not 0, is the port the service listens on, published as
+	// an SRV record at _grpc._tcp.<Name> whose target is Name.
+	Port uint16
+	TTL  uint32
 	// Value is the compact JSON choice list to publish, or nil.
 	Value []byte
 	// TXT is the TXT record at _grpc_config.<Name>: "grpc_config=" and
@@ -158,6 +161,13 @@ type Service struct {
 
 // TXTOwner is the owner name of the service's TXT record.
 func (s *Service) TXTOwner() string { return sc.OwnerPrefix + s.Name }
+
+// SRVPrefix is what the owner name of a service's SRV record starts with:
+// the gRPC service name and the transport, as RFC 2782 names them.
+const SRVPrefix = "_grpc._tcp."
+
+// SRVOwner is the owner name of the service's SRV record.
+func (s *Service) SRVOwner() string { return SRVPrefix + s.Name }
 
 // Transfer says who may transfer the zone and whom to notify.
 type Transfer struct {
@@ -677,7 +687,7 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 	e := svcEntry{path: path}
 	var bareHostNode *yaml.Node
 	var bareHost, compatBareHost *bool
-	var nameNode, choicesNode, configNode *yaml.Node
+	var nameNode, choicesNode, configNode, portNode *yaml.Node
 	var choicesPath, configPath string
 	ok := true
 	present := d.object(n, path, "a service", []field{
@@ -686,6 +696,11 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 			var aok bool
 			s.Addresses, aok = d.addresses(v, p, "service")
 			ok = ok && aok
+		}},
+		{"port", func(_, v *yaml.Node, p string) {
+			x, pok := d.integer(v, p, "the service port", "srv-port", 1, 65535)
+			s.Port, ok = uint16(x), ok && pok
+			portNode = v
 		}},
 		{"ttl", func(_, v *yaml.Node, p string) {
 			x, tok := d.duration(v, p, "the service ttl", 0, MaxTTL)
@@ -741,6 +756,12 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 	case wireLen(sc.OwnerPrefix+name) > maxNameWire:
 		d.report(nameNode, path+"/name", "name-syntax", "service name %s is too long: %s%s would be %d bytes in DNS wire format, more than %d", name, sc.OwnerPrefix, name, wireLen(sc.OwnerPrefix+name), maxNameWire)
 		return e
+	case s.Port != 0 && wireLen(SRVPrefix+name) > maxNameWire:
+		d.report(nameNode, path+"/name", "name-syntax", "service name %s is too long for its port: %s%s would be %d bytes in DNS wire format, more than %d", name, SRVPrefix, name, wireLen(SRVPrefix+name), maxNameWire)
+		return e
+	case s.Port != 0 && len(s.Addresses) == 0:
+		d.report(portNode, path+"/port", "srv-no-address", "service %s names a port but has no addresses: its SRV record (%s%s) would point at a name without any; add addresses: or remove port:", name, SRVPrefix, name)
+		ok = false
 	}
 	if n := len(s.Addresses); n > 0 {
 		// The A and the AAAA answer as served: header, question, the

@@ -81,6 +81,7 @@ zones:
     services:
       - name: echo
         addresses: [` + echoAddr + `, "2001:db8::1"]
+        port: 50051
         ttl: 30
         choices:
           - clientLanguage: [GO]
@@ -269,6 +270,7 @@ func TestDigAndKdig(t *testing.T) {
 		// 1.3 KB without EDNS: truncated, and dig retries over TCP.
 		{[]string{"TXT", "_grpc_config.big.example.test", "+noedns", "+ignore"}, []string{`flags: qr aa tc;`, `ANSWER: 0,`}},
 		{[]string{"TXT", "_grpc_config.big.example.test", "+noedns"}, []string{`Truncated, retrying in TCP mode`, `ANSWER: 1,`, `\(TCP\)`}},
+		{[]string{"SRV", "_grpc._tcp.echo.example.test"}, []string{`(?m)^_grpc\._tcp\.echo\.example\.test\.\s+30\s+IN\s+SRV\s+0 0 50051 echo\.example\.test\.$`, `(?m)^echo\.example\.test\.\s+30\s+IN\s+A\s+192\.0\.2\.1$`}},
 		{[]string{"A", "nope.example.test"}, []string{`status: NXDOMAIN`, `flags: qr aa;`, `(?m)^example\.test\.\s+60\s+IN\s+SOA\s+ns1\.example\.test\. hostmaster\.example\.test\.`}},
 		{[]string{"A", "example.org"}, []string{`status: REFUSED`}},
 	}
@@ -444,6 +446,7 @@ func sameAnswers(t *testing.T, ours, theirs string) {
 		{"_grpc_config.echo.example.test.", dns.TypeTXT},
 		{"_grpc_config.big.example.test.", dns.TypeTXT},
 		{"_grpc_config.huge.example.test.", dns.TypeTXT},
+		{"_grpc._tcp.echo.example.test.", dns.TypeSRV},
 		{"echo.example.test.", dns.TypeA},
 		{"echo.example.test.", dns.TypeAAAA},
 		{"example.test.", dns.TypeSOA},

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 
 	"github.com/miekg/dns"
 
@@ -47,34 +48,49 @@ type template struct {
 	minimal []byte
 }
 
-// Record types with a precomputed answer at a node.
-var slotTypes = [...]uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeNS, dns.TypeSOA}
-
-const nslots = len(slotTypes)
-
-func slot(t uint16) int {
-	switch t {
-	case dns.TypeA:
-		return 0
-	case dns.TypeAAAA:
-		return 1
-	case dns.TypeTXT:
-		return 2
-	case dns.TypeNS:
-		return 3
-	case dns.TypeSOA:
-		return 4
-	}
-	return -1
-}
-
 type node struct {
-	zone   *zoneInfo
-	byType [nslots]*template
-	// anyT answers ANY with one RRset (RFC 8482 §4.1); nodata when the
-	// node has none.
+	zone *zoneInfo
+	// answers holds the answer to each record type the name has, by type.
+	// A name has a handful of types at most, so a scan beats a map.
+	answers []typedAnswer
+	// anyT answers ANY with one RRset, the one of the lowest type (RFC
+	// 8482 §4.1); nodata when the node has none.
 	anyT   *template
 	nodata *template
+}
+
+type typedAnswer struct {
+	qtype uint16
+	tm    *template
+}
+
+// lookup returns the answer to qtype: its RRset, or NODATA.
+func (n *node) lookup(qtype uint16) *template {
+	if qtype == typeANY {
+		return n.anyT
+	}
+	for i := range n.answers {
+		if n.answers[i].qtype == qtype {
+			return n.answers[i].tm
+		}
+	}
+	return n.nodata
+}
+
+// additionalTarget is the host an answer with rr names, whose addresses
+// the zone adds to the additional section when it holds them (RFC 1034
+// §3.6.2 and §4.3.2 for NS and MX, RFC 2782 for SRV): the one rule of
+// additional-section processing, whatever the type.
+func additionalTarget(rr dns.RR) (string, bool) {
+	switch r := rr.(type) {
+	case *dns.NS:
+		return r.Ns, true
+	case *dns.MX:
+		return r.Mx, true
+	case *dns.SRV:
+		return r.Target, true
+	}
+	return "", false
 }
 
 // Build precomputes the answers of zones. Zones must not nest.
@@ -173,11 +189,13 @@ func (t *Table) addZone(z *zone.Zone) error {
 		if err != nil {
 			return err
 		}
+		nd.anyT = nd.nodata
+		slices.Sort(s.order) // by type: ANY answers the lowest
 		for _, typ := range s.order {
 			var glue []dns.RR
-			if typ == dns.TypeNS {
-				for _, rr := range s.types[typ] {
-					if target := byName[rr.(*dns.NS).Ns]; target != nil {
+			for _, rr := range s.types[typ] {
+				if host, ok := additionalTarget(rr); ok {
+					if target := byName[host]; target != nil {
 						glue = append(glue, target.types[dns.TypeA]...)
 						glue = append(glue, target.types[dns.TypeAAAA]...)
 					}
@@ -187,17 +205,11 @@ func (t *Table) addZone(z *zone.Zone) error {
 			if err != nil {
 				return err
 			}
-			if i := slot(typ); i >= 0 {
-				nd.byType[i] = tm
-			}
-		}
-		nd.anyT = nd.nodata
-		for _, typ := range slotTypes {
-			if rrs := s.types[typ]; rrs != nil {
-				if nd.anyT, err = packTemplate(s.name, typeANY, rrs, nil, nil); err != nil {
+			nd.answers = append(nd.answers, typedAnswer{typ, tm})
+			if nd.anyT == nd.nodata {
+				if nd.anyT, err = packTemplate(s.name, typeANY, s.types[typ], nil, nil); err != nil {
 					return err
 				}
-				break
 			}
 		}
 		t.nodes[key] = nd
@@ -336,13 +348,7 @@ func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) ([]byte, Result) {
 		key[i] = c
 	}
 	if nd := t.nodes[string(key)]; nd != nil {
-		tm := nd.nodata
-		if q.QType == typeANY {
-			tm = nd.anyT
-		} else if i := slot(q.QType); i >= 0 && nd.byType[i] != nil {
-			tm = nd.byType[i]
-		}
-		resp, trunc := t.fromTemplate(dst, msg, q, tm, limit)
+		resp, trunc := t.fromTemplate(dst, msg, q, nd.lookup(q.QType), limit)
 		r.Truncated = trunc
 		r.Rcode = int(resp[3] & 0xf)
 		return resp, *r

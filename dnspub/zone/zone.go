@@ -52,6 +52,10 @@ func New(c *config.Zone, serial uint32) *Zone {
 	}
 	for _, s := range c.Services {
 		z.Records = append(z.Records, addressRecords(s.Name, s.TTL, s.Addresses)...)
+		if s.Port != 0 {
+			// RFC 2782: priority and weight 0, the one target the service.
+			z.Records = append(z.Records, &dns.SRV{Hdr: hdr(s.SRVOwner(), dns.TypeSRV, s.TTL), Port: s.Port, Target: s.Name})
+		}
 		if s.TXT != nil {
 			z.Records = append(z.Records, &dns.TXT{Hdr: hdr(s.TXTOwner(), dns.TypeTXT, s.TTL), Txt: escapeAll(s.TXT)})
 			if s.Compat.BareHost {
