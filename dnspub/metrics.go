@@ -7,7 +7,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/wire"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
 )
 
 // Query counters are plain atomic arrays indexed by protocol, type and

@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/wire"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/wire"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
 )
 
 // TCP connections are a scarce resource that clients can hold without

@@ -6,6 +6,8 @@ import (
 	"context"
 	"net"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 const reusePortSupported = true
@@ -21,11 +23,11 @@ func listenUDPReuse(addr string) (*net.UDPConn, error) {
 	lc := net.ListenConfig{Control: func(network, _ string, rc syscall.RawConn) error {
 		var serr error
 		err := rc.Control(func(fd uintptr) {
-			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, soReusePort, 1)
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_REUSEPORT, 1)
 			if serr == nil && wildcard {
-				family := syscall.AF_INET6
+				family := unix.AF_INET6
 				if network == "udp4" {
-					family = syscall.AF_INET
+					family = unix.AF_INET
 				}
 				serr = setPktinfo(int(fd), family)
 			}
@@ -41,7 +43,3 @@ func listenUDPReuse(addr string) (*net.UDPConn, error) {
 	}
 	return pc.(*net.UDPConn), nil
 }
-
-// soReusePort is SO_REUSEPORT on x86-64 and arm64 Linux (package syscall
-// predates it).
-const soReusePort = 0xf

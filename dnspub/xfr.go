@@ -11,7 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/wire"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
 )
 
