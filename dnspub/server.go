@@ -9,11 +9,13 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
@@ -135,11 +137,19 @@ type snapshot struct {
 	keys    map[string]*config.Key
 }
 
-// zoneEntry is a zone's current version and the recent ones IXFR needs.
+// zoneEntry is a zone's current version and the differences from the
+// recent ones that IXFR sends.
 type zoneEntry struct {
 	cfg     *config.Zone
 	cur     *zone.Zone
-	history []*zone.Zone // older versions, oldest first
+	history []*ixfrStep // oldest first; the last one ends at cur
+}
+
+// ixfrStep is the difference between two consecutive versions of a zone.
+type ixfrStep struct {
+	from, to       *dns.SOA
+	deleted, added []dns.RR
+	bytes          int // of the records, uncompressed
 }
 
 // New loads the config and prepares the server; it binds nothing yet. An
@@ -300,7 +310,7 @@ func (s *Server) load(text []byte, why string, hold func(*config.Config, *snapsh
 	s.metrics.reloads.WithLabelValues("accepted").Inc()
 	for _, origin := range changed {
 		ze := next.zones[origin]
-		s.log.Info("zone published", "zone", origin, "serial", ze.cur.Serial(), "records", len(ze.cur.Records)+1, "why", why)
+		s.log.Info("zone published", "zone", origin, "serial", ze.cur.Serial(), "records", ze.cur.Len()+1, "why", why)
 	}
 	s.log.Info("config loaded", "config", name, "version", next.version, "zones", len(next.zones), "changed", len(changed), "why", why)
 	s.notifier.update(next, changed)
@@ -339,29 +349,41 @@ func sameServing(a, b *snapshot) bool {
 }
 
 // build makes the snapshot of cfg and the serial state it needs, leaving
-// the server's untouched. Zones whose content did not change keep their
-// version (and serial); changed zones get a new serial and push the
-// previous version into their IXFR history.
+// the server's untouched. Each zone's next version shares what did not
+// change with the current one (zone.Update), and the answer table is
+// edited for the names whose answers changed. Zones whose content did not
+// change keep their version (and serial); changed zones get a new serial
+// and a step in their IXFR history.
 func (s *Server) build(cfg *config.Config, old *snapshot) (*snapshot, *serialTxn, []string, error) {
 	next := &snapshot{cfg: cfg, zones: map[string]*zoneEntry{}, keys: map[string]*config.Key{}}
 	serials := s.serials.begin()
 	now := s.opts.Now()
+	var te *wire.Editor
 	if old != nil {
 		next.version = old.version + 1
+		te = old.table.Edit()
+	} else {
+		empty, _ := wire.New(wire.Options{})
+		te = empty.Edit()
+	}
+	if err := te.SetMaxUDPSize(cfg.Server.MaxUDPSize); err != nil {
+		return nil, nil, nil, err
 	}
 	for _, k := range cfg.Keys {
 		next.keys[k.Name] = k
 	}
 	var changed []string
-	var zones []*zone.Zone
 	origins := map[string]bool{}
 	for _, zc := range cfg.Zones {
 		origins[zc.Origin] = true
-		z := zone.New(zc, 0)
 		var prev *zoneEntry
+		var prevZone *zone.Zone
 		if old != nil {
-			prev = old.zones[zc.Origin]
+			if prev = old.zones[zc.Origin]; prev != nil {
+				prevZone = prev.cur
+			}
 		}
+		z, ch := zone.Update(prevZone, zc)
 		e := &zoneEntry{cfg: zc}
 		if prev != nil && prev.cur.Digest() == z.Digest() {
 			e.cur, e.history = prev.cur, prev.history
@@ -373,27 +395,55 @@ func (s *Server) build(cfg *config.Config, old *snapshot) (*snapshot, *serialTxn
 				serial = prev.cur.Serial() + 1
 			}
 			e.cur = z.WithSerial(serial)
+			var names []string // every name, for a new zone
 			if prev != nil {
-				e.history = append(append([]*zone.Zone(nil), prev.history...), prev.cur)
+				names = ch.Owners
+				if zc.Transfer.Any() {
+					e.history = appendStep(prev.history, &ixfrStep{from: prev.cur.SOA, to: e.cur.SOA, deleted: ch.Deleted, added: ch.Added}, cfg.Server.IXFRHistory, e.cur.Bytes())
+				}
+			}
+			if err := te.SetZone(e.cur, names); err != nil {
+				return nil, nil, nil, err
 			}
 			changed = append(changed, zc.Origin)
-		}
-		if n := cfg.Server.IXFRHistory; len(e.history) > n {
-			e.history = e.history[len(e.history)-n:]
 		}
 		// The stored serial must be the served one (they differ only in
 		// the guard above).
 		serials.set(zc.Origin, e.cur.Serial(), e.cur.Digest(), zc.SOA.Expire)
 		next.zones[zc.Origin] = e
-		zones = append(zones, e.cur)
+	}
+	if old != nil {
+		for origin, ze := range old.zones {
+			if !origins[origin] {
+				te.RemoveZone(ze.cur)
+			}
+		}
 	}
 	serials.retire(origins, now)
-	t, err := wire.Build(zones, wire.Options{MaxUDPSize: cfg.Server.MaxUDPSize})
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	next.table = t
+	next.table = te.Table()
 	return next, serials, changed, nil
+}
+
+// appendStep adds a step to an IXFR history, keeping at most versions
+// steps, and no more than a zone's worth of bytes (zoneBytes, at least
+// 64 KiB): a longer chain of differences is no cheaper than a full
+// transfer, which IXFR then sends (RFC 1995 §4).
+func appendStep(history []*ixfrStep, step *ixfrStep, versions, zoneBytes int) []*ixfrStep {
+	for _, rr := range step.deleted {
+		step.bytes += dns.Len(rr)
+	}
+	for _, rr := range step.added {
+		step.bytes += dns.Len(rr)
+	}
+	out := append(slices.Clip(history), step)
+	total := 0
+	for i := len(out) - 1; i >= 0; i-- {
+		total += out[i].bytes
+		if len(out)-i > versions || total > max(zoneBytes, 64<<10) {
+			return out[i+1:]
+		}
+	}
+	return out
 }
 
 // Serials returns the SOA serial of every zone being served.

@@ -12,7 +12,6 @@ import (
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
 )
 
 // The slow path: zone transfers and TSIG-signed queries. They are rare,
@@ -365,22 +364,20 @@ func ixfrRecords(ze *zoneEntry, client uint32) ([]dns.RR, string) {
 		return []dns.RR{cur.SOA}, "ixfr_current"
 	}
 	start := -1
-	for i, v := range ze.history {
-		if v.Serial() == client {
+	for i, step := range ze.history {
+		if step.from.Serial == client {
 			start = i
 		}
 	}
 	if start < 0 {
 		return cur.AXFR(), "ixfr_full"
 	}
-	versions := append(append([]*zone.Zone(nil), ze.history[start:]...), cur)
 	rrs := []dns.RR{cur.SOA}
-	for i := 0; i+1 < len(versions); i++ {
-		del, add := zone.Diff(versions[i], versions[i+1])
-		rrs = append(rrs, versions[i].SOA)
-		rrs = append(rrs, del...)
-		rrs = append(rrs, versions[i+1].SOA)
-		rrs = append(rrs, add...)
+	for _, step := range ze.history[start:] {
+		rrs = append(rrs, step.from)
+		rrs = append(rrs, step.deleted...)
+		rrs = append(rrs, step.to)
+		rrs = append(rrs, step.added...)
 	}
 	return append(rrs, cur.SOA), "ixfr"
 }

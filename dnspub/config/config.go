@@ -180,6 +180,9 @@ type Transfer struct {
 	Notify []netip.AddrPort
 }
 
+// Any reports whether anyone may transfer the zone.
+func (t *Transfer) Any() bool { return len(t.Allow) > 0 || t.Key != "" }
+
 // Allowed reports whether addr may transfer the zone (before any TSIG check).
 func (t *Transfer) Allowed(addr netip.Addr) bool {
 	addr = addr.Unmap()

@@ -22,8 +22,9 @@ func (z *Zone) WriteMasterFile(w io.Writer, comment string) error {
 		}
 	}
 	fmt.Fprintf(bw, "$ORIGIN %s\n", z.Origin)
+	records := z.Records()
 	width := len("@")
-	for _, rr := range z.Records {
+	for _, rr := range records {
 		width = max(width, len(z.rel(rr.Header().Name)))
 	}
 	soa := z.SOA
@@ -35,7 +36,7 @@ func (z *Zone) WriteMasterFile(w io.Writer, comment string) error {
 	fmt.Fprintf(bw, "%s%-10d ; expire\n", indent, soa.Expire)
 	fmt.Fprintf(bw, "%s%-10d ; minimum (negative-caching TTL)\n", indent, soa.Minttl)
 	fmt.Fprintf(bw, "%s)\n", indent)
-	for _, rr := range z.Records {
+	for _, rr := range records {
 		h := rr.Header()
 		prefix := fmt.Sprintf("%-*s %7d IN %-5s ", width, z.rel(h.Name), h.Ttl, dns.TypeToString[h.Rrtype])
 		switch r := rr.(type) {

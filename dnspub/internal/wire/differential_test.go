@@ -90,7 +90,7 @@ func reference(zones []*zone.Zone, qname string, qtype uint16) *dns.Msg {
 		return m
 	}
 	m.Authoritative = true
-	all := z.AXFR()[:len(z.Records)+1]
+	all := z.AXFR()[:z.Len()+1]
 	exists := false
 	byType := map[uint16][]dns.RR{}
 	for _, rr := range all {
@@ -133,7 +133,7 @@ func reference(zones []*zone.Zone, qname string, qtype uint16) *dns.Msg {
 		return m
 	}
 	for _, rr := range m.Answer {
-		if host, ok := additionalTarget(rr); ok {
+		if host, ok := zone.AdditionalTarget(rr); ok {
 			for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
 				for _, a := range all {
 					if a.Header().Name == host && a.Header().Rrtype == t {
@@ -173,7 +173,11 @@ func section(rrs []dns.RR) string {
 func TestRespondMatchesReference(t *testing.T) {
 	types := []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeNS, dns.TypeSOA, dns.TypeSRV, dns.TypeMX, dns.TypeCNAME, dns.TypePTR, dns.TypeANY}
 	checked := 0
-	for seed := range uint64(120) {
+	seeds := uint64(120)
+	if raceEnabled {
+		seeds = 15
+	}
+	for seed := range seeds {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		text := randomConfig(rng)
 		cfg, ds := config.Parse([]byte(text))
@@ -195,7 +199,7 @@ func TestRespondMatchesReference(t *testing.T) {
 				n := rr.Header().Name
 				names[n] = true
 				names["child."+n] = true
-				for p, ok := parentName(n); ok; p, ok = parentName(p) {
+				for p, ok := parent(n); ok; p, ok = parent(p) {
 					names[p] = true
 				}
 			}
@@ -227,4 +231,12 @@ func TestRespondMatchesReference(t *testing.T) {
 		}
 	}
 	t.Logf("%d questions checked", checked)
+}
+
+func parent(name string) (string, bool) {
+	off, end := dns.NextLabel(name, 0)
+	if end {
+		return "", false
+	}
+	return name[off:], true
 }
