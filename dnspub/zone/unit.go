@@ -17,20 +17,27 @@ import (
 const apexKey = ""
 
 // unit is the records one service, or the zone's nameservers, contribute.
+// A service's unit keeps the config they are made from, not the records:
+// they are made again when they are needed (a change to the unit, the
+// answers of its names, a transfer), so that a zone of 100 000 services
+// holds each service's data once.
 type unit struct {
-	key     string
-	records []dns.RR // canonical order
-	// src is the config the service's records were built from (nil for
-	// the apex): an equal config makes equal records (sameService).
-	src   *config.Service
+	key string
+	// src is the config the service's records are made from (nil for the
+	// apex): an equal config makes equal records (sameService).
+	src *config.Service
+	// apex holds the records of the nameservers' unit.
+	apex  []dns.RR
 	sum   digestSum
+	count int // records
 	bytes int // of the records, uncompressed
 }
 
 func newUnit(key string, src *config.Service, records []dns.RR) *unit {
-	slices.SortFunc(records, compareRR)
-	records = slices.CompactFunc(records, func(a, b dns.RR) bool { return compareRR(a, b) == 0 })
-	u := &unit{key: key, records: records, src: src}
+	u := &unit{key: key, src: src, count: len(records)}
+	if src == nil {
+		u.apex = records
+	}
 	for _, rr := range records {
 		u.sum.add(recordHash(rr))
 		u.bytes += dns.Len(rr)
@@ -38,10 +45,19 @@ func newUnit(key string, src *config.Service, records []dns.RR) *unit {
 	return u
 }
 
-// owners returns the distinct owner names of u's records.
-func (u *unit) owners() []string {
+// records returns the unit's records, in canonical order.
+func (u *unit) records() []dns.RR {
+	if u.src == nil {
+		return u.apex
+	}
+	return serviceRecords(u.src)
+}
+
+// owners returns the distinct owner names of records, which are in
+// canonical order.
+func owners(records []dns.RR) []string {
 	var out []string
-	for _, rr := range u.records {
+	for _, rr := range records {
 		if n := rr.Header().Name; len(out) == 0 || out[len(out)-1] != n {
 			out = append(out, n)
 		}
@@ -49,10 +65,18 @@ func (u *unit) owners() []string {
 	return out
 }
 
-// serviceUnit makes the records of a service: its addresses, its SRV
-// record when it names a port, its TXT record (and the copy at its own
-// name for grpc-js). Every field read here is compared by sameService.
-func serviceUnit(s *config.Service) *unit {
+func canonical(records []dns.RR) []dns.RR {
+	slices.SortFunc(records, compareRR)
+	return slices.CompactFunc(records, func(a, b dns.RR) bool { return compareRR(a, b) == 0 })
+}
+
+func serviceUnit(s *config.Service) *unit { return newUnit(s.Name, s, serviceRecords(s)) }
+
+// serviceRecords makes the records of a service, in canonical order: its
+// addresses, its SRV record when it names a port, its TXT record (and the
+// copy at its own name for grpc-js). Every field read here is compared by
+// sameService.
+func serviceRecords(s *config.Service) []dns.RR {
 	rrs := addressRecords(s.Name, s.TTL, s.Addresses)
 	if s.Port != 0 {
 		// RFC 2782: priority and weight 0, the one target the service.
@@ -64,7 +88,7 @@ func serviceUnit(s *config.Service) *unit {
 			rrs = append(rrs, &dns.TXT{Hdr: hdr(s.Name, dns.TypeTXT, s.TTL), Txt: escapeAll(s.TXT)})
 		}
 	}
-	return newUnit(s.Name, s, rrs)
+	return canonical(rrs)
 }
 
 // sameService reports whether two configs of a service are equal, every
@@ -84,7 +108,7 @@ func apexUnit(c *config.Zone) *unit {
 		rrs = append(rrs, &dns.NS{Hdr: hdr(c.Origin, dns.TypeNS, c.TTL), Ns: ns.Name})
 		rrs = append(rrs, addressRecords(ns.Name, c.TTL, ns.Addresses)...)
 	}
-	return newUnit(apexKey, nil, rrs)
+	return newUnit(apexKey, nil, canonical(rrs))
 }
 
 func hdr(name string, t uint16, ttl uint32) dns.RR_Header {

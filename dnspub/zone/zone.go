@@ -152,7 +152,7 @@ func (z *Zone) NegativeTTL() uint32 { return min(z.SOA.Hdr.Ttl, z.SOA.Minttl) }
 func (z *Zone) Records() []dns.RR {
 	out := make([]dns.RR, 0, z.count)
 	for _, u := range z.units.All() {
-		out = append(out, u.records...)
+		out = append(out, u.records()...)
 	}
 	slices.SortFunc(out, compareRR)
 	return out
@@ -180,7 +180,7 @@ func (z *Zone) RecordsAt(name string) []dns.RR {
 	}
 	for _, key := range o.units {
 		u, _ := z.units.Get(key)
-		for _, rr := range u.records {
+		for _, rr := range u.records() {
 			if rr.Header().Name == name {
 				out = append(out, rr)
 			}
@@ -241,22 +241,23 @@ type editor struct {
 // put adds u, replacing the unit of the same key, if its records differ.
 func (ed *editor) put(u *unit) {
 	old, had := ed.units.Get(u.key)
-	if had && old.sum == u.sum && slices.EqualFunc(old.records, u.records, func(a, b dns.RR) bool { return compareRR(a, b) == 0 }) {
-		if old.src != u.src {
-			// Same records from an equal config: keep the new config so
-			// that sameService compares against it next time.
-			ed.units.Set(u.key, u)
-		}
-		return
-	}
 	var oldRecords []dns.RR
 	if had {
-		oldRecords = old.records
-		ed.unlink(old)
+		oldRecords = old.records()
+	}
+	records := u.records()
+	if had && old.sum == u.sum && slices.EqualFunc(oldRecords, records, func(a, b dns.RR) bool { return compareRR(a, b) == 0 }) {
+		// Same records from a config that differs otherwise: keep the
+		// new config, for sameService to compare against next time.
+		ed.units.Set(u.key, u)
+		return
+	}
+	if had {
+		ed.unlink(old, oldRecords)
 	}
 	ed.units.Set(u.key, u)
-	ed.link(u)
-	del, add := diffRecords(oldRecords, u.records)
+	ed.link(u, records)
+	del, add := diffRecords(oldRecords, records)
 	ed.change.Deleted = append(ed.change.Deleted, del...)
 	ed.change.Added = append(ed.change.Added, add...)
 }
@@ -266,17 +267,19 @@ func (ed *editor) remove(key string) {
 	if !ok {
 		return
 	}
-	ed.unlink(old)
+	records := old.records()
+	ed.unlink(old, records)
 	ed.units.Delete(key)
-	ed.change.Deleted = append(ed.change.Deleted, old.records...)
+	ed.change.Deleted = append(ed.change.Deleted, records...)
 }
 
-// link adds u's records to the counts, the owner index and the refs.
-func (ed *editor) link(u *unit) {
-	ed.z.count += len(u.records)
+// link adds u, whose records are records, to the counts, the owner index
+// and the refs.
+func (ed *editor) link(u *unit, records []dns.RR) {
+	ed.z.count += u.count
 	ed.z.bytes += u.bytes
 	ed.z.sum.add(u.sum)
-	for _, name := range u.owners() {
+	for _, name := range owners(records) {
 		o := ed.ownerCopy(name)
 		i, _ := slices.BinarySearch(o.units, u.key)
 		o.units = slices.Insert(o.units, i, u.key)
@@ -286,7 +289,7 @@ func (ed *editor) link(u *unit) {
 			ed.ancestors(name, +1)
 		}
 	}
-	for _, rr := range u.records {
+	for _, rr := range records {
 		if host, ok := AdditionalTarget(rr); ok {
 			list, _ := ed.refs.Get(host)
 			ed.refs.Set(host, append(slices.Clip(list), rr.Header().Name))
@@ -294,12 +297,13 @@ func (ed *editor) link(u *unit) {
 	}
 }
 
-// unlink removes u's records from the counts, the index and the refs.
-func (ed *editor) unlink(u *unit) {
-	ed.z.count -= len(u.records)
+// unlink removes u, whose records are records, from the counts, the index
+// and the refs.
+func (ed *editor) unlink(u *unit, records []dns.RR) {
+	ed.z.count -= u.count
 	ed.z.bytes -= u.bytes
 	ed.z.sum.sub(u.sum)
-	for _, name := range u.owners() {
+	for _, name := range owners(records) {
 		o := ed.ownerCopy(name)
 		if i, found := slices.BinarySearch(o.units, u.key); found {
 			o.units = slices.Delete(o.units, i, i+1)
@@ -314,7 +318,7 @@ func (ed *editor) unlink(u *unit) {
 			ed.owners.Set(name, o)
 		}
 	}
-	for _, rr := range u.records {
+	for _, rr := range records {
 		if host, ok := AdditionalTarget(rr); ok {
 			list, _ := ed.refs.Get(host)
 			if i := slices.Index(list, rr.Header().Name); i >= 0 {
