@@ -22,7 +22,7 @@ type CodeInfo struct {
 var codes = []CodeInfo{
 	// JSON text.
 	{"json-syntax", Error, "the text is not valid JSON", "gRFC A2/A21: a record that does not parse is invalid"},
-	{"json-duplicate-key", Error, "an object has two members with the same name", "RFC 8259 leaves it undefined; C-core and grpc-java reject, grpc-go and grpc-js take the last: DESIGN.md §4 makes it invalid"},
+	{"json-duplicate-key", Error, "an object has two members with the same name", "RFC 8259 leaves it undefined; C-core and grpc-java reject, grpc-go and grpc-js take the last: our semantics (README, Semantics) make it invalid"},
 	{"json-too-deep", Error, "JSON nested deeper than any service config needs", "a resource bound: no valid config nests that deep"},
 	{"non-ascii", Error, "TXT records are ASCII; the config holds other bytes", "gRFC A2: \"the contents of the service config are also ASCII\""},
 
@@ -30,7 +30,7 @@ var codes = []CodeInfo{
 	{"txt-syntax", Error, "the TXT presentation text cannot be read (quotes, escapes)", "RFC 1035 presentation format"},
 	{"txt-no-record", Error, "no TXT record starts with grpc_config=", "gRFC A2: the config is the grpc_config attribute"},
 	{"txt-prefix-split", Error, "the grpc_config= prefix is split across strings", "clients look for the attribute in the first string: none finds it"},
-	{"txt-multiple-config", Error, "more than one TXT record starts with grpc_config=", "DESIGN.md §4: two configs are ambiguous"},
+	{"txt-multiple-config", Error, "more than one TXT record starts with grpc_config=", "our semantics (README, Semantics): two configs are ambiguous"},
 	{"txt-attribute-spelling", Warning, "the attribute is not written exactly grpc_config= (RFC 1464 allows it; gRPC clients do not)", "valid RFC 1464, but grpc-go, C-core and grpc-js see no config"},
 	{"txt-other-records", Warning, "other TXT records share the owner name; grpc-go joins them all", "valid, but grpc-go joins every TXT record and fails to parse"},
 	{"txt-string-too-long", Error, "a TXT string is longer than 255 bytes", "RFC 1035 §3.3: a character-string holds at most 255 bytes"},
@@ -50,7 +50,7 @@ var codes = []CodeInfo{
 	{"choice-service-config", Error, "serviceConfig is missing or not an object", "gRFC A2: \"If this field is not an object, or is missing ... the entire config is considered invalid\""},
 	{"choice-empty-list", Warning, "an empty clientLanguage or clientHostname list: A2, C-core and grpc-java match all, grpc-go and grpc-js match none", "valid (gRFC A2: \"If a field is absent or empty, it matches all clients\"), but grpc-go and grpc-js read it as matching nothing"},
 	{"dynparams-constraint", Error, "a dynamicParameterConstraints message is malformed", "xDS TP2's DynamicParameterConstraints message"},
-	{"dynparams-too-deep", Error, "dynamic parameter constraints nest more than 32 levels", "a resource bound of our extension"},
+	{"dynparams-too-deep", Error, "dynamic parameter constraints nest more than 32 levels", "a resource bound of our extension (README, Dynamic parameters)"},
 	{"dynparams-empty-and", Warning, "an empty andConstraints matches every client", "valid, probably not meant"},
 	{"dynparams-empty-or", Warning, "an empty orConstraints matches no client", "valid, probably not meant"},
 	{"dynparams-keyset", Warning, "the choices with dynamic parameter constraints do not all constrain the same keys (TP2)", "valid; TP2's best practice"},
@@ -106,9 +106,9 @@ var codes = []CodeInfo{
 	{"rls-lookup-scheme", Warning, "an rls lookupService target with a scheme clients have no resolver for", "valid (a gRPC URI), but clients reject it unless the application registers the scheme"},
 	{"rls-empty-string", Warning, "an rls string field set to \"\", which proto3 reads as unset but C-core rejects", "valid proto3 (empty is unset), but C-core rejects it"},
 	{"health-check-config", Error, "healthCheckConfig is malformed", "gRFC A17: HealthCheckConfig {serviceName}"},
-	{"header-extraction", Error, "a headerExtraction rule is malformed", "our extension (DESIGN.md §5)"},
-	{"header-name", Error, "a headerExtraction headerName is not a valid, unreserved, lower-case metadata key", "our extension (DESIGN.md §5)"},
-	{"header-name-duplicate", Error, "two headerExtraction rules of one method add the same header", "our extension (DESIGN.md §5)"},
+	{"header-extraction", Error, "a headerExtraction rule is malformed", "our extension (docs/headers.md)"},
+	{"header-name", Error, "a headerExtraction headerName is not a valid, unreserved, lower-case metadata key", "our extension (docs/headers.md)"},
+	{"header-name-duplicate", Error, "two headerExtraction rules of one method add the same header", "our extension (docs/headers.md)"},
 }
 
 var codeIndex = func() map[string]CodeInfo {

@@ -337,7 +337,9 @@ func validateLBPolicy(c *checker, v int32, moot bool) {
 	var notes []string
 	if name != lower {
 		c.goText = append(c.goText, rewrite{v, strconv.Quote(lower)})
-		notes = append(notes, "grpc-go looks policy names up as written and uses pick_first instead of "+lower)
+		if lower != "pick_first" {
+			notes = append(notes, "grpc-go looks policy names up as written and uses pick_first instead of "+lower)
+		}
 	}
 	if lacking := allClients &^ clientJS &^ p.clients; lacking != 0 {
 		if lacking&clientGo != 0 && name == lower {
@@ -355,7 +357,7 @@ func validateLBPolicy(c *checker, v int32, moot bool) {
 		return
 	}
 	fix := "write \"loadBalancingConfig\":[{\"" + lower + "\":{}}], which every client reads alike"
-	if name != lower {
+	if name != lower && lower != "pick_first" {
 		fix = "write \"" + lower + "\", or better " + fix[len("write "):]
 	}
 	c.refuse(v, "lb-policy-compat", reject, "loadBalancingPolicy %s is valid, but %s; %s", t.Raw(v), strings.Join(notes, "; "), fix)
@@ -415,6 +417,7 @@ func stringField(what string) func(c *checker, v int32) {
 func durationField(what string, refuseNeg client) func(c *checker, v int32) {
 	return func(c *checker, v int32) {
 		if d, ok := duration(c, v, what); ok && d.neg() {
+			refuseNeg := negRefusers(d, refuseNeg)
 			c.refuse(v, "duration-negative", refuseNeg, "%s %s is negative: the spec does not forbid it, but %s %s the whole config; write a positive duration", what, c.t.Raw(v), refuseNeg, refuseNeg.verb("rejects", "reject"))
 		}
 	}
@@ -442,7 +445,7 @@ func checkRoundRobin(c *checker, cfg int32) {
 	policyFields(c, cfg, "round_robin", nil)
 }
 
-// checkWRR: WeightedRoundRobinLbConfig (gRFC A58): "Configuration is
+// checkWRR: WeightedRoundRobinLbConfig (gRFC A58, A114): "Configuration is
 // rejected if [errorUtilizationPenalty] is negative". The periods may be
 // anything; C-core rejects negative durations everywhere.
 func checkWRR(c *checker, cfg int32) {
@@ -455,6 +458,12 @@ func checkWRR(c *checker, cfg int32) {
 		"blackoutPeriod":         period("blackoutPeriod"),
 		"weightExpirationPeriod": period("weightExpirationPeriod"),
 		"weightUpdatePeriod":     period("weightUpdatePeriod"),
+		// gRFC A114: repeated string; names a client cannot use are skipped.
+		"metricNamesForComputingUtilization": func(c *checker, v int32) {
+			if c.want(v, jtree.Array, "lb-policy-config", "weighted_round_robin.metricNamesForComputingUtilization") {
+				c.elements(v, func(_ int, e int32) { c.want(e, jtree.String, "lb-policy-config", "a metric name") })
+			}
+		},
 		"errorUtilizationPenalty": func(c *checker, v int32) {
 			if n, ok := c.protoNumber(v, "weighted_round_robin.errorUtilizationPenalty", "lb-policy-config", numFloat, clientGo); ok && !(n.f >= 0) {
 				c.report(v, "lb-policy-config", "weighted_round_robin.errorUtilizationPenalty must not be negative (gRFC A58), not %s", c.t.Raw(v))

@@ -75,10 +75,7 @@ func checkRouteLookupConfig(c *checker, rlc int32) {
 				c.report(v, "lb-policy-config", "%s.lookupService must not be empty: write the lookup service's target, like \"rls.example.com:443\"", what)
 				return
 			}
-			if i := strings.Index(s, "://"); i > 0 && !contains(knownSchemes, strings.ToLower(s[:i])) {
-				who := clientGo | clientCore | clientJava
-				c.refuse(v, "rls-lookup-scheme", who, "%s.lookupService %s uses the scheme %q, for which clients have no resolver unless the application registers one: they reject the whole config; write a dns target like \"rls.example.com:443\"", what, t.Raw(v), s[:i])
-			}
+			lookupScheme(c, v, s)
 		},
 		"lookupServiceTimeout": durationField(what+".lookupServiceTimeout", clientCore),
 		"maxAge":               durationField(what+".maxAge", clientCore),
@@ -243,4 +240,36 @@ func checkKeyBuilder(c *checker, kb int32, paths map[string]bool) {
 	if n := c.field(kb, "names"); n < 0 {
 		c.report(kb, "lb-policy-config", "a key builder needs names, like [{\"service\":\"pkg.Service\"}]")
 	}
+}
+
+// lookupScheme warns about a lookupService whose scheme clients cannot
+// resolve. grpc-go parses the target as a URL, so a "host:port" has the
+// scheme "host" for it and fails unless a resolver has that name; C-core and
+// grpc-java retry such a target with "dns:///" in front.
+func lookupScheme(c *checker, v int32, s string) {
+	const what = rlsName + ".routeLookupConfig.lookupService"
+	i := strings.IndexByte(s, ':')
+	if i <= 0 || !isScheme(s[:i]) || contains(knownSchemes, strings.ToLower(s[:i])) {
+		return
+	}
+	if strings.HasPrefix(s[i:], "://") {
+		who := clientGo | clientCore | clientJava
+		c.refuse(v, "rls-lookup-scheme", who, "%s %s uses the scheme %q, for which clients have no resolver unless the application registers one: %s reject the whole config; write a target like \"dns:///rls.example.com:443\"", what, c.t.Raw(v), s[:i], who)
+		return
+	}
+	c.refuse(v, "rls-lookup-scheme", clientGo, "%s %s is valid for C-core and grpc-java, which resolve it with dns, but grpc-go parses %q as a URI scheme it has no resolver for and rejects the whole config; write \"dns:///%s\"", what, c.t.Raw(v), s[:i], s)
+}
+
+// isScheme: RFC 3986 scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ).
+func isScheme(s string) bool {
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		switch {
+		case b >= 'a' && b <= 'z', b >= 'A' && b <= 'Z':
+		case i > 0 && (b >= '0' && b <= '9' || b == '+' || b == '-' || b == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }

@@ -113,7 +113,8 @@ func validateMethodConfig(c *checker, mc int32, names map[string]int32) {
 		case t.Is(k, "timeout"):
 			// A Duration; nothing in the spec forbids a negative one.
 			if d, ok := duration(c, v, "timeout"); ok && d.neg() {
-				c.refuse(v, "timeout", clientCore|clientJS, "timeout %s is negative: the spec does not forbid it, but C-core and grpc-js reject the whole config, and grpc-go and grpc-java fail every call at once; write a positive duration like \"1.5s\", or remove it for no timeout", t.Raw(v))
+				who := negRefusers(d, clientCore|clientJS)
+				c.refuse(v, "timeout", who, "timeout %s is negative: the spec does not forbid it, but %s %s the whole config, and the clients that take it fail every call at once; write a positive duration like \"1.5s\", or remove it for no timeout", t.Raw(v), who, who.verb("rejects", "reject"))
 			}
 		case t.Is(k, "maxRequestMessageBytes"), t.Is(k, "maxResponseMessageBytes"):
 			messageSize(c, k, v)
@@ -211,7 +212,17 @@ func validateNames(c *checker, v int32, names map[string]int32) {
 // durationValue is a parsed google.protobuf.Duration.
 type durationValue struct{ sec, nanos int64 }
 
-func (d durationValue) neg() bool      { return d.sec < 0 || d.nanos < 0 }
+func (d durationValue) neg() bool { return d.sec < 0 || d.nanos < 0 }
+
+// negRefusers narrows the clients that reject negative values of a field
+// to those that reject the negative duration d: C-core rejects negative
+// seconds but reads "-0.5s" as 0.5 s, its seconds being "-0".
+func negRefusers(d durationValue, who client) client {
+	if d.sec < 0 {
+		return who
+	}
+	return who &^ clientCore
+}
 func (d durationValue) positive() bool { return d.sec > 0 || d.nanos > 0 }
 
 // duration checks that v is a google.protobuf.Duration in its proto3 JSON
@@ -286,15 +297,7 @@ func validateRetryPolicy(c *checker, v int32) {
 				c.report(val, "retry-policy", "retryPolicy.%s must be greater than zero (gRFC A6), not %s", name, t.Raw(val))
 			}
 		case t.Is(k, "perAttemptRecvTimeout"):
-			// Not in gRFC A6 nor service_config.proto: the spec ignores it.
-			// grpc-java reads it, and C-core when hedging is enabled.
-			if d, ok := duration(c, val, "perAttemptRecvTimeout"); ok && !d.positive() {
-				who := clientCore
-				if d.neg() {
-					who |= clientJava
-				}
-				c.refuse(val, "retry-per-attempt-timeout", who, "retryPolicy.perAttemptRecvTimeout %s is not positive: the spec does not define the field, but %s %s it and %s the whole config", t.Raw(val), who, who.verb("reads", "read"), who.verb("rejects", "reject"))
-			}
+			perAttemptRecvTimeout(c, val)
 		case t.Is(k, "backoffMultiplier"):
 			// A6 rule 3: "MUST be a JSON number greater than 0".
 			seen["backoffMultiplier"] = true
@@ -317,6 +320,30 @@ func validateRetryPolicy(c *checker, v int32) {
 	}
 }
 
+// perAttemptRecvTimeout is in neither gRFC A6 nor service_config.proto, so
+// the spec ignores it; grpc-java reads it (and rejects a negative or
+// malformed one), and C-core when hedging is enabled (and rejects anything
+// but a positive duration). Its problems are warnings naming them.
+func perAttemptRecvTimeout(c *checker, v int32) {
+	t := c.t
+	const what = "retryPolicy.perAttemptRecvTimeout"
+	who, why := client(0), ""
+	if t.Nodes[v].Kind != jtree.String {
+		who, why = clientCore|clientJava, "is not a duration string"
+	} else if sec, nanos, form, err := parseDurationParts(t.Str(v)); err != nil {
+		who, why = clientCore|clientJava, "is not a duration"
+	} else if d := (durationValue{sec, nanos}); d.neg() {
+		who, why = clientCore|clientJava, "is negative"
+	} else if !d.positive() {
+		who, why = clientCore, "is zero"
+	} else if form != 0 {
+		who, why = clientCore|clientJava, "is spelled in a way they do not read"
+	}
+	if who != 0 {
+		c.refuse(v, "retry-per-attempt-timeout", who, "%s %s %s: the spec does not define the field (so it is ignored there), but %s %s it and %s the whole config", what, t.Raw(v), why, who, who.verb("reads", "read"), who.verb("rejects", "reject"))
+	}
+}
+
 var hedgingPolicyFields = []string{"maxAttempts", "hedgingDelay", "nonFatalStatusCodes"}
 
 // validateHedgingPolicy applies gRFC A6's "Validation of hedgingPolicy".
@@ -334,6 +361,7 @@ func validateHedgingPolicy(c *checker, v int32) {
 			maxAttempts(c, val, "hedging-policy", "hedgingPolicy")
 		case t.Is(k, "hedgingDelay"):
 			// A6 rule 2 asks only for a Duration: negative is legal.
+			// C-core does not read hedgingPolicy.
 			if d, ok := duration(c, val, "hedgingDelay"); ok && d.neg() {
 				c.refuse(val, "duration-negative", clientJava|clientJS, "hedgingPolicy.hedgingDelay %s is negative: gRFC A6 does not forbid it, but grpc-java and grpc-js reject the whole config; write \"0s\" to send every attempt at once", t.Raw(val))
 			}
