@@ -178,6 +178,40 @@ func TestREADMECodeTable(t *testing.T) {
 	}
 }
 
+var updateRules = flag.Bool("update-rules", false, "rewrite the code table in docs/rules.md")
+
+// Every code says why it has its severity, in docs/rules.md:
+// go test ./serviceconfig -run RulesCodeTable -update-rules
+func TestRulesCodeTable(t *testing.T) {
+	const begin, end = "<!-- rules:begin -->\n", "<!-- rules:end -->"
+	doc, err := os.ReadFile("../docs/rules.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	table.WriteString("| code | severity | why |\n|---|---|---|\n")
+	for _, c := range Codes() {
+		if c.Why == "" {
+			t.Errorf("code %s says nothing about its severity", c.Code)
+		}
+		fmt.Fprintf(&table, "| `%s` | %s | %s |\n", c.Code, c.Severity, strings.ReplaceAll(c.Why, "|", "\\|"))
+	}
+	i, j := bytes.Index(doc, []byte(begin)), bytes.Index(doc, []byte(end))
+	if i < 0 || j < i {
+		t.Fatalf("docs/rules.md has no %q ... %q section", begin, end)
+	}
+	if string(doc[i+len(begin):j]) == table.String() {
+		return
+	}
+	if !*updateRules {
+		t.Fatalf("docs/rules.md's code table is stale: go test ./serviceconfig -run RulesCodeTable -update-rules")
+	}
+	out := append(append(append([]byte{}, doc[:i+len(begin)]...), table.String()...), doc[j:]...)
+	if err := os.WriteFile("../docs/rules.md", out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func FuzzLint(f *testing.F) {
 	f.Add([]byte(canary))
 	f.Add([]byte(`_grpc_config.x 60 IN TXT "grpc_config=[{\"serviceConfig\":{}}]" "x"`))
