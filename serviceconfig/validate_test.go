@@ -236,6 +236,11 @@ func FuzzValidateAgainstGrpcGo(f *testing.F) {
 	f.Add([]byte(`{"methodConfig":[{"name":[{"service":"a.B","method":"C"}],"timeout":"1.5s","retryPolicy":{"maxAttempts":2,"initialBackoff":"1s","maxBackoff":"2s","backoffMultiplier":1.5,"retryableStatusCodes":[14,"UNAVAILABLE"]}}],"loadBalancingConfig":[{"round_robin":{}}]}`))
 	f.Add([]byte(`{"loadBalancingPolicy":"round_robin","retryThrottling":{"maxTokens":10,"tokenRatio":0.5},"healthCheckConfig":{"serviceName":"x"}}`))
 	f.Add([]byte(`{"loadBalancingConfig":[{"ring_hash_experimental":{"minRingSize":1,"maxRingSize":2}},{"pick_first":{"shuffleAddressList":true}}]}`))
+	// proto3 JSON forms and the deep policy checks.
+	f.Add([]byte(`{"methodConfig":[{"name":[{"service":null}],"timeout":".5s","maxRequestMessageBytes":"1024","retryPolicy":{"maxAttempts":"3","initialBackoff":"+1s","maxBackoff":"1.s","backoffMultiplier":"1.5","retryableStatusCodes":[14,"unavailable"]}}],"retryThrottling":{"maxTokens":1e1,"tokenRatio":0.5466}}`))
+	f.Add([]byte(`{"loadBalancingPolicy":"ROUND_ROBIN","loadBalancingConfig":[]}`))
+	f.Add([]byte(`{"loadBalancingConfig":[{"rls_experimental":{"routeLookupConfig":{"lookupService":"rls.example.com:80","cacheSizeBytes":"1","grpcKeybuilders":[{"names":[{"service":"foo"}],"headers":[{"key":"k","names":["n"]}],"extraKeys":{"host":"h"},"constantKeys":{"c":"v"}}]},"childPolicy":[{"unknown":{}},{"grpclb":{"childPolicy":[]}}],"childPolicyConfigTargetFieldName":"serviceName"}}]}`))
+	f.Add([]byte(`{"loadBalancingConfig":[{"outlier_detection_experimental":{"interval":"1s","maxEjectionPercent":100,"successRateEjection":{},"failurePercentageEjection":{"threshold":85},"childPolicy":[{"round_robin":{}}]}},{"random_subsetting_experimental":{"subsetSize":2,"childPolicy":[{"pick_first":{}}]}},{}]}`))
 	f.Fuzz(func(t *testing.T, cfg []byte) {
 		ds := ValidateServiceConfig(cfg)
 		if ds.HasErrors() {
