@@ -51,14 +51,14 @@ func init() {
 		{name: "rls_experimental", clients: clientGo | clientCore | clientJava, check: checkRLS},
 		{name: "outlier_detection_experimental", clients: clientCore | clientJava, check: checkOutlierDetection},
 		{name: "random_subsetting_experimental", clients: clientGo | clientJava, check: checkRandomSubsetting},
-		{name: "priority_experimental", clients: clientCore, xdsOnly: true},
-		{name: "weighted_target_experimental", clients: clientCore, xdsOnly: true},
-		{name: "xds_cluster_manager_experimental", clients: clientCore, xdsOnly: true},
-		{name: "cds_experimental", clients: clientCore, xdsOnly: true},
-		{name: "xds_cluster_impl_experimental", clients: clientCore, xdsOnly: true},
-		{name: "override_host_experimental", xdsOnly: true},
-		{name: "xds_override_host_experimental", clients: clientCore, xdsOnly: true},
-		{name: "xds_wrr_locality_experimental", clients: clientCore, xdsOnly: true},
+		{name: "priority_experimental", clients: clientCore, xdsOnly: true, check: checkPriority},
+		{name: "weighted_target_experimental", clients: clientCore, xdsOnly: true, check: checkWeightedTarget},
+		{name: "xds_cluster_manager_experimental", clients: clientCore, xdsOnly: true, check: checkClusterManager},
+		{name: "cds_experimental", clients: clientCore, xdsOnly: true, check: checkCds},
+		{name: "xds_cluster_impl_experimental", clients: clientCore, xdsOnly: true, check: checkXdsClusterImpl},
+		{name: "override_host_experimental", xdsOnly: true, check: checkOverrideHost("override_host_experimental")},
+		{name: "xds_override_host_experimental", clients: clientCore, xdsOnly: true, check: checkOverrideHost("xds_override_host_experimental")},
+		{name: "xds_wrr_locality_experimental", clients: clientCore, xdsOnly: true, check: checkWrrLocality},
 		// Deprecated in service_config.proto; no client registers them today.
 		{name: "xds_cluster_resolver_experimental", xdsOnly: true},
 		{name: "lrs_experimental", xdsOnly: true},
@@ -187,7 +187,8 @@ func validateLBConfigList(c *checker, v int32, l lbList) {
 	c.pushKey(ch.key)
 	if ch.p.xdsOnly {
 		c.report(ch.key, "lb-policy-xds", "%s is an xDS policy: it takes its cluster and endpoints from an xDS resolver, so a channel that reads this record from DNS has no usable backends; name a policy such as round_robin first", ch.p.name)
-	} else if ch.p.check != nil {
+	}
+	if ch.p.check != nil {
 		ch.p.check(c, ch.cfg)
 	}
 	c.pop()
@@ -227,7 +228,7 @@ func validateLBConfigList(c *checker, v int32, l lbList) {
 	sort.Ints(idxs)
 	for _, i := range idxs {
 		e := entries[i]
-		if e.p.xdsOnly || e.p.check == nil {
+		if e.p.check == nil {
 			continue
 		}
 		sub := &checker{t: c.t, path: append([]seg(nil), c.path...)}
