@@ -104,6 +104,7 @@ var codes = []CodeInfo{
 	{"lb-policy-compat", Warning, "loadBalancingPolicy is valid, but some clients read it differently or lack the policy", "valid (C-core and grpc-java lower-case it), but grpc-go matches names exactly and grpc-js ignores the field"},
 	{"lb-policy-ignored", Warning, "loadBalancingPolicy is ignored because loadBalancingConfig is set", "valid (service_config.proto: used only if loadBalancingConfig is unset), probably not meant"},
 	{"rls-lookup-scheme", Warning, "an rls lookupService target with a scheme clients have no resolver for", "valid (a gRPC URI), but clients reject it unless the application registers the scheme"},
+	{"rls-default", Warning, "an rls field left to the client default (cacheSizeBytes absent or 0), which rls_config.proto allows but grpc-go and C-core reject", "valid (rls_config.proto: \"If this field is omitted or set to zero, a client default will be used\"), but grpc-go and C-core require it"},
 	{"rls-empty-string", Warning, "an rls string field set to \"\", which proto3 reads as unset but C-core rejects", "valid proto3 (empty is unset), but C-core rejects it"},
 	{"health-check-config", Error, "healthCheckConfig is malformed", "gRFC A17: HealthCheckConfig {serviceName}"},
 	{"header-extraction", Error, "a headerExtraction rule is malformed", "our extension (docs/headers.md)"},

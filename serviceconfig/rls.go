@@ -81,10 +81,17 @@ func checkRouteLookupConfig(c *checker, rlc int32) {
 		"maxAge":               durationField(what+".maxAge", clientCore),
 		"staleAge":             durationField(what+".staleAge", clientCore),
 		"cacheSizeBytes": func(c *checker, v int32) {
-			// "must have a value greater than 0" (clients cap it at 5 MB);
-			// an int64, which proto3 JSON writes as a string.
-			if n, ok := c.protoNumber(v, what+".cacheSizeBytes", "lb-policy-config", numInt64, 0); ok && n.i <= 0 {
-				c.report(v, "lb-policy-config", "%s.cacheSizeBytes must be greater than 0, not %s", what, t.Raw(v))
+			// An int64, which proto3 JSON writes as a string. rls_config.proto:
+			// "If this field is omitted or set to zero, a client default will
+			// be used"; grpc-go and C-core require it greater than 0 (the RLS
+			// design), grpc-java takes an absent one as the default.
+			n, ok := c.protoNumber(v, what+".cacheSizeBytes", "lb-policy-config", numInt64, 0)
+			switch {
+			case ok && n.i < 0:
+				c.report(v, "lb-policy-config", "%s.cacheSizeBytes must not be negative, not %s", what, t.Raw(v))
+			case ok && n.i == 0:
+				who := clientGo | clientCore | clientJava
+				c.refuse(v, "rls-default", who, "%s.cacheSizeBytes is 0, which rls_config.proto reads as the client default, but %s reject the whole config; set the cache size in bytes, like \"1048576\"", what, who)
 			}
 		},
 		"validTargets": func(c *checker, v int32) {
@@ -99,7 +106,11 @@ func checkRouteLookupConfig(c *checker, rlc int32) {
 			}
 		},
 	})
-	require(c, rlc, what, "grpcKeybuilders", "lookupService", "cacheSizeBytes")
+	require(c, rlc, what, "grpcKeybuilders", "lookupService")
+	if c.field(rlc, "cacheSizeBytes") < 0 {
+		who := clientGo | clientCore
+		c.refuse(rlc, "rls-default", who, "%s has no cacheSizeBytes, which rls_config.proto allows (a client default is used, as grpc-java does), but %s reject the whole config; set the cache size in bytes, like \"cacheSizeBytes\":\"1048576\"", what, who)
+	}
 	// "if stale_age is set, then max_age must also be set".
 	if c.field(rlc, "staleAge") >= 0 && c.field(rlc, "maxAge") < 0 {
 		c.report(rlc, "lb-policy-config", "%s sets staleAge without maxAge: set maxAge too (staleAge only shortens it)", what)
