@@ -364,18 +364,27 @@ func validateLBPolicy(c *checker, v int32, moot bool) {
 	c.refuse(v, "lb-policy-compat", reject, "loadBalancingPolicy %s is valid, but %s; %s", t.Raw(v), strings.Join(notes, "; "), fix)
 }
 
+// pfield is a known member of a policy's config and its check.
+type pfield struct {
+	name  string
+	check func(c *checker, v int32)
+}
+
 // policyFields checks the members of a policy's config: each known one
-// with its function, the rest reported as unknown.
-func policyFields(c *checker, cfg int32, policy string, fields map[string]func(c *checker, v int32)) {
+// with its function, the rest reported as unknown. A slice, not a map:
+// lint builds these tables for every config it checks.
+func policyFields(c *checker, cfg int32, policy string, fields []pfield) {
 	t := c.t
 	c.fields(cfg, func(k, v int32) {
-		if f, ok := fields[t.Str(k)]; ok {
-			f(c, v)
-			return
+		for _, f := range fields {
+			if t.Is(k, f.name) {
+				f.check(c, v)
+				return
+			}
 		}
-		names := make([]string, 0, len(fields))
-		for n := range fields {
-			names = append(names, n)
+		names := make([]string, len(fields))
+		for i, f := range fields {
+			names[i] = f.name
 		}
 		sort.Strings(names)
 		c.unknownField(k, "unknown-field", policy+" config", names)
@@ -436,8 +445,8 @@ func nonNegDuration(what, src string) func(c *checker, v int32) {
 
 // checkPickFirst: PickFirstConfig (gRFC A62).
 func checkPickFirst(c *checker, cfg int32) {
-	policyFields(c, cfg, "pick_first", map[string]func(*checker, int32){
-		"shuffleAddressList": boolField("pick_first.shuffleAddressList"),
+	policyFields(c, cfg, "pick_first", []pfield{
+		{"shuffleAddressList", boolField("pick_first.shuffleAddressList")},
 	})
 }
 
@@ -453,35 +462,35 @@ func checkWRR(c *checker, cfg int32) {
 	period := func(name string) func(*checker, int32) {
 		return durationField("weighted_round_robin."+name, clientCore)
 	}
-	policyFields(c, cfg, "weighted_round_robin", map[string]func(*checker, int32){
-		"enableOobLoadReport":    boolField("weighted_round_robin.enableOobLoadReport"),
-		"oobReportingPeriod":     period("oobReportingPeriod"),
-		"blackoutPeriod":         period("blackoutPeriod"),
-		"weightExpirationPeriod": period("weightExpirationPeriod"),
-		"weightUpdatePeriod":     period("weightUpdatePeriod"),
+	policyFields(c, cfg, "weighted_round_robin", []pfield{
+		{"enableOobLoadReport", boolField("weighted_round_robin.enableOobLoadReport")},
+		{"oobReportingPeriod", period("oobReportingPeriod")},
+		{"blackoutPeriod", period("blackoutPeriod")},
+		{"weightExpirationPeriod", period("weightExpirationPeriod")},
+		{"weightUpdatePeriod", period("weightUpdatePeriod")},
 		// gRFC A114: repeated string; names a client cannot use are skipped.
-		"metricNamesForComputingUtilization": func(c *checker, v int32) {
+		{"metricNamesForComputingUtilization", func(c *checker, v int32) {
 			if c.want(v, jtree.Array, "lb-policy-config", "weighted_round_robin.metricNamesForComputingUtilization") {
 				c.elements(v, func(_ int, e int32) { c.want(e, jtree.String, "lb-policy-config", "a metric name") })
 			}
-		},
-		"errorUtilizationPenalty": func(c *checker, v int32) {
+		}},
+		{"errorUtilizationPenalty", func(c *checker, v int32) {
 			if n, ok := c.protoNumber(v, "weighted_round_robin.errorUtilizationPenalty", "lb-policy-config", numFloat, clientGo); ok && !(n.f >= 0) {
 				c.report(v, "lb-policy-config", "weighted_round_robin.errorUtilizationPenalty must not be negative (gRFC A58), not %s", c.t.Raw(v))
 			}
-		},
+		}},
 	})
 }
 
 // checkLeastRequest: gRFC A48: "If choice_count < 2, the config will be
 // rejected"; above 10 it is treated as 10.
 func checkLeastRequest(c *checker, cfg int32) {
-	policyFields(c, cfg, "least_request_experimental", map[string]func(*checker, int32){
-		"choiceCount": func(c *checker, v int32) {
+	policyFields(c, cfg, "least_request_experimental", []pfield{
+		{"choiceCount", func(c *checker, v int32) {
 			if n, ok := c.protoNumber(v, "least_request_experimental.choiceCount", "lb-policy-config", numUint64, clientGo); ok && n.i < 2 {
 				c.report(v, "lb-policy-config", "least_request_experimental.choiceCount must be at least 2 (gRFC A48; clients cap it at 10), not %s", c.t.Raw(v))
 			}
-		},
+		}},
 	})
 }
 
@@ -514,10 +523,10 @@ func checkRingHash(c *checker, cfg int32) {
 			*dst = n.i
 		}
 	}
-	policyFields(c, cfg, "ring_hash_experimental", map[string]func(*checker, int32){
-		"minRingSize": size("minRingSize", &minSize),
-		"maxRingSize": size("maxRingSize", &maxSize),
-		"requestHashHeader": func(c *checker, v int32) {
+	policyFields(c, cfg, "ring_hash_experimental", []pfield{
+		{"minRingSize", size("minRingSize", &minSize)},
+		{"maxRingSize", size("maxRingSize", &maxSize)},
+		{"requestHashHeader", func(c *checker, v int32) {
 			if !c.want(v, jtree.String, "lb-policy-config", "ring_hash_experimental.requestHashHeader") {
 				return
 			}
@@ -532,7 +541,7 @@ func checkRingHash(c *checker, cfg int32) {
 			case strings.HasSuffix(h, "-bin"):
 				c.report(v, "lb-policy-config", "ring_hash_experimental.requestHashHeader %s names a binary header, which gRFC A76 rejects: hash on a text header", t.Raw(v))
 			}
-		},
+		}},
 	})
 	// An absent bound still constrains the other through its default.
 	if minSize < 0 && maxSize < 0 {
@@ -576,14 +585,14 @@ func validHeaderName(h string) bool {
 // defaults to round_robin"), and "Currently, the only supported values are
 // round_robin and pick_first".
 func checkGrpclb(c *checker, cfg int32) {
-	policyFields(c, cfg, "grpclb", map[string]func(*checker, int32){
-		"childPolicy": func(c *checker, v int32) {
+	policyFields(c, cfg, "grpclb", []pfield{
+		{"childPolicy", func(c *checker, v int32) {
 			validateLBConfigList(c, v, lbList{what: "grpclb.childPolicy", emptyIsUnset: true,
 				allowed: []string{"round_robin", "pick_first"}, clients: lbPolicyIndex["grpclb"].clients})
-		},
-		"serviceName": stringField("grpclb.serviceName"),
+		}},
+		{"serviceName", stringField("grpclb.serviceName")},
 		// Read by grpc-java only, which rejects a negative timeout.
-		"initialFallbackTimeout": durationField("grpclb.initialFallbackTimeout", clientJava),
+		{"initialFallbackTimeout", durationField("grpclb.initialFallbackTimeout", clientJava)},
 	})
 }
 
@@ -602,7 +611,7 @@ func checkOutlierDetection(c *checker, cfg int32) {
 	count := func(what string) func(*checker, int32) {
 		return func(c *checker, v int32) { c.protoNumber(v, what, "lb-policy-config", numUint32, 0) }
 	}
-	ejection := func(what string, fields map[string]func(*checker, int32)) func(*checker, int32) {
+	ejection := func(what string, fields []pfield) func(*checker, int32) {
 		return func(c *checker, v int32) {
 			if c.want(v, jtree.Object, "lb-policy-config", what) {
 				policyFields(c, v, what, fields)
@@ -610,24 +619,24 @@ func checkOutlierDetection(c *checker, cfg int32) {
 		}
 	}
 	const od = "outlier_detection_experimental."
-	policyFields(c, cfg, "outlier_detection_experimental", map[string]func(*checker, int32){
-		"interval":           nonNegDuration(od+"interval", src),
-		"baseEjectionTime":   nonNegDuration(od+"baseEjectionTime", src),
-		"maxEjectionTime":    nonNegDuration(od+"maxEjectionTime", src),
-		"maxEjectionPercent": pct(od + "maxEjectionPercent"),
-		"successRateEjection": ejection(od+"successRateEjection", map[string]func(*checker, int32){
-			"stdevFactor":           count(od + "successRateEjection.stdevFactor"),
-			"enforcementPercentage": pct(od + "successRateEjection.enforcementPercentage"),
-			"minimumHosts":          count(od + "successRateEjection.minimumHosts"),
-			"requestVolume":         count(od + "successRateEjection.requestVolume"),
-		}),
-		"failurePercentageEjection": ejection(od+"failurePercentageEjection", map[string]func(*checker, int32){
-			"threshold":             pct(od + "failurePercentageEjection.threshold"),
-			"enforcementPercentage": pct(od + "failurePercentageEjection.enforcementPercentage"),
-			"minimumHosts":          count(od + "failurePercentageEjection.minimumHosts"),
-			"requestVolume":         count(od + "failurePercentageEjection.requestVolume"),
-		}),
-		"childPolicy": childPolicy("outlier_detection_experimental"),
+	policyFields(c, cfg, "outlier_detection_experimental", []pfield{
+		{"interval", nonNegDuration(od+"interval", src)},
+		{"baseEjectionTime", nonNegDuration(od+"baseEjectionTime", src)},
+		{"maxEjectionTime", nonNegDuration(od+"maxEjectionTime", src)},
+		{"maxEjectionPercent", pct(od + "maxEjectionPercent")},
+		{"successRateEjection", ejection(od+"successRateEjection", []pfield{
+			{"stdevFactor", count(od + "successRateEjection.stdevFactor")},
+			{"enforcementPercentage", pct(od + "successRateEjection.enforcementPercentage")},
+			{"minimumHosts", count(od + "successRateEjection.minimumHosts")},
+			{"requestVolume", count(od + "successRateEjection.requestVolume")},
+		})},
+		{"failurePercentageEjection", ejection(od+"failurePercentageEjection", []pfield{
+			{"threshold", pct(od + "failurePercentageEjection.threshold")},
+			{"enforcementPercentage", pct(od + "failurePercentageEjection.enforcementPercentage")},
+			{"minimumHosts", count(od + "failurePercentageEjection.minimumHosts")},
+			{"requestVolume", count(od + "failurePercentageEjection.requestVolume")},
+		})},
+		{"childPolicy", childPolicy("outlier_detection_experimental")},
 	})
 	require(c, cfg, "outlier_detection_experimental", "childPolicy")
 }
@@ -643,13 +652,13 @@ func childPolicy(parent string) func(*checker, int32) {
 // subsetSize "is required and must be greater than 0"; the child policy
 // "is required".
 func checkRandomSubsetting(c *checker, cfg int32) {
-	policyFields(c, cfg, "random_subsetting_experimental", map[string]func(*checker, int32){
-		"subsetSize": func(c *checker, v int32) {
+	policyFields(c, cfg, "random_subsetting_experimental", []pfield{
+		{"subsetSize", func(c *checker, v int32) {
 			if n, ok := c.protoNumber(v, "random_subsetting_experimental.subsetSize", "lb-policy-config", numUint32, clientGo); ok && n.i < 1 {
 				c.report(v, "lb-policy-config", "random_subsetting_experimental.subsetSize must be greater than 0 (gRFC A68)")
 			}
-		},
-		"childPolicy": childPolicy("random_subsetting_experimental"),
+		}},
+		{"childPolicy", childPolicy("random_subsetting_experimental")},
 	})
 	require(c, cfg, "random_subsetting_experimental", "subsetSize", "childPolicy")
 }

@@ -10,9 +10,9 @@ import "github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
 // registers these policies without an xDS resolver, requires.
 
 func checkCds(c *checker, cfg int32) {
-	policyFields(c, cfg, "cds_experimental", map[string]func(*checker, int32){
-		"cluster":   stringField("cds_experimental.cluster"),
-		"isDynamic": boolField("cds_experimental.isDynamic"),
+	policyFields(c, cfg, "cds_experimental", []pfield{
+		{"cluster", stringField("cds_experimental.cluster")},
+		{"isDynamic", boolField("cds_experimental.isDynamic")},
 	})
 	require(c, cfg, "cds_experimental", "cluster")
 }
@@ -20,25 +20,25 @@ func checkCds(c *checker, cfg int32) {
 func checkXdsClusterImpl(c *checker, cfg int32) {
 	const p = "xds_cluster_impl_experimental"
 	ignore := func(*checker, int32) {} // deprecated fields, not used any more
-	policyFields(c, cfg, p, map[string]func(*checker, int32){
-		"cluster":                    stringField(p + ".cluster"),
-		"childPolicy":                childPolicy(p),
-		"edsServiceName":             stringField(p + ".edsServiceName"),
-		"lrsLoadReportingServerName": stringField(p + ".lrsLoadReportingServerName"),
-		"lrsLoadReportingServer":     ignore,
-		"maxConcurrentRequests":      ignore,
-		"dropCategories":             ignore,
-		"telemetryLabels":            ignore,
+	policyFields(c, cfg, p, []pfield{
+		{"cluster", stringField(p + ".cluster")},
+		{"childPolicy", childPolicy(p)},
+		{"edsServiceName", stringField(p + ".edsServiceName")},
+		{"lrsLoadReportingServerName", stringField(p + ".lrsLoadReportingServerName")},
+		{"lrsLoadReportingServer", ignore},
+		{"maxConcurrentRequests", ignore},
+		{"dropCategories", ignore},
+		{"telemetryLabels", ignore},
 	})
 	require(c, cfg, p, "cluster", "childPolicy")
 }
 
 func checkOverrideHost(name string) func(c *checker, cfg int32) {
 	return func(c *checker, cfg int32) {
-		policyFields(c, cfg, name, map[string]func(*checker, int32){
-			"clusterName":        stringField(name + ".clusterName"),
-			"childPolicy":        childPolicy(name),
-			"overrideHostStatus": func(*checker, int32) {}, // deprecated
+		policyFields(c, cfg, name, []pfield{
+			{"clusterName", stringField(name + ".clusterName")},
+			{"childPolicy", childPolicy(name)},
+			{"overrideHostStatus", func(*checker, int32) {}}, // deprecated
 		})
 		require(c, cfg, name, "clusterName", "childPolicy")
 	}
@@ -46,7 +46,7 @@ func checkOverrideHost(name string) func(c *checker, cfg int32) {
 
 func checkWrrLocality(c *checker, cfg int32) {
 	const p = "xds_wrr_locality_experimental"
-	policyFields(c, cfg, p, map[string]func(*checker, int32){"childPolicy": childPolicy(p)})
+	policyFields(c, cfg, p, []pfield{{"childPolicy", childPolicy(p)}})
 	require(c, cfg, p, "childPolicy")
 }
 
@@ -67,15 +67,15 @@ func childMap(what string, each func(c *checker, v int32)) func(*checker, int32)
 func checkPriority(c *checker, cfg int32) {
 	const p = "priority_experimental"
 	t := c.t
-	policyFields(c, cfg, p, map[string]func(*checker, int32){
-		"children": childMap(p+".children", func(c *checker, e int32) {
-			policyFields(c, e, p+" child", map[string]func(*checker, int32){
-				"config":                     childPolicy(p),
-				"ignoreReresolutionRequests": boolField(p + " child.ignoreReresolutionRequests"),
+	policyFields(c, cfg, p, []pfield{
+		{"children", childMap(p+".children", func(c *checker, e int32) {
+			policyFields(c, e, p+" child", []pfield{
+				{"config", childPolicy(p)},
+				{"ignoreReresolutionRequests", boolField(p + " child.ignoreReresolutionRequests")},
 			})
 			require(c, e, p+" child", "config")
-		}),
-		"priorities": func(c *checker, v int32) {
+		})},
+		{"priorities", func(c *checker, v int32) {
 			if !c.want(v, jtree.Array, "lb-policy-config", p+".priorities") {
 				return
 			}
@@ -85,34 +85,34 @@ func checkPriority(c *checker, cfg int32) {
 					c.report(e, "lb-policy-config", "priority %s names no entry of %s.children", t.Raw(e), p)
 				}
 			})
-		},
+		}},
 	})
 	require(c, cfg, p, "children", "priorities")
 }
 
 func checkWeightedTarget(c *checker, cfg int32) {
 	const p = "weighted_target_experimental"
-	policyFields(c, cfg, p, map[string]func(*checker, int32){
-		"targets": childMap(p+".targets", func(c *checker, e int32) {
-			policyFields(c, e, p+" target", map[string]func(*checker, int32){
-				"weight": func(c *checker, v int32) {
+	policyFields(c, cfg, p, []pfield{
+		{"targets", childMap(p+".targets", func(c *checker, e int32) {
+			policyFields(c, e, p+" target", []pfield{
+				{"weight", func(c *checker, v int32) {
 					c.protoNumber(v, p+" target.weight", "lb-policy-config", numUint32, 0)
-				},
-				"childPolicy": childPolicy(p),
+				}},
+				{"childPolicy", childPolicy(p)},
 			})
 			require(c, e, p+" target", "childPolicy")
-		}),
+		})},
 	})
 	require(c, cfg, p, "targets")
 }
 
 func checkClusterManager(c *checker, cfg int32) {
 	const p = "xds_cluster_manager_experimental"
-	policyFields(c, cfg, p, map[string]func(*checker, int32){
-		"children": childMap(p+".children", func(c *checker, e int32) {
-			policyFields(c, e, p+" child", map[string]func(*checker, int32){"childPolicy": childPolicy(p)})
+	policyFields(c, cfg, p, []pfield{
+		{"children", childMap(p+".children", func(c *checker, e int32) {
+			policyFields(c, e, p+" child", []pfield{{"childPolicy", childPolicy(p)}})
 			require(c, e, p+" child", "childPolicy")
-		}),
+		})},
 	})
 	require(c, cfg, p, "children")
 }

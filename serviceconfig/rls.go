@@ -22,22 +22,22 @@ var knownSchemes = []string{"dns", "ipv4", "ipv6", "unix", "unix-abstract", "pas
 
 func checkRLS(c *checker, cfg int32) {
 	const rls = rlsName + "."
-	policyFields(c, cfg, rlsName, map[string]func(*checker, int32){
-		"routeLookupConfig": checkRouteLookupConfig,
+	policyFields(c, cfg, rlsName, []pfield{
+		{"routeLookupConfig", checkRouteLookupConfig},
 		// "if specified, must parse as valid service config".
-		"routeLookupChannelServiceConfig": func(c *checker, v int32) {
+		{"routeLookupChannelServiceConfig", func(c *checker, v int32) {
 			if c.want(v, jtree.Object, "lb-policy-config", rls+"routeLookupChannelServiceConfig") {
 				validateServiceConfig(c, v)
 			}
-		},
+		}},
 		// "must find a valid child policy with a valid config".
-		"childPolicy": childPolicy(rlsName),
+		{"childPolicy", childPolicy(rlsName)},
 		// "must be set and non-empty".
-		"childPolicyConfigTargetFieldName": func(c *checker, v int32) {
+		{"childPolicyConfigTargetFieldName", func(c *checker, v int32) {
 			if c.want(v, jtree.String, "lb-policy-config", rls+"childPolicyConfigTargetFieldName") && c.t.Str(v) == "" {
 				c.report(v, "lb-policy-config", "%schildPolicyConfigTargetFieldName must not be empty: it names the field of the child policy's config that receives the target", rls)
 			}
-		},
+		}},
 	})
 	require(c, cfg, rlsName, "routeLookupConfig", "childPolicy", "childPolicyConfigTargetFieldName")
 }
@@ -49,8 +49,8 @@ func checkRouteLookupConfig(c *checker, rlc int32) {
 		return
 	}
 	paths := map[string]bool{}
-	policyFields(c, rlc, what, map[string]func(*checker, int32){
-		"grpcKeybuilders": func(c *checker, v int32) {
+	policyFields(c, rlc, what, []pfield{
+		{"grpcKeybuilders", func(c *checker, v int32) {
 			// "must have at least one entry"; "must not have two entries
 			// with the same Name".
 			if !c.want(v, jtree.Array, "lb-policy-config", what+".grpcKeybuilders") {
@@ -60,12 +60,12 @@ func checkRouteLookupConfig(c *checker, rlc int32) {
 				c.report(v, "lb-policy-config", "%s.grpcKeybuilders must have at least one key builder", what)
 			}
 			c.elements(v, func(_ int, kb int32) { checkKeyBuilder(c, kb, paths) })
-		},
-		"httpKeybuilders": func(c *checker, v int32) {
+		}},
+		{"httpKeybuilders", func(c *checker, v int32) {
 			// Used by HTTP proxies, not gRPC clients, which ignore it.
 			c.want(v, jtree.Array, "lb-policy-config", what+".httpKeybuilders")
-		},
-		"lookupService": func(c *checker, v int32) {
+		}},
+		{"lookupService", func(c *checker, v int32) {
 			// "must be set and must parse as a target URI".
 			if !c.want(v, jtree.String, "lb-policy-config", what+".lookupService") {
 				return
@@ -76,11 +76,11 @@ func checkRouteLookupConfig(c *checker, rlc int32) {
 				return
 			}
 			lookupScheme(c, v, s)
-		},
-		"lookupServiceTimeout": durationField(what+".lookupServiceTimeout", clientCore),
-		"maxAge":               durationField(what+".maxAge", clientCore),
-		"staleAge":             durationField(what+".staleAge", clientCore),
-		"cacheSizeBytes": func(c *checker, v int32) {
+		}},
+		{"lookupServiceTimeout", durationField(what+".lookupServiceTimeout", clientCore)},
+		{"maxAge", durationField(what+".maxAge", clientCore)},
+		{"staleAge", durationField(what+".staleAge", clientCore)},
+		{"cacheSizeBytes", func(c *checker, v int32) {
 			// An int64, which proto3 JSON writes as a string. rls_config.proto:
 			// "If this field is omitted or set to zero, a client default will
 			// be used"; grpc-go and C-core require it greater than 0 (the RLS
@@ -93,18 +93,18 @@ func checkRouteLookupConfig(c *checker, rlc int32) {
 				who := clientGo | clientCore | clientJava
 				c.refuse(v, "rls-default", who, "%s.cacheSizeBytes is 0, which rls_config.proto reads as the client default, but %s reject the whole config; set the cache size in bytes, like \"1048576\"", what, who)
 			}
-		},
-		"validTargets": func(c *checker, v int32) {
+		}},
+		{"validTargets", func(c *checker, v int32) {
 			if c.want(v, jtree.Array, "lb-policy-config", what+".validTargets") {
 				c.elements(v, func(_ int, e int32) { c.want(e, jtree.String, "lb-policy-config", "a validTargets entry") })
 			}
-		},
-		"defaultTarget": func(c *checker, v int32) {
+		}},
+		{"defaultTarget", func(c *checker, v int32) {
 			if c.want(v, jtree.String, "lb-policy-config", what+".defaultTarget") && t.Str(v) == "" {
 				// proto3: an empty string is the field unset.
 				c.refuse(v, "rls-empty-string", clientCore, "%s.defaultTarget is empty, which proto3 reads as unset, but C-core rejects the whole config; remove it", what)
 			}
-		},
+		}},
 	})
 	require(c, rlc, what, "grpcKeybuilders", "lookupService")
 	if c.field(rlc, "cacheSizeBytes") < 0 {
@@ -136,8 +136,8 @@ func checkKeyBuilder(c *checker, kb int32, paths map[string]bool) {
 		}
 		keys[k] = true
 	}
-	policyFields(c, kb, what, map[string]func(*checker, int32){
-		"names": func(c *checker, v int32) {
+	policyFields(c, kb, what, []pfield{
+		{"names", func(c *checker, v int32) {
 			if !c.want(v, jtree.Array, "lb-policy-config", "names") {
 				return
 			}
@@ -149,17 +149,17 @@ func checkKeyBuilder(c *checker, kb int32, paths map[string]bool) {
 					return
 				}
 				service, method := "", ""
-				policyFields(c, n, "a key builder name", map[string]func(*checker, int32){
-					"service": func(c *checker, v int32) {
+				policyFields(c, n, "a key builder name", []pfield{
+					{"service", func(c *checker, v int32) {
 						if c.want(v, jtree.String, "lb-policy-config", "service") {
 							service = t.Str(v)
 						}
-					},
-					"method": func(c *checker, v int32) {
+					}},
+					{"method", func(c *checker, v int32) {
 						if c.want(v, jtree.String, "lb-policy-config", "method") {
 							method = t.Str(v)
 						}
-					},
+					}},
 				})
 				if service == "" {
 					c.report(n, "lb-policy-config", "a key builder name needs a service: the service field is required")
@@ -171,8 +171,8 @@ func checkKeyBuilder(c *checker, kb int32, paths map[string]bool) {
 				}
 				paths[p] = true
 			})
-		},
-		"headers": func(c *checker, v int32) {
+		}},
+		{"headers", func(c *checker, v int32) {
 			if !c.want(v, jtree.Array, "lb-policy-config", "headers") {
 				return
 			}
@@ -180,8 +180,8 @@ func checkKeyBuilder(c *checker, kb int32, paths map[string]bool) {
 				if !c.want(h, jtree.Object, "lb-policy-config", "a headers entry") {
 					return
 				}
-				policyFields(c, h, "a headers entry", map[string]func(*checker, int32){
-					"key": func(c *checker, v int32) {
+				policyFields(c, h, "a headers entry", []pfield{
+					{"key", func(c *checker, v int32) {
 						if c.want(v, jtree.String, "lb-policy-config", "key") {
 							if t.Str(v) == "" {
 								c.report(v, "lb-policy-config", "a headers entry's key must not be empty")
@@ -189,8 +189,8 @@ func checkKeyBuilder(c *checker, kb int32, paths map[string]bool) {
 							}
 							key(v, "headers")
 						}
-					},
-					"names": func(c *checker, v int32) {
+					}},
+					{"names", func(c *checker, v int32) {
 						if !c.want(v, jtree.Array, "lb-policy-config", "names") {
 							return
 						}
@@ -202,12 +202,12 @@ func checkKeyBuilder(c *checker, kb int32, paths map[string]bool) {
 								c.report(e, "lb-policy-config", "a header name must not be empty")
 							}
 						})
-					},
-					"requiredMatch": func(c *checker, v int32) {
+					}},
+					{"requiredMatch", func(c *checker, v int32) {
 						if c.want(v, jtree.Bool, "lb-policy-config", "requiredMatch") && t.Bool(v) {
 							c.report(v, "lb-policy-config", "requiredMatch must not be set for gRPC key builders (rls_config.proto: \"For gRPC, it is an error to specify required_match\")")
 						}
-					},
+					}},
 				})
 				if c.field(h, "key") < 0 {
 					c.report(h, "lb-policy-config", "a headers entry needs a key")
@@ -216,8 +216,8 @@ func checkKeyBuilder(c *checker, kb int32, paths map[string]bool) {
 					c.report(h, "lb-policy-config", "a headers entry needs names")
 				}
 			})
-		},
-		"extraKeys": func(c *checker, v int32) {
+		}},
+		{"extraKeys", func(c *checker, v int32) {
 			if !c.want(v, jtree.Object, "lb-policy-config", "extraKeys") {
 				return
 			}
@@ -232,9 +232,9 @@ func checkKeyBuilder(c *checker, kb int32, paths map[string]bool) {
 				}
 				key(v, "extraKeys")
 			}
-			policyFields(c, v, "extraKeys", map[string]func(*checker, int32){"host": extra, "service": extra, "method": extra})
-		},
-		"constantKeys": func(c *checker, v int32) {
+			policyFields(c, v, "extraKeys", []pfield{{"host", extra}, {"service", extra}, {"method", extra}})
+		}},
+		{"constantKeys", func(c *checker, v int32) {
 			if !c.want(v, jtree.Object, "lb-policy-config", "constantKeys") {
 				return
 			}
@@ -246,7 +246,7 @@ func checkKeyBuilder(c *checker, kb int32, paths map[string]bool) {
 				}
 				c.want(val, jtree.String, "lb-policy-config", "a constantKeys value")
 			})
-		},
+		}},
 	})
 	if n := c.field(kb, "names"); n < 0 {
 		c.report(kb, "lb-policy-config", "a key builder needs names, like [{\"service\":\"pkg.Service\"}]")
