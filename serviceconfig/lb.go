@@ -516,8 +516,13 @@ func checkRingHash(c *checker, cfg int32) {
 			if !ok {
 				return
 			}
-			if n.i < 1 || n.i > ringHashMax {
-				c.report(v, "lb-policy-config", "%s must be a whole number from 1 to %d (gRFC A42), not %s", what, ringHashMax, t.Raw(v))
+			if n.i == 0 {
+				// proto3: 0 is the field unset, so the default applies.
+				c.refuse(v, "proto-default-value", clientCore|clientJava, "%s is 0, which proto3 reads as unset (the default, %d), but C-core and grpc-java reject the whole config; leave the field out", what, map[string]int{"minRingSize": ringHashDefaultMin, "maxRingSize": ringHashDefaultMax}[name])
+				return
+			}
+			if n.i > ringHashMax {
+				c.report(v, "lb-policy-config", "%s must be at most %d (gRFC A42: \"values above 8M will be NACKed\"), not %s", what, ringHashMax, t.Raw(v))
 				return
 			}
 			*dst = n.i

@@ -91,7 +91,7 @@ func checkRouteLookupConfig(c *checker, rlc int32) {
 				c.report(v, "lb-policy-config", "%s.cacheSizeBytes must not be negative, not %s", what, t.Raw(v))
 			case ok && n.i == 0:
 				who := clientGo | clientCore | clientJava
-				c.refuse(v, "rls-default", who, "%s.cacheSizeBytes is 0, which rls_config.proto reads as the client default, but %s reject the whole config; set the cache size in bytes, like \"1048576\"", what, who)
+				c.refuse(v, "proto-default-value", who, "%s.cacheSizeBytes is 0, which rls_config.proto reads as the client default, but %s reject the whole config; set the cache size in bytes, like \"1048576\"", what, who)
 			}
 		}},
 		{"validTargets", func(c *checker, v int32) {
@@ -102,14 +102,14 @@ func checkRouteLookupConfig(c *checker, rlc int32) {
 		{"defaultTarget", func(c *checker, v int32) {
 			if c.want(v, jtree.String, "lb-policy-config", what+".defaultTarget") && t.Str(v) == "" {
 				// proto3: an empty string is the field unset.
-				c.refuse(v, "rls-empty-string", clientCore, "%s.defaultTarget is empty, which proto3 reads as unset, but C-core rejects the whole config; remove it", what)
+				c.refuse(v, "proto-default-value", clientCore, "%s.defaultTarget is empty, which proto3 reads as unset, but C-core rejects the whole config; remove it", what)
 			}
 		}},
 	})
 	require(c, rlc, what, "grpcKeybuilders", "lookupService")
 	if c.field(rlc, "cacheSizeBytes") < 0 {
 		who := clientGo | clientCore
-		c.refuse(rlc, "rls-default", who, "%s has no cacheSizeBytes, which rls_config.proto allows (a client default is used, as grpc-java does), but %s reject the whole config; set the cache size in bytes, like \"cacheSizeBytes\":\"1048576\"", what, who)
+		c.refuse(rlc, "proto-default-value", who, "%s has no cacheSizeBytes, which rls_config.proto allows (a client default is used, as grpc-java does), but %s reject the whole config; set the cache size in bytes, like \"cacheSizeBytes\":\"1048576\"", what, who)
 	}
 	// "if stale_age is set, then max_age must also be set".
 	if c.field(rlc, "staleAge") >= 0 && c.field(rlc, "maxAge") < 0 {
@@ -227,7 +227,7 @@ func checkKeyBuilder(c *checker, kb int32, paths map[string]bool) {
 				}
 				if t.Str(v) == "" {
 					// proto3: "" is unset; C-core rejects it as set.
-					c.refuse(v, "rls-empty-string", clientCore, "this extraKeys value is empty, which proto3 reads as unset, but C-core rejects the whole config; remove it")
+					c.refuse(v, "proto-default-value", clientCore, "this extraKeys value is empty, which proto3 reads as unset, but C-core rejects the whole config; remove it")
 					return
 				}
 				key(v, "extraKeys")
