@@ -27,6 +27,13 @@ type checker struct {
 	// GrpcGoConfig and GrpcGoFailure rewrite them to see what grpc-go sees.
 	caseCodes  []rewrite
 	caseFields []rewrite
+	// goText holds values grpc-go refuses or misreads in a form the spec
+	// gives the same meaning (a number written as a string, a policy name
+	// in capitals), with the JSON text grpc-go reads as the spec does; goDrop
+	// the member keys to leave out for it (an empty loadBalancingConfig,
+	// which is unset). GrpcGoConfig applies both.
+	goText []rewrite
+	goDrop []int32
 }
 
 // rewrite is a node and the canonical text grpc-go takes it for.
@@ -68,6 +75,13 @@ func (c *checker) pointer() string {
 // report records a diagnostic about node n (a value or a key node) at the
 // current path.
 func (c *checker) report(n int32, code, format string, args ...any) {
+	c.refuse(n, code, 0, format, args...)
+}
+
+// refuse records a warning about something the spec allows but the clients
+// in who reject (the compat gate and GrpcGoFailure ask whether grpc-go is
+// among them).
+func (c *checker) refuse(n int32, code string, who client, format string, args ...any) {
 	sev := severityOf(code)
 	if sev == Warning && c.errorsOnly {
 		return
@@ -77,11 +91,12 @@ func (c *checker) report(n int32, code, format string, args ...any) {
 		off = int(c.t.Nodes[n].Start)
 	}
 	c.diags = append(c.diags, Diagnostic{
-		Severity: sev,
-		Code:     code,
-		Message:  fmt.Sprintf(format, args...),
-		Path:     c.pointer(),
-		Offset:   off,
+		Severity:  sev,
+		Code:      code,
+		Message:   fmt.Sprintf(format, args...),
+		Path:      c.pointer(),
+		Offset:    off,
+		refusedBy: who,
 	})
 }
 

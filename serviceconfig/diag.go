@@ -51,6 +51,9 @@ type Diagnostic struct {
 	// related is 1 + the offset of a second place the message refers to
 	// (the first of two duplicate keys), or 0.
 	related int
+	// refusedBy, on a warning, names the clients that reject the whole
+	// config because of it although the spec allows it.
+	refusedBy client
 }
 
 func (d Diagnostic) String() string {

@@ -64,7 +64,7 @@ func schemaDiagnostics(t *jtree.Tree, k Kind) Diagnostics {
 	if k == KindServiceConfig {
 		sch = s.config
 	}
-	err = sch.Validate(t.Any(0))
+	err = sch.Validate(dropNulls(t.Any(0)))
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
 		return nil
@@ -72,6 +72,26 @@ func schemaDiagnostics(t *jtree.Tree, k Kind) Diagnostics {
 	var out Diagnostics
 	s.collect(t, ve, &out)
 	return out
+}
+
+// dropNulls removes the object members whose value is null: proto3 JSON
+// reads them as absent, and the Go rules say what clients do with them.
+func dropNulls(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if e == nil {
+				delete(x, k)
+			} else {
+				x[k] = dropNulls(e)
+			}
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = dropNulls(e)
+		}
+	}
+	return v
 }
 
 func (s *compiledSchema) collect(t *jtree.Tree, e *jsonschema.ValidationError, out *Diagnostics) {
