@@ -96,42 +96,33 @@ func (e *env) selectChoice(arg string, client sc.Client, explain bool) error {
 		return err
 	}
 	name := displayName(arg)
-	var ch *sc.Choices
-	var ds sc.Diagnostics
-	if in.text == nil {
-		ch, ds = sc.ChoicesFromRecords(in.records)
-	} else {
-		if sc.DetectKind(in.text) == sc.KindPublisher {
-			return usageErr("%s is a publisher config, which holds many records: select from one record, with dns://SERVER/NAME against `grpc-config-dns serve --config %s`, or with a file holding a service's choices", name, arg)
-		}
-		ch, ds = sc.ChoicesFromText(in.text)
+	if in.text != nil && sc.DetectKind(in.text) == sc.KindPublisher {
+		return usageErr("%s is a publisher config, which holds many records: select from one record, with dns://SERVER/NAME against `grpc-config-dns serve --config %s`, or with a file holding a service's choices", name, arg)
 	}
-	if ch == nil && len(ds) == 1 && (ds[0].Code == "txt-no-record" || ds[0].Code == "txt-prefix-split") {
-		// gRFC A21: no record is no service config, not an invalid one.
-		return &exitError{code: exitNoMatch, err: fmt.Errorf("%s: no service config published (%s): a client would use its default service config", name, ds[0].Message)}
-	}
-	if ch == nil {
-		e.printDiagnostics(name, ds)
-		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: a client would reject the record", name)}
-	}
-	i := ch.Select(client)
-	if explain {
-		for _, v := range ch.Explain(client) {
+	o := sc.Choose(sc.Answer{Owner: in.owner, Records: in.records, Text: in.text}, client)
+	if explain && o.Choices != nil {
+		for _, v := range o.Choices.Explain(client) {
 			fmt.Fprintln(e.stderr, v)
 		}
 	}
-	if i < 0 {
+	switch {
+	case o.Result == sc.NoConfig && o.Choices == nil:
+		// gRFC A21: no record is no service config, not an invalid one.
+		return &exitError{code: exitNoMatch, err: fmt.Errorf("%s: %s: a client would use its default service config", name, o.Reason)}
+	case o.Result == sc.NoConfig:
 		return &exitError{code: exitNoMatch, err: fmt.Errorf("no choice matches this client: it would use its default service config")}
-	}
-	if ds := ch.Validate(i); ds.HasErrors() {
-		e.printDiagnostics(name, ds)
-		what := fmt.Sprintf("choice %d's service config", i)
-		if in.text != nil && sc.DetectKind(in.text) == sc.KindServiceConfig {
-			what = "the service config"
+	case o.Result == sc.Invalid:
+		e.printDiagnostics(name, o.Diagnostics)
+		what := name
+		if o.Choice >= 0 {
+			what = fmt.Sprintf("choice %d's service config", o.Choice)
+			if sc.DetectKind(in.text) == sc.KindServiceConfig {
+				what = "the service config"
+			}
 		}
 		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: a client would reject the record", what)}
 	}
-	fmt.Fprintln(e.stdout, string(ch.CompactConfig(i)))
+	fmt.Fprintln(e.stdout, string(o.ServiceConfig))
 	return nil
 }
 

@@ -470,6 +470,10 @@ func (s *suite) checkRecords() {
 		slices.Sort(codes)
 		want := slices.Sorted(slices.Values(c.Lint))
 		s.check(slices.Equal(codes, want), "%s: lint reports %v (want %v)", c.Host, codes, want)
+		for _, client := range s.clients {
+			got := specIntent(client, owner, recs)
+			s.check(got == c.intent(client), "%s: gRFC A2 and A21 prescribe %q for %s on the record as served (the table says %q)", c.Host, got, client, c.intent(client))
+		}
 	}
 }
 

@@ -77,6 +77,25 @@ func TestCaseRecordsFitUDP(t *testing.T) {
 	}
 }
 
+// The intent each case states for each client is what
+// serviceconfig.Choose, our resolver's decision, makes of the record the
+// publisher (or the stand-in server) serves.
+func TestIntentIsWhatChooseDecides(t *testing.T) {
+	recs := recordsOf(t, false)
+	for _, client := range clients {
+		if _, ok := languages[client]; !ok {
+			t.Errorf("client %s has no clientLanguage in languages", client)
+		}
+	}
+	for _, c := range cases {
+		for _, client := range clients {
+			if got := specIntent(client, sc.OwnerPrefix+c.Host+"."+zoneName, recs[c.Host]); got != c.intent(client) {
+				t.Errorf("%s, %s: Choose says %q, the case says %q", c.Host, client, got, c.intent(client))
+			}
+		}
+	}
+}
+
 func TestCasesConsistent(t *testing.T) {
 	hosts := map[string]bool{}
 	for _, c := range cases {

@@ -1,0 +1,158 @@
+package serviceconfig
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Answer is what a client found at a record's owner name: the TXT records
+// of a DNS answer or, for tools that read a record from a file, the record
+// as text.
+type Answer struct {
+	// Owner is the name that was asked, _grpc_config.<host>. It only names
+	// the place in reasons; it may be empty.
+	Owner string
+	// NXDomain is set when Owner does not exist.
+	NXDomain bool
+	// Records are the TXT records at Owner, each a list of raw strings as
+	// on the wire.
+	Records [][]string
+	// Text, when not nil, is the record as a user wrote it, read instead of
+	// Records: a TXT record (raw or in presentation form), a choice list,
+	// or a bare service config (one choice for every client). Diagnostics
+	// are then placed in it, as [Lint] places them.
+	Text []byte
+}
+
+// Result is what a client does with the answer, by gRFC A2 and A21.
+type Result uint8
+
+const (
+	// NoConfig: no record, NXDOMAIN, or no choice matches the client. The
+	// client uses its default service config; the channel stays healthy.
+	NoConfig Result = iota
+	// Invalid: the record, or the service config of the choice the client
+	// selects, is invalid. The client keeps the config it has, or uses its
+	// default, or fails if it has neither (gRFC A21).
+	Invalid
+	// Chosen: a choice matched and its service config is valid.
+	Chosen
+)
+
+func (r Result) String() string {
+	switch r {
+	case NoConfig:
+		return "no config"
+	case Invalid:
+		return "invalid"
+	case Chosen:
+		return "chosen"
+	}
+	return fmt.Sprintf("Result(%d)", uint8(r))
+}
+
+// Outcome is what one answer means for one client.
+type Outcome struct {
+	Result Result
+	// Choice is the index of the selected choice: the chosen one, or, for
+	// an Invalid outcome, the one whose service config is invalid. It is -1
+	// when no choice was selected.
+	Choice int
+	// ServiceConfig is the chosen service config as published, compact.
+	ServiceConfig []byte
+	// GrpcGoConfig is the chosen service config in the form grpc-go's
+	// parser reads as the spec means ([Choices.GrpcGoConfig]).
+	GrpcGoConfig []byte
+	// Reason says why in one line: which choice was selected and how the
+	// earlier ones failed to match, why none matched, or why the record is
+	// invalid. It names the client.
+	Reason string
+	// Err is the problem of an Invalid outcome, or nil.
+	Err error
+	// Diagnostics are the errors of an Invalid outcome, placed in Text when
+	// the answer was read from text.
+	Diagnostics Diagnostics
+	// Choices is the parsed record, or nil when there is none or it does
+	// not parse; [Choices.Explain] says for every choice why it matched or
+	// not.
+	Choices *Choices
+}
+
+// Choose decides what client c makes of answer a: gRFC A2's selection (the
+// first choice whose every criterion matches) and gRFC A21's validation
+// (the structure of every choice, the service config of the selected one
+// only). It is the one implementation of that decision, used by the
+// resolver and by the select command.
+func Choose(a Answer, c Client) Outcome {
+	ch, ds, none := a.choices()
+	if none != "" {
+		return Outcome{Result: NoConfig, Choice: -1, Reason: "no service config published: " + none}
+	}
+	if ch == nil {
+		err := ds.Err()
+		return Outcome{Result: Invalid, Choice: -1, Err: err, Diagnostics: ds, Reason: "invalid record: " + err.Error()}
+	}
+	out := Outcome{Choices: ch, Choice: ch.Select(c)}
+	if out.Choice < 0 {
+		out.Result = NoConfig
+		out.Reason = fmt.Sprintf("no choice matches this client (%s): %s", c, explainFirst(ch, c, len(ch.List)))
+		return out
+	}
+	if ds := ch.Validate(out.Choice); ds.HasErrors() {
+		out.Result, out.Diagnostics = Invalid, ds
+		out.Err = fmt.Errorf("choice %d's service config: %w", out.Choice, ds.Err())
+		out.Reason = "invalid record: " + out.Err.Error()
+		return out
+	}
+	out.Result = Chosen
+	out.ServiceConfig = ch.CompactConfig(out.Choice)
+	out.GrpcGoConfig = ch.GrpcGoConfig(out.Choice)
+	// Why the chosen one, and why not the earlier ones.
+	out.Reason = fmt.Sprintf("%s (%s)", explainFirst(ch, c, out.Choice+1), c)
+	return out
+}
+
+// choices reads the answer's choice list. none, when not empty, says why
+// there is no record at all (no service config, not an invalid one); else
+// ch is nil when the record is invalid, and ds says why.
+func (a Answer) choices() (ch *Choices, ds Diagnostics, none string) {
+	owner := a.Owner
+	if owner == "" {
+		owner = "the owner name"
+	}
+	switch {
+	case a.Text != nil:
+		ch, ds = ChoicesFromText(a.Text)
+	case a.NXDomain:
+		return nil, nil, fmt.Sprintf("%s does not exist (NXDOMAIN)", owner)
+	case len(a.Records) == 0:
+		return nil, nil, fmt.Sprintf("%s has no TXT records", owner)
+	default:
+		ch, ds = ChoicesFromRecords(a.Records)
+	}
+	if ch == nil && len(ds) == 1 && ds[0].Code == "txt-no-record" {
+		return nil, nil, ds[0].Message
+	}
+	return ch, ds, ""
+}
+
+// explainFirst explains, in one line, why each of the first n choices
+// matched c or not.
+func explainFirst(ch *Choices, c Client, n int) string {
+	verdicts := ch.Explain(c)[:n]
+	why := make([]string, len(verdicts))
+	for i, v := range verdicts {
+		why[i] = v.String()
+	}
+	return strings.Join(why, "; ")
+}
+
+// String describes the client as selection sees it: language, bucket,
+// hostname and dynamic parameters.
+func (c Client) String() string {
+	s := fmt.Sprintf("language %q, bucket %d, hostname %q", c.Language, c.Bucket, c.Hostname)
+	if len(c.Params) > 0 {
+		s += ", parameters " + FormatParams(c.Params)
+	}
+	return s
+}
