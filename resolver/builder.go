@@ -30,6 +30,9 @@ const Scheme = "dnsconfig"
 type Builder struct {
 	cfg *config
 	err error // from Options, reported by Build
+	// net carries the resolvers' DNS queries; nil is the network. Tests
+	// set an in-memory one.
+	net transport
 
 	mu        sync.Mutex
 	resolvers map[string][]*dnsResolver // by target, for State
@@ -149,17 +152,43 @@ func (b *Builder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts 
 	if err != nil {
 		return nil, err
 	}
+	d := b.newResolver(t.URL.String(), tg, cc, opts, headers)
+	if d.defaultPR != nil && d.defaultPR.Err != nil {
+		return nil, fmt.Errorf("resolver.Options.DefaultServiceConfig is rejected by grpc-go: %v", d.defaultPR.Err)
+	}
+	if tg.ip.IsValid() {
+		// An IP literal needs no DNS, and has no name to hold a config.
+		b.add(d)
+		d.deliver([]string{tg.addr(tg.ip)}, outcome{ev: event{kind: evNone}, reason: "the target is an IP address: no DNS lookup, no published config"})
+		d.setState(func(s *State) { s.Resolved = time.Now() })
+		return staticResolver{d}, nil
+	}
+	servers, err := b.cfg.servers(tg)
+	if err != nil {
+		return nil, err
+	}
+	d.client = dnsClient{servers: servers, timeout: b.cfg.QueryTimeout, attempts: b.cfg.Attempts, net: b.net}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	b.add(d)
+	d.wg.Add(1)
+	go d.watch()
+	return d, nil
+}
+
+// newResolver makes the resolver of one channel, not started.
+func (b *Builder) newResolver(key string, tg target, cc grpcresolver.ClientConn, opts grpcresolver.BuildOptions, headers *ruleHolder) *dnsResolver {
 	cfg := b.cfg
 	d := &dnsResolver{
 		b:          b,
 		cfg:        cfg,
-		key:        t.URL.String(),
+		key:        key,
 		t:          tg,
 		cc:         cc,
 		sel:        cfg.client(tg.nameserver),
 		wantConfig: !opts.DisableServiceConfig,
 		rn:         make(chan struct{}, 1),
 		headers:    headers,
+		conf:       newChannel,
 	}
 	d.log = cfg.Logger.With(slog.String("target", d.key))
 	if cfg.hostnameErr != nil {
@@ -167,50 +196,40 @@ func (b *Builder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts 
 	}
 	if cfg.defaultConfig != "" {
 		d.defaultPR = cc.ParseServiceConfig(cfg.defaultConfig)
-		if d.defaultPR.Err != nil {
-			return nil, fmt.Errorf("resolver.Options.DefaultServiceConfig is rejected by grpc-go: %v", d.defaultPR.Err)
-		}
 	}
 	d.state = State{Target: d.key, Choice: -1, Bucket: cfg.bucket, Reason: "not resolved yet"}
-	if tg.ip.IsValid() {
-		// An IP literal needs no DNS, and has no name to hold a config.
-		b.add(d)
-		addrs := []string{tg.addr(tg.ip)}
-		d.deliver(addrs, outcome{kind: outNone, reason: "the target is an IP address: no DNS lookup, no published config"})
-		d.setState(func(s *State) { s.Resolved = time.Now() })
-		return staticResolver{d}, nil
-	}
-	servers := cfg.nameservers
+	return d
+}
+
+// servers are the nameservers a target is resolved with: its authority,
+// else Options.Nameservers, else those of the resolv.conf file.
+func (c *config) servers(tg target) ([]string, error) {
 	if tg.nameserver != "" {
-		servers = []string{tg.nameserver}
+		return []string{tg.nameserver}, nil
+	}
+	if len(c.nameservers) > 0 {
+		return c.nameservers, nil
+	}
+	rc, err := dns.ClientConfigFromFile(c.ResolvConf)
+	if err != nil {
+		return nil, fmt.Errorf("dnsconfig: no nameservers: Options.Nameservers is empty and %s cannot be read (%v); set Options.Nameservers or use dnsconfig://NS_IP/HOST", c.ResolvConf, err)
+	}
+	var servers, skipped []string
+	for _, s := range rc.Servers {
+		if ns, err := parseNameserver(net.JoinHostPort(s, rc.Port)); err == nil {
+			servers = append(servers, ns)
+		} else {
+			skipped = append(skipped, fmt.Sprintf("%s (%v)", s, err))
+		}
 	}
 	if len(servers) == 0 {
-		cc, err := dns.ClientConfigFromFile(cfg.ResolvConf)
-		if err != nil {
-			return nil, fmt.Errorf("dnsconfig: no nameservers: Options.Nameservers is empty and %s cannot be read (%v); set Options.Nameservers or use dnsconfig://NS_IP/HOST", cfg.ResolvConf, err)
+		why := ""
+		if len(skipped) > 0 {
+			why = ": skipped " + strings.Join(skipped, ", ")
 		}
-		var skipped []string
-		for _, s := range cc.Servers {
-			if ns, err := parseNameserver(net.JoinHostPort(s, cc.Port)); err == nil {
-				servers = append(servers, ns)
-			} else {
-				skipped = append(skipped, fmt.Sprintf("%s (%v)", s, err))
-			}
-		}
-		if len(servers) == 0 {
-			why := ""
-			if len(skipped) > 0 {
-				why = ": skipped " + strings.Join(skipped, ", ")
-			}
-			return nil, fmt.Errorf("dnsconfig: %s lists no usable nameserver%s; set Options.Nameservers or use dnsconfig://NS_IP/HOST", cfg.ResolvConf, why)
-		}
+		return nil, fmt.Errorf("dnsconfig: %s lists no usable nameserver%s; set Options.Nameservers or use dnsconfig://NS_IP/HOST", c.ResolvConf, why)
 	}
-	d.client = dnsClient{servers: servers, timeout: cfg.QueryTimeout, attempts: cfg.Attempts}
-	d.ctx, d.cancel = context.WithCancel(context.Background())
-	b.add(d)
-	d.wg.Add(1)
-	go d.watch()
-	return d, nil
+	return servers, nil
 }
 
 func (b *Builder) add(d *dnsResolver) {

@@ -28,6 +28,41 @@ type dnsClient struct {
 	servers  []string // IP:PORT
 	timeout  time.Duration
 	attempts int
+	// net carries the queries; nil is the network (netTransport).
+	net transport
+}
+
+// transport carries one DNS message to one server and back, over "udp" or
+// "tcp", until ctx ends. The resolver's is the network; tests give it an
+// in-memory one (internal/dnstest.Network), so that they run under
+// testing/synctest, whose clock only moves when every goroutine waits on
+// something it controls, which a socket is not.
+type transport interface {
+	Exchange(ctx context.Context, network, server string, m *dns.Msg) (*dns.Msg, error)
+}
+
+// netTransport is the network.
+type netTransport struct{}
+
+// Exchange sends m over a new connection that is closed when ctx ends, so
+// a resolver that is closed does not wait for a query's timeout.
+func (netTransport) Exchange(ctx context.Context, network, server string, m *dns.Msg) (*dns.Msg, error) {
+	cl := &dns.Client{Net: network, UDPSize: ednsSize}
+	if dl, ok := ctx.Deadline(); ok {
+		cl.Timeout = time.Until(dl)
+	}
+	conn, err := cl.DialContext(ctx, server)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { conn.Close() })
+	defer func() {
+		if stop() {
+			conn.Close()
+		}
+	}()
+	r, _, err := cl.ExchangeWithConnContext(ctx, m, conn)
+	return r, err
 }
 
 // answer is the outcome of one lookup of one type at one name.
@@ -241,23 +276,16 @@ func (c *dnsClient) exchange(ctx context.Context, server, name string, qtype uin
 	return r, tcp, nil
 }
 
-// exchangeOver sends m over one network. The connection is closed when ctx
-// ends, so a resolver that is closed does not wait for a query's timeout.
+// exchangeOver sends m over one network, waiting at most the query
+// timeout.
 func (c *dnsClient) exchangeOver(ctx context.Context, network, server string, m *dns.Msg) (*dns.Msg, error) {
-	cl := &dns.Client{Net: network, Timeout: c.timeout, UDPSize: ednsSize}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	conn, err := cl.DialContext(ctx, server)
-	if err != nil {
-		return nil, err
+	var t transport = netTransport{}
+	if c.net != nil {
+		t = c.net
 	}
-	stop := context.AfterFunc(ctx, func() { conn.Close() })
-	defer func() {
-		if stop() {
-			conn.Close()
-		}
-	}()
-	r, _, err := cl.ExchangeWithConnContext(ctx, m, conn)
+	r, err := t.Exchange(ctx, network, server, m)
 	if err != nil {
 		if ctx.Err() != nil {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -303,6 +331,17 @@ func checkReply(m, r *dns.Msg, tcp bool) error {
 		return nil
 	}
 	return fmt.Errorf("answered %s", dns.RcodeToString[r.Rcode])
+}
+
+// txtRecords returns the TXT records of a TXT answer, each as raw strings.
+func (a *answer) txtRecords() [][]string {
+	records := make([][]string, 0, len(a.rrs))
+	for _, rr := range a.rrs {
+		if t, ok := rr.(*dns.TXT); ok {
+			records = append(records, txtStrings(t))
+		}
+	}
+	return records
 }
 
 // txtStrings returns the strings of a TXT record as raw bytes. miekg/dns

@@ -77,10 +77,10 @@ func FuzzParseAnswer(f *testing.F) {
 		}
 		d := &dnsResolver{cc: parser, t: target{host: "svc.test"}, sel: fastClient()}
 		o := d.evaluate(a, nil)
-		if o.kind == outChosen && o.pr == nil {
+		if o.ev.kind == evChosen && o.pr == nil {
 			t.Fatal("chosen without a parsed config")
 		}
-		if o.kind == outInvalid && o.err == nil {
+		if o.ev.kind == evInvalid && o.ev.err == nil {
 			t.Fatal("invalid without an error")
 		}
 	})

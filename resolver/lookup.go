@@ -50,10 +50,8 @@ func LookupConfig(ctx context.Context, nameserver, host string) (*ConfigRecords,
 		return nil, err
 	}
 	out := &ConfigRecords{Owner: owner, Name: a.name, NXDomain: a.nxdomain, TTL: a.ttl, Server: a.server, TCP: a.tcp}
-	for _, rr := range a.rrs {
-		if t, ok := rr.(*dns.TXT); ok {
-			out.Records = append(out.Records, txtStrings(t))
-		}
+	if recs := a.txtRecords(); len(recs) > 0 {
+		out.Records = recs
 	}
 	return out, nil
 }

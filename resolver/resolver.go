@@ -1,13 +1,12 @@
 package resolver
 
 import (
+	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -52,42 +51,18 @@ type State struct {
 	LastError error
 }
 
-// outcomeKind is what a TXT lookup means for the channel's config.
-type outcomeKind int
-
-const (
-	outPending outcomeKind = iota // the TXT answer has not arrived
-	outFailed                     // the TXT lookup failed: keep what we have
-	outNone                       // no config: no record, NXDOMAIN, no choice matched
-	outInvalid                    // the record or the chosen config is invalid
-	outChosen                     // a valid choice was selected
-)
-
-// outcome is the meaning of one TXT answer.
+// outcome is what the TXT answer of one resolution means.
 type outcome struct {
-	kind   outcomeKind
-	index  int                 // outChosen
-	json   string              // outChosen: the compact service config
-	pr     *grpcsc.ParseResult // outChosen
-	reason string              // for logs and State
-	err    error               // outFailed, outInvalid
-	seq    int                 // tells outcomes apart, so each is logged once
+	ev event
+	// pr is the chosen config as grpc-go parsed it (evChosen).
+	pr     *grpcsc.ParseResult
+	reason string // for logs and State
+	seq    int    // tells outcomes apart, so each is logged once
 }
 
-// sent is what the channel was last given.
-type sent struct {
-	any   bool
-	ok    bool // UpdateState accepted it
-	addrs []string
-	pr    *grpcsc.ParseResult
-	// key identifies pr: "" nil, "default", "empty", "error:…", or
-	// "published:" + JSON.
-	key    string
-	choice int
-	json   string
-}
-
-// dnsResolver resolves one target for one channel.
+// dnsResolver resolves one target for one channel: the I/O shell around
+// serviceconfig.Choose (what a record means) and channelConfig (what the
+// channel does with that, gRFC A21).
 type dnsResolver struct {
 	b          *Builder
 	cfg        *config
@@ -107,8 +82,10 @@ type dnsResolver struct {
 	rn     chan struct{}
 
 	// Owned by the watch goroutine (or Build, before it starts).
-	last      sent
-	hasResult bool // a TXT answer (a config, or none) has been applied
+	conf     channelConfig       // the config the channel was given
+	pr       *grpcsc.ParseResult // conf as grpc-go parsed it
+	addrs    []string            // the addresses the channel was given
+	accepted bool                // the channel accepted the last state
 	// famAddrs holds the addresses each family (A, AAAA) last gave, so a
 	// family whose lookup fails on re-resolution keeps its addresses.
 	famAddrs  map[uint16][]string
@@ -161,23 +138,32 @@ func (d *dnsResolver) watch() {
 		} else {
 			retries = 0
 		}
-		next := time.Now().Add(wait)
-		d.setState(func(s *State) { s.NextRefresh = next })
-		timer := time.NewTimer(wait)
-	waiting:
-		for {
-			select {
-			case <-d.ctx.Done():
-				timer.Stop()
-				return
-			case <-timer.C:
-				break waiting
-			case <-d.rn:
-				if at := start.Add(d.cfg.MinResolveNowInterval); at.Before(next) {
-					next = at
-					timer.Reset(time.Until(at))
-					d.setState(func(s *State) { s.NextRefresh = next })
-				}
+		if !d.wait(start, wait) {
+			return
+		}
+	}
+}
+
+// wait waits until the next resolution is due: wait after this one ended,
+// or earlier when the channel asks (ResolveNow), but not before
+// MinResolveNowInterval after start. It returns false when the resolver
+// is closed.
+func (d *dnsResolver) wait(start time.Time, wait time.Duration) bool {
+	next := time.Now().Add(wait)
+	d.setState(func(s *State) { s.NextRefresh = next })
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return false
+		case <-timer.C:
+			return true
+		case <-d.rn:
+			if at := start.Add(d.cfg.MinResolveNowInterval); at.Before(next) {
+				next = at
+				timer.Reset(time.Until(at))
+				d.setState(func(s *State) { s.NextRefresh = next })
 			}
 		}
 	}
@@ -190,6 +176,31 @@ type lookupResult struct {
 	err   error
 }
 
+// resolution is one resolution in progress: the lookups started, the
+// answers in so far, and what the TXT answer means.
+type resolution struct {
+	qtypes  []uint16
+	results chan lookupResult
+	got     map[uint16]lookupResult
+	out     outcome
+	// budget fires TXTBudget after the first addresses arrived.
+	budget    *time.Timer
+	budgetOut bool
+	// updateErr is the channel's verdict on the last state given.
+	updateErr error
+}
+
+// budgetC is the budget's channel, nil (never ready) before it starts.
+func (r *resolution) budgetC() <-chan time.Time {
+	if r.budget == nil {
+		return nil
+	}
+	return r.budget.C
+}
+
+// complete reports whether every lookup has answered.
+func (r *resolution) complete() bool { return len(r.got) == len(r.qtypes) }
+
 // resolve runs one resolution: A, AAAA and TXT in parallel; the addresses
 // go to the channel once the other lookups are in too, or TXTBudget after
 // the first addresses arrived; a late answer updates the channel again. It
@@ -198,12 +209,51 @@ type lookupResult struct {
 func (d *dnsResolver) resolve() (time.Duration, bool) {
 	ctx, cancel := context.WithCancel(d.ctx)
 	defer cancel()
-	qtypes := []uint16{dns.TypeA, dns.TypeAAAA}
-	if d.wantConfig {
-		qtypes = append(qtypes, dns.TypeTXT)
+	r := d.startLookups(ctx)
+	defer func() {
+		if r.budget != nil {
+			r.budget.Stop()
+		}
+	}()
+	for !r.complete() {
+		select {
+		case <-d.ctx.Done():
+			return 0, false
+		case <-r.budgetC():
+			r.budgetOut = true
+		case lr := <-r.results:
+			r.got[lr.qtype] = lr
+			if lr.qtype == dns.TypeTXT {
+				d.seq++
+				r.out = d.evaluate(lr.ans, lr.err)
+				r.out.seq = d.seq
+			}
+		}
+		addrs := d.addresses(r.got)
+		_, doneA := r.got[dns.TypeA]
+		_, doneAAAA := r.got[dns.TypeAAAA]
+		if doneA && doneAAAA && len(addrs) == 0 {
+			d.noAddresses(r.got)
+			return 0, true
+		}
+		if len(addrs) > 0 && !d.holdBack(r) {
+			r.updateErr = d.deliver(addrs, r.out)
+		}
 	}
-	results := make(chan lookupResult, len(qtypes))
-	for _, qt := range qtypes {
+	return d.finish(r)
+}
+
+// startLookups starts the lookups of one resolution.
+func (d *dnsResolver) startLookups(ctx context.Context) *resolution {
+	r := &resolution{qtypes: []uint16{dns.TypeA, dns.TypeAAAA}, got: map[uint16]lookupResult{},
+		out: outcome{ev: event{kind: evPending}, reason: "addresses delivered; the TXT answer is not in yet"}}
+	if d.wantConfig {
+		r.qtypes = append(r.qtypes, dns.TypeTXT)
+	} else {
+		r.out = outcome{ev: event{kind: evNone}, reason: "service config disabled for this channel (grpc.WithDisableServiceConfig)"}
+	}
+	r.results = make(chan lookupResult, len(r.qtypes))
+	for _, qt := range r.qtypes {
 		name := d.t.host
 		if qt == dns.TypeTXT {
 			name = sc.OwnerPrefix + d.t.host
@@ -212,98 +262,74 @@ func (d *dnsResolver) resolve() (time.Duration, bool) {
 		go func() {
 			defer d.wg.Done()
 			a, err := d.client.lookup(ctx, name, qt)
-			results <- lookupResult{qt, a, err}
+			r.results <- lookupResult{qt, a, err}
 		}()
 	}
-	// The budget starts when the first addresses are in: it bounds how long
-	// the TXT answer (and the other address family) may hold them back.
-	var budget <-chan time.Time
-	var (
-		got       = map[uint16]lookupResult{}
-		budgetOut bool
-		out       = outcome{kind: outPending, reason: "addresses delivered; the TXT answer is not in yet"}
-		updateErr error
-	)
-	if !d.wantConfig {
-		out = outcome{kind: outNone, reason: "service config disabled for this channel (grpc.WithDisableServiceConfig)"}
-	}
-	for len(got) < len(qtypes) {
-		select {
-		case <-d.ctx.Done():
-			return 0, false
-		case <-budget:
-			budgetOut = true
-		case r := <-results:
-			got[r.qtype] = r
-			if r.qtype == dns.TypeTXT {
-				out = d.evaluate(r.ans, r.err)
-				d.seq++
-				out.seq = d.seq
-			}
-		}
-		_, doneA := got[dns.TypeA]
-		_, doneAAAA := got[dns.TypeAAAA]
-		addrs := d.addresses(got)
-		if doneA && doneAAAA && len(addrs) == 0 {
-			err := d.addressError(got)
-			d.log.Warn("resolution failed: no addresses", slog.Any("error", err))
-			d.cc.ReportError(err)
-			d.headers.markReady()
-			// The channel has heard of trouble: the next good state must
-			// reach it even if it equals the last one.
-			d.last.ok = false
-			d.setState(func(s *State) { s.LastError, s.Resolved = err, time.Now() })
-			return 0, true
-		}
-		if len(addrs) == 0 {
-			continue
-		}
-		if !budgetOut && len(got) < len(qtypes) {
-			if d.last.any {
-				// A running channel has addresses and a config: waiting for
-				// every answer (each bounded by QueryTimeout) costs it
-				// nothing, where delivering part of them would drop the
-				// connections of the family not in yet.
-				continue
-			}
-			if budget == nil {
-				t := time.NewTimer(d.cfg.TXTBudget)
-				defer t.Stop()
-				budget = t.C
-			}
-			continue
-		}
-		updateErr = d.deliver(addrs, out)
-	}
+	return r
+}
 
+// holdBack reports whether addresses that are in must wait for the other
+// answers, and starts the TXT budget when they start waiting.
+func (d *dnsResolver) holdBack(r *resolution) bool {
+	if r.budgetOut || r.complete() {
+		return false
+	}
+	if d.conf.given() {
+		// A running channel has addresses and a config: waiting for every
+		// answer (each bounded by QueryTimeout) costs it nothing, where
+		// delivering part of them would drop the connections of the family
+		// not in yet.
+		return true
+	}
+	// The budget starts when the first addresses are in: it bounds how
+	// long the TXT answer (and the other address family) may hold them.
+	if r.budget == nil {
+		r.budget = time.NewTimer(d.cfg.TXTBudget)
+	}
+	return true
+}
+
+// noAddresses reports a resolution that found no address at all.
+func (d *dnsResolver) noAddresses(got map[uint16]lookupResult) {
+	err := d.addressError(got)
+	d.log.Warn("resolution failed: no addresses", slog.Any("error", err))
+	d.cc.ReportError(err)
+	d.headers.markReady()
+	// The channel has heard of trouble: the next good state must reach it
+	// even if it equals the last one.
+	d.accepted = false
+	d.setState(func(s *State) { s.LastError, s.Resolved = err, time.Now() })
+}
+
+// finish records what a complete resolution found, and returns the
+// refresh interval and whether to retry with backoff.
+func (d *dnsResolver) finish(r *resolution) (time.Duration, bool) {
 	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
-		if r := got[qt]; r.err == nil {
+		if lr := r.got[qt]; lr.err == nil {
 			if d.famAddrs == nil {
 				d.famAddrs = map[uint16][]string{}
 			}
-			d.famAddrs[qt] = d.familyAddresses(r.ans)
+			d.famAddrs[qt] = d.familyAddresses(lr.ans)
 		}
 	}
 	ttl, known := time.Duration(0), false
-	for _, r := range got {
-		if r.err == nil && r.ans.hasTTL && (!known || r.ans.ttl < ttl) {
-			ttl, known = r.ans.ttl, true
+	for _, lr := range r.got {
+		if lr.err == nil && lr.ans.hasTTL && (!known || lr.ans.ttl < ttl) {
+			ttl, known = lr.ans.ttl, true
 		}
 	}
 	var lastErr error
-	txt := got[dns.TypeTXT]
 	switch {
-	case out.kind == outFailed || out.kind == outInvalid:
+	case r.out.ev.kind == evLookupFailed || r.out.ev.kind == evInvalid:
 		// Also when it made the channel refuse the update: the record's
 		// problem is what the application needs to see.
-		lastErr = out.err
-	case updateErr != nil:
-		lastErr = fmt.Errorf("the channel refused the update: %w", updateErr)
+		lastErr = r.out.ev.err
+	case r.updateErr != nil:
+		lastErr = fmt.Errorf("the channel refused the update: %w", r.updateErr)
 	}
-	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
-		if r := got[qt]; r.err != nil && lastErr == nil {
-			lastErr = r.err
-		}
+	a, aaaa := r.got[dns.TypeA], r.got[dns.TypeAAAA]
+	if lastErr == nil {
+		lastErr = cmp.Or(a.err, aaaa.err)
 	}
 	d.setState(func(s *State) {
 		s.TTL, s.Resolved, s.LastError = ttl, time.Now(), lastErr
@@ -312,8 +338,8 @@ func (d *dnsResolver) resolve() (time.Duration, bool) {
 	// on a new channel), or failed lookups of both address families are
 	// retried with backoff; a failed lookup of one family alone is not: the
 	// other one serves, and the failed one keeps its last addresses.
-	failed := updateErr != nil || (d.wantConfig && txt.err != nil) ||
-		(got[dns.TypeA].err != nil && got[dns.TypeAAAA].err != nil) // served from last time's addresses
+	failed := r.updateErr != nil || (d.wantConfig && r.got[dns.TypeTXT].err != nil) ||
+		(a.err != nil && aaaa.err != nil) // served from last time's addresses
 	return d.cfg.refresh(ttl, known), failed
 }
 
@@ -377,173 +403,75 @@ func (d *dnsResolver) addressError(got map[uint16]lookupResult) error {
 	return fmt.Errorf("dnsconfig: %s has no A or AAAA records (asked %s)", d.t.host, a.ans.server)
 }
 
-// evaluate turns a TXT answer into what it means for the channel, using
-// package serviceconfig for every rule.
+// evaluate turns a TXT answer into what it means for the channel:
+// serviceconfig.Choose decides, and grpc-go must be able to parse the
+// chosen config.
 func (d *dnsResolver) evaluate(a *answer, err error) outcome {
 	owner := sc.OwnerPrefix + d.t.host
 	if err != nil {
 		if d.ctx.Err() != nil {
-			return outcome{kind: outPending}
+			return outcome{ev: event{kind: evPending}}
 		}
-		return outcome{kind: outFailed, err: fmt.Errorf("dnsconfig: TXT lookup of %s: %w", owner, err),
+		return outcome{ev: event{kind: evLookupFailed, err: fmt.Errorf("dnsconfig: TXT lookup of %s: %w", owner, err)},
 			reason: "the TXT lookup failed: " + err.Error()}
 	}
-	if a.nxdomain {
-		return outcome{kind: outNone, reason: fmt.Sprintf("no service config published: %s does not exist (NXDOMAIN)", owner)}
+	o := sc.Choose(sc.Answer{Owner: owner, NXDomain: a.nxdomain, Records: a.txtRecords()}, d.sel)
+	return d.outcomeOf(o, owner)
+}
+
+// outcomeOf maps a serviceconfig outcome to the event the channel's
+// config follows, parsing a chosen config with grpc-go.
+func (d *dnsResolver) outcomeOf(o sc.Outcome, owner string) outcome {
+	ev, reason := eventOf(o, owner)
+	if ev.kind != evChosen {
+		return outcome{ev: ev, reason: reason}
 	}
-	records := make([][]string, 0, len(a.rrs))
-	for _, rr := range a.rrs {
-		if t, ok := rr.(*dns.TXT); ok {
-			records = append(records, txtStrings(t))
-		}
+	if d.conf.kind == configPublished && d.conf.json == ev.json {
+		return outcome{ev: ev, pr: d.pr, reason: reason}
 	}
-	if len(records) == 0 {
-		return outcome{kind: outNone, reason: fmt.Sprintf("no service config published: %s has no TXT records", owner)}
-	}
-	value, err := sc.DecodeTXT(records)
-	if errors.Is(err, sc.ErrNoConfig) {
-		return outcome{kind: outNone, reason: fmt.Sprintf("no service config published: no TXT record at %s starts with grpc_config=", owner)}
-	}
-	invalid := func(err error) outcome {
-		return outcome{kind: outInvalid, err: fmt.Errorf("dnsconfig: the record at %s is invalid: %w", owner, err), reason: "invalid record: " + err.Error()}
-	}
-	if err != nil {
-		return invalid(err)
-	}
-	ch, err := sc.ParseChoices(value)
-	if err != nil {
-		return invalid(err)
-	}
-	i := ch.Select(d.sel)
-	verdicts := ch.Explain(d.sel)
-	if i < 0 {
-		why := make([]string, len(verdicts))
-		for j, v := range verdicts {
-			why[j] = v.String()
-		}
-		return outcome{kind: outNone, reason: fmt.Sprintf("no choice matches this client (%s): %s", d.describeClient(), strings.Join(why, "; "))}
-	}
-	js, err := chosenConfig(ch, i)
-	if err != nil {
-		return invalid(err)
-	}
-	// The verdicts up to the chosen one: why it, and why not the earlier ones.
-	why := make([]string, i+1)
-	for j := range why {
-		why[j] = verdicts[j].String()
-	}
-	reason := fmt.Sprintf("%s (%s)", strings.Join(why, "; "), d.describeClient())
-	if d.last.key == "published:"+js {
-		return outcome{kind: outChosen, index: i, json: js, pr: d.last.pr, reason: reason}
-	}
-	pr := d.cc.ParseServiceConfig(js)
+	pr := d.cc.ParseServiceConfig(ev.json)
 	if pr.Err != nil {
-		return invalid(fmt.Errorf("grpc-go rejects choice %d's service config: %v", i, pr.Err))
+		ev, reason = invalidEvent(owner, fmt.Errorf("grpc-go rejects choice %d's service config: %v", o.Choice, pr.Err))
+		return outcome{ev: ev, reason: reason}
 	}
-	return outcome{kind: outChosen, index: i, json: js, pr: pr, reason: reason}
+	return outcome{ev: ev, pr: pr, reason: reason}
 }
 
-// chosenConfig validates the service config of choice i, the one this
-// client selected (gRFC A21: only it affects validation), and returns it in
-// the form grpc-go's parser reads as the spec means (sc.Choices.GrpcGoConfig).
-//
-// The rule (docs/rules.md): the resolver fails a record only when the spec
-// makes its chosen config invalid (an error of package serviceconfig), or
-// when grpc-go cannot take it even in that form (a policy the program has
-// not registered). It never fails a channel on a config that the spec and
-// grpc-go both accept; TestSpecAndGrpcGoAcceptedConfigsPass checks it on
-// every config of the corpus and of the peers' test suites.
-func chosenConfig(ch *sc.Choices, i int) (string, error) {
-	if ds := ch.Validate(i); ds.HasErrors() {
-		return "", fmt.Errorf("choice %d's service config: %w", i, ds.Err())
+// eventOf is the event of a serviceconfig outcome for the record at
+// owner, and the reason to show for it.
+func eventOf(o sc.Outcome, owner string) (event, string) {
+	switch o.Result {
+	case sc.NoConfig:
+		return event{kind: evNone}, o.Reason
+	case sc.Invalid:
+		return invalidEvent(owner, o.Err)
 	}
-	return string(ch.GrpcGoConfig(i)), nil
+	return event{kind: evChosen, json: string(o.GrpcGoConfig), choice: o.Choice}, o.Reason
 }
 
-func (d *dnsResolver) describeClient() string {
-	s := fmt.Sprintf("language %q, bucket %d, hostname %q", d.sel.Language, d.sel.Bucket, d.sel.Hostname)
-	if len(d.sel.Params) > 0 {
-		s += ", parameters " + sc.FormatParams(d.sel.Params)
-	}
-	return s
+func invalidEvent(owner string, err error) (event, string) {
+	return event{kind: evInvalid, err: fmt.Errorf("dnsconfig: the record at %s is invalid: %w", owner, err)}, "invalid record: " + err.Error()
 }
 
-// configFor decides, by gRFC A21, which service config the channel gets
-// for outcome o, given what it had.
-func (d *dnsResolver) configFor(o outcome) sent {
-	keep := sent{pr: d.last.pr, key: d.last.key, choice: d.last.choice, json: d.last.json}
-	switch o.kind {
-	case outChosen:
-		d.hasResult = true
-		return sent{pr: o.pr, key: "published:" + o.json, choice: o.index, json: o.json}
-	case outNone:
-		if d.wantConfig {
-			d.hasResult = true
-		}
-		return d.noConfig()
-	case outInvalid:
-		// After a config, or after no config, keep what the channel uses
-		// (gRFC A21). That includes a new channel that got its addresses
-		// before this TXT answer (TXTBudget): it runs on its default
-		// already, and failing it now would break calls that work, and
-		// only when the answer happened to be slow.
-		if d.hasResult || d.last.any {
-			return keep
-		}
-		if d.defaultPR != nil {
-			return sent{pr: d.defaultPR, key: "default", choice: -1, json: d.cfg.defaultConfig}
-		}
-		return sent{pr: &grpcsc.ParseResult{Err: o.err}, key: "error:" + o.err.Error(), choice: -1}
-	default: // pending, failed
-		if d.last.any {
-			return keep
-		}
-		return d.noConfig()
-	}
-}
-
-// noConfig is "no service config": the channel's default. Sending nil
-// leaves grpc-go on whatever it applied last, so once a published config
-// was in use the default must be sent explicitly: Options.DefaultServiceConfig,
-// or the empty config.
-func (d *dnsResolver) noConfig() sent {
-	if d.defaultPR != nil {
-		return sent{pr: d.defaultPR, key: "default", choice: -1, json: d.cfg.defaultConfig}
-	}
-	if strings.HasPrefix(d.last.key, "published:") || d.last.key == "empty" {
-		if d.emptyPR == nil {
-			d.emptyPR = d.cc.ParseServiceConfig("{}")
-		}
-		return sent{pr: d.emptyPR, key: "empty", choice: -1, json: "{}"}
-	}
-	return sent{choice: -1}
-}
-
-// deliver gives the channel addrs and the config for o, unless it already
-// has exactly that. It returns the channel's verdict.
+// deliver gives the channel addrs and the config for o (by gRFC A21,
+// channelConfig.next), unless it already has exactly that. It returns the
+// channel's verdict.
 func (d *dnsResolver) deliver(addrs []string, o outcome) error {
-	next := d.configFor(o)
-	next.addrs = addrs
+	next, rule := d.conf.next(o.ev, d.defaultPR != nil)
 	if o.seq == 0 || o.seq != d.loggedSeq {
 		d.loggedSeq = o.seq
-		d.logOutcome(o, next)
+		d.logOutcome(o, next, rule)
 	}
-	reason := o.reason
-	if (o.kind == outInvalid || o.kind == outFailed) && d.last.any && next.key == d.last.key {
-		if d.last.key == "" {
-			reason = "keeping the channel's default config: " + reason
-		} else {
-			reason = "keeping the previous config: " + reason
-		}
-	}
-	if d.last.any && d.last.ok && next.key == d.last.key && sameSet(addrs, d.last.addrs) {
+	reason := d.reason(o, next, rule)
+	if d.conf.given() && d.accepted && next.sameConfig(d.conf) && sameSet(addrs, d.addrs) {
 		// The channel has this already; another choice may have the same
 		// config, which State and the logs still follow.
 		d.setState(func(s *State) { s.Reason, s.Choice = reason, next.choice })
-		d.last.choice = next.choice
+		d.conf = next
 		return nil
 	}
-	st := grpcresolver.State{ServiceConfig: next.pr}
+	pr, js := d.parsed(next, o), d.configJSON(next)
+	st := grpcresolver.State{ServiceConfig: pr}
 	for _, a := range addrs {
 		addr := grpcresolver.Address{Addr: a}
 		st.Addresses = append(st.Addresses, addr)
@@ -553,60 +481,109 @@ func (d *dnsResolver) deliver(addrs []string, o outcome) error {
 	d.setState(func(s *State) {
 		s.Addresses = slices.Clone(addrs)
 		s.Choice = next.choice
-		s.ServiceConfig = next.json
+		s.ServiceConfig = js
 		s.Reason = reason
 	})
 	err := d.cc.UpdateState(st)
-	next.any, next.ok = true, err == nil
-	if err == nil && (next.json != d.last.json || !d.last.ok) {
-		d.updateHeaderRules(next.json)
+	if err == nil && (js != d.configJSON(d.conf) || !d.accepted) {
+		d.updateHeaderRules(js)
 	}
 	d.headers.markReady()
-	d.last = next
+	d.conf, d.pr, d.addrs, d.accepted = next, pr, addrs, err == nil
 	return err
+}
+
+// parsed is the config of c as the channel gets it.
+func (d *dnsResolver) parsed(c channelConfig, o outcome) *grpcsc.ParseResult {
+	switch c.kind {
+	case configPublished:
+		return cmp.Or(o.pr, d.pr)
+	case configDefault:
+		return d.defaultPR
+	case configEmpty:
+		if d.emptyPR == nil {
+			d.emptyPR = d.cc.ParseServiceConfig("{}")
+		}
+		return d.emptyPR
+	case configFailed:
+		return &grpcsc.ParseResult{Err: c.err}
+	}
+	return nil
+}
+
+// configJSON is the config of c as State shows it: "" for none.
+func (d *dnsResolver) configJSON(c channelConfig) string {
+	switch c.kind {
+	case configPublished:
+		return c.json
+	case configDefault:
+		return d.cfg.defaultConfig
+	case configEmpty:
+		return "{}"
+	}
+	return ""
+}
+
+// reason is State.Reason for outcome o, which made the config next.
+func (d *dnsResolver) reason(o outcome, next channelConfig, rule rule) string {
+	switch {
+	case rule == ruleKeepPrevious || rule == ruleKeepEarly || o.ev.kind == evLookupFailed && d.conf.given():
+		if next.kind == configNone {
+			return "keeping the channel's default config: " + o.reason
+		}
+		return "keeping the previous config: " + o.reason
+	case rule == ruleUseDefault:
+		return "using Options.DefaultServiceConfig: " + o.reason
+	}
+	return o.reason
 }
 
 // logOutcome logs a config change, and an invalid record or failed TXT
 // lookup the first time it is seen.
-func (d *dnsResolver) logOutcome(o outcome, next sent) {
-	switch o.kind {
-	case outInvalid:
-		msg := o.err.Error()
-		if msg == d.lastBad {
-			return
-		}
-		d.lastBad = msg
-		switch {
-		case next.key == d.last.key && d.hasResult:
-			d.log.Warn("ignoring an invalid service config record: keeping the previous config (gRFC A21)",
-				slog.Int("choice", d.last.choice), slog.Any("error", o.err))
-		case next.key == d.last.key && d.last.any:
-			d.log.Warn("ignoring an invalid service config record: the channel got its addresses before it (TXT budget) and keeps the config it runs on (gRFC A21)",
-				slog.Int("choice", d.last.choice), slog.Any("error", o.err))
-		case next.key == "default":
-			d.log.Warn("invalid service config record on a new channel: using Options.DefaultServiceConfig (gRFC A21)", slog.Any("error", o.err))
-		default:
-			d.log.Error("invalid service config record on a new channel and no default: the channel fails until the record is fixed (gRFC A21)", slog.Any("error", o.err))
-		}
+func (d *dnsResolver) logOutcome(o outcome, next channelConfig, rule rule) {
+	switch o.ev.kind {
+	case evInvalid:
+		d.logInvalid(o.ev.err, rule)
 		return
-	case outFailed:
-		d.log.Warn("TXT lookup failed: keeping the current service config", slog.Any("error", o.err))
+	case evLookupFailed:
+		d.log.Warn("TXT lookup failed: keeping the current service config", slog.Any("error", o.ev.err))
 		return
 	}
 	d.lastBad = ""
-	if d.last.any && next.key == d.last.key {
-		if next.choice != d.last.choice && next.choice >= 0 {
+	if d.conf.given() && next.sameConfig(d.conf) {
+		if next.choice != d.conf.choice && next.choice >= 0 {
 			d.log.Info("service config choice changed, same config", slog.Int("choice", next.choice),
-				slog.Int("previous", d.last.choice), slog.String("reason", o.reason))
+				slog.Int("previous", d.conf.choice), slog.String("reason", o.reason))
 		}
 		return
 	}
-	if o.kind == outPending && !d.last.any {
+	if o.ev.kind == evPending && !d.conf.given() {
 		d.log.Debug("addresses delivered before the TXT answer", slog.Duration("budget", d.cfg.TXTBudget))
 		return
 	}
 	d.log.Info("service config changed", slog.Int("choice", next.choice), slog.String("reason", o.reason),
-		slog.String("config", next.json))
+		slog.String("config", d.configJSON(next)))
+}
+
+// logInvalid logs an invalid record, once until another one comes, with
+// the gRFC A21 rule applied.
+func (d *dnsResolver) logInvalid(err error, rule rule) {
+	if err.Error() == d.lastBad {
+		return
+	}
+	d.lastBad = err.Error()
+	switch rule {
+	case ruleKeepPrevious:
+		d.log.Warn("ignoring an invalid service config record: keeping the previous config (gRFC A21)",
+			slog.Int("choice", d.conf.choice), slog.Any("error", err))
+	case ruleKeepEarly:
+		d.log.Warn("ignoring an invalid service config record: the channel got its addresses before it (TXT budget) and keeps the config it runs on (gRFC A21)",
+			slog.Int("choice", d.conf.choice), slog.Any("error", err))
+	case ruleUseDefault:
+		d.log.Warn("invalid service config record on a new channel: using Options.DefaultServiceConfig (gRFC A21)", slog.Any("error", err))
+	default:
+		d.log.Error("invalid service config record on a new channel and no default: the channel fails until the record is fixed (gRFC A21)", slog.Any("error", err))
+	}
 }
 
 func sameSet(a, b []string) bool {
