@@ -47,7 +47,7 @@ func newEchoEnv(t *testing.T, config string) *echoEnv {
 	t.Cleanup(s.Stop)
 	d := dnstest.Start(t)
 	d.SetAddrs("echo.test", 60, "127.0.0.1")
-	d.SetConfig("echo.test", 1, oneChoice(config))
+	d.SetConfig("echo.test", 0, oneChoice(config)) // re-resolved every MinRefresh
 	port := strconv.Itoa(lis.Addr().(*net.TCPAddr).Port)
 	return &echoEnv{dns: d, target: "dnsconfig://" + d.Addr + "/echo.test:" + port, conns: counted.n}
 }
@@ -73,6 +73,7 @@ func ctx5s(t *testing.T) context.Context {
 // resolver, applied by the interceptors of Builder.DialOptions, and seen by
 // a real grpc-go server, for a unary and a streaming call.
 func TestHeaderExtractionFromPublishedConfig(t *testing.T) {
+	t.Parallel()
 	e := newEchoEnv(t, seedHeaderConfig)
 	c := e.client(t, fastOptions())
 	want := func(what string, h map[string]string) {
@@ -105,6 +106,7 @@ func TestHeaderExtractionFromPublishedConfig(t *testing.T) {
 // refresh, and the code's rules apply where the published config says
 // nothing about headers.
 func TestHeaderRulesFollowThePublishedConfig(t *testing.T) {
+	t.Parallel()
 	e := newEchoEnv(t, `{"loadBalancingConfig":[{"round_robin":{}}]}`)
 	code, err := extract.New(map[string][]serviceconfig.HeaderRule{"": {{PayloadFieldName: "user", Delimiter: '@', NumElementsToKeep: 1, HeaderName: "from_code"}}})
 	if err != nil {
@@ -125,7 +127,7 @@ func TestHeaderRulesFollowThePublishedConfig(t *testing.T) {
 	}
 	// Keep the load-balancing policy: changing it would, legitimately, make
 	// new connections.
-	e.dns.SetConfig("echo.test", 1, oneChoice(strings.Replace(seedHeaderConfig, "{", `{"loadBalancingConfig":[{"round_robin":{}}],`, 1)))
+	e.dns.SetConfig("echo.test", 0, oneChoice(strings.Replace(seedHeaderConfig, "{", `{"loadBalancingConfig":[{"round_robin":{}}],`, 1)))
 	deadline := time.Now().Add(3 * time.Second)
 	for {
 		h := get()
@@ -136,7 +138,7 @@ func TestHeaderRulesFollowThePublishedConfig(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the published rules did not reach the channel within TTL + 2s: %v", h)
+			t.Fatalf("the published rules did not reach the channel within 3s: %v", h)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -466,7 +466,10 @@ func (d *dnsResolver) deliver(addrs []string, o outcome) error {
 	if d.conf.given() && d.accepted && next.sameConfig(d.conf) && sameSet(addrs, d.addrs) {
 		// The channel has this already; another choice may have the same
 		// config, which State and the logs still follow.
-		d.setState(func(s *State) { s.Reason, s.Choice = reason, next.choice })
+		d.setState(func(s *State) {
+			s.Reason, s.Choice = reason, next.choice
+			s.LastError = cmp.Or(o.ev.err, s.LastError)
+		})
 		d.conf = next
 		return nil
 	}
@@ -477,12 +480,14 @@ func (d *dnsResolver) deliver(addrs []string, o outcome) error {
 		st.Addresses = append(st.Addresses, addr)
 		st.Endpoints = append(st.Endpoints, grpcresolver.Endpoint{Addresses: []grpcresolver.Address{addr}})
 	}
-	// State first: whoever sees the channel's update must find it there.
+	// State first: whoever sees the channel's update must find it there,
+	// the record's problem included (finish completes LastError).
 	d.setState(func(s *State) {
 		s.Addresses = slices.Clone(addrs)
 		s.Choice = next.choice
 		s.ServiceConfig = js
 		s.Reason = reason
+		s.LastError = cmp.Or(o.ev.err, s.LastError)
 	})
 	err := d.cc.UpdateState(st)
 	if err == nil && (js != d.configJSON(d.conf) || !d.accepted) {

@@ -69,17 +69,17 @@ func TestParseTarget(t *testing.T) {
 }
 
 func TestStateLooksUpTargetAsGRPCParsesIt(t *testing.T) {
-	s, _ := zone(t)
-	b := NewBuilder(fastOptions())
-	target := "dnsconfig://" + s.Addr + "/svc.test:8080"
-	cc, _ := buildFake(t, b, target)
-	cc.waitN(t, 1, 5*time.Second)
-	if _, ok := b.State(target); !ok {
-		t.Error("State does not find the target")
-	}
-	if _, ok := b.State("dnsconfig:///other.test"); ok {
-		t.Error("State finds a target nobody resolves")
-	}
+	bubble(t, func(t *testing.T, m *memDNS) {
+		b := m.builder(fastOptions())
+		cc, _ := buildFake(t, b, m.target)
+		cc.waitN(t, 1, 5*time.Second)
+		if _, ok := b.State(m.target); !ok {
+			t.Error("State does not find the target")
+		}
+		if _, ok := b.State("dnsconfig:///other.test"); ok {
+			t.Error("State finds a target nobody resolves")
+		}
+	})
 }
 
 func TestTargetWithUserInfoIsRefused(t *testing.T) {

@@ -1,7 +1,8 @@
 // Package dnstest is a programmable DNS server for tests: records and TTLs
 // set per name, and faults injected per query type (delay, drop, SERVFAIL,
 // forced truncation), so that resolver code can be tested against a real
-// UDP and TCP server on 127.0.0.1 without an authoritative server.
+// UDP and TCP server on 127.0.0.1 without an authoritative server, or,
+// under testing/synctest, against the same server in memory (Network).
 //
 // It answers as a simple authoritative server: AA set, NXDOMAIN for names it
 // has nothing at, NODATA with an SOA for names that exist without the asked
@@ -148,8 +149,10 @@ func (s *Server) Close() {
 	default:
 	}
 	close(s.done)
-	s.udp.Shutdown()
-	s.tcp.Shutdown()
+	if s.udp != nil { // not an in-memory server
+		s.udp.Shutdown()
+		s.tcp.Shutdown()
+	}
 	s.wg.Wait()
 }
 
@@ -272,11 +275,28 @@ func (s *Server) serve(w dns.ResponseWriter, req *dns.Msg) {
 	if _, ok := w.RemoteAddr().(*net.TCPAddr); ok {
 		network = "tcp"
 	}
+	m, delay := s.respond(network, req)
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-s.done:
+			t.Stop()
+			return
+		}
+	}
+	if m != nil {
+		w.WriteMsg(m)
+	}
+}
+
+// respond is the server's reply to req over network ("udp" or "tcp"), and
+// how long to hold it back; nil means no reply at all (Drop).
+func (s *Server) respond(network string, req *dns.Msg) (*dns.Msg, time.Duration) {
 	if len(req.Question) != 1 {
 		m := new(dns.Msg)
 		m.SetRcode(req, dns.RcodeFormatError)
-		w.WriteMsg(m)
-		return
+		return m, 0
 	}
 	q := req.Question[0]
 	var ednsSize uint16
@@ -291,18 +311,9 @@ func (s *Server) serve(w dns.ResponseWriter, req *dns.Msg) {
 	m := s.answerLocked(req)
 	s.mu.Unlock()
 
-	if delay > 0 {
-		t := time.NewTimer(delay)
-		select {
-		case <-t.C:
-		case <-s.done:
-			t.Stop()
-			return
-		}
-	}
 	switch fault {
 	case Drop:
-		return
+		return nil, delay
 	case ServFail, Refused:
 		m = new(dns.Msg)
 		rc := dns.RcodeServerFailure
@@ -326,7 +337,7 @@ func (s *Server) serve(w dns.ResponseWriter, req *dns.Msg) {
 		}
 		m.Truncate(size)
 	}
-	w.WriteMsg(m)
+	return m, delay
 }
 
 // answerLocked builds the answer from the records, following CNAMEs.

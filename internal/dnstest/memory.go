@@ -1,0 +1,110 @@
+package dnstest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Network is an in-memory network of test servers, for code that runs
+// under testing/synctest: a socket is not something the bubble's clock can
+// wait on, so a test that queries a real server waits in real time. A
+// query goes through the Network's Exchange, which packs it, has the
+// server at its address answer it (delays and faults included, timed by
+// the bubble's clock), and unpacks the reply, as the wire would.
+type Network struct {
+	mu      sync.Mutex
+	servers map[string]*Server
+	silent  map[string]bool
+}
+
+// NewNetwork returns a network with no servers: a query to an address
+// with none fails at once, as a closed UDP port does.
+func NewNetwork() *Network {
+	return &Network{servers: map[string]*Server{}, silent: map[string]bool{}}
+}
+
+// Server adds a server at addr ("IP:PORT") and returns it.
+func (n *Network) Server(addr string) *Server {
+	s := &Server{
+		Addr:  addr,
+		done:  make(chan struct{}),
+		rrs:   map[key][]dns.RR{},
+		names: map[string]int{},
+		delay: map[uint16]time.Duration{},
+		fault: map[uint16]Fault{},
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.servers[addr] = s
+	return s
+}
+
+// Silent makes addr a server that reads queries and never answers.
+func (n *Network) Silent(addr string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.silent[addr] = true
+}
+
+// Exchange sends m to server over network ("udp" or "tcp") and returns the
+// reply, or fails when ctx ends first. Over UDP a reply larger than the
+// buffer m advertises (512 bytes without EDNS) cannot be read, as a
+// datagram cut short cannot: it fails with dns.ErrBuf.
+func (n *Network) Exchange(ctx context.Context, network, server string, m *dns.Msg) (*dns.Msg, error) {
+	n.mu.Lock()
+	s, silent := n.servers[server], n.silent[server]
+	n.mu.Unlock()
+	if s == nil && !silent {
+		return nil, fmt.Errorf("dial %s %s: connection refused", network, server)
+	}
+	wire, err := m.Pack()
+	if err != nil {
+		return nil, err
+	}
+	req := new(dns.Msg)
+	if err := req.Unpack(wire); err != nil {
+		return nil, err
+	}
+	var reply *dns.Msg
+	var delay time.Duration
+	if !silent {
+		reply, delay = s.respond(network, req)
+	}
+	if reply == nil {
+		<-ctx.Done() // silent, or dropped: no answer ever comes
+		return nil, ctx.Err()
+	}
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	out, err := reply.Pack()
+	if err != nil {
+		return nil, err
+	}
+	if limit := udpBuffer(m); network == "udp" && len(out) > limit {
+		return nil, dns.ErrBuf
+	}
+	r := new(dns.Msg)
+	if err := r.Unpack(out); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// udpBuffer is the UDP payload size a query advertises.
+func udpBuffer(m *dns.Msg) int {
+	if opt := m.IsEdns0(); opt != nil && opt.UDPSize() > dns.MinMsgSize {
+		return int(opt.UDPSize())
+	}
+	return dns.MinMsgSize
+}
