@@ -60,6 +60,7 @@ var codes = []CodeInfo{
 	{"choice-unreachable", Warning, "no client can ever select this choice: earlier choices take every client it matches", "valid, probably not meant"},
 	{"choices-no-catch-all", Warning, "no choice matches every client: grpc-go and grpc-js fail the channel when none matches", "valid (gRFC A21: no match means no config), but grpc-go and grpc-js fail the channel"},
 	{"choice-extension-key", Warning, "a choice uses dynamicParameterConstraints, which other gRPC clients reject or ignore", "our extension: grpc-java and grpc-js reject the record, grpc-go and C-core ignore the key"},
+	{"grpc-go-channel-failure", Error, "grpc-go clients (its built-in dns resolver) would fail their channel on the record: refused unless allowed (compat.allowGrpcGoFailure, encode --allow-grpc-go-failure)", "the publisher's compat gate (docs/rules.md#severity): valid by the spec, but published only when allowed"},
 	{"choice-language-case", Warning, "clientLanguage names Go in a case grpc-go does not match (it compares with \"GO\")", "valid (gRFC A2: case-insensitive), but grpc-go compares exactly"},
 
 	// Service config.

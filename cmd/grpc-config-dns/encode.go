@@ -9,9 +9,9 @@ import (
 )
 
 func encodeCmd(e *env) *cobra.Command {
-	nineDigits := true
+	opts := sc.PublishOptions{NineDigitDurations: true}
 	cmd := &cobra.Command{
-		Use:   "encode [--nine-digit-durations=false] INPUT",
+		Use:   "encode [--nine-digit-durations=false] [--allow-grpc-go-failure] INPUT",
 		Short: "Print the TXT RDATA that publishes a config, as quoted strings of at most 255 bytes",
 		Long: `Validate INPUT (a choice list, a service config, or a TXT record) and print
 the TXT record that publishes it: "grpc_config=" and the compact JSON, cut
@@ -20,82 +20,59 @@ into quoted strings of at most 255 bytes, ready for a zone file:
   _grpc_config.echo 300 IN TXT <output>
 
 A bare service config is published as one choice that matches every client.
-The record is the one serve publishes for the same choices: compact JSON,
-dynamic parameter constraints in camelCase, and every duration with a
-fraction written with 9 digits ("0.1s" becomes "0.100000000s", which grpc-js
-would otherwise read as 1 ns; --nine-digit-durations=false keeps them as
-written, like the publisher's compat: {nineDigitDurations: false}).
+encode decides as serve does, with the same defaults (a service's compat:):
+dynamic parameter constraints are written in camelCase; every duration with
+a fraction is written with 9 digits ("0.1s" becomes "0.100000000s", which
+grpc-js would otherwise read as 1 ns; --nine-digit-durations=false keeps
+them as written); and a record on which grpc-go's own dns resolver would
+fail its channel is refused with grpc-go-channel-failure
+(--allow-grpc-go-failure encodes it anyway).
 The record's size (strings, RDATA, and the DNS answer for a typical owner
 name) and any warning (such as an answer too large for UDP) go to stderr.
 
-Exit status: 0 encoded; 1 the input is invalid; 2 usage or I/O error.`,
+Exit status: 0 encoded; 1 the input is invalid or refused; 2 usage or I/O
+error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.encode(args[0], nineDigits)
+			return e.encode(args[0], opts)
 		},
 	}
-	cmd.Flags().BoolVar(&nineDigits, "nine-digit-durations", true, "write every duration with a fraction with 9 digits, as serve does by default")
+	cmd.Flags().BoolVar(&opts.NineDigitDurations, "nine-digit-durations", true, "write every duration with a fraction with 9 digits, as serve does by default")
+	cmd.Flags().BoolVar(&opts.AllowGrpcGoFailure, "allow-grpc-go-failure", false, "encode a record on which grpc-go's own dns resolver would fail its channel, as serve does with compat: {allowGrpcGoFailure: true}")
 	return cmd
 }
 
-func (e *env) encode(arg string, nineDigits bool) error {
+func (e *env) encode(arg string, opts sc.PublishOptions) error {
 	in, err := e.readInput(arg)
 	if err != nil {
 		return err
 	}
 	name := displayName(arg)
-	var ds sc.Diagnostics
-	var value []byte
-	if in.text == nil {
-		ds = sc.LintRecords(in.records, sc.LintOptions{Owner: in.owner})
-		if !ds.HasErrors() {
-			v, _ := sc.DecodeTXT(in.records)
-			ch, _ := sc.ParseChoices(v)
-			value = ch.Compact()
-		}
-	} else {
-		var kind sc.Kind
-		kind, ds = sc.Lint(in.text, sc.LintOptions{})
-		if kind == sc.KindPublisher {
-			return usageErr("%s is a publisher config: use `grpc-config-dns zone --config %s` to print its records", name, arg)
-		}
-		if !ds.HasErrors() {
-			value, _ = sc.CompactValue(in.text)
-		}
+	src := sc.Source{Text: in.text, Records: in.records}
+	if in.text != nil && sc.DetectKind(in.text) == sc.KindPublisher {
+		return usageErr("%s is a publisher config: use `grpc-config-dns zone --config %s` to print its records", name, arg)
 	}
+	opts.Owner = in.owner
+	rec, ds := sc.Publish(src, opts)
 	for _, d := range ds {
-		if d.Code == "duration-fraction" && nineDigits {
-			continue // rewritten below, as the publisher does
-		}
-		if sc.IsSizeCode(d.Code) && !ds.HasErrors() {
-			continue // sized below, on the record as printed
+		if d.Code == "grpc-go-channel-failure" {
+			d.Message += ", or pass --allow-grpc-go-failure if no grpc-go client reads it"
 		}
 		fmt.Fprintln(e.stderr, formatDiagnostic(name, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
 	}
-	if ds.HasErrors() {
-		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: nothing encoded", name)}
-	}
-	if nineDigits {
-		v, err := sc.NineDigitDurations(value)
-		if err != nil {
-			// Lint applies every rule NineDigitDurations does.
-			return &exitError{code: exitInvalid, err: fmt.Errorf("%s: %v", name, err)}
+	if rec == nil {
+		why := "is invalid"
+		if !ds.HasErrors() || ds[len(ds)-1].Code == "grpc-go-channel-failure" {
+			why = "is refused"
 		}
-		value = v
+		return &exitError{code: exitInvalid, err: fmt.Errorf("%s %s: nothing encoded", name, why)}
 	}
-	for _, d := range sc.SizeDiagnostics(in.owner, value) {
-		fmt.Fprintln(e.stderr, formatDiagnostic(name, lintDiagnostic{d.Severity.String(), d.Code, d.Message, "", 0, 0}))
-		if d.Severity == sc.Error {
-			return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: nothing encoded", name)}
-		}
-	}
-	strs := sc.EncodeTXT(value)
-	fmt.Fprintln(e.stdout, sc.FormatTXT(strs))
+	fmt.Fprintln(e.stdout, sc.FormatTXT(rec.TXT))
 	owner := in.owner
 	if owner == "" {
 		owner = "_grpc_config.service.example.com."
 	}
 	fmt.Fprintf(e.stderr, "%s: %d string(s), RDATA %d bytes; the answer at %s is %d bytes, %d with EDNS\n",
-		name, len(strs), sc.RDataLen(strs), owner, sc.ResponseSize(owner, strs, false), sc.ResponseSize(owner, strs, true))
+		name, len(rec.TXT), sc.RDataLen(rec.TXT), owner, sc.ResponseSize(owner, rec.TXT, false), sc.ResponseSize(owner, rec.TXT, true))
 	return nil
 }

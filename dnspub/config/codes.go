@@ -25,7 +25,6 @@ var codes = []sc.CodeInfo{
 	{Code: "name-reserved", Severity: sc.Error, Summary: "a service name starts with _grpc_config, which the publisher generates"},
 	{Code: "service-duplicate", Severity: sc.Error, Summary: "two services have the same name"},
 	{Code: "service-empty", Severity: sc.Warning, Summary: "a service has neither addresses nor a service config"},
-	{Code: "grpc-go-channel-failure", Severity: sc.Error, Summary: "grpc-go clients would fail their channel on the record (allow with compat.allowGrpcGoFailure)"},
 	{Code: "compat-conflict", Severity: sc.Error, Summary: "bareHostCompat and compat.bareHost disagree"},
 	{Code: "choices-and-config", Severity: sc.Error, Summary: "a service sets both choices and serviceConfig"},
 	{Code: "address-syntax", Severity: sc.Error, Summary: "an address is not an IPv4 or IPv6 address"},

@@ -810,98 +810,45 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 	return e
 }
 
-// serviceValue converts a service's choices or serviceConfig to JSON,
-// lints it with the shared rules, maps the diagnostics back to the YAML,
-// and returns the compact choice list to publish (nil on error).
+// serviceValue converts a service's choices or serviceConfig to JSON, has
+// serviceconfig.Publish decide what to publish under the service's compat
+// settings, maps its diagnostics back to the YAML, and returns the compact
+// choice list to publish (nil when it is refused).
 func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) []byte {
 	j, ok := d.toJSON(n, path)
 	if !ok {
 		return nil
 	}
-	var valid bool
-	for _, diag := range sc.LintJSON(j.text, kind, s.TXTOwner()) {
-		if diag.Code == "duration-fraction" && s.Compat.NineDigitDurations {
-			continue // the publisher writes every duration with 9 digits
-		}
-		if sc.IsSizeCode(diag.Code) {
-			continue // sized below, on the record as published
-		}
+	rec, ds := sc.Publish(sc.Source{JSON: j.text, Kind: kind}, sc.PublishOptions{
+		Owner:              s.TXTOwner(),
+		NineDigitDurations: s.Compat.NineDigitDurations,
+		AllowGrpcGoFailure: s.Compat.AllowGrpcGoFailure,
+	})
+	for _, diag := range ds {
 		at := n
 		if diag.Offset >= 0 {
 			if m := j.node(diag.Offset); m != nil {
 				at = m
 			}
 		}
+		if diag.Code == "grpc-go-channel-failure" {
+			diag.Message += ", or set compat: {allowGrpcGoFailure: true} on the service or its zone if no grpc-go client reads it"
+		}
 		loc := d.at(at, path+diag.Path, "yaml-value", "")
 		diag.Path, diag.Line, diag.Column, diag.Offset = loc.Path, loc.Line, loc.Column, loc.Offset
 		d.ds = append(d.ds, diag)
-		valid = valid || diag.Severity == sc.Error
 	}
-	if valid {
+	if rec == nil {
 		return nil
 	}
-	value := j.text
-	if kind == sc.KindServiceConfig {
-		value = append(append([]byte(`[{"serviceConfig":`), j.text...), '}', ']')
-	}
-	ch, err := sc.ParseChoices(value)
-	if err == nil {
-		value = ch.Compact()
-		if s.Compat.NineDigitDurations {
-			// grpc-js reads "0.1s" as 1 ns: publish the form every client reads.
-			value, err = sc.NineDigitDurations(value)
-		}
-	}
-	if err == nil {
-		err = publishable(value)
-	}
-	if err != nil {
-		// LintJSON applies every rule ParseChoices does; this is a bug guard.
-		d.report(n, path, "yaml-value", "the config cannot be published: %v", err)
-		return nil
-	}
-	// The record as served: nine-digit durations and canonical names make
-	// it longer than the config as written.
-	tooLarge := false
-	for _, diag := range sc.SizeDiagnostics(s.TXTOwner(), value) {
-		loc := d.at(n, path, "yaml-value", "")
-		diag.Path, diag.Line, diag.Column, diag.Offset = loc.Path, loc.Line, loc.Column, loc.Offset
-		d.ds = append(d.ds, diag)
-		tooLarge = tooLarge || diag.Severity == sc.Error
-	}
-	if !tooLarge && d.sigLen > 0 {
-		if size := sc.ResponseSize(s.TXTOwner(), sc.EncodeTXT(value), true) + d.sigLen; size > sc.MaxMessageSize {
+	// Signed answers carry a TSIG record too.
+	if d.sigLen > 0 {
+		if size := sc.ResponseSize(s.TXTOwner(), rec.TXT, true) + d.sigLen; size > sc.MaxMessageSize {
 			d.report(n, path, "answer-too-large", "the TXT answer at %s would be %d bytes%s: a DNS message holds at most %d; shrink the config or split it across services", s.TXTOwner(), size, d.signedNote(), sc.MaxMessageSize)
-			tooLarge = true
-		}
-	}
-	if tooLarge {
-		return nil
-	}
-	if !s.Compat.AllowGrpcGoFailure {
-		if reason, i := ch.GrpcGoFailure(); reason != "" {
-			at, p := n, path
-			if kind == sc.KindChoices && i >= 0 && deref(n).Kind == yaml.SequenceNode && i < len(deref(n).Content) {
-				at, p = deref(n).Content[i], fmt.Sprintf("%s/%d", path, i)
-			}
-			d.report(at, p, "grpc-go-channel-failure", "grpc-go clients (its built-in dns resolver) would fail their channel with UNAVAILABLE on this record: %s; fix the record as lint advises (a last choice without criteria, like {serviceConfig: {}}, serves every client), or set compat: {allowGrpcGoFailure: true} on the service or its zone if no grpc-go client reads it", reason)
 			return nil
 		}
 	}
-	return value
-}
-
-// publishable checks the bytes about to be served as every client will
-// read them: ASCII (gRFC A2), and a choice list that parses. The value was
-// rebuilt from the user's config, so this guards the rebuilding.
-func publishable(value []byte) error {
-	for i, b := range value {
-		if b >= 0x80 || b < 0x20 {
-			return fmt.Errorf("byte %d of the record to publish is 0x%02x, not printable ASCII", i, b)
-		}
-	}
-	_, err := sc.ParseChoices(value)
-	return err
+	return rec.Value
 }
 
 // compat reads a compat: mapping over base and says which fields it set.

@@ -1,0 +1,243 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+)
+
+// One publish pipeline: serve (a publisher config, read by dnspub/config),
+// zone, encode and lint decide about a record with serviceconfig.Publish.
+// TestOnePublishPipeline holds them to it on every record of the corpus
+// and of the peers' test suites, under each compat setting.
+
+// pipelineCase is a record as a user writes it.
+type pipelineCase struct{ name, text string }
+
+func pipelineCases(t *testing.T) []pipelineCase {
+	t.Helper()
+	var out []pipelineCase
+	for _, c := range readManifest(t) {
+		b, err := os.ReadFile(filepath.Join("../../testdata/corpus", c.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, pipelineCase{"corpus/" + c.file, string(b)})
+	}
+	peers, _ := filepath.Glob("../../testdata/peers/*.json")
+	for _, p := range peers {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var f struct {
+			Vectors []struct{ ID, Kind, Policy, Input string }
+		}
+		if err := json.Unmarshal(b, &f); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range f.Vectors {
+			text := v.Input
+			if v.Kind == "lb-config" {
+				text = `{"loadBalancingConfig":[{"` + v.Policy + `":` + v.Input + `}]}`
+			}
+			out = append(out, pipelineCase{"peers/" + v.ID, text})
+		}
+	}
+	if len(out) < 400 {
+		t.Fatalf("only %d records", len(out))
+	}
+	return out
+}
+
+// pipelineCompats are the compat settings the pipeline is tested under:
+// the publisher's default, the grpc-go gate off, and durations as written.
+var pipelineCompats = []sc.PublishOptions{
+	{NineDigitDurations: true},
+	{NineDigitDurations: true, AllowGrpcGoFailure: true},
+	{NineDigitDurations: false, AllowGrpcGoFailure: true},
+}
+
+// owner is the owner name of the record in the publisher configs below,
+// as long as the name encode sizes an unnamed record for.
+const owner = "_grpc_config.service.example.com."
+
+func TestOnePublishPipeline(t *testing.T) {
+	published, refused, embedded := 0, 0, 0
+	cases := pipelineCases(t)
+	for _, c := range cases {
+		value, kind := publisherValue(c.text)
+		if value != nil {
+			embedded++
+		}
+		for _, opts := range pipelineCompats {
+			rec, ds := sc.Publish(sc.Source{Text: []byte(c.text)}, opts)
+			want := "refused"
+			if rec != nil {
+				want, published = sc.FormatTXT(rec.TXT), published+1
+			} else {
+				refused++
+			}
+			where := fmt.Sprintf("%s (%+v)", c.name, opts)
+			if got := encodeVerdict(t, c.text, opts); got != want {
+				t.Errorf("%s: encode %s, Publish %s %v", where, got, want, codes(ds))
+			}
+			if value == nil {
+				continue // a TXT record a publisher config cannot hold
+			}
+			cfg := publisherConfig(value, kind, opts)
+			if got := serveVerdict(cfg); got != want {
+				t.Errorf("%s: serve %s, Publish %s %v", where, got, want, codes(ds))
+			}
+			if got := zoneVerdict(t, cfg); got != want {
+				t.Errorf("%s: zone %s, Publish %s %v", where, got, want, codes(ds))
+			}
+		}
+		// Lint says whether a record is valid: publishable with the
+		// grpc-go gate off, as written.
+		rec, _ := sc.Publish(sc.Source{Text: []byte(c.text)}, sc.PublishOptions{AllowGrpcGoFailure: true})
+		code, _, _ := runStdin(t, c.text, "lint", "-")
+		if (code == exitOK) != (rec != nil) {
+			t.Errorf("%s: lint exits %d, Publish with the gate off publishes %v", c.name, code, rec != nil)
+		}
+	}
+	t.Logf("%d records (%d also in a publisher config) × %d compat settings: %d published, %d refused", len(cases), embedded, len(pipelineCompats), published, refused)
+	if published < 300 || refused < 300 || embedded < len(cases)*3/4 {
+		t.Errorf("%d published, %d refused, %d of %d in a publisher config: the corpus should exercise all", published, refused, embedded, len(cases))
+	}
+}
+
+func codes(ds sc.Diagnostics) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.Code)
+	}
+	return out
+}
+
+// encodeVerdict is what encode prints for text under opts: the record, or
+// "refused".
+func encodeVerdict(t *testing.T, text string, opts sc.PublishOptions) string {
+	code, out, errs := runStdin(t, text, "encode", "--nine-digit-durations="+strconv.FormatBool(opts.NineDigitDurations),
+		"--allow-grpc-go-failure="+strconv.FormatBool(opts.AllowGrpcGoFailure), "-")
+	switch code {
+	case exitOK:
+		return strings.TrimSuffix(out, "\n")
+	case exitInvalid:
+		return "refused"
+	}
+	return fmt.Sprintf("exit %d: %s", code, errs)
+}
+
+// publisherValue returns the choice list or bare service config text
+// holds, as JSON a publisher config can hold, and its kind; nil when a
+// publisher config cannot hold the same record: text that is not JSON
+// (YAML reads it its own way), a TXT record whose strings are the problem
+// (a publisher config has no strings: the publisher cuts them), and bytes
+// outside ASCII (a publisher config's strings are YAML text, which the
+// publisher writes with \u escapes, where a record as written must be
+// ASCII, gRFC A2).
+func publisherValue(text string) ([]byte, sc.Kind) {
+	for i := range len(text) {
+		if text[i] >= 0x80 {
+			return nil, sc.KindUnknown
+		}
+	}
+	kind := sc.DetectKind([]byte(text))
+	switch kind {
+	case sc.KindChoices, sc.KindServiceConfig:
+		if !json.Valid([]byte(text)) {
+			return nil, kind
+		}
+		return []byte(text), kind
+	case sc.KindTXT:
+		records := [][]string{{strings.TrimSpace(text)}}
+		if trimmed := strings.TrimSpace(text); !strings.HasPrefix(strings.ToLower(trimmed), "grpc_config") {
+			r, err := sc.ParseTXT([]byte(text))
+			if err != nil {
+				return nil, kind
+			}
+			records = r
+		}
+		for _, r := range records {
+			for _, str := range r {
+				if len(str) > sc.MaxStringLen {
+					return nil, kind
+				}
+			}
+		}
+		value, err := sc.DecodeTXT(records)
+		if err != nil || !json.Valid(value) {
+			return nil, kind
+		}
+		return value, sc.KindChoices
+	}
+	return nil, kind
+}
+
+// publisherConfig is a publisher config (JSON, which is YAML) that
+// publishes value at owner under opts.
+func publisherConfig(value []byte, kind sc.Kind, opts sc.PublishOptions) []byte {
+	key := "choices"
+	if kind == sc.KindServiceConfig {
+		key = "serviceConfig"
+	}
+	return fmt.Appendf(nil, `{"zones":[{"origin":"example.com.","nameservers":[{"name":"ns1","addresses":["192.0.2.53"]}],
+"compat":{"nineDigitDurations":%t,"allowGrpcGoFailure":%t},
+"services":[{"name":"service","addresses":["192.0.2.1"],%q:%s}]}]}`, opts.NineDigitDurations, opts.AllowGrpcGoFailure, key, value)
+}
+
+// serveVerdict is the record serve would publish from cfg, or "refused".
+func serveVerdict(cfg []byte) string {
+	c, _ := config.Parse(cfg)
+	if c == nil {
+		return "refused"
+	}
+	s := c.Zones[0].Services[0]
+	if s.TXTOwner() != owner {
+		return "at " + s.TXTOwner()
+	}
+	return sc.FormatTXT(s.TXT)
+}
+
+// zoneVerdict is the TXT record the zone command prints for cfg, or
+// "refused".
+func zoneVerdict(t *testing.T, cfg []byte) string {
+	path := filepath.Join(t.TempDir(), "publisher.json")
+	if err := os.WriteFile(path, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "zone", "--config", path, "--serial", "1")
+	switch code {
+	case exitInvalid:
+		return "refused"
+	case exitOK:
+	default:
+		return fmt.Sprintf("exit %d: %s", code, errs)
+	}
+	// _grpc_config.service TTL IN TXT "…" "…", or ( … ) over lines.
+	_, rest, ok := strings.Cut(out, "\n_grpc_config.service ")
+	if _, rest, ok = strings.Cut(rest, " TXT "); !ok {
+		return "no TXT record at " + owner + " in\n" + out
+	}
+	rest = strings.TrimSpace(rest)
+	end := strings.IndexByte(rest, '\n')
+	if strings.HasPrefix(rest, "(") {
+		end = strings.IndexByte(rest, ')') + 1
+	}
+	if end > 0 {
+		rest = rest[:end]
+	}
+	recs, err := sc.ParseTXT([]byte(rest))
+	if err != nil || len(recs) != 1 {
+		return fmt.Sprintf("unreadable TXT record %q: %v", rest, err)
+	}
+	return sc.FormatTXT(recs[0])
+}

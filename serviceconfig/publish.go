@@ -1,0 +1,180 @@
+package serviceconfig
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Source is a record as a tool has it, to check and publish: Text, else
+// JSON, else Records (none at all is a name without TXT records).
+type Source struct {
+	// Text is a record as a user wrote it (a file, stdin): a TXT record,
+	// raw or in presentation form, a choice list, or a bare service config.
+	// Its kind is detected, and diagnostics are placed in it (Line,
+	// Column), as [Lint] places them.
+	Text []byte
+	// JSON is a choice list (Kind KindChoices) or a bare service config
+	// (KindServiceConfig), as JSON converted from another text (a
+	// publisher config's YAML). Diagnostics carry offsets into it.
+	JSON []byte
+	Kind Kind
+	// Records are TXT records as a DNS lookup returned them, each a list
+	// of raw strings. Diagnostics carry offsets into the decoded value.
+	Records [][]string
+}
+
+// PublishOptions shape the record that publishes a choice list: the
+// publisher's compat: settings (docs/publisher.md), which encode's flags
+// mirror.
+type PublishOptions struct {
+	// Owner is the record's owner name, _grpc_config.<host>., used to size
+	// the DNS answer; "" assumes a typical name.
+	Owner string
+	// NineDigitDurations writes every duration that has a fraction with
+	// nine fraction digits ("0.1s" becomes "0.100000000s"): grpc-js takes
+	// the digits as nanoseconds and reads "0.1s" as 1 ns. The
+	// duration-fraction warning is then not reported: the record as
+	// published has none.
+	NineDigitDurations bool
+	// AllowGrpcGoFailure publishes a record although a client that uses
+	// grpc-go's own dns resolver would fail its channel on it (no choice it
+	// matches, or a chosen config it rejects; see [Choices.GrpcGoFailure]).
+	// Without it such a record is refused with grpc-go-channel-failure.
+	AllowGrpcGoFailure bool
+}
+
+// Record is a choice list as it is published.
+type Record struct {
+	// Value is the compact JSON choice list: dynamic parameter constraints
+	// in camelCase, and durations as PublishOptions say.
+	Value []byte
+	// TXT is the TXT record: "grpc_config=" and Value, in strings of at
+	// most 255 bytes.
+	TXT []string
+}
+
+// Publish decides whether src may be published and in which form, with
+// every rule: the record is checked as lint checks it; its compact form is
+// rewritten as opts says and sized as it will be served; and, unless opts
+// allows it, a record on which grpc-go's own resolver would fail its
+// channel is refused. It returns the record, or nil when the diagnostics
+// hold an error. It is the one decision the publisher (serve and zone,
+// through package dnspub/config) and the encode command make.
+func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
+	r := src.read(opts.Owner)
+	out := make(Diagnostics, 0, len(r.ds))
+	for _, d := range r.ds {
+		switch {
+		case d.Code == "duration-fraction" && opts.NineDigitDurations:
+			continue // rewritten below
+		case IsSizeCode(d.Code):
+			continue // sized below, on the record as published
+		}
+		out = append(out, d)
+	}
+	if out.HasErrors() || r.ch == nil {
+		return nil, out
+	}
+	value := r.ch.Compact()
+	if opts.NineDigitDurations {
+		v, err := NineDigitDurations(value)
+		if err != nil {
+			// Lint applies every rule NineDigitDurations does.
+			return nil, append(out, r.placed(err.(*InvalidError).Diagnostics)...)
+		}
+		value = v
+	}
+	if bad := rebuiltProblems(value); bad != nil {
+		return nil, append(out, r.placed(bad)...)
+	}
+	sizes := r.placed(SizeDiagnostics(opts.Owner, value))
+	out = append(out, sizes...)
+	if sizes.HasErrors() {
+		return nil, out
+	}
+	if !opts.AllowGrpcGoFailure {
+		if reason, i := r.ch.GrpcGoFailure(); reason != "" {
+			return nil, append(out, r.placed(Diagnostics{r.grpcGoFailure(reason, i)})...)
+		}
+	}
+	return &Record{Value: value, TXT: EncodeTXT(value)}, out
+}
+
+// reading is a source, checked and parsed.
+type reading struct {
+	// ch is the choice list, nil when it does not parse.
+	ch *Choices
+	// ds are the diagnostics of every rule, placed in the source.
+	ds Diagnostics
+	// src, when the source is a text, places diagnostics of ch's value in it.
+	src *source
+	// bare is set for a bare service config, which has no choice to point
+	// at.
+	bare bool
+}
+
+// read lints the source with every rule and parses its choices.
+func (s Source) read(owner string) reading {
+	switch {
+	case s.Text != nil:
+		_, ds := Lint(s.Text, LintOptions{Owner: owner})
+		r := reading{ds: ds}
+		if r.ch, _ = ChoicesFromText(s.Text); r.ch != nil {
+			r.src, r.bare = r.ch.src, r.ch.src.wrapped
+		}
+		return r
+	case s.JSON != nil:
+		r := reading{ds: LintJSON(s.JSON, s.Kind, owner), bare: s.Kind == KindServiceConfig}
+		value := s.JSON
+		if r.bare {
+			value = wrapConfig(value)
+		}
+		r.ch, _ = ParseChoices(value)
+		return r
+	}
+	ch, _ := ChoicesFromRecords(s.Records)
+	return reading{ch: ch, ds: LintRecords(s.Records, LintOptions{Owner: owner})}
+}
+
+// placed maps diagnostics of the choice list's value (offsets in it, -1
+// for the whole record) into the source, and returns them.
+func (r reading) placed(ds Diagnostics) Diagnostics {
+	if r.src != nil {
+		r.src.place(ds, firstSignificant(r.src.text))
+	}
+	return ds
+}
+
+// grpcGoFailure is the diagnostic that refuses a record grpc-go's own
+// resolver fails on, at choice i (-1: the whole list).
+func (r reading) grpcGoFailure(reason string, i int) Diagnostic {
+	d := Diagnostic{Severity: severityOf("grpc-go-channel-failure"), Code: "grpc-go-channel-failure", Offset: -1,
+		Message: fmt.Sprintf("grpc-go clients (its built-in dns resolver) would fail their channel with UNAVAILABLE on this record: %s; fix the record as lint advises (a last choice without criteria, like {\"serviceConfig\":{}}, serves every client)", reason)}
+	if i >= 0 && !r.bare {
+		d.Offset = int(r.ch.tree.Nodes[r.ch.List[i].node].Start)
+		d.Path = fmt.Sprintf("/%d", i)
+	}
+	return d
+}
+
+// rebuiltProblems checks the bytes about to be served as every client will
+// read them: printable ASCII (gRFC A2), and a choice list that parses. They
+// were rebuilt from a checked source, so a problem here is a bug in the
+// rebuilding, reported as the error it would be in a record.
+func rebuiltProblems(value []byte) Diagnostics {
+	const bug = "the record rebuilt for publishing is broken (a bug: please report it with the config): "
+	for i, b := range value {
+		if b >= 0x80 || b < 0x20 {
+			return Diagnostics{{Severity: Error, Code: "non-ascii", Offset: -1,
+				Message: bug + fmt.Sprintf("byte %d is 0x%02x, not printable ASCII", i, b)}}
+		}
+	}
+	if _, err := ParseChoices(value); err != nil {
+		ds := slices.Clone(err.(*InvalidError).Diagnostics)
+		for i := range ds {
+			ds[i].Message, ds[i].Offset, ds[i].Path = bug+ds[i].Message, -1, ""
+		}
+		return ds
+	}
+	return nil
+}
