@@ -74,15 +74,15 @@ func (c *checker) pointer() string {
 
 // report records a diagnostic about node n (a value or a key node) at the
 // current path.
-func (c *checker) report(n int32, code, format string, args ...any) {
+func (c *checker) report(n int32, code diagCode, format string, args ...any) {
 	c.refuse(n, code, 0, format, args...)
 }
 
 // refuse records a warning about something the spec allows but the clients
 // in who reject (the compat gate and GrpcGoFailure ask whether grpc-go is
 // among them).
-func (c *checker) refuse(n int32, code string, who client, format string, args ...any) {
-	sev := severityOf(code)
+func (c *checker) refuse(n int32, code diagCode, who client, format string, args ...any) {
+	sev := code.severity()
 	if sev == Warning && c.errorsOnly {
 		return
 	}
@@ -92,7 +92,7 @@ func (c *checker) refuse(n int32, code string, who client, format string, args .
 	}
 	c.diags = append(c.diags, Diagnostic{
 		Severity:  sev,
-		Code:      code,
+		Code:      code.String(),
 		Message:   fmt.Sprintf(format, args...),
 		Path:      c.pointer(),
 		Offset:    off,
@@ -128,12 +128,12 @@ func (c *checker) elements(arr int32, f func(i int, e int32)) {
 
 // unknownField reports a member name that the schema at hand does not
 // define, suggesting the closest known one.
-func (c *checker) unknownField(k int32, code, where string, known []string) {
+func (c *checker) unknownField(k int32, code diagCode, where string, known []string) {
 	name := c.t.Str(k)
 	for _, f := range known {
-		if strings.EqualFold(f, name) && severityOf(code) == Warning {
+		if strings.EqualFold(f, name) && code.severity() == Warning {
 			c.caseFields = append(c.caseFields, rewrite{k, f})
-			c.report(k, "field-case", "field %q in %s is spelled with different case: grpc-go reads it as %q (its JSON field names are case-insensitive), while C-core, grpc-java and grpc-js ignore it; write %q", name, where, f, f)
+			c.report(k, codeFieldCase, "field %q in %s is spelled with different case: grpc-go reads it as %q (its JSON field names are case-insensitive), while C-core, grpc-java and grpc-js ignore it; write %q", name, where, f, f)
 			return
 		}
 	}
@@ -143,7 +143,7 @@ func (c *checker) unknownField(k int32, code, where string, known []string) {
 	} else {
 		msg += fmt.Sprintf(" (known fields: %s)", strings.Join(known, ", "))
 	}
-	if severityOf(code) == Warning {
+	if code.severity() == Warning {
 		msg += "; gRPC clients ignore it"
 	} else {
 		msg += "; remove it"
@@ -153,7 +153,7 @@ func (c *checker) unknownField(k int32, code, where string, known []string) {
 
 // want reports a type mismatch and returns false when node v is not of
 // kind k.
-func (c *checker) want(v int32, k jtree.Kind, code, what string) bool {
+func (c *checker) want(v int32, k jtree.Kind, code diagCode, what string) bool {
 	if c.kind(v) == k {
 		return true
 	}

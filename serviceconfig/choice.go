@@ -69,7 +69,11 @@ func ParseChoices(value []byte) (*Choices, error) {
 // syntaxDiagnostic turns a jtree error into a diagnostic.
 func syntaxDiagnostic(err error) Diagnostic {
 	je := err.(*jtree.Error)
-	return Diagnostic{Severity: severityOf(je.Code), Code: je.Code, Message: je.Msg, Offset: je.Offset}
+	code, ok := codeByID[je.Code]
+	if !ok {
+		code = codeJSONSyntax // the parser's codes are all registered (TestParserCodesRegistered)
+	}
+	return Diagnostic{Severity: code.severity(), Code: code.String(), Message: je.Msg, Offset: je.Offset}
 }
 
 // parseChoices checks the structure of the choice list rooted at node 0 and
@@ -79,17 +83,17 @@ func parseChoices(c *checker) *Choices {
 	ch := &Choices{tree: t}
 	root := int32(0)
 	if t.Nodes[root].Kind != jtree.Array {
-		c.report(root, "choices-type", "the grpc_config value must be a JSON list of choices like [{\"serviceConfig\":{...}}], not %s", describeKind(t, root))
+		c.report(root, codeChoicesType, "the grpc_config value must be a JSON list of choices like [{\"serviceConfig\":{...}}], not %s", describeKind(t, root))
 		return ch
 	}
 	if t.Nodes[root].Len == 0 {
-		c.report(root, "choices-empty", "the list of choices is empty: gRFC A2 requires at least one; add [{\"serviceConfig\":{}}] for no config")
+		c.report(root, codeChoicesEmpty, "the list of choices is empty: gRFC A2 requires at least one; add [{\"serviceConfig\":{}}] for no config")
 		return ch
 	}
 	ch.List = make([]Choice, 0, t.Nodes[root].Len)
 	c.elements(root, func(i int, e int32) {
 		if t.Nodes[e].Kind != jtree.Object {
-			c.report(e, "choice-type", "choice %d must be an object with a serviceConfig, not %s", i, describeKind(t, e))
+			c.report(e, codeChoiceType, "choice %d must be an object with a serviceConfig, not %s", i, describeKind(t, e))
 			return
 		}
 		ch.List = append(ch.List, parseChoice(c, e))
@@ -103,16 +107,16 @@ func parseChoice(c *checker, obj int32) Choice {
 	c.members(obj, func(k, v int32) {
 		switch {
 		case t.Is(k, keyClientLanguage):
-			ch.ClientLanguage = stringList(c, v, "choice-client-language", keyClientLanguage)
+			ch.ClientLanguage = stringList(c, v, codeChoiceClientLanguage, keyClientLanguage)
 		case t.Is(k, keyClientHostname):
-			ch.ClientHostname = stringList(c, v, "choice-client-hostname", keyClientHostname)
+			ch.ClientHostname = stringList(c, v, codeChoiceClientHostname, keyClientHostname)
 		case t.Is(k, keyPercentage):
 			ch.Percentage = percentage(c, v)
 		case t.Is(k, keyDynamicParameterConstraints):
 			ch.Constraints = parseConstraints(c, v, 1)
 		case t.Is(k, keyServiceConfig):
 			if t.Nodes[v].Kind != jtree.Object {
-				c.report(v, "choice-service-config", "serviceConfig must be an object, not %s; the whole record is invalid", describeKind(t, v))
+				c.report(v, codeChoiceServiceConfig, "serviceConfig must be an object, not %s; the whole record is invalid", describeKind(t, v))
 				return
 			}
 			ch.configNode = v
@@ -121,21 +125,21 @@ func parseChoice(c *checker, obj int32) Choice {
 			name := t.Str(k)
 			msg := "unknown key %q in a choice: gRFC A2 makes the whole record invalid"
 			if s := Suggest(name, choiceKeys); s != "" {
-				c.report(k, "choice-unknown-key", msg+"; did you mean %q?", name, s)
+				c.report(k, codeChoiceUnknownKey, msg+"; did you mean %q?", name, s)
 			} else {
-				c.report(k, "choice-unknown-key", msg+"; choices may only hold clientLanguage, percentage, clientHostname, serviceConfig and dynamicParameterConstraints", name)
+				c.report(k, codeChoiceUnknownKey, msg+"; choices may only hold clientLanguage, percentage, clientHostname, serviceConfig and dynamicParameterConstraints", name)
 			}
 		}
 	})
 	if ch.configNode < 0 && !hasKey(t, obj, keyServiceConfig) {
-		c.report(obj, "choice-service-config", "choice has no serviceConfig: gRFC A2 requires one; add \"serviceConfig\":{} for the default config")
+		c.report(obj, codeChoiceServiceConfig, "choice has no serviceConfig: gRFC A2 requires one; add \"serviceConfig\":{} for the default config")
 	}
 	return ch
 }
 
 func hasKey(t *jtree.Tree, obj int32, key string) bool { return t.Get(obj, key) >= 0 }
 
-func stringList(c *checker, v int32, code, name string) []string {
+func stringList(c *checker, v int32, code diagCode, name string) []string {
 	t := c.t
 	if t.Nodes[v].Kind != jtree.Array {
 		hint := ""
@@ -165,13 +169,13 @@ func percentage(c *checker, v int32) int {
 		if t.Nodes[v].Kind == jtree.String {
 			hint = "; drop the quotes"
 		}
-		c.report(v, "choice-percentage", "percentage must be an integer from 0 to 100, not %s%s", describeKind(t, v), hint)
+		c.report(v, codeChoicePercentage, "percentage must be an integer from 0 to 100, not %s%s", describeKind(t, v), hint)
 		return -1
 	}
 	raw := t.Raw(v)
 	n, ok := t.Int(v)
 	if !ok || raw[0] == '-' || n > 100 {
-		c.report(v, "choice-percentage", "percentage must be an integer from 0 to 100 written without sign, fraction or exponent, not %s", raw)
+		c.report(v, codeChoicePercentage, "percentage must be an integer from 0 to 100 written without sign, fraction or exponent, not %s", raw)
 		return -1
 	}
 	return int(n)

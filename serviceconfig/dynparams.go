@@ -44,12 +44,12 @@ func ParseConstraints(data []byte) (*constraints.Expr, error) {
 // It returns nil when the message is malformed; problems go to c.
 func parseConstraints(c *checker, v int32, depth int) *constraints.Expr {
 	t := c.t
-	const code = "dynparams-constraint"
+	const code = codeDynParamsConstraint
 	if !c.want(v, jtree.Object, code, "a dynamic parameter constraint") {
 		return nil
 	}
 	if depth > constraints.MaxDepth {
-		c.report(v, "dynparams-too-deep", "dynamic parameter constraints nest more than %d levels deep; flatten them (AND and OR take lists)", constraints.MaxDepth)
+		c.report(v, codeDynParamsTooDeep, "dynamic parameter constraints nest more than %d levels deep; flatten them (AND and OR take lists)", constraints.MaxDepth)
 		return nil
 	}
 	if t.Nodes[v].Len != 1 {
@@ -97,7 +97,7 @@ func parseConstraints(c *checker, v int32, depth int) *constraints.Expr {
 // parseSingleConstraint reads {"key":K,"value":V} or {"key":K,"exists":{}}.
 func parseSingleConstraint(c *checker, v int32) *constraints.Expr {
 	t := c.t
-	const code = "dynparams-constraint"
+	const code = codeDynParamsConstraint
 	if !c.want(v, jtree.Object, code, "constraint") {
 		return nil
 	}
@@ -175,7 +175,7 @@ func parseSingleConstraint(c *checker, v int32) *constraints.Expr {
 // parseConstraintList reads {"constraints":[…]}, the ConstraintList message.
 func parseConstraintList(c *checker, v int32, name string, depth int) *constraints.Expr {
 	t := c.t
-	const code = "dynparams-constraint"
+	const code = codeDynParamsConstraint
 	op := constraints.And
 	if name == "orConstraints" {
 		op = constraints.Or
@@ -216,9 +216,9 @@ func parseConstraintList(c *checker, v int32, name string, depth int) *constrain
 			n = v
 		}
 		if op == constraints.And {
-			c.report(n, "dynparams-empty-and", "an empty andConstraints is true: it matches every client; say so by leaving dynamicParameterConstraints out, or list the constraints")
+			c.report(n, codeDynParamsEmptyAnd, "an empty andConstraints is true: it matches every client; say so by leaving dynamicParameterConstraints out, or list the constraints")
 		} else {
-			c.report(n, "dynparams-empty-or", "an empty orConstraints is false: it matches no client, so this choice is never selected; list the alternatives")
+			c.report(n, codeDynParamsEmptyOr, "an empty orConstraints is false: it matches no client, so this choice is never selected; list the alternatives")
 		}
 	}
 	if !ok {

@@ -13,12 +13,12 @@ var headerExtractionFields = []string{"payloadFieldName", "delimiterCharacter", 
 // the "metadata from request payload" design (our extension, DESIGN.md §5).
 func validateHeaderExtraction(c *checker, v int32) {
 	t := c.t
-	if !c.want(v, jtree.Array, "header-extraction", "headerExtraction") {
+	if !c.want(v, jtree.Array, codeHeaderExtraction, "headerExtraction") {
 		return
 	}
 	headers := map[string]bool{}
 	c.elements(v, func(_ int, e int32) {
-		if !c.want(e, jtree.Object, "header-extraction", "a headerExtraction rule") {
+		if !c.want(e, jtree.Object, codeHeaderExtraction, "a headerExtraction rule") {
 			return
 		}
 		seen := map[string]bool{}
@@ -26,44 +26,44 @@ func validateHeaderExtraction(c *checker, v int32) {
 			name := t.Str(k)
 			switch name {
 			case "payloadFieldName":
-				if c.want(val, jtree.String, "header-extraction", name) {
+				if c.want(val, jtree.String, codeHeaderExtraction, name) {
 					if err := CheckFieldPath(t.Str(val)); err != nil {
-						c.report(val, "header-extraction", "payloadFieldName: %v", err)
+						c.report(val, codeHeaderExtraction, "payloadFieldName: %v", err)
 					}
 				}
 			case "delimiterCharacter":
-				if c.want(val, jtree.String, "header-extraction", name) {
+				if c.want(val, jtree.String, codeHeaderExtraction, name) {
 					s := t.Str(val)
 					// Printable only: the delimiter can end up in the header
 					// value, where gRPC allows printable ASCII alone.
 					if len(s) != 1 || s[0] < 0x20 || s[0] > 0x7e {
-						c.report(val, "header-extraction", "delimiterCharacter must be exactly one printable ASCII character, like \"/\", not %s", t.Raw(val))
+						c.report(val, codeHeaderExtraction, "delimiterCharacter must be exactly one printable ASCII character, like \"/\", not %s", t.Raw(val))
 					}
 				}
 			case "numElementsToKeep":
 				n, ok := t.Int(val)
 				if c.kind(val) != jtree.Number || !ok || n < 1 {
-					c.report(val, "header-extraction", "numElementsToKeep must be a whole number of at least 1, not %s", describeKind(t, val))
+					c.report(val, codeHeaderExtraction, "numElementsToKeep must be a whole number of at least 1, not %s", describeKind(t, val))
 				}
 			case "headerName":
-				if c.want(val, jtree.String, "header-name", name) {
+				if c.want(val, jtree.String, codeHeaderName, name) {
 					h := t.Str(val)
 					if err := CheckHeaderName(h); err != nil {
-						c.report(val, "header-name", "headerName: %v", err)
+						c.report(val, codeHeaderName, "headerName: %v", err)
 					} else if headers[h] {
-						c.report(val, "header-name-duplicate", "header %q is extracted by two rules of this method; every headerName must be unique", h)
+						c.report(val, codeHeaderNameDuplicate, "header %q is extracted by two rules of this method; every headerName must be unique", h)
 					}
 					headers[h] = true
 				}
 			default:
-				c.unknownField(k, "unknown-field", "a headerExtraction rule", headerExtractionFields)
+				c.unknownField(k, codeUnknownField, "a headerExtraction rule", headerExtractionFields)
 				return
 			}
 			seen[name] = true
 		})
 		for _, f := range headerExtractionFields {
 			if !seen[f] {
-				c.report(e, "header-extraction", "headerExtraction rule is missing %s; a rule needs payloadFieldName, delimiterCharacter, numElementsToKeep and headerName", f)
+				c.report(e, codeHeaderExtraction, "headerExtraction rule is missing %s; a rule needs payloadFieldName, delimiterCharacter, numElementsToKeep and headerName", f)
 			}
 		}
 	})

@@ -154,7 +154,7 @@ func parsePresentation(text []byte) (*presentation, *Diagnostic) {
 		strs, offs, quoted, start = nil, nil, nil, -1
 	}
 	bad := func(off int, format string, args ...any) *Diagnostic {
-		return &Diagnostic{Severity: Error, Code: "txt-syntax", Offset: off, Message: fmt.Sprintf(format, args...)}
+		return &Diagnostic{Severity: codeTXTSyntax.severity(), Code: codeTXTSyntax.String(), Offset: off, Message: fmt.Sprintf(format, args...)}
 	}
 	i := 0
 	for i < len(text) {

@@ -119,17 +119,17 @@ func (l *lbList) allows(name string) *lbPolicy {
 // differs, with a warning naming that client.
 func validateLBConfigList(c *checker, v int32, l lbList) {
 	t := c.t
-	if !c.want(v, jtree.Array, "lb-config", l.what) {
+	if !c.want(v, jtree.Array, codeLBConfig, l.what) {
 		return
 	}
 	if t.Nodes[v].Len == 0 {
 		switch {
 		case !l.emptyIsUnset:
-			c.report(v, "lb-config", "%s is an empty list: it must name a policy, like [{\"round_robin\":{}}]", l.what)
+			c.report(v, codeLBConfig, "%s is an empty list: it must name a policy, like [{\"round_robin\":{}}]", l.what)
 		case l.clients == allClients:
 			// gRFC A24: "If unset, will use whatever algorithm is specified
 			// by the balancer", distinct from "If none are supported".
-			c.refuse(v, "lb-config-empty", clientGo|clientCore, "loadBalancingConfig is an empty list, which proto3 reads as unset (the default policy, or loadBalancingPolicy), as grpc-java and grpc-js do; grpc-go and C-core reject the whole config: remove the field")
+			c.refuse(v, codeLBConfigEmpty, clientGo|clientCore, "loadBalancingConfig is an empty list, which proto3 reads as unset (the default policy, or loadBalancingPolicy), as grpc-java and grpc-js do; grpc-go and C-core reject the whole config: remove the field")
 		}
 		return
 	}
@@ -164,9 +164,9 @@ func validateLBConfigList(c *checker, v int32, l lbList) {
 			malformed = true
 			if chosen < 0 {
 				// Every client examines the entries up to the one it uses.
-				c.report(e, "lb-config", "a %s entry %s", l.what, problem)
+				c.report(e, codeLBConfig, "a %s entry %s", l.what, problem)
 			} else if who &= l.clients; who != 0 {
-				c.refuse(e, "lb-fallback-config", who, "this %s entry %s: clients stop at the first policy they support, but %s %s every entry and %s the whole config", l.what, problem, who, who.verb("checks", "check"), who.verb("rejects", "reject"))
+				c.refuse(e, codeLBFallbackConfig, who, "this %s entry %s: clients stop at the first policy they support, but %s %s every entry and %s the whole config", l.what, problem, who, who.verb("checks", "check"), who.verb("rejects", "reject"))
 			}
 			ent.key = -1
 			return
@@ -186,7 +186,7 @@ func validateLBConfigList(c *checker, v int32, l lbList) {
 	c.pushIdx(chosen)
 	c.pushKey(ch.key)
 	if ch.p.xdsOnly {
-		c.report(ch.key, "lb-policy-xds", "%s is an xDS policy: it takes its cluster and endpoints from an xDS resolver, so a channel that reads this record from DNS has no usable backends; name a policy such as round_robin first", ch.p.name)
+		c.report(ch.key, codeLBPolicyXDS, "%s is an xDS policy: it takes its cluster and endpoints from an xDS resolver, so a channel that reads this record from DNS has no usable backends; name a policy such as round_robin first", ch.p.name)
 	}
 	if ch.p.check != nil {
 		ch.p.check(c, ch.cfg)
@@ -240,7 +240,7 @@ func validateLBConfigList(c *checker, v int32, l lbList) {
 				who := fallbacks[i]
 				c.pushIdx(i)
 				c.pushKey(e.key)
-				c.refuse(e.key, "lb-fallback-config", who, "%s %s %s, so %s %s %s and %s the whole config: %s (at %s)", who, who.verb("lacks", "lack"), entries[chosen].p.name, who, who.verb("uses", "use"), e.p.name, who.verb("rejects", "reject"), d.Message, d.Path)
+				c.refuse(e.key, codeLBFallbackConfig, who, "%s %s %s, so %s %s %s and %s the whole config: %s (at %s)", who, who.verb("lacks", "lack"), entries[chosen].p.name, who, who.verb("uses", "use"), e.p.name, who.verb("rejects", "reject"), d.Message, d.Path)
 				c.pop()
 				c.pop()
 				break
@@ -264,11 +264,11 @@ func reportNoKnownPolicy(c *checker, v int32, l lbList) {
 	msg := l.what + " names no policy of the gRPC spec (" + strings.Join(quoteAll(names), ", ") + "), so every client rejects the config"
 	for _, n := range names {
 		if s := Suggest(n, known); s != "" {
-			c.report(v, "lb-no-known-policy", "%s: did you mean %q?", msg, s)
+			c.report(v, codeLBNoKnownPolicy, "%s: did you mean %q?", msg, s)
 			return
 		}
 	}
-	c.report(v, "lb-no-known-policy", "%s; add one it can use, such as {\"round_robin\":{}} (%s)", msg, strings.Join(known, ", "))
+	c.report(v, codeLBNoKnownPolicy, "%s; add one it can use, such as {\"round_robin\":{}} (%s)", msg, strings.Join(known, ", "))
 }
 
 // reportUnsupported says which clients implement none of the policies of a
@@ -282,7 +282,7 @@ func reportUnsupported(c *checker, v int32, l lbList, none client, first string)
 	if none&clientJS != 0 {
 		parts = append(parts, "grpc-js uses pick_first instead")
 	}
-	c.refuse(v, "lb-policy-unsupported", reject, "%s %s none of the policies of %s (the spec's choice is %s): %s; add a policy every client has, like {\"round_robin\":{}}, as the last entry", none, none.verb("implements", "implement"), l.what, first, strings.Join(parts, ", and "))
+	c.refuse(v, codeLBPolicyUnsupported, reject, "%s %s none of the policies of %s (the spec's choice is %s): %s; add a policy every client has, like {\"round_robin\":{}}, as the last entry", none, none.verb("implements", "implement"), l.what, first, strings.Join(parts, ", and "))
 }
 
 func quoteAll(ss []string) []string {
@@ -311,7 +311,7 @@ func contains(list []string, s string) bool {
 // moot says loadBalancingConfig is set, so clients do not use the name.
 func validateLBPolicy(c *checker, v int32, moot bool) {
 	t := c.t
-	if !c.want(v, jtree.String, "lb-policy", "loadBalancingPolicy") {
+	if !c.want(v, jtree.String, codeLBPolicy, "loadBalancingPolicy") {
 		return
 	}
 	name := t.Str(v)
@@ -324,11 +324,11 @@ func validateLBPolicy(c *checker, v int32, moot bool) {
 		} else {
 			msg += "; use \"round_robin\" or \"pick_first\""
 		}
-		c.report(v, "lb-policy", "%s", msg)
+		c.report(v, codeLBPolicy, "%s", msg)
 		return
 	}
 	if !p.emptyOK {
-		c.report(v, "lb-policy", "loadBalancingPolicy %s names %s, which needs a config: clients reject it here; use \"loadBalancingConfig\":[{%q:{...}}]", t.Raw(v), p.name, p.name)
+		c.report(v, codeLBPolicy, "loadBalancingPolicy %s names %s, which needs a config: clients reject it here; use \"loadBalancingConfig\":[{%q:{...}}]", t.Raw(v), p.name, p.name)
 		return
 	}
 	if moot {
@@ -361,7 +361,7 @@ func validateLBPolicy(c *checker, v int32, moot bool) {
 	if name != lower && lower != "pick_first" {
 		fix = "write \"" + lower + "\", or better " + fix[len("write "):]
 	}
-	c.refuse(v, "lb-policy-compat", reject, "loadBalancingPolicy %s is valid, but %s; %s", t.Raw(v), strings.Join(notes, "; "), fix)
+	c.refuse(v, codeLBPolicyCompat, reject, "loadBalancingPolicy %s is valid, but %s; %s", t.Raw(v), strings.Join(notes, "; "), fix)
 }
 
 // pfield is a known member of a policy's config and its check.
@@ -387,7 +387,7 @@ func policyFields(c *checker, cfg int32, policy string, fields []pfield) {
 			names[i] = f.name
 		}
 		sort.Strings(names)
-		c.unknownField(k, "unknown-field", policy+" config", names)
+		c.unknownField(k, codeUnknownField, policy+" config", names)
 	})
 }
 
@@ -400,7 +400,7 @@ func require(c *checker, obj int32, what string, names ...string) {
 		}
 	}
 	if len(missing) > 0 {
-		c.report(obj, "lb-policy-config", "%s is missing %s, which it requires", what, joinAnd(missing))
+		c.report(obj, codeLBPolicyConfig, "%s is missing %s, which it requires", what, joinAnd(missing))
 	}
 }
 
@@ -415,11 +415,11 @@ func joinAnd(m []string) string {
 }
 
 func boolField(what string) func(c *checker, v int32) {
-	return func(c *checker, v int32) { c.want(v, jtree.Bool, "lb-policy-config", what) }
+	return func(c *checker, v int32) { c.want(v, jtree.Bool, codeLBPolicyConfig, what) }
 }
 
 func stringField(what string) func(c *checker, v int32) {
-	return func(c *checker, v int32) { c.want(v, jtree.String, "lb-policy-config", what) }
+	return func(c *checker, v int32) { c.want(v, jtree.String, codeLBPolicyConfig, what) }
 }
 
 // durationField checks a Duration field of a policy config whose spec
@@ -428,7 +428,7 @@ func durationField(what string, refuseNeg client) func(c *checker, v int32) {
 	return func(c *checker, v int32) {
 		if d, ok := duration(c, v, what); ok && d.neg() {
 			refuseNeg := negRefusers(d, refuseNeg)
-			c.refuse(v, "duration-negative", refuseNeg, "%s %s is negative: the spec does not forbid it, but %s %s the whole config; write a positive duration", what, c.t.Raw(v), refuseNeg, refuseNeg.verb("rejects", "reject"))
+			c.refuse(v, codeDurationNegative, refuseNeg, "%s %s is negative: the spec does not forbid it, but %s %s the whole config; write a positive duration", what, c.t.Raw(v), refuseNeg, refuseNeg.verb("rejects", "reject"))
 		}
 	}
 }
@@ -438,7 +438,7 @@ func durationField(what string, refuseNeg client) func(c *checker, v int32) {
 func nonNegDuration(what, src string) func(c *checker, v int32) {
 	return func(c *checker, v int32) {
 		if d, ok := duration(c, v, what); ok && d.neg() {
-			c.report(v, "lb-policy-config", "%s %s must not be negative (%s)", what, c.t.Raw(v), src)
+			c.report(v, codeLBPolicyConfig, "%s %s must not be negative (%s)", what, c.t.Raw(v), src)
 		}
 	}
 }
@@ -470,13 +470,13 @@ func checkWRR(c *checker, cfg int32) {
 		{"weightUpdatePeriod", period("weightUpdatePeriod")},
 		// gRFC A114: repeated string; names a client cannot use are skipped.
 		{"metricNamesForComputingUtilization", func(c *checker, v int32) {
-			if c.want(v, jtree.Array, "lb-policy-config", "weighted_round_robin.metricNamesForComputingUtilization") {
-				c.elements(v, func(_ int, e int32) { c.want(e, jtree.String, "lb-policy-config", "a metric name") })
+			if c.want(v, jtree.Array, codeLBPolicyConfig, "weighted_round_robin.metricNamesForComputingUtilization") {
+				c.elements(v, func(_ int, e int32) { c.want(e, jtree.String, codeLBPolicyConfig, "a metric name") })
 			}
 		}},
 		{"errorUtilizationPenalty", func(c *checker, v int32) {
-			if n, ok := c.protoNumber(v, "weighted_round_robin.errorUtilizationPenalty", "lb-policy-config", numFloat, clientGo); ok && !(n.f >= 0) {
-				c.report(v, "lb-policy-config", "weighted_round_robin.errorUtilizationPenalty must not be negative (gRFC A58), not %s", c.t.Raw(v))
+			if n, ok := c.protoNumber(v, "weighted_round_robin.errorUtilizationPenalty", codeLBPolicyConfig, numFloat, clientGo); ok && !(n.f >= 0) {
+				c.report(v, codeLBPolicyConfig, "weighted_round_robin.errorUtilizationPenalty must not be negative (gRFC A58), not %s", c.t.Raw(v))
 			}
 		}},
 	})
@@ -487,8 +487,8 @@ func checkWRR(c *checker, cfg int32) {
 func checkLeastRequest(c *checker, cfg int32) {
 	policyFields(c, cfg, "least_request_experimental", []pfield{
 		{"choiceCount", func(c *checker, v int32) {
-			if n, ok := c.protoNumber(v, "least_request_experimental.choiceCount", "lb-policy-config", numUint64, clientGo); ok && n.i < 2 {
-				c.report(v, "lb-policy-config", "least_request_experimental.choiceCount must be at least 2 (gRFC A48; clients cap it at 10), not %s", c.t.Raw(v))
+			if n, ok := c.protoNumber(v, "least_request_experimental.choiceCount", codeLBPolicyConfig, numUint64, clientGo); ok && n.i < 2 {
+				c.report(v, codeLBPolicyConfig, "least_request_experimental.choiceCount must be at least 2 (gRFC A48; clients cap it at 10), not %s", c.t.Raw(v))
 			}
 		}},
 	})
@@ -512,17 +512,17 @@ func checkRingHash(c *checker, cfg int32) {
 	size := func(name string, dst *int64) func(*checker, int32) {
 		return func(c *checker, v int32) {
 			what := "ring_hash_experimental." + name
-			n, ok := c.protoNumber(v, what, "lb-policy-config", numUint64, clientGo)
+			n, ok := c.protoNumber(v, what, codeLBPolicyConfig, numUint64, clientGo)
 			if !ok {
 				return
 			}
 			if n.i == 0 {
 				// proto3: 0 is the field unset, so the default applies.
-				c.refuse(v, "proto-default-value", clientCore|clientJava, "%s is 0, which proto3 reads as unset (the default, %d), but C-core and grpc-java reject the whole config; leave the field out", what, map[string]int{"minRingSize": ringHashDefaultMin, "maxRingSize": ringHashDefaultMax}[name])
+				c.refuse(v, codeProtoDefaultValue, clientCore|clientJava, "%s is 0, which proto3 reads as unset (the default, %d), but C-core and grpc-java reject the whole config; leave the field out", what, map[string]int{"minRingSize": ringHashDefaultMin, "maxRingSize": ringHashDefaultMax}[name])
 				return
 			}
 			if n.i > ringHashMax {
-				c.report(v, "lb-policy-config", "%s must be at most %d (gRFC A42: \"values above 8M will be NACKed\"), not %s", what, ringHashMax, t.Raw(v))
+				c.report(v, codeLBPolicyConfig, "%s must be at most %d (gRFC A42: \"values above 8M will be NACKed\"), not %s", what, ringHashMax, t.Raw(v))
 				return
 			}
 			*dst = n.i
@@ -532,7 +532,7 @@ func checkRingHash(c *checker, cfg int32) {
 		{"minRingSize", size("minRingSize", &minSize)},
 		{"maxRingSize", size("maxRingSize", &maxSize)},
 		{"requestHashHeader", func(c *checker, v int32) {
-			if !c.want(v, jtree.String, "lb-policy-config", "ring_hash_experimental.requestHashHeader") {
+			if !c.want(v, jtree.String, codeLBPolicyConfig, "ring_hash_experimental.requestHashHeader") {
 				return
 			}
 			// gRFC A76: "if the request_hash_header field contains a value
@@ -542,9 +542,9 @@ func checkRingHash(c *checker, cfg int32) {
 			switch {
 			case h == "":
 			case !validHeaderName(h):
-				c.report(v, "lb-policy-config", "ring_hash_experimental.requestHashHeader %s is not a valid header name (gRFC A76): use lower-case letters, digits, '-', '_' and '.'", t.Raw(v))
+				c.report(v, codeLBPolicyConfig, "ring_hash_experimental.requestHashHeader %s is not a valid header name (gRFC A76): use lower-case letters, digits, '-', '_' and '.'", t.Raw(v))
 			case strings.HasSuffix(h, "-bin"):
-				c.report(v, "lb-policy-config", "ring_hash_experimental.requestHashHeader %s names a binary header, which gRFC A76 rejects: hash on a text header", t.Raw(v))
+				c.report(v, codeLBPolicyConfig, "ring_hash_experimental.requestHashHeader %s names a binary header, which gRFC A76 rejects: hash on a text header", t.Raw(v))
 			}
 		}},
 	})
@@ -560,7 +560,7 @@ func checkRingHash(c *checker, cfg int32) {
 		maxVal = ringHashDefaultMax
 	}
 	if minVal > maxVal {
-		c.report(cfg, "lb-policy-config", "ring_hash_experimental.minRingSize (%d%s) is larger than maxRingSize (%d%s)", minVal, defaultNote(minSize), maxVal, defaultNote(maxSize))
+		c.report(cfg, codeLBPolicyConfig, "ring_hash_experimental.minRingSize (%d%s) is larger than maxRingSize (%d%s)", minVal, defaultNote(minSize), maxVal, defaultNote(maxSize))
 	}
 }
 
@@ -608,17 +608,17 @@ func checkOutlierDetection(c *checker, cfg int32) {
 	const src = "gRFC A50"
 	pct := func(what string) func(*checker, int32) {
 		return func(c *checker, v int32) {
-			if n, ok := c.protoNumber(v, what, "lb-policy-config", numUint32, 0); ok && n.i > 100 {
-				c.report(v, "lb-policy-config", "%s must be at most 100 (%s), not %s", what, src, c.t.Raw(v))
+			if n, ok := c.protoNumber(v, what, codeLBPolicyConfig, numUint32, 0); ok && n.i > 100 {
+				c.report(v, codeLBPolicyConfig, "%s must be at most 100 (%s), not %s", what, src, c.t.Raw(v))
 			}
 		}
 	}
 	count := func(what string) func(*checker, int32) {
-		return func(c *checker, v int32) { c.protoNumber(v, what, "lb-policy-config", numUint32, 0) }
+		return func(c *checker, v int32) { c.protoNumber(v, what, codeLBPolicyConfig, numUint32, 0) }
 	}
 	ejection := func(what string, fields []pfield) func(*checker, int32) {
 		return func(c *checker, v int32) {
-			if c.want(v, jtree.Object, "lb-policy-config", what) {
+			if c.want(v, jtree.Object, codeLBPolicyConfig, what) {
 				policyFields(c, v, what, fields)
 			}
 		}
@@ -659,8 +659,8 @@ func childPolicy(parent string) func(*checker, int32) {
 func checkRandomSubsetting(c *checker, cfg int32) {
 	policyFields(c, cfg, "random_subsetting_experimental", []pfield{
 		{"subsetSize", func(c *checker, v int32) {
-			if n, ok := c.protoNumber(v, "random_subsetting_experimental.subsetSize", "lb-policy-config", numUint32, clientGo); ok && n.i < 1 {
-				c.report(v, "lb-policy-config", "random_subsetting_experimental.subsetSize must be greater than 0 (gRFC A68)")
+			if n, ok := c.protoNumber(v, "random_subsetting_experimental.subsetSize", codeLBPolicyConfig, numUint32, clientGo); ok && n.i < 1 {
+				c.report(v, codeLBPolicyConfig, "random_subsetting_experimental.subsetSize must be greater than 0 (gRFC A68)")
 			}
 		}},
 		{"childPolicy", childPolicy("random_subsetting_experimental")},

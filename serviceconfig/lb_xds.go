@@ -54,9 +54,9 @@ func checkWrrLocality(c *checker, cfg int32) {
 // each.
 func childMap(what string, each func(c *checker, v int32)) func(*checker, int32) {
 	return func(c *checker, v int32) {
-		if c.want(v, jtree.Object, "lb-policy-config", what) {
+		if c.want(v, jtree.Object, codeLBPolicyConfig, what) {
 			c.fields(v, func(_, e int32) {
-				if c.want(e, jtree.Object, "lb-policy-config", "an entry of "+what) {
+				if c.want(e, jtree.Object, codeLBPolicyConfig, "an entry of "+what) {
 					each(c, e)
 				}
 			})
@@ -76,13 +76,13 @@ func checkPriority(c *checker, cfg int32) {
 			require(c, e, p+" child", "config")
 		})},
 		{"priorities", func(c *checker, v int32) {
-			if !c.want(v, jtree.Array, "lb-policy-config", p+".priorities") {
+			if !c.want(v, jtree.Array, codeLBPolicyConfig, p+".priorities") {
 				return
 			}
 			children := c.field(cfg, "children")
 			c.elements(v, func(_ int, e int32) {
-				if c.want(e, jtree.String, "lb-policy-config", "a priority") && children >= 0 && t.Nodes[children].Kind == jtree.Object && c.field(children, t.Str(e)) < 0 {
-					c.report(e, "lb-policy-config", "priority %s names no entry of %s.children", t.Raw(e), p)
+				if c.want(e, jtree.String, codeLBPolicyConfig, "a priority") && children >= 0 && t.Nodes[children].Kind == jtree.Object && c.field(children, t.Str(e)) < 0 {
+					c.report(e, codeLBPolicyConfig, "priority %s names no entry of %s.children", t.Raw(e), p)
 				}
 			})
 		}},
@@ -96,7 +96,7 @@ func checkWeightedTarget(c *checker, cfg int32) {
 		{"targets", childMap(p+".targets", func(c *checker, e int32) {
 			policyFields(c, e, p+" target", []pfield{
 				{"weight", func(c *checker, v int32) {
-					c.protoNumber(v, p+" target.weight", "lb-policy-config", numUint32, 0)
+					c.protoNumber(v, p+" target.weight", codeLBPolicyConfig, numUint32, 0)
 				}},
 				{"childPolicy", childPolicy(p)},
 			})

@@ -95,7 +95,7 @@ func ChoicesFromText(text []byte) (*Choices, Diagnostics) {
 			src.offs = func(o int) int { return start + o }
 		}
 	case KindPublisher:
-		return nil, Diagnostics{{Severity: Error, Code: "choices-type", Offset: -1,
+		return nil, Diagnostics{{Severity: codeChoicesType.severity(), Code: codeChoicesType.String(), Offset: -1,
 			Message: "this is a publisher config, which holds many records: pick one with a dns:// input against the running server, or `encode` a service's choices"}}
 	default:
 		ds := Diagnostics{unknownKind(text)}
@@ -204,7 +204,7 @@ func recordOffset(p *presentation, r, def int) int {
 func ChoicesFromRecords(records [][]string) (*Choices, Diagnostics) {
 	value, err := DecodeTXT(records)
 	if err == ErrNoConfig {
-		return nil, Diagnostics{{Severity: Error, Code: "txt-no-record", Offset: -1, Message: noRecordMessage(records)}}
+		return nil, Diagnostics{{Severity: codeTXTNoRecord.severity(), Code: codeTXTNoRecord.String(), Offset: -1, Message: noRecordMessage(records)}}
 	}
 	if err != nil {
 		return nil, err.(*InvalidError).Diagnostics
@@ -248,7 +248,7 @@ func unknownKind(text []byte) Diagnostic {
 	case bytes.Equal(trimmed, []byte("null")) || bytes.Equal(trimmed, []byte("true")) || bytes.Equal(trimmed, []byte("false")):
 		msg = "the input is the JSON literal " + string(trimmed) + ": " + want
 	}
-	return Diagnostic{Severity: Error, Code: "json-syntax", Offset: at, Message: msg}
+	return Diagnostic{Severity: codeJSONSyntax.severity(), Code: codeJSONSyntax.String(), Offset: at, Message: msg}
 }
 
 func firstSignificant(text []byte) int {
@@ -282,7 +282,7 @@ func lintValue(value []byte, k Kind, offs offsetMap, owner string, strs ...strin
 		}
 	} else {
 		if t.NonASCII >= 0 {
-			ds = append(ds, Diagnostic{Severity: Error, Code: "non-ascii", Offset: t.NonASCII,
+			ds = append(ds, Diagnostic{Severity: codeNonASCII.severity(), Code: codeNonASCII.String(), Offset: t.NonASCII,
 				Message: "TXT records are ASCII (gRFC A2) and this config holds other characters: use ASCII names, or \\u escapes in JSON strings"})
 		}
 		c := newChecker(t)
@@ -341,7 +341,7 @@ func lintChoiceList(c *checker, ch *Choices) {
 			c.pushIdx(elementIndex(t, 0, ch.List[i].node))
 			k := keyNodeOf(t, ch.List[i].node, v)
 			c.pushKey(k)
-			c.report(k, "choice-extension-key", "dynamicParameterConstraints is an extension only our resolver reads: grpc-java and grpc-js reject the whole record because of the unknown key, and grpc-go and C-core ignore it, so they may pick a variant meant for other clients; serve such records only to clients that use our resolver")
+			c.report(k, codeChoiceExtensionKey, "dynamicParameterConstraints is an extension only our resolver reads: grpc-java and grpc-js reject the whole record because of the unknown key, and grpc-go and C-core ignore it, so they may pick a variant meant for other clients; serve such records only to clients that use our resolver")
 			c.pop()
 			c.pop()
 			break
@@ -357,7 +357,7 @@ func lintChoiceList(c *checker, ch *Choices) {
 	if !catchAll && len(ch.List) > 0 {
 		last := ch.List[len(ch.List)-1].node
 		c.pushIdx(len(ch.List) - 1)
-		c.refuse(last, "choices-no-catch-all", clientGo|clientJS, "no choice matches every client: a client that matches none gets no config from this record, and grpc-go and grpc-js then fail the channel (UNAVAILABLE) while our resolver, C-core and grpc-java use the channel's default config; end the list with a choice without criteria, like {\"serviceConfig\":{}}")
+		c.refuse(last, codeChoicesNoCatchAll, clientGo|clientJS, "no choice matches every client: a client that matches none gets no config from this record, and grpc-go and grpc-js then fail the channel (UNAVAILABLE) while our resolver, C-core and grpc-java use the channel's default config; end the list with a choice without criteria, like {\"serviceConfig\":{}}")
 		c.pop()
 	}
 	for i := range ch.List {
@@ -366,7 +366,7 @@ func lintChoiceList(c *checker, ch *Choices) {
 		if x.Percentage == 0 {
 			v := t.Get(x.node, keyPercentage)
 			c.pushKey(keyNodeOf(t, x.node, v))
-			c.report(v, "choice-percentage-zero", "percentage 0 matches no client (buckets run from 1 to 100), so choice %d is never used; raise it or remove the choice", i)
+			c.report(v, codeChoicePercentageZero, "percentage 0 matches no client (buckets run from 1 to 100), so choice %d is never used; raise it or remove the choice", i)
 			c.pop()
 		}
 		for _, key := range []string{keyClientLanguage, keyClientHostname} {
@@ -379,7 +379,7 @@ func lintChoiceList(c *checker, ch *Choices) {
 					who = clientGo | clientJS
 				}
 				c.pushKey(keyNodeOf(t, x.node, v))
-				c.refuse(v, "choice-empty-list", who, "an empty %s list matches every client under gRFC A2 (C-core and grpc-java agree), but grpc-go and grpc-js match none (and fail the channel when no later choice matches them): remove the field to match every client", key)
+				c.refuse(v, codeChoiceEmptyList, who, "an empty %s list matches every client under gRFC A2 (C-core and grpc-java agree), but grpc-go and grpc-js match none (and fail the channel when no later choice matches them): remove the field to match every client", key)
 				c.pop()
 			}
 		}
@@ -394,7 +394,7 @@ func lintChoiceList(c *checker, ch *Choices) {
 			}
 			if goVariant >= 0 && !exactGO {
 				c.pushKey(keyNodeOf(t, x.node, v))
-				c.report(goVariant, "choice-language-case", "clientLanguage %s is case-insensitive under gRFC A2, but grpc-go only matches \"GO\": write \"GO\" (our resolver and other clients match either)", t.Raw(goVariant))
+				c.report(goVariant, codeChoiceLanguageCase, "clientLanguage %s is case-insensitive under gRFC A2, but grpc-go only matches \"GO\": write \"GO\" (our resolver and other clients match either)", t.Raw(goVariant))
 				c.pop()
 			}
 		}
@@ -426,7 +426,7 @@ func lintTXTText(text []byte, opts LintOptions) Diagnostics {
 }
 
 func spellingDiagnostic(off int) Diagnostic {
-	return Diagnostic{Severity: Warning, Code: "txt-attribute-spelling", Offset: off,
+	return Diagnostic{Severity: codeTXTAttributeSpelling.severity(), Code: codeTXTAttributeSpelling.String(), Offset: off,
 		Message: "the attribute is not written exactly \"grpc_config=\": RFC 1464 allows other spellings (case, spaces, back-quotes) and our resolver reads them, but grpc-go, C-core and grpc-js look for the exact prefix; write grpc_config="}
 }
 
@@ -462,7 +462,7 @@ func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagno
 				if p != nil {
 					off = p.offs[r][s][0]
 				}
-				ds = append(ds, Diagnostic{Severity: Error, Code: "txt-string-too-long", Offset: off,
+				ds = append(ds, Diagnostic{Severity: codeTXTStringTooLong.severity(), Code: codeTXTStringTooLong.String(), Offset: off,
 					Message: fmt.Sprintf("string %d of record %d is %d bytes long: a TXT string holds at most %d; split it into several strings (clients join them)", s, r, len(str), MaxStringLen)})
 			}
 		}
@@ -474,7 +474,7 @@ func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagno
 			continue
 		}
 		if found >= 0 {
-			ds = append(ds, Diagnostic{Severity: Error, Code: "txt-multiple-config", Offset: recOff(r),
+			ds = append(ds, Diagnostic{Severity: codeTXTMultipleConfig.severity(), Code: codeTXTMultipleConfig.String(), Offset: recOff(r),
 				Message: fmt.Sprintf("records %d and %d both start with grpc_config=: clients cannot tell which to use, so the config is invalid; publish exactly one", found, r)})
 			continue
 		}
@@ -484,10 +484,10 @@ func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagno
 		}
 	}
 	if found < 0 {
-		return append(ds, Diagnostic{Severity: Error, Code: noRecordCode(records), Offset: recOff(0), Message: noRecordMessage(records)})
+		return append(ds, Diagnostic{Severity: noRecordCode(records).severity(), Code: noRecordCode(records).String(), Offset: recOff(0), Message: noRecordMessage(records)})
 	}
 	if len(records) > 1 {
-		ds = append(ds, Diagnostic{Severity: Warning, Code: "txt-other-records", Offset: recOff(otherThan(found, len(records))),
+		ds = append(ds, Diagnostic{Severity: codeTXTOtherRecords.severity(), Code: codeTXTOtherRecords.String(), Offset: recOff(otherThan(found, len(records))),
 			Message: fmt.Sprintf("%d other TXT record(s) share this name: our resolver, C-core and grpc-java ignore them, but grpc-go joins every TXT record at the name and fails to parse the result; publish the config alone at _grpc_config.<host>", len(records)-1)})
 	}
 	strs := records[found]
@@ -511,7 +511,7 @@ func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagno
 			if p != nil {
 				off = offs[i]
 			}
-			return append(ds, Diagnostic{Severity: Error, Code: "non-ascii", Offset: off,
+			return append(ds, Diagnostic{Severity: codeNonASCII.severity(), Code: codeNonASCII.String(), Offset: off,
 				Message: fmt.Sprintf("byte 0x%02x is not ASCII: gRFC A2 records are ASCII; write non-ASCII characters as \\u escapes", b)})
 		}
 	}
@@ -539,11 +539,11 @@ func otherThan(found, n int) int {
 	return 0
 }
 
-func noRecordCode(records [][]string) string {
+func noRecordCode(records [][]string) diagCode {
 	if splitPrefix(records) >= 0 {
-		return "txt-prefix-split"
+		return codeTXTPrefixSplit
 	}
-	return "txt-no-record"
+	return codeTXTNoRecord
 }
 
 func noRecordMessage(records [][]string) string {

@@ -130,7 +130,7 @@ func (a Answer) choices() (ch *Choices, ds Diagnostics, none string) {
 	default:
 		ch, ds = ChoicesFromRecords(a.Records)
 	}
-	if ch == nil && len(ds) == 1 && ds[0].Code == "txt-no-record" {
+	if ch == nil && len(ds) == 1 && ds[0].Code == codeTXTNoRecord.String() {
 		return nil, nil, ds[0].Message
 	}
 	return ch, ds, ""

@@ -41,7 +41,7 @@ type number struct {
 // field but refuse the string form (encoding/json in grpc-go, typeof checks
 // in grpc-js). Problems are reported with code; ok is false when the value
 // is not a number of kind k.
-func (c *checker) protoNumber(v int32, what, code string, k numKind, strict client) (n number, ok bool) {
+func (c *checker) protoNumber(v int32, what string, code diagCode, k numKind, strict client) (n number, ok bool) {
 	t := c.t
 	var raw string
 	switch t.Nodes[v].Kind {
@@ -57,7 +57,7 @@ func (c *checker) protoNumber(v int32, what, code string, k numKind, strict clie
 			c.goText = append(c.goText, rewrite{v, goNumberText(raw, k)})
 		}
 		if strict != 0 {
-			c.refuse(v, "number-string", strict, "%s is written as a string, %s: proto3 JSON allows it and C-core and grpc-java read it, but %s %s the whole config; drop the quotes", what, t.Raw(v), strict, strict.verb("rejects", "reject"))
+			c.refuse(v, codeNumberString, strict, "%s is written as a string, %s: proto3 JSON allows it and C-core and grpc-java read it, but %s %s the whole config; drop the quotes", what, t.Raw(v), strict, strict.verb("rejects", "reject"))
 		}
 	default:
 		c.report(v, code, "%s must be a number, not %s", what, describeKind(t, v))
@@ -88,7 +88,7 @@ func (c *checker) protoNumber(v int32, what, code string, k numKind, strict clie
 		if t.Nodes[v].Kind == jtree.Number {
 			c.goText = append(c.goText, rewrite{v, strconv.FormatFloat(f, 'f', -1, 64)})
 		}
-		c.refuse(v, "number-form", clientGo|clientCore, "%s %s is a whole number written with a fraction or exponent: proto3 JSON allows it, but grpc-go and C-core reject the whole config; write %s", what, raw, strconv.FormatFloat(f, 'f', -1, 64))
+		c.refuse(v, codeNumberForm, clientGo|clientCore, "%s %s is a whole number written with a fraction or exponent: proto3 JSON allows it, but grpc-go and C-core reject the whole config; write %s", what, raw, strconv.FormatFloat(f, 'f', -1, 64))
 	}
 	n.whole = true
 	switch {
@@ -184,7 +184,7 @@ func (c *checker) fields(obj int32, f func(k, v int32)) {
 		v := t.Nodes[k].Next
 		c.pushKey(k)
 		if t.Nodes[v].Kind == jtree.Null {
-			c.refuse(v, "null-value", clientJava|clientJS, "%s is null, which proto3 JSON reads as absent (C-core and grpc-go agree), but grpc-java and grpc-js reject the whole config; remove the member", t.Raw(k))
+			c.refuse(v, codeNullValue, clientJava|clientJS, "%s is null, which proto3 JSON reads as absent (C-core and grpc-go agree), but grpc-java and grpc-js reject the whole config; remove the member", t.Raw(k))
 		} else {
 			f(k, v)
 		}

@@ -65,7 +65,7 @@ func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 	out := make(Diagnostics, 0, len(r.ds))
 	for _, d := range r.ds {
 		switch {
-		case d.Code == "duration-fraction" && opts.NineDigitDurations:
+		case d.Code == codeDurationFraction.String() && opts.NineDigitDurations:
 			continue // rewritten below
 		case IsSizeCode(d.Code):
 			continue // sized below, on the record as published
@@ -148,7 +148,7 @@ func (r reading) placed(ds Diagnostics) Diagnostics {
 // grpcGoFailure is the diagnostic that refuses a record grpc-go's own
 // resolver fails on, at choice i (-1: the whole list).
 func (r reading) grpcGoFailure(reason string, i int) Diagnostic {
-	d := Diagnostic{Severity: severityOf("grpc-go-channel-failure"), Code: "grpc-go-channel-failure", Offset: -1,
+	d := Diagnostic{Severity: codeGrpcGoChannelFailure.severity(), Code: codeGrpcGoChannelFailure.String(), Offset: -1,
 		Message: fmt.Sprintf("grpc-go clients (its built-in dns resolver) would fail their channel with UNAVAILABLE on this record: %s; fix the record as lint advises (a last choice without criteria, like {\"serviceConfig\":{}}, serves every client)", reason)}
 	if i >= 0 && !r.bare {
 		d.Offset = int(r.ch.tree.Nodes[r.ch.List[i].node].Start)
@@ -165,7 +165,7 @@ func rebuiltProblems(value []byte) Diagnostics {
 	const bug = "the record rebuilt for publishing is broken (a bug: please report it with the config): "
 	for i, b := range value {
 		if b >= 0x80 || b < 0x20 {
-			return Diagnostics{{Severity: Error, Code: "non-ascii", Offset: -1,
+			return Diagnostics{{Severity: codeNonASCII.severity(), Code: codeNonASCII.String(), Offset: -1,
 				Message: bug + fmt.Sprintf("byte %d is 0x%02x, not printable ASCII", i, b)}}
 		}
 	}

@@ -26,7 +26,7 @@ func checkRLS(c *checker, cfg int32) {
 		{"routeLookupConfig", checkRouteLookupConfig},
 		// "if specified, must parse as valid service config".
 		{"routeLookupChannelServiceConfig", func(c *checker, v int32) {
-			if c.want(v, jtree.Object, "lb-policy-config", rls+"routeLookupChannelServiceConfig") {
+			if c.want(v, jtree.Object, codeLBPolicyConfig, rls+"routeLookupChannelServiceConfig") {
 				validateServiceConfig(c, v)
 			}
 		}},
@@ -34,8 +34,8 @@ func checkRLS(c *checker, cfg int32) {
 		{"childPolicy", childPolicy(rlsName)},
 		// "must be set and non-empty".
 		{"childPolicyConfigTargetFieldName", func(c *checker, v int32) {
-			if c.want(v, jtree.String, "lb-policy-config", rls+"childPolicyConfigTargetFieldName") && c.t.Str(v) == "" {
-				c.report(v, "lb-policy-config", "%schildPolicyConfigTargetFieldName must not be empty: it names the field of the child policy's config that receives the target", rls)
+			if c.want(v, jtree.String, codeLBPolicyConfig, rls+"childPolicyConfigTargetFieldName") && c.t.Str(v) == "" {
+				c.report(v, codeLBPolicyConfig, "%schildPolicyConfigTargetFieldName must not be empty: it names the field of the child policy's config that receives the target", rls)
 			}
 		}},
 	})
@@ -45,7 +45,7 @@ func checkRLS(c *checker, cfg int32) {
 func checkRouteLookupConfig(c *checker, rlc int32) {
 	const what = rlsName + ".routeLookupConfig"
 	t := c.t
-	if !c.want(rlc, jtree.Object, "lb-policy-config", what) {
+	if !c.want(rlc, jtree.Object, codeLBPolicyConfig, what) {
 		return
 	}
 	paths := map[string]bool{}
@@ -53,26 +53,26 @@ func checkRouteLookupConfig(c *checker, rlc int32) {
 		{"grpcKeybuilders", func(c *checker, v int32) {
 			// "must have at least one entry"; "must not have two entries
 			// with the same Name".
-			if !c.want(v, jtree.Array, "lb-policy-config", what+".grpcKeybuilders") {
+			if !c.want(v, jtree.Array, codeLBPolicyConfig, what+".grpcKeybuilders") {
 				return
 			}
 			if t.Nodes[v].Len == 0 {
-				c.report(v, "lb-policy-config", "%s.grpcKeybuilders must have at least one key builder", what)
+				c.report(v, codeLBPolicyConfig, "%s.grpcKeybuilders must have at least one key builder", what)
 			}
 			c.elements(v, func(_ int, kb int32) { checkKeyBuilder(c, kb, paths) })
 		}},
 		{"httpKeybuilders", func(c *checker, v int32) {
 			// Used by HTTP proxies, not gRPC clients, which ignore it.
-			c.want(v, jtree.Array, "lb-policy-config", what+".httpKeybuilders")
+			c.want(v, jtree.Array, codeLBPolicyConfig, what+".httpKeybuilders")
 		}},
 		{"lookupService", func(c *checker, v int32) {
 			// "must be set and must parse as a target URI".
-			if !c.want(v, jtree.String, "lb-policy-config", what+".lookupService") {
+			if !c.want(v, jtree.String, codeLBPolicyConfig, what+".lookupService") {
 				return
 			}
 			s := t.Str(v)
 			if s == "" {
-				c.report(v, "lb-policy-config", "%s.lookupService must not be empty: write the lookup service's target, like \"rls.example.com:443\"", what)
+				c.report(v, codeLBPolicyConfig, "%s.lookupService must not be empty: write the lookup service's target, like \"rls.example.com:443\"", what)
 				return
 			}
 			lookupScheme(c, v, s)
@@ -85,35 +85,35 @@ func checkRouteLookupConfig(c *checker, rlc int32) {
 			// "If this field is omitted or set to zero, a client default will
 			// be used"; grpc-go and C-core require it greater than 0 (the RLS
 			// design), grpc-java takes an absent one as the default.
-			n, ok := c.protoNumber(v, what+".cacheSizeBytes", "lb-policy-config", numInt64, 0)
+			n, ok := c.protoNumber(v, what+".cacheSizeBytes", codeLBPolicyConfig, numInt64, 0)
 			switch {
 			case ok && n.i < 0:
-				c.report(v, "lb-policy-config", "%s.cacheSizeBytes must not be negative, not %s", what, t.Raw(v))
+				c.report(v, codeLBPolicyConfig, "%s.cacheSizeBytes must not be negative, not %s", what, t.Raw(v))
 			case ok && n.i == 0:
 				who := clientGo | clientCore | clientJava
-				c.refuse(v, "proto-default-value", who, "%s.cacheSizeBytes is 0, which rls_config.proto reads as the client default, but %s reject the whole config; set the cache size in bytes, like \"1048576\"", what, who)
+				c.refuse(v, codeProtoDefaultValue, who, "%s.cacheSizeBytes is 0, which rls_config.proto reads as the client default, but %s reject the whole config; set the cache size in bytes, like \"1048576\"", what, who)
 			}
 		}},
 		{"validTargets", func(c *checker, v int32) {
-			if c.want(v, jtree.Array, "lb-policy-config", what+".validTargets") {
-				c.elements(v, func(_ int, e int32) { c.want(e, jtree.String, "lb-policy-config", "a validTargets entry") })
+			if c.want(v, jtree.Array, codeLBPolicyConfig, what+".validTargets") {
+				c.elements(v, func(_ int, e int32) { c.want(e, jtree.String, codeLBPolicyConfig, "a validTargets entry") })
 			}
 		}},
 		{"defaultTarget", func(c *checker, v int32) {
-			if c.want(v, jtree.String, "lb-policy-config", what+".defaultTarget") && t.Str(v) == "" {
+			if c.want(v, jtree.String, codeLBPolicyConfig, what+".defaultTarget") && t.Str(v) == "" {
 				// proto3: an empty string is the field unset.
-				c.refuse(v, "proto-default-value", clientCore, "%s.defaultTarget is empty, which proto3 reads as unset, but C-core rejects the whole config; remove it", what)
+				c.refuse(v, codeProtoDefaultValue, clientCore, "%s.defaultTarget is empty, which proto3 reads as unset, but C-core rejects the whole config; remove it", what)
 			}
 		}},
 	})
 	require(c, rlc, what, "grpcKeybuilders", "lookupService")
 	if c.field(rlc, "cacheSizeBytes") < 0 {
 		who := clientGo | clientCore
-		c.refuse(rlc, "proto-default-value", who, "%s has no cacheSizeBytes, which rls_config.proto allows (a client default is used, as grpc-java does), but %s reject the whole config; set the cache size in bytes, like \"cacheSizeBytes\":\"1048576\"", what, who)
+		c.refuse(rlc, codeProtoDefaultValue, who, "%s has no cacheSizeBytes, which rls_config.proto allows (a client default is used, as grpc-java does), but %s reject the whole config; set the cache size in bytes, like \"cacheSizeBytes\":\"1048576\"", what, who)
 	}
 	// "if stale_age is set, then max_age must also be set".
 	if c.field(rlc, "staleAge") >= 0 && c.field(rlc, "maxAge") < 0 {
-		c.report(rlc, "lb-policy-config", "%s sets staleAge without maxAge: set maxAge too (staleAge only shortens it)", what)
+		c.report(rlc, codeLBPolicyConfig, "%s sets staleAge without maxAge: set maxAge too (staleAge only shortens it)", what)
 	}
 }
 
@@ -125,109 +125,109 @@ func checkRouteLookupConfig(c *checker, rlc int32) {
 func checkKeyBuilder(c *checker, kb int32, paths map[string]bool) {
 	const what = rlsName + ".routeLookupConfig.grpcKeybuilders[]"
 	t := c.t
-	if !c.want(kb, jtree.Object, "lb-policy-config", "a grpcKeybuilders entry") {
+	if !c.want(kb, jtree.Object, codeLBPolicyConfig, "a grpcKeybuilders entry") {
 		return
 	}
 	keys := map[string]bool{}
 	key := func(v int32, where string) {
 		k := t.Str(v)
 		if keys[k] {
-			c.report(v, "lb-policy-config", "key %q is used twice in this key builder (%s): headers, constantKeys and extraKeys must name different keys", k, where)
+			c.report(v, codeLBPolicyConfig, "key %q is used twice in this key builder (%s): headers, constantKeys and extraKeys must name different keys", k, where)
 		}
 		keys[k] = true
 	}
 	policyFields(c, kb, what, []pfield{
 		{"names", func(c *checker, v int32) {
-			if !c.want(v, jtree.Array, "lb-policy-config", "names") {
+			if !c.want(v, jtree.Array, codeLBPolicyConfig, "names") {
 				return
 			}
 			if t.Nodes[v].Len == 0 {
-				c.report(v, "lb-policy-config", "a key builder's names must list at least one {\"service\":…}")
+				c.report(v, codeLBPolicyConfig, "a key builder's names must list at least one {\"service\":…}")
 			}
 			c.elements(v, func(_ int, n int32) {
-				if !c.want(n, jtree.Object, "lb-policy-config", "a key builder name") {
+				if !c.want(n, jtree.Object, codeLBPolicyConfig, "a key builder name") {
 					return
 				}
 				service, method := "", ""
 				policyFields(c, n, "a key builder name", []pfield{
 					{"service", func(c *checker, v int32) {
-						if c.want(v, jtree.String, "lb-policy-config", "service") {
+						if c.want(v, jtree.String, codeLBPolicyConfig, "service") {
 							service = t.Str(v)
 						}
 					}},
 					{"method", func(c *checker, v int32) {
-						if c.want(v, jtree.String, "lb-policy-config", "method") {
+						if c.want(v, jtree.String, codeLBPolicyConfig, "method") {
 							method = t.Str(v)
 						}
 					}},
 				})
 				if service == "" {
-					c.report(n, "lb-policy-config", "a key builder name needs a service: the service field is required")
+					c.report(n, codeLBPolicyConfig, "a key builder name needs a service: the service field is required")
 					return
 				}
 				p := "/" + service + "/" + method
 				if paths[p] {
-					c.report(n, "lb-policy-config", "%s is named by two key builder names: each must be unique across grpcKeybuilders", p)
+					c.report(n, codeLBPolicyConfig, "%s is named by two key builder names: each must be unique across grpcKeybuilders", p)
 				}
 				paths[p] = true
 			})
 		}},
 		{"headers", func(c *checker, v int32) {
-			if !c.want(v, jtree.Array, "lb-policy-config", "headers") {
+			if !c.want(v, jtree.Array, codeLBPolicyConfig, "headers") {
 				return
 			}
 			c.elements(v, func(_ int, h int32) {
-				if !c.want(h, jtree.Object, "lb-policy-config", "a headers entry") {
+				if !c.want(h, jtree.Object, codeLBPolicyConfig, "a headers entry") {
 					return
 				}
 				policyFields(c, h, "a headers entry", []pfield{
 					{"key", func(c *checker, v int32) {
-						if c.want(v, jtree.String, "lb-policy-config", "key") {
+						if c.want(v, jtree.String, codeLBPolicyConfig, "key") {
 							if t.Str(v) == "" {
-								c.report(v, "lb-policy-config", "a headers entry's key must not be empty")
+								c.report(v, codeLBPolicyConfig, "a headers entry's key must not be empty")
 								return
 							}
 							key(v, "headers")
 						}
 					}},
 					{"names", func(c *checker, v int32) {
-						if !c.want(v, jtree.Array, "lb-policy-config", "names") {
+						if !c.want(v, jtree.Array, codeLBPolicyConfig, "names") {
 							return
 						}
 						if t.Nodes[v].Len == 0 {
-							c.report(v, "lb-policy-config", "a headers entry must list at least one header name")
+							c.report(v, codeLBPolicyConfig, "a headers entry must list at least one header name")
 						}
 						c.elements(v, func(_ int, e int32) {
-							if c.want(e, jtree.String, "lb-policy-config", "a header name") && t.Str(e) == "" {
-								c.report(e, "lb-policy-config", "a header name must not be empty")
+							if c.want(e, jtree.String, codeLBPolicyConfig, "a header name") && t.Str(e) == "" {
+								c.report(e, codeLBPolicyConfig, "a header name must not be empty")
 							}
 						})
 					}},
 					{"requiredMatch", func(c *checker, v int32) {
-						if c.want(v, jtree.Bool, "lb-policy-config", "requiredMatch") && t.Bool(v) {
-							c.report(v, "lb-policy-config", "requiredMatch must not be set for gRPC key builders (rls_config.proto: \"For gRPC, it is an error to specify required_match\")")
+						if c.want(v, jtree.Bool, codeLBPolicyConfig, "requiredMatch") && t.Bool(v) {
+							c.report(v, codeLBPolicyConfig, "requiredMatch must not be set for gRPC key builders (rls_config.proto: \"For gRPC, it is an error to specify required_match\")")
 						}
 					}},
 				})
 				if c.field(h, "key") < 0 {
-					c.report(h, "lb-policy-config", "a headers entry needs a key")
+					c.report(h, codeLBPolicyConfig, "a headers entry needs a key")
 				}
 				if c.field(h, "names") < 0 {
-					c.report(h, "lb-policy-config", "a headers entry needs names")
+					c.report(h, codeLBPolicyConfig, "a headers entry needs names")
 				}
 			})
 		}},
 		{"extraKeys", func(c *checker, v int32) {
-			if !c.want(v, jtree.Object, "lb-policy-config", "extraKeys") {
+			if !c.want(v, jtree.Object, codeLBPolicyConfig, "extraKeys") {
 				return
 			}
 			extra := func(c *checker, v int32) {
-				if !c.want(v, jtree.String, "lb-policy-config", "an extraKeys value") {
+				if !c.want(v, jtree.String, codeLBPolicyConfig, "an extraKeys value") {
 					return
 				}
 				if t.Str(v) == "" {
 					// proto3: "" is unset; C-core rejects it as set.
-					c.refuse(v, "proto-default-value", clientCore, "this extraKeys value is empty, which proto3 reads as unset, but C-core rejects the whole config; remove it")
+					c.refuse(v, codeProtoDefaultValue, clientCore, "this extraKeys value is empty, which proto3 reads as unset, but C-core rejects the whole config; remove it")
 					return
 				}
 				key(v, "extraKeys")
@@ -235,21 +235,21 @@ func checkKeyBuilder(c *checker, kb int32, paths map[string]bool) {
 			policyFields(c, v, "extraKeys", []pfield{{"host", extra}, {"service", extra}, {"method", extra}})
 		}},
 		{"constantKeys", func(c *checker, v int32) {
-			if !c.want(v, jtree.Object, "lb-policy-config", "constantKeys") {
+			if !c.want(v, jtree.Object, codeLBPolicyConfig, "constantKeys") {
 				return
 			}
 			c.fields(v, func(k, val int32) {
 				if t.Str(k) == "" {
-					c.report(k, "lb-policy-config", "a constantKeys key must not be empty")
+					c.report(k, codeLBPolicyConfig, "a constantKeys key must not be empty")
 				} else {
 					key(k, "constantKeys")
 				}
-				c.want(val, jtree.String, "lb-policy-config", "a constantKeys value")
+				c.want(val, jtree.String, codeLBPolicyConfig, "a constantKeys value")
 			})
 		}},
 	})
 	if n := c.field(kb, "names"); n < 0 {
-		c.report(kb, "lb-policy-config", "a key builder needs names, like [{\"service\":\"pkg.Service\"}]")
+		c.report(kb, codeLBPolicyConfig, "a key builder needs names, like [{\"service\":\"pkg.Service\"}]")
 	}
 }
 
@@ -265,10 +265,10 @@ func lookupScheme(c *checker, v int32, s string) {
 	}
 	if strings.HasPrefix(s[i:], "://") {
 		who := clientGo | clientCore | clientJava
-		c.refuse(v, "rls-lookup-scheme", who, "%s %s uses the scheme %q, for which clients have no resolver unless the application registers one: %s reject the whole config; write a target like \"dns:///rls.example.com:443\"", what, c.t.Raw(v), s[:i], who)
+		c.refuse(v, codeRLSLookupScheme, who, "%s %s uses the scheme %q, for which clients have no resolver unless the application registers one: %s reject the whole config; write a target like \"dns:///rls.example.com:443\"", what, c.t.Raw(v), s[:i], who)
 		return
 	}
-	c.refuse(v, "rls-lookup-scheme", clientGo, "%s %s is valid for C-core and grpc-java, which resolve it with dns, but grpc-go parses %q as a URI scheme it has no resolver for and rejects the whole config; write \"dns:///%s\"", what, c.t.Raw(v), s[:i], s)
+	c.refuse(v, codeRLSLookupScheme, clientGo, "%s %s is valid for C-core and grpc-java, which resolve it with dns, but grpc-go parses %q as a URI scheme it has no resolver for and rejects the whole config; write \"dns:///%s\"", what, c.t.Raw(v), s[:i], s)
 }
 
 // isScheme: RFC 3986 scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ).

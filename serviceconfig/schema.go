@@ -124,8 +124,8 @@ func (s *compiledSchema) add(t *jtree.Tree, e *jsonschema.ValidationError, loc [
 		off = int(t.Nodes[node].Start)
 	}
 	*out = append(*out, Diagnostic{
-		Severity: severityOf(code),
-		Code:     code,
+		Severity: code.severity(),
+		Code:     code.String(),
 		Message:  e.ErrorKind.LocalizedString(schemaPrinter) + " (JSON Schema)",
 		Path:     pointerOf(loc),
 		Offset:   off,
@@ -134,7 +134,7 @@ func (s *compiledSchema) add(t *jtree.Tree, e *jsonschema.ValidationError, loc [
 
 // codeFor finds the diagnostic code of a failure: x-codes[keyword] or
 // x-code on the failing subschema, or on the nearest enclosing one.
-func (s *compiledSchema) codeFor(schemaURL string, kw []string) string {
+func (s *compiledSchema) codeFor(schemaURL string, kw []string) diagCode {
 	_, frag, _ := strings.Cut(schemaURL, "#")
 	frag, _ = url.PathUnescape(frag)
 	var segs []string
@@ -153,16 +153,22 @@ func (s *compiledSchema) codeFor(schemaURL string, kw []string) string {
 			continue
 		}
 		// x-codes speaks of the keywords of its own subschema only.
-		if codes, ok := obj["x-codes"].(map[string]any); ok && n == len(segs) {
-			if c, ok := codes[keyword].(string); ok {
+		if xcodes, ok := obj["x-codes"].(map[string]any); ok && n == len(segs) {
+			if x, ok := xcodes[keyword].(string); ok {
+				if c, ok := codeByID[x]; ok {
+					return c
+				}
+			}
+		}
+		if x, ok := obj["x-code"].(string); ok {
+			if c, ok := codeByID[x]; ok {
 				return c
 			}
 		}
-		if c, ok := obj["x-code"].(string); ok {
-			return c
-		}
 	}
-	return "json-schema"
+	// The root has an x-code, and every x-code is registered
+	// (TestSchema): never reached.
+	return codeWrongType
 }
 
 func lookupPointer(doc any, segs []string) any {

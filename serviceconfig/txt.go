@@ -41,7 +41,7 @@ func DecodeTXT(records [][]string) ([]byte, error) {
 			continue
 		}
 		if found >= 0 {
-			return nil, Diagnostics{{Severity: Error, Code: "txt-multiple-config", Offset: -1,
+			return nil, Diagnostics{{Severity: codeTXTMultipleConfig.severity(), Code: codeTXTMultipleConfig.String(), Offset: -1,
 				Message: fmt.Sprintf("TXT records %d and %d both start with %s=: publish exactly one", found, i, Attribute)}}.Err()
 		}
 		found, first = i, v
@@ -60,7 +60,7 @@ func DecodeTXT(records [][]string) ([]byte, error) {
 	}
 	for i, b := range value {
 		if b >= 0x80 {
-			return nil, Diagnostics{{Severity: Error, Code: "non-ascii", Offset: i,
+			return nil, Diagnostics{{Severity: codeNonASCII.severity(), Code: codeNonASCII.String(), Offset: i,
 				Message: fmt.Sprintf("byte 0x%02x at offset %d of the value is not ASCII: gRFC A2 records are ASCII; write non-ASCII characters as \\u escapes", b, i)}}.Err()
 		}
 	}
@@ -171,7 +171,7 @@ func SizeDiagnostics(owner string, value []byte) Diagnostics {
 
 // IsSizeCode reports whether code is one of SizeDiagnostics' codes.
 func IsSizeCode(code string) bool {
-	return code == "txt-size-udp" || code == "txt-size-edns" || code == "txt-too-large"
+	return code == codeTXTSizeUDP.String() || code == codeTXTSizeEDNS.String() || code == codeTXTTooLarge.String()
 }
 
 // sizeDiagnostics reports answers that need TCP or cannot be sent.
@@ -186,19 +186,19 @@ func sizeDiagnostics(owner string, strs []string) Diagnostics {
 	if !known {
 		where = fmt.Sprintf("for a %d-byte owner name like %s", len(owner), owner)
 	}
-	mk := func(code, msg string) Diagnostics {
-		return Diagnostics{{Severity: severityOf(code), Code: code, Offset: -1, Message: msg}}
+	mk := func(code diagCode, msg string) Diagnostics {
+		return Diagnostics{{Severity: code.severity(), Code: code.String(), Offset: -1, Message: msg}}
 	}
 	switch {
 	case edns > MaxMessageSize:
 		// Sized with the OPT record: the answer as an EDNS client gets it
 		// over TCP. One that fits only without it reaches such clients as
 		// TC=1 with no records, over TCP too.
-		return mk("txt-too-large", fmt.Sprintf("the answer would be %d bytes %s with the EDNS OPT record, more than a DNS message can hold (%d); shrink the config or split it across services", edns, where, MaxMessageSize))
+		return mk(codeTXTTooLarge, fmt.Sprintf("the answer would be %d bytes %s with the EDNS OPT record, more than a DNS message can hold (%d); shrink the config or split it across services", edns, where, MaxMessageSize))
 	case edns > SafeEDNSSize:
-		return mk("txt-size-edns", fmt.Sprintf("the answer is %d bytes %s, above the %d-byte EDNS buffer most resolvers advertise: clients get it truncated and retry over TCP; keep the record under about %d bytes of JSON", edns, where, SafeEDNSSize, SafeEDNSSize-(edns-RDataLen(strs))-len(Attribute)-1-len(strs)))
+		return mk(codeTXTSizeEDNS, fmt.Sprintf("the answer is %d bytes %s, above the %d-byte EDNS buffer most resolvers advertise: clients get it truncated and retry over TCP; keep the record under about %d bytes of JSON", edns, where, SafeEDNSSize, SafeEDNSSize-(edns-RDataLen(strs))-len(Attribute)-1-len(strs)))
 	case plain > PlainUDPSize:
-		return mk("txt-size-udp", fmt.Sprintf("the answer is %d bytes %s, above %d: clients that do not use EDNS (many stub resolvers) must retry over TCP", plain, where, PlainUDPSize))
+		return mk(codeTXTSizeUDP, fmt.Sprintf("the answer is %d bytes %s, above %d: clients that do not use EDNS (many stub resolvers) must retry over TCP", plain, where, PlainUDPSize))
 	}
 	return nil
 }

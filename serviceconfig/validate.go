@@ -31,7 +31,7 @@ var serviceConfigFields = []string{"loadBalancingConfig", "loadBalancingPolicy",
 // where it comes from; docs/rules.md says how severities are chosen.
 func validateServiceConfig(c *checker, v int32) {
 	t := c.t
-	if !c.want(v, jtree.Object, "service-config-type", "a service config") {
+	if !c.want(v, jtree.Object, codeServiceConfigType, "a service config") {
 		return
 	}
 	var lbPolicyKey, lbConfig int32 = -1, -1
@@ -53,7 +53,7 @@ func validateServiceConfig(c *checker, v int32) {
 			lbPolicyKey = k
 			validateLBPolicy(c, val, lbSet)
 		case t.Is(k, "methodConfig"):
-			if !c.want(val, jtree.Array, "method-config", "methodConfig") {
+			if !c.want(val, jtree.Array, codeMethodConfig, "methodConfig") {
 				return
 			}
 			c.elements(val, func(_ int, mc int32) { validateMethodConfig(c, mc, names) })
@@ -61,35 +61,35 @@ func validateServiceConfig(c *checker, v int32) {
 			validateRetryThrottling(c, val)
 		case t.Is(k, "healthCheckConfig"):
 			// gRFC A17: HealthCheckConfig {StringValue service_name}.
-			if c.want(val, jtree.Object, "health-check-config", "healthCheckConfig") {
+			if c.want(val, jtree.Object, codeHealthCheckConfig, "healthCheckConfig") {
 				c.fields(val, func(k2, v2 int32) {
 					if t.Is(k2, "serviceName") {
-						c.want(v2, jtree.String, "health-check-config", "healthCheckConfig.serviceName")
+						c.want(v2, jtree.String, codeHealthCheckConfig, "healthCheckConfig.serviceName")
 						return
 					}
-					c.unknownField(k2, "unknown-field", "healthCheckConfig", []string{"serviceName"})
+					c.unknownField(k2, codeUnknownField, "healthCheckConfig", []string{"serviceName"})
 				})
 			}
 		case t.Is(k, "connectionScaling"):
 			// gRFC A105: ConnectionScaling {UInt32Value
 			// max_connections_per_subchannel}; read by C-core only.
-			if c.want(val, jtree.Object, "wrong-type", "connectionScaling") {
+			if c.want(val, jtree.Object, codeWrongType, "connectionScaling") {
 				c.fields(val, func(k2, v2 int32) {
 					if t.Is(k2, "maxConnectionsPerSubchannel") {
-						c.protoNumber(v2, "connectionScaling.maxConnectionsPerSubchannel", "wrong-type", numUint32, 0)
+						c.protoNumber(v2, "connectionScaling.maxConnectionsPerSubchannel", codeWrongType, numUint32, 0)
 						return
 					}
-					c.unknownField(k2, "unknown-field", "connectionScaling", []string{"maxConnectionsPerSubchannel"})
+					c.unknownField(k2, codeUnknownField, "connectionScaling", []string{"maxConnectionsPerSubchannel"})
 				})
 			}
 		default:
-			c.unknownField(k, "unknown-field", "the service config", serviceConfigFields)
+			c.unknownField(k, codeUnknownField, "the service config", serviceConfigFields)
 		}
 	})
 	// An empty loadBalancingConfig is unset, and the policy then counts.
 	if lbPolicyKey >= 0 && lbConfig >= 0 && t.Nodes[lbConfig].Kind == jtree.Array && t.Nodes[lbConfig].Len > 0 {
 		c.pushKey(lbPolicyKey)
-		c.report(lbPolicyKey, "lb-policy-ignored", "loadBalancingPolicy is ignored because loadBalancingConfig is also set; remove one of them")
+		c.report(lbPolicyKey, codeLBPolicyIgnored, "loadBalancingPolicy is ignored because loadBalancingConfig is also set; remove one of them")
 		c.pop()
 	}
 }
@@ -98,7 +98,7 @@ var methodConfigFields = []string{"name", "waitForReady", "timeout", "maxRequest
 
 func validateMethodConfig(c *checker, mc int32, names map[string]int32) {
 	t := c.t
-	if !c.want(mc, jtree.Object, "method-config", "a methodConfig entry") {
+	if !c.want(mc, jtree.Object, codeMethodConfig, "a methodConfig entry") {
 		return
 	}
 	var retryKey, hedgingKey int32 = -1, -1
@@ -109,12 +109,12 @@ func validateMethodConfig(c *checker, mc int32, names map[string]int32) {
 			hasName = true
 			validateNames(c, v, names)
 		case t.Is(k, "waitForReady"):
-			c.want(v, jtree.Bool, "wrong-type", "waitForReady")
+			c.want(v, jtree.Bool, codeWrongType, "waitForReady")
 		case t.Is(k, "timeout"):
 			// A Duration; nothing in the spec forbids a negative one.
 			if d, ok := duration(c, v, "timeout"); ok && d.neg() {
 				who := negRefusers(d, clientCore|clientJS)
-				c.refuse(v, "timeout", who, "timeout %s is negative: the spec does not forbid it, but %s %s the whole config, and the clients that take it fail every call at once; write a positive duration like \"1.5s\", or remove it for no timeout", t.Raw(v), who, who.verb("rejects", "reject"))
+				c.refuse(v, codeTimeout, who, "timeout %s is negative: the spec does not forbid it, but %s %s the whole config, and the clients that take it fail every call at once; write a positive duration like \"1.5s\", or remove it for no timeout", t.Raw(v), who, who.verb("rejects", "reject"))
 			}
 		case t.Is(k, "maxRequestMessageBytes"), t.Is(k, "maxResponseMessageBytes"):
 			messageSize(c, k, v)
@@ -127,18 +127,18 @@ func validateMethodConfig(c *checker, mc int32, names map[string]int32) {
 		case t.Is(k, "headerExtraction"):
 			validateHeaderExtraction(c, v)
 		default:
-			c.unknownField(k, "unknown-field", "a methodConfig entry", methodConfigFields)
+			c.unknownField(k, codeUnknownField, "a methodConfig entry", methodConfigFields)
 		}
 	})
 	if !hasName {
 		// service_config.proto: "MethodConfig without names (empty list)
 		// will be skipped"; grpc-js throws on it.
-		c.refuse(mc, "method-name-missing", clientJS, "this methodConfig entry has no \"name\" list, so it applies to no call (and grpc-js rejects the whole config); add \"name\":[{}] to make it the default for every method")
+		c.refuse(mc, codeMethodNameMissing, clientJS, "this methodConfig entry has no \"name\" list, so it applies to no call (and grpc-js rejects the whole config); add \"name\":[{}] to make it the default for every method")
 	}
 	if retryKey >= 0 && hedgingKey >= 0 {
 		// service_config.proto: oneof retry_or_hedging_policy; gRFC A6.
 		c.pushKey(hedgingKey)
-		c.report(hedgingKey, "retry-and-hedging", "a methodConfig may set retryPolicy or hedgingPolicy, not both (gRFC A6); remove one")
+		c.report(hedgingKey, codeRetryAndHedging, "a methodConfig may set retryPolicy or hedgingPolicy, not both (gRFC A6); remove one")
 		c.pop()
 	}
 }
@@ -149,14 +149,14 @@ func validateMethodConfig(c *checker, mc int32, names map[string]int32) {
 // ServiceConfig").
 func validateNames(c *checker, v int32, names map[string]int32) {
 	t := c.t
-	if !c.want(v, jtree.Array, "method-name", "methodConfig name") {
+	if !c.want(v, jtree.Array, codeMethodName, "methodConfig name") {
 		return
 	}
 	if t.Nodes[v].Len == 0 {
-		c.report(v, "method-name-missing", "the name list is empty, so this methodConfig applies to no call; add [{}] to make it the default for every method")
+		c.report(v, codeMethodNameMissing, "the name list is empty, so this methodConfig applies to no call; add [{}] to make it the default for every method")
 	}
 	c.elements(v, func(_ int, n int32) {
-		if !c.want(n, jtree.Object, "method-name", "a methodConfig name") {
+		if !c.want(n, jtree.Object, codeMethodName, "a methodConfig name") {
 			return
 		}
 		service, method := "", ""
@@ -167,15 +167,15 @@ func validateNames(c *checker, v int32, names map[string]int32) {
 		c.fields(n, func(k, val int32) {
 			switch {
 			case t.Is(k, "service"):
-				if ok = ok && c.want(val, jtree.String, "method-name", "service"); ok {
+				if ok = ok && c.want(val, jtree.String, codeMethodName, "service"); ok {
 					service, serviceNode = t.Str(val), val
 				}
 			case t.Is(k, "method"):
-				if ok = ok && c.want(val, jtree.String, "method-name", "method"); ok {
+				if ok = ok && c.want(val, jtree.String, codeMethodName, "method"); ok {
 					method, methodNode = t.Str(val), val
 				}
 			default:
-				c.unknownField(k, "unknown-field", "a methodConfig name", []string{"service", "method"})
+				c.unknownField(k, codeUnknownField, "a methodConfig name", []string{"service", "method"})
 			}
 		})
 		if !ok {
@@ -184,14 +184,14 @@ func validateNames(c *checker, v int32, names map[string]int32) {
 		if service == "" && method != "" {
 			// "If the 'service' field is empty, the 'method' field must be
 			// empty".
-			c.report(methodNode, "method-name", "method %q is named without a service: set \"service\" too (a method name alone matches nothing)", method)
+			c.report(methodNode, codeMethodName, "method %q is named without a service: set \"service\" too (a method name alone matches nothing)", method)
 			return
 		}
 		// A '/' is legal in the spec but builds a path no call has.
 		if strings.Contains(service, "/") {
-			c.report(serviceNode, "method-name-slash", "service %q contains '/', so the name matches no call: write the fully-qualified service name, like \"pkg.Service\", and the method separately", service)
+			c.report(serviceNode, codeMethodNameSlash, "service %q contains '/', so the name matches no call: write the fully-qualified service name, like \"pkg.Service\", and the method separately", service)
 		} else if strings.Contains(method, "/") {
-			c.report(methodNode, "method-name-slash", "method %q contains '/', so the name matches no call: write the method name alone, like \"Get\"", method)
+			c.report(methodNode, codeMethodNameSlash, "method %q contains '/', so the name matches no call: write the method name alone, like \"Get\"", method)
 		}
 		key := service + "/" + method
 		what := fmt.Sprintf("method %s/%s", service, method)
@@ -202,7 +202,7 @@ func validateNames(c *checker, v int32, names map[string]int32) {
 			what = fmt.Sprintf("the default for service %s", service)
 		}
 		if _, dup := names[key]; dup {
-			c.report(n, "method-name-duplicate", "%s is named by more than one methodConfig entry; a name may appear only once in the whole service config", what)
+			c.report(n, codeMethodNameDuplicate, "%s is named by more than one methodConfig entry; a name may appear only once in the whole service config", what)
 			return
 		}
 		names[key] = n
@@ -234,13 +234,13 @@ func duration(c *checker, v int32, name string) (durationValue, bool) {
 		if t.Nodes[v].Kind == jtree.Number {
 			hint = fmt.Sprintf("; write \"%ss\"", t.Raw(v))
 		}
-		c.report(v, "duration", "%s must be a duration string like \"1.5s\", not %s%s", name, describeKind(t, v), hint)
+		c.report(v, codeDuration, "%s must be a duration string like \"1.5s\", not %s%s", name, describeKind(t, v), hint)
 		return durationValue{}, false
 	}
 	str := t.Str(v)
 	sec, nanos, form, err := parseDurationParts(str)
 	if err != nil {
-		c.report(v, "duration", "%s: %v", name, err)
+		c.report(v, codeDuration, "%s: %v", name, err)
 		return durationValue{}, false
 	}
 	if form != 0 {
@@ -255,11 +255,11 @@ func duration(c *checker, v int32, name string) (durationValue, bool) {
 		default:
 			who, what = clientJS, "starts with '+'"
 		}
-		c.refuse(v, "duration-form", who, "%s %s %s: proto3 JSON allows it (grpc-go reads it), but %s %s the whole config; write %q", name, t.Raw(v), what, who, who.verb("rejects", "reject"), FormatDuration(time.Duration(sec)*time.Second+time.Duration(nanos)))
+		c.refuse(v, codeDurationForm, who, "%s %s %s: proto3 JSON allows it (grpc-go reads it), but %s %s the whole config; write %q", name, t.Raw(v), what, who, who.verb("rejects", "reject"), FormatDuration(time.Duration(sec)*time.Second+time.Duration(nanos)))
 	}
 	if digits := fractionDigits(str[:len(str)-1]); digits > 0 && digits < 9 {
 		c.shortFractions = append(c.shortFractions, v)
-		c.report(v, "duration-fraction", "%s %s has %d fraction digit(s): grpc-js takes the digits after the point as nanoseconds, so it reads this as %s; write %q (9 digits), which every client reads alike", name, t.Raw(v), digits, grpcJSMisread(str, sec), FormatDuration(time.Duration(sec)*time.Second+time.Duration(nanos)))
+		c.report(v, codeDurationFraction, "%s %s has %d fraction digit(s): grpc-js takes the digits after the point as nanoseconds, so it reads this as %s; write %q (9 digits), which every client reads alike", name, t.Raw(v), digits, grpcJSMisread(str, sec), FormatDuration(time.Duration(sec)*time.Second+time.Duration(nanos)))
 	}
 	return durationValue{sec, nanos}, true
 }
@@ -269,9 +269,9 @@ func duration(c *checker, v int32, name string) (durationValue, bool) {
 func messageSize(c *checker, k, v int32) {
 	t := c.t
 	name := t.Str(k)
-	n, ok := c.protoNumber(v, name, "message-size", numUint32, clientGo)
+	n, ok := c.protoNumber(v, name, codeMessageSize, numUint32, clientGo)
 	if ok && n.i > math.MaxInt32 {
-		c.refuse(v, "number-range", clientJava, "%s %s fits the spec's uint32, but grpc-java reads it as a signed 32-bit int and rejects the whole config; write at most %d", name, t.Raw(v), math.MaxInt32)
+		c.refuse(v, codeNumberRange, clientJava, "%s %s fits the spec's uint32, but grpc-java reads it as a signed 32-bit int and rejects the whole config; write at most %d", name, t.Raw(v), math.MaxInt32)
 	}
 }
 
@@ -280,7 +280,7 @@ var retryPolicyFields = []string{"maxAttempts", "initialBackoff", "maxBackoff", 
 // validateRetryPolicy applies gRFC A6's "Validation of retryPolicy".
 func validateRetryPolicy(c *checker, v int32) {
 	t := c.t
-	if !c.want(v, jtree.Object, "retry-policy", "retryPolicy") {
+	if !c.want(v, jtree.Object, codeRetryPolicy, "retryPolicy") {
 		return
 	}
 	seen := map[string]bool{}
@@ -288,35 +288,35 @@ func validateRetryPolicy(c *checker, v int32) {
 		switch {
 		case t.Is(k, "maxAttempts"):
 			seen["maxAttempts"] = true
-			maxAttempts(c, val, "retry-policy", "retryPolicy")
+			maxAttempts(c, val, codeRetryPolicy, "retryPolicy")
 		case t.Is(k, "initialBackoff"), t.Is(k, "maxBackoff"):
 			// A6 rule 2: "MUST have a duration value greater than 0".
 			name := t.Str(k)
 			seen[name] = true
 			if d, ok := duration(c, val, name); ok && !d.positive() {
-				c.report(val, "retry-policy", "retryPolicy.%s must be greater than zero (gRFC A6), not %s", name, t.Raw(val))
+				c.report(val, codeRetryPolicy, "retryPolicy.%s must be greater than zero (gRFC A6), not %s", name, t.Raw(val))
 			}
 		case t.Is(k, "perAttemptRecvTimeout"):
 			perAttemptRecvTimeout(c, val)
 		case t.Is(k, "backoffMultiplier"):
 			// A6 rule 3: "MUST be a JSON number greater than 0".
 			seen["backoffMultiplier"] = true
-			if n, ok := c.protoNumber(val, "retryPolicy.backoffMultiplier", "retry-policy", numFloat, clientGo|clientJS); ok && (!(n.f > 0) || math.IsInf(n.f, 0)) {
-				c.report(val, "retry-policy", "retryPolicy.backoffMultiplier must be a number greater than zero (gRFC A6), not %s", t.Raw(val))
+			if n, ok := c.protoNumber(val, "retryPolicy.backoffMultiplier", codeRetryPolicy, numFloat, clientGo|clientJS); ok && (!(n.f > 0) || math.IsInf(n.f, 0)) {
+				c.report(val, codeRetryPolicy, "retryPolicy.backoffMultiplier must be a number greater than zero (gRFC A6), not %s", t.Raw(val))
 			}
 		case t.Is(k, "retryableStatusCodes"):
 			// A6 rule 4: "MUST be specified as a JSON array of status codes
 			// and be non-empty".
 			seen["retryableStatusCodes"] = true
-			if n := statusCodes(c, val, "retryableStatusCodes", "retry-policy", true); n == 0 && t.Nodes[val].Kind == jtree.Array {
-				c.report(val, "retry-policy", "retryPolicy.retryableStatusCodes must name at least one status code, like [\"UNAVAILABLE\"] (gRFC A6)")
+			if n := statusCodes(c, val, "retryableStatusCodes", codeRetryPolicy, true); n == 0 && t.Nodes[val].Kind == jtree.Array {
+				c.report(val, codeRetryPolicy, "retryPolicy.retryableStatusCodes must name at least one status code, like [\"UNAVAILABLE\"] (gRFC A6)")
 			}
 		default:
-			c.unknownField(k, "unknown-field", "retryPolicy", retryPolicyFields)
+			c.unknownField(k, codeUnknownField, "retryPolicy", retryPolicyFields)
 		}
 	})
 	if missing := missingFields(retryPolicyFields[:5], seen); missing != "" {
-		c.report(v, "retry-policy", "retryPolicy is missing %s, which gRFC A6 requires (gRPC clients reject the whole config)", missing)
+		c.report(v, codeRetryPolicy, "retryPolicy is missing %s, which gRFC A6 requires (gRPC clients reject the whole config)", missing)
 	}
 }
 
@@ -340,7 +340,7 @@ func perAttemptRecvTimeout(c *checker, v int32) {
 		who, why = clientCore|clientJava, "is spelled in a way they do not read"
 	}
 	if who != 0 {
-		c.refuse(v, "retry-per-attempt-timeout", who, "%s %s %s: the spec does not define the field (so it is ignored there), but %s %s it and %s the whole config", what, t.Raw(v), why, who, who.verb("reads", "read"), who.verb("rejects", "reject"))
+		c.refuse(v, codeRetryPerAttemptTimeout, who, "%s %s %s: the spec does not define the field (so it is ignored there), but %s %s it and %s the whole config", what, t.Raw(v), why, who, who.verb("reads", "read"), who.verb("rejects", "reject"))
 	}
 }
 
@@ -350,7 +350,7 @@ var hedgingPolicyFields = []string{"maxAttempts", "hedgingDelay", "nonFatalStatu
 // grpc-go and C-core do not implement hedging and ignore the field.
 func validateHedgingPolicy(c *checker, v int32) {
 	t := c.t
-	if !c.want(v, jtree.Object, "hedging-policy", "hedgingPolicy") {
+	if !c.want(v, jtree.Object, codeHedgingPolicy, "hedgingPolicy") {
 		return
 	}
 	hasMax := false
@@ -358,28 +358,28 @@ func validateHedgingPolicy(c *checker, v int32) {
 		switch {
 		case t.Is(k, "maxAttempts"):
 			hasMax = true
-			maxAttempts(c, val, "hedging-policy", "hedgingPolicy")
+			maxAttempts(c, val, codeHedgingPolicy, "hedgingPolicy")
 		case t.Is(k, "hedgingDelay"):
 			// A6 rule 2 asks only for a Duration: negative is legal.
 			// C-core does not read hedgingPolicy.
 			if d, ok := duration(c, val, "hedgingDelay"); ok && d.neg() {
-				c.refuse(val, "duration-negative", clientJava|clientJS, "hedgingPolicy.hedgingDelay %s is negative: gRFC A6 does not forbid it, but grpc-java and grpc-js reject the whole config; write \"0s\" to send every attempt at once", t.Raw(val))
+				c.refuse(val, codeDurationNegative, clientJava|clientJS, "hedgingPolicy.hedgingDelay %s is negative: gRFC A6 does not forbid it, but grpc-java and grpc-js reject the whole config; write \"0s\" to send every attempt at once", t.Raw(val))
 			}
 		case t.Is(k, "nonFatalStatusCodes"):
-			statusCodes(c, val, "nonFatalStatusCodes", "hedging-policy", false)
+			statusCodes(c, val, "nonFatalStatusCodes", codeHedgingPolicy, false)
 		default:
-			c.unknownField(k, "unknown-field", "hedgingPolicy", hedgingPolicyFields)
+			c.unknownField(k, codeUnknownField, "hedgingPolicy", hedgingPolicyFields)
 		}
 	})
 	if !hasMax {
-		c.report(v, "hedging-policy", "hedgingPolicy is missing maxAttempts, which gRFC A6 requires")
+		c.report(v, codeHedgingPolicy, "hedgingPolicy is missing maxAttempts, which gRFC A6 requires")
 	}
 }
 
 // maxAttempts: gRFC A6 rule 1, "MUST be a JSON integer value greater than
 // 1. Values greater than 5 are treated as 5 without being considered a
 // validation error" (a uint32 in service_config.proto).
-func maxAttempts(c *checker, v int32, code, policy string) {
+func maxAttempts(c *checker, v int32, code diagCode, policy string) {
 	t := c.t
 	strict := clientGo | clientJS
 	if policy == "hedgingPolicy" {
@@ -394,7 +394,7 @@ func maxAttempts(c *checker, v int32, code, policy string) {
 		return
 	}
 	if n.i > 5 {
-		c.report(v, "max-attempts-capped", "%s.maxAttempts %s is above 5: gRPC clients cap it at 5 unless configured otherwise; write 5", policy, t.Raw(v))
+		c.report(v, codeMaxAttemptsCapped, "%s.maxAttempts %s is above 5: gRPC clients cap it at 5 unless configured otherwise; write 5", policy, t.Raw(v))
 	}
 }
 
@@ -410,7 +410,7 @@ var statusCodeNames = []string{
 // the integer form or the case-insensitive string form". retry says the
 // list is a retryPolicy's, which grpc-go and C-core read; they ignore
 // hedgingPolicy.
-func statusCodes(c *checker, v int32, name, code string, retry bool) int {
+func statusCodes(c *checker, v int32, name string, code diagCode, retry bool) int {
 	t := c.t
 	if !c.want(v, jtree.Array, code, name) {
 		return -1
@@ -424,22 +424,22 @@ func statusCodes(c *checker, v int32, name, code string, retry bool) int {
 		case jtree.Number:
 			n, ok := t.Int(e)
 			if !ok || n < 0 || n > 16 {
-				c.report(e, "status-code", "%s is not a gRPC status code: numbers run from 0 (OK) to 16 (UNAUTHENTICATED)", t.Raw(e))
+				c.report(e, codeStatusCode, "%s is not a gRPC status code: numbers run from 0 (OK) to 16 (UNAUTHENTICATED)", t.Raw(e))
 				return
 			}
 			if n == 0 {
-				c.refuse(e, "status-code-ok", clientJava, "status code 0 (OK) in %s: gRFC A6 allows it, but a call that ends OK is never retried, and grpc-java rejects the whole config; remove it", name)
+				c.refuse(e, codeStatusCodeOK, clientJava, "status code 0 (OK) in %s: gRFC A6 allows it, but a call that ends OK is never retried, and grpc-java rejects the whole config; remove it", name)
 				return
 			}
 			if numberRefusers != 0 {
-				c.refuse(e, "status-code-number", numberRefusers, "status code %s is written as a number: gRFC A6 allows it, but C-core reads only names and rejects the whole config; write %q", t.Raw(e), statusCodeNames[n])
+				c.refuse(e, codeStatusCodeNumber, numberRefusers, "status code %s is written as a number: gRFC A6 allows it, but C-core reads only names and rejects the whole config; write %q", t.Raw(e), statusCodeNames[n])
 			}
 		case jtree.String:
 			s := t.Str(e)
 			for _, n := range statusCodeNames {
 				if s == n {
 					if n == "OK" {
-						c.refuse(e, "status-code-ok", clientJava, "status code \"OK\" in %s: gRFC A6 allows it, but a call that ends OK is never retried, and grpc-java rejects the whole config; remove it", name)
+						c.refuse(e, codeStatusCodeOK, clientJava, "status code \"OK\" in %s: gRFC A6 allows it, but a call that ends OK is never retried, and grpc-java rejects the whole config; remove it", name)
 					}
 					return
 				}
@@ -447,7 +447,7 @@ func statusCodes(c *checker, v int32, name, code string, retry bool) int {
 			for _, n := range statusCodeNames {
 				if strings.EqualFold(s, n) {
 					c.caseCodes = append(c.caseCodes, rewrite{e, n})
-					c.refuse(e, "status-code-case", caseRefusers, "status code %q is not upper-case: gRFC A6 allows any case, but %s %s the whole config (grpc-js accepts it); write %q", s, caseRefusers, caseRefusers.verb("rejects", "reject"), n)
+					c.refuse(e, codeStatusCodeCase, caseRefusers, "status code %q is not upper-case: gRFC A6 allows any case, but %s %s the whole config (grpc-js accepts it); write %q", s, caseRefusers, caseRefusers.verb("rejects", "reject"), n)
 					return
 				}
 			}
@@ -457,9 +457,9 @@ func statusCodes(c *checker, v int32, name, code string, retry bool) int {
 			} else {
 				msg += " (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, …)"
 			}
-			c.report(e, "status-code", "%s", msg)
+			c.report(e, codeStatusCode, "%s", msg)
 		default:
-			c.report(e, "status-code", "a status code must be a name like \"UNAVAILABLE\" or a number, not %s", describeKind(t, e))
+			c.report(e, codeStatusCode, "a status code must be a name like \"UNAVAILABLE\" or a number, not %s", describeKind(t, e))
 		}
 	})
 	return int(t.Nodes[v].Len)
@@ -468,7 +468,7 @@ func statusCodes(c *checker, v int32, name, code string, retry bool) int {
 // validateRetryThrottling applies gRFC A6's "Validation of retryThrottling".
 func validateRetryThrottling(c *checker, v int32) {
 	t := c.t
-	if !c.want(v, jtree.Object, "retry-throttling", "retryThrottling") {
+	if !c.want(v, jtree.Object, codeRetryThrottling, "retryThrottling") {
 		return
 	}
 	hasMax, hasRatio := false, false
@@ -477,19 +477,19 @@ func validateRetryThrottling(c *checker, v int32) {
 		case t.Is(k, "maxTokens"):
 			// Rule 1: "MUST be a JSON integer value in the range (0, 1000]".
 			hasMax = true
-			if n, ok := c.protoNumber(val, "retryThrottling.maxTokens", "retry-throttling", numUint32, clientGo|clientJS); ok && (n.i <= 0 || n.i > 1000) {
-				c.report(val, "retry-throttling", "retryThrottling.maxTokens must be a whole number in 1..1000 (gRFC A6), not %s", t.Raw(val))
+			if n, ok := c.protoNumber(val, "retryThrottling.maxTokens", codeRetryThrottling, numUint32, clientGo|clientJS); ok && (n.i <= 0 || n.i > 1000) {
+				c.report(val, codeRetryThrottling, "retryThrottling.maxTokens must be a whole number in 1..1000 (gRFC A6), not %s", t.Raw(val))
 			}
 		case t.Is(k, "tokenRatio"):
 			// Rule 2: "MUST be a JSON floating point greater than 0. Decimal
 			// places beyond 3 are ignored."
 			hasRatio = true
-			n, ok := c.protoNumber(val, "retryThrottling.tokenRatio", "retry-throttling", numFloat, clientGo|clientJS)
+			n, ok := c.protoNumber(val, "retryThrottling.tokenRatio", codeRetryThrottling, numFloat, clientGo|clientJS)
 			if !ok {
 				return
 			}
 			if !(n.f > 0) || math.IsInf(n.f, 0) {
-				c.report(val, "retry-throttling", "retryThrottling.tokenRatio must be a number greater than zero (gRFC A6), not %s", t.Raw(val))
+				c.report(val, codeRetryThrottling, "retryThrottling.tokenRatio must be a number greater than zero (gRFC A6), not %s", t.Raw(val))
 				return
 			}
 			raw := string(t.Raw(val))
@@ -498,19 +498,19 @@ func validateRetryThrottling(c *checker, v int32) {
 			}
 			switch {
 			case strings.ContainsAny(raw, "eE"):
-				c.refuse(val, "token-ratio-precision", clientCore, "retryThrottling.tokenRatio %s has an exponent: C-core reads tokenRatio digit by digit and rejects the whole config; write it in decimal, like 0.1", raw)
+				c.refuse(val, codeTokenRatioPrecision, clientCore, "retryThrottling.tokenRatio %s has an exponent: C-core reads tokenRatio digit by digit and rejects the whole config; write it in decimal, like 0.1", raw)
 			case fractionDigits(raw) > 3:
-				c.report(val, "token-ratio-precision", "retryThrottling.tokenRatio %s has more than 3 decimal places: gRFC A6 ignores the rest (C-core and grpc-js do), but grpc-go and grpc-java use every digit; write %s", raw, truncateDecimals(raw, 3))
+				c.report(val, codeTokenRatioPrecision, "retryThrottling.tokenRatio %s has more than 3 decimal places: gRFC A6 ignores the rest (C-core and grpc-js do), but grpc-go and grpc-java use every digit; write %s", raw, truncateDecimals(raw, 3))
 			}
 		default:
-			c.unknownField(k, "unknown-field", "retryThrottling", []string{"maxTokens", "tokenRatio"})
+			c.unknownField(k, codeUnknownField, "retryThrottling", []string{"maxTokens", "tokenRatio"})
 		}
 	})
 	if !hasMax {
-		c.report(v, "retry-throttling", "retryThrottling is missing maxTokens, which gRFC A6 requires")
+		c.report(v, codeRetryThrottling, "retryThrottling is missing maxTokens, which gRFC A6 requires")
 	}
 	if !hasRatio {
-		c.report(v, "retry-throttling", "retryThrottling is missing tokenRatio, which gRFC A6 requires")
+		c.report(v, codeRetryThrottling, "retryThrottling is missing tokenRatio, which gRFC A6 requires")
 	}
 }
 

@@ -2,6 +2,7 @@ package serviceconfig
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -268,5 +269,40 @@ func TestNineDigitDurations(t *testing.T) {
 	}
 	if _, err := NineDigitDurations([]byte(`[{"serviceConfig":{"methodConfig":[{"timeout":"1m"}]}}]`)); err == nil {
 		t.Error("an invalid value was accepted")
+	}
+}
+
+// Every code is registered with its text, severity, summary and reason;
+// the texts are unique.
+func TestEveryCodeRegistered(t *testing.T) {
+	seen := map[string]bool{}
+	for c := diagCode(1); c < numCodes; c++ {
+		info := codes[c]
+		if info.Code == "" || info.Summary == "" || info.Why == "" || (info.Severity != Error && info.Severity != Warning) {
+			t.Errorf("code %d after %q is not registered in full: %+v", c, codes[c-1].Code, info)
+		}
+		if seen[info.Code] {
+			t.Errorf("code %q twice", info.Code)
+		}
+		seen[info.Code] = true
+		if got, ok := LookupCode(info.Code); !ok || got != info {
+			t.Errorf("LookupCode(%q) = %+v, %v", info.Code, got, ok)
+		}
+	}
+}
+
+// The JSON parser (internal/jtree) reports its own codes as text: each is
+// one of ours, with its severity.
+func TestParserCodesRegistered(t *testing.T) {
+	for _, in := range []string{`[`, `{"a":1,"a":2}`, strings.Repeat("[", 10000)} {
+		_, err := ParseChoices([]byte(in))
+		var ie *InvalidError
+		if !errors.As(err, &ie) || len(ie.Diagnostics) == 0 {
+			t.Fatalf("%.20q: %v", in, err)
+		}
+		d := ie.Diagnostics[0]
+		if info, ok := LookupCode(d.Code); !ok || info.Severity != d.Severity {
+			t.Errorf("%.20q: code %q (%v) is not registered as such", in, d.Code, d.Severity)
+		}
 	}
 }

@@ -419,7 +419,7 @@ func lintVariants(c *checker, ch *Choices) {
 	gaveUp := false
 	t := c.t
 
-	at := func(i int, key string, code, format string, args ...any) {
+	at := func(i int, key string, code diagCode, format string, args ...any) {
 		c.pushIdx(elementIndex(t, 0, ch.List[i].node))
 		n := ch.List[i].node
 		if key != "" {
@@ -476,7 +476,7 @@ func lintVariants(c *checker, ch *Choices) {
 			if len(others) > 1 {
 				what = "choices"
 			}
-			at(i, keyDynamicParameterConstraints, "dynparams-keyset",
+			at(i, keyDynamicParameterConstraints, codeDynParamsKeyset,
 				"choice %d constrains %s but not %s, which %s %s constrain%s: TP2 asks every variant to constrain the same keys, so that a client sending a new key cannot match two variants; constrain %s here too (for clients that do not send it yet: {\"notConstraints\":{\"constraint\":{\"key\":%q,\"exists\":{}}}})",
 				i, quoteKeys(keys), quoteKeys(missing), what, joinInts(others), map[bool]string{true: "s", false: ""}[len(others) == 1], quoteKeys(missing), missing[0])
 		}
@@ -497,7 +497,7 @@ func lintVariants(c *checker, ch *Choices) {
 			a, ok, gave := sp.minimalWitness(goal, sp.allDims(), &steps)
 			gaveUp = gaveUp || gave
 			if ok {
-				at(j, keyDynamicParameterConstraints, "dynparams-overlap",
+				at(j, keyDynamicParameterConstraints, codeDynParamsOverlap,
 					"parameters %s match both choice %d and choice %d: the first, choice %d, wins, and choice %d is never used for them; TP2 asks variants to be mutually exclusive, so narrow one of them",
 					sp.formatParams(a), i, j, i, j)
 			}
@@ -528,7 +528,7 @@ func lintVariants(c *checker, ch *Choices) {
 		}
 		s := &searcher{sp: sp, goal: goal, dims: sp.paramDims(), order: named, maxPresent: -1, steps: &steps}
 		if a, ok := s.run(); ok {
-			at(0, "", "dynparams-gap",
+			at(0, "", codeDynParamsGap,
 				"no choice matches parameters %s, so a client sending them gets no service config from this record (TP2: have a variant for every value clients send); add the missing variant, or a last choice without dynamicParameterConstraints",
 				sp.formatParams(fillNamed(sp, a)))
 		}
@@ -566,7 +566,7 @@ func lintVariants(c *checker, ch *Choices) {
 		// Unreachable: name the earlier choice that covers it alone, if any.
 		self := &searcher{sp: sp, goal: func(a assignment) tri { return sp.eval(cj, a) }, dims: sp.allDims(), order: sp.valueOrder, maxPresent: -1, steps: &steps}
 		if _, ok := self.run(); !ok && !self.gaveUp {
-			at(j, "", "choice-unreachable", "choice %d can never be selected: its criteria contradict each other, so no client matches it; fix or remove it", j)
+			at(j, "", codeChoiceUnreachable, "choice %d can never be selected: its criteria contradict each other, so no client matches it; fix or remove it", j)
 			continue
 		}
 		var by []int
@@ -579,7 +579,7 @@ func lintVariants(c *checker, ch *Choices) {
 			}
 		}
 		if len(by) == 1 {
-			at(j, "", "choice-unreachable", "choice %d can never be selected: every client it matches is taken first by choice %d%s; remove it, or move it before choice %d", j, by[0], describeCatchAll(&ch.List[by[0]]), by[0])
+			at(j, "", codeChoiceUnreachable, "choice %d can never be selected: every client it matches is taken first by choice %d%s; remove it, or move it before choice %d", j, by[0], describeCatchAll(&ch.List[by[0]]), by[0])
 			continue
 		}
 		for i := range earlier {
@@ -589,11 +589,11 @@ func lintVariants(c *checker, ch *Choices) {
 				by = append(by, i)
 			}
 		}
-		at(j, "", "choice-unreachable", "choice %d can never be selected: every client it matches is taken first by choices %s together; remove it, or move it earlier", j, joinInts(by))
+		at(j, "", codeChoiceUnreachable, "choice %d can never be selected: every client it matches is taken first by choices %s together; remove it, or move it earlier", j, joinInts(by))
 	}
 
 	if gaveUp {
-		c.report(0, "dynparams-analysis-incomplete", "the variant analysis gave up after %d search steps, so overlaps, gaps and unreachable choices may go unreported; simplify the constraints or split the record", analysisBudget)
+		c.report(0, codeDynParamsAnalysisIncomplete, "the variant analysis gave up after %d search steps, so overlaps, gaps and unreachable choices may go unreported; simplify the constraints or split the record", analysisBudget)
 	}
 }
 

@@ -241,12 +241,12 @@ func (d *doc) config(root *yaml.Node) *Config {
 	}
 	d.sigLen = maxSignatureLen(cfg.Keys)
 	if zonesNode == nil {
-		d.report(root, "", "missing-field", "the config has no zones: add a zones: list with at least one zone (see testdata/publisher/example.yaml)")
+		d.report(root, "", codeMissingField, "the config has no zones: add a zones: list with at least one zone (see testdata/publisher/example.yaml)")
 		return nil
 	}
 	zs := d.list(zonesNode, zonesPath, "zones")
 	if len(zs) == 0 && deref(zonesNode).Kind == yaml.SequenceNode {
-		d.report(zonesNode, zonesPath, "missing-field", "zones is empty: add at least one zone with an origin, nameservers and services")
+		d.report(zonesNode, zonesPath, codeMissingField, "zones is empty: add at least one zone with an origin, nameservers and services")
 	}
 	origins := map[string]*yaml.Node{}
 	for i, zn := range zs {
@@ -256,7 +256,7 @@ func (d *doc) config(root *yaml.Node) *Config {
 			continue
 		}
 		if first, dup := origins[z.Origin]; dup {
-			d.report(originNode, path+"/origin", "zone-duplicate", "zone %s is defined twice (first at line %d): merge the two", z.Origin, first.Line)
+			d.report(originNode, path+"/origin", codeZoneDuplicate, "zone %s is defined twice (first at line %d): merge the two", z.Origin, first.Line)
 			continue
 		}
 		for o, on := range origins {
@@ -265,7 +265,7 @@ func (d *doc) config(root *yaml.Node) *Config {
 				if inZone(o, z.Origin) {
 					inner, outer = o, z.Origin
 				}
-				d.report(originNode, path+"/origin", "zone-nested", "zone %s lies inside zone %s (line %d): the publisher does not delegate; serve its names as services of %s", inner, outer, on.Line, outer)
+				d.report(originNode, path+"/origin", codeZoneNested, "zone %s lies inside zone %s (line %d): the publisher does not delegate; serve its names as services of %s", inner, outer, on.Line, outer)
 			}
 		}
 		origins[z.Origin] = originNode
@@ -277,10 +277,10 @@ func (d *doc) config(root *yaml.Node) *Config {
 func (d *doc) server(n *yaml.Node, path string, s *Server) {
 	d.object(n, path, "server", []field{
 		{"maxUDPSize", func(_, v *yaml.Node, p string) {
-			if x, ok := d.integer(v, p, "maxUDPSize", "udp-size", 512, sc.MaxMessageSize); ok {
+			if x, ok := d.integer(v, p, "maxUDPSize", codeUDPSize, 512, sc.MaxMessageSize); ok {
 				s.MaxUDPSize = x
 				if x > sc.SafeEDNSSize {
-					d.report(v, p, "udp-size-fragmentation", "maxUDPSize %d is above %d: UDP answers that large may be fragmented and lost on real networks (DNS flag day 2020); clients retry over TCP when the answer is truncated", x, sc.SafeEDNSSize)
+					d.report(v, p, codeUDPSizeFragmentation, "maxUDPSize %d is above %d: UDP answers that large may be fragmented and lost on real networks (DNS flag day 2020); clients retry over TCP when the answer is truncated", x, sc.SafeEDNSSize)
 				}
 			}
 		}},
@@ -290,27 +290,27 @@ func (d *doc) server(n *yaml.Node, path string, s *Server) {
 			}
 		}},
 		{"maxTCPConnections", func(_, v *yaml.Node, p string) {
-			if x, ok := d.integer(v, p, "maxTCPConnections", "server-option", 1, 1<<20); ok {
+			if x, ok := d.integer(v, p, "maxTCPConnections", codeServerOption, 1, 1<<20); ok {
 				s.MaxTCPConnections = x
 			}
 		}},
 		{"maxTCPConnectionsPerAddress", func(_, v *yaml.Node, p string) {
-			if x, ok := d.integer(v, p, "maxTCPConnectionsPerAddress", "server-option", 1, 1<<20); ok {
+			if x, ok := d.integer(v, p, "maxTCPConnectionsPerAddress", codeServerOption, 1, 1<<20); ok {
 				s.MaxTCPConnectionsPerAddress = x
 			}
 		}},
 		{"ixfrHistory", func(_, v *yaml.Node, p string) {
-			if x, ok := d.integer(v, p, "ixfrHistory", "server-option", 0, 1000); ok {
+			if x, ok := d.integer(v, p, "ixfrHistory", codeServerOption, 0, 1000); ok {
 				s.IXFRHistory = x
 			}
 		}},
 	})
 }
 
-func (d *doc) integer(n *yaml.Node, path, what, rangeCode string, lo, hi int) (int, bool) {
+func (d *doc) integer(n *yaml.Node, path, what string, rangeCode diagCode, lo, hi int) (int, bool) {
 	n = deref(n)
 	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		d.report(n, path, "field-type", "%s must be a whole number, not %s", what, describe(n))
+		d.report(n, path, codeFieldType, "%s must be a whole number, not %s", what, describe(n))
 		return 0, false
 	}
 	x, err := strconv.Atoi(n.Value)
@@ -337,7 +337,7 @@ func (d *doc) key(n *yaml.Node, path string, seen map[string]bool) *Key {
 			nameNode = v
 			k.Name = absName(s, ".")
 			if msg := checkName(k.Name, false); msg != "" {
-				d.report(v, p, "tsig-key", "key name %q: %s", s, msg)
+				d.report(v, p, codeTSIGKey, "key name %q: %s", s, msg)
 				k.Name = ""
 			}
 		}},
@@ -348,7 +348,7 @@ func (d *doc) key(n *yaml.Node, path string, seen map[string]bool) *Key {
 			}
 			a := strings.ToLower(strings.TrimSuffix(s, ".")) + "."
 			if _, ok := tsigAlgorithms[a]; !ok {
-				d.report(v, p, "tsig-key", "TSIG algorithm %q is not supported: use hmac-sha256 (or hmac-sha384, hmac-sha512)", s)
+				d.report(v, p, codeTSIGKey, "TSIG algorithm %q is not supported: use hmac-sha256 (or hmac-sha384, hmac-sha512)", s)
 				return
 			}
 			k.Algorithm = a
@@ -366,28 +366,28 @@ func (d *doc) key(n *yaml.Node, path string, seen map[string]bool) *Key {
 		return nil
 	}
 	if present["name"] == nil {
-		d.report(n, path, "missing-field", "the TSIG key has no name: add name: (the same name the secondary uses)")
+		d.report(n, path, codeMissingField, "the TSIG key has no name: add name: (the same name the secondary uses)")
 	}
 	if present["secret"] == nil {
-		d.report(n, path, "missing-field", "the TSIG key has no secret: add secret: with a base64 key, as `tsig-keygen` prints")
+		d.report(n, path, codeMissingField, "the TSIG key has no secret: add secret: with a base64 key, as `tsig-keygen` prints")
 	} else if secretNode != nil {
 		raw, err := base64.StdEncoding.DecodeString(k.Secret)
 		switch {
 		case err != nil:
-			d.report(secretNode, path+"/secret", "tsig-key", "the secret is not valid base64 (%v): generate one with `tsig-keygen -a hmac-sha256 NAME`", err)
+			d.report(secretNode, path+"/secret", codeTSIGKey, "the secret is not valid base64 (%v): generate one with `tsig-keygen -a hmac-sha256 NAME`", err)
 			k.Secret = ""
 		case len(raw) == 0:
-			d.report(secretNode, path+"/secret", "tsig-key", "the secret is empty")
+			d.report(secretNode, path+"/secret", codeTSIGKey, "the secret is empty")
 			k.Secret = ""
 		case len(raw) < tsigAlgorithms[k.Algorithm]:
-			d.report(secretNode, path+"/secret", "tsig-key-short", "the secret is %d bytes; RFC 8945 asks for at least the hash length (%d bytes for %s)", len(raw), tsigAlgorithms[k.Algorithm], strings.TrimSuffix(k.Algorithm, "."))
+			d.report(secretNode, path+"/secret", codeTSIGKeyShort, "the secret is %d bytes; RFC 8945 asks for at least the hash length (%d bytes for %s)", len(raw), tsigAlgorithms[k.Algorithm], strings.TrimSuffix(k.Algorithm, "."))
 		}
 	}
 	if k.Name == "" {
 		return nil
 	}
 	if seen[k.Name] {
-		d.report(nameNode, path+"/name", "tsig-key", "TSIG key %s is defined twice", k.Name)
+		d.report(nameNode, path+"/name", codeTSIGKey, "TSIG key %s is defined twice", k.Name)
 		return nil
 	}
 	// A key with a bad secret still counts as defined, so that the
@@ -435,7 +435,7 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 		return nil, nil
 	}
 	if originNode == nil {
-		d.report(n, path, "missing-field", "the zone has no origin: add origin: with the zone's domain name, like example.test.")
+		d.report(n, path, codeMissingField, "the zone has no origin: add origin: with the zone's domain name, like example.test.")
 		return nil, nil
 	}
 	s, ok := d.scalar(originNode, path+"/origin", "origin")
@@ -447,14 +447,14 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 		z.Origin += "."
 	}
 	if msg := checkName(z.Origin, false); msg != "" {
-		d.report(originNode, path+"/origin", "name-syntax", "origin %q: %s", s, msg)
+		d.report(originNode, path+"/origin", codeNameSyntax, "origin %q: %s", s, msg)
 		return nil, nil
 	}
 	errorsBefore := d.errorCount()
 
 	var nss []nsEntry
 	if nsNode == nil {
-		d.report(n, path, "ns-missing", "zone %s has no nameservers: add nameservers: [{name: ns1, addresses: [192.0.2.53]}] (the names secondaries and resolvers are told to ask)", z.Origin)
+		d.report(n, path, codeNSMissing, "zone %s has no nameservers: add nameservers: [{name: ns1, addresses: [192.0.2.53]}] (the names secondaries and resolvers are told to ask)", z.Origin)
 	} else {
 		for i, e := range d.list(nsNode, nsPath, "nameservers") {
 			if ns, ok := d.nameserver(e, fmt.Sprintf("%s/%d", nsPath, i), z.Origin); ok {
@@ -462,7 +462,7 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 			}
 		}
 		if len(nss) == 0 && deref(nsNode).Kind == yaml.SequenceNode && len(deref(nsNode).Content) == 0 {
-			d.report(nsNode, nsPath, "ns-missing", "zone %s has an empty nameservers list: a zone needs at least one NS record", z.Origin)
+			d.report(nsNode, nsPath, codeNSMissing, "zone %s has an empty nameservers list: a zone needs at least one NS record", z.Origin)
 		}
 	}
 	for _, e := range nss {
@@ -495,7 +495,7 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 	byName := map[string]svcEntry{}
 	for _, s := range svcs {
 		if first, dup := byName[s.svc.Name]; dup {
-			d.report(s.node, s.path+"/name", "service-duplicate", "service %s is defined twice (first at line %d): merge the two entries", s.svc.Name, first.node.Line)
+			d.report(s.node, s.path+"/name", codeServiceDuplicate, "service %s is defined twice (first at line %d): merge the two entries", s.svc.Name, first.node.Line)
 			continue
 		}
 		byName[s.svc.Name] = s
@@ -506,16 +506,16 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 		svc, hasSvc := byName[e.ns.Name]
 		switch {
 		case !in && len(e.ns.Addresses) > 0:
-			d.report(e.addr, e.path+"/addresses", "ns-glue-outside-zone", "nameserver %s lies outside zone %s, so the zone cannot publish its addresses: remove them (its own zone publishes them)", e.ns.Name, z.Origin)
+			d.report(e.addr, e.path+"/addresses", codeNSGlueOutsideZone, "nameserver %s lies outside zone %s, so the zone cannot publish its addresses: remove them (its own zone publishes them)", e.ns.Name, z.Origin)
 		case in && len(e.ns.Addresses) > 0 && hasSvc && len(svc.svc.Addresses) > 0:
-			d.report(e.addr, e.path+"/addresses", "ns-address-conflict", "addresses for %s are given both here and by the service at line %d: give them in one place", e.ns.Name, svc.node.Line)
+			d.report(e.addr, e.path+"/addresses", codeNSAddressConflict, "addresses for %s are given both here and by the service at line %d: give them in one place", e.ns.Name, svc.node.Line)
 		case in && len(e.ns.Addresses) == 0 && (!hasSvc || len(svc.svc.Addresses) == 0) && (len(z.Transfer.Allow) > 0 || len(z.Transfer.Notify) > 0):
-			d.report(e.node, e.path, "ns-no-address", "nameserver %s lies inside zone %s but has no address: add addresses: to it (or a service of that name), or the secondaries this zone is transferred to, such as BIND, refuse it", e.ns.Name, z.Origin)
+			d.report(e.node, e.path, codeNSNoAddress, "nameserver %s lies inside zone %s but has no address: add addresses: to it (or a service of that name), or the secondaries this zone is transferred to, such as BIND, refuse it", e.ns.Name, z.Origin)
 		case in && len(e.ns.Addresses) == 0 && (!hasSvc || len(svc.svc.Addresses) == 0):
 			// Served by us alone, the zone works: resolvers find this
 			// server through the parent's glue. It is still a broken zone
 			// for anyone who loads it, so say so.
-			d.report(e.node, e.path, "ns-no-address-standalone", "nameserver %s lies inside zone %s but has no address: this server answers anyway, but the zone cannot be transferred (secondaries such as BIND, and named-checkzone, refuse it) and resolvers can reach the server only through glue at the parent; add addresses: to it (or a service of that name)", e.ns.Name, z.Origin)
+			d.report(e.node, e.path, codeNSNoAddressStandalone, "nameserver %s lies inside zone %s but has no address: this server answers anyway, but the zone cannot be transferred (secondaries such as BIND, and named-checkzone, refuse it) and resolvers can reach the server only through glue at the parent; add addresses: to it (or a service of that name)", e.ns.Name, z.Origin)
 		}
 	}
 	if d.errorCount() > errorsBefore {
@@ -536,7 +536,7 @@ func (d *doc) errorCount() int {
 
 func (d *doc) largeTTL(n *yaml.Node, path string, ttl uint32) {
 	if ttl > 86400 {
-		d.report(n, path, "ttl-large", "TTL %d is more than a day: resolvers cap TTLs (often at one day), and a config change takes this long to reach every client; a few minutes is usual for service configs", ttl)
+		d.report(n, path, codeTTLLarge, "TTL %d is more than a day: resolvers cap TTLs (often at one day), and a config change takes this long to reach every client; a few minutes is usual for service configs", ttl)
 	}
 }
 
@@ -550,11 +550,11 @@ func (d *doc) name(n *yaml.Node, path, what, origin string, hostname bool) (stri
 	s = strings.TrimSpace(s)
 	fqdn := absName(s, origin)
 	if msg := checkName(fqdn, hostname); msg != "" {
-		d.report(n, path, "name-syntax", "%s %q: %s", what, s, msg)
+		d.report(n, path, codeNameSyntax, "%s %q: %s", what, s, msg)
 		return "", false
 	}
 	if repeatsOrigin(s, origin) {
-		d.report(n, path, "name-repeats-origin", "%s %q is relative, so it means %s; if you meant %s, write %s. (with a final dot) or %s", what, s, fqdn, strings.ToLower(s)+".", s, relative(strings.ToLower(s)+".", origin))
+		d.report(n, path, codeNameRepeatsOrigin, "%s %q is relative, so it means %s; if you meant %s, write %s. (with a final dot) or %s", what, s, fqdn, strings.ToLower(s)+".", s, relative(strings.ToLower(s)+".", origin))
 	}
 	return fqdn, true
 }
@@ -579,7 +579,7 @@ func (d *doc) nameserver(n *yaml.Node, path, origin string) (nsEntry, bool) {
 		return e, false
 	}
 	if nameNode == nil {
-		d.report(n, path, "missing-field", "the nameserver has no name: add name: ns1 (relative to the origin) or an absolute name like ns1.example.net.")
+		d.report(n, path, codeMissingField, "the nameserver has no name: add name: ns1 (relative to the origin) or an absolute name like ns1.example.net.")
 		return e, false
 	}
 	name, nameOK := d.name(nameNode, path+"/name", "nameserver", origin, true)
@@ -609,12 +609,12 @@ func (d *doc) addresses(n *yaml.Node, path, what string) ([]netip.Addr, bool) {
 			} else if strings.ContainsAny(s, "abcdefghijklmnopqrstuvwxyz") && !strings.Contains(s, ":") {
 				hint = "; names are not allowed here, only IP addresses"
 			}
-			d.report(e, p, "address-syntax", "%q is not an IPv4 or IPv6 address%s", s, hint)
+			d.report(e, p, codeAddressSyntax, "%q is not an IPv4 or IPv6 address%s", s, hint)
 			ok = false
 			continue
 		}
 		if j, dup := seen[a]; dup {
-			d.report(e, p, "address-duplicate", "address %s is listed twice for this %s (also item %d): remove one", a, what, j)
+			d.report(e, p, codeAddressDuplicate, "address %s is listed twice for this %s (also item %d): remove one", a, what, j)
 			ok = false
 			continue
 		}
@@ -640,13 +640,13 @@ func (d *doc) soa(n *yaml.Node, path string, z *Zone) {
 			// Accept the mailbox as an e-mail address: hostmaster@example.test.
 			if local, domain, found := strings.Cut(s, "@"); found {
 				if strings.Contains(local, ".") {
-					d.report(v, p, "name-syntax", "rname %q: a mailbox whose local part holds a dot cannot be written here; use a mailbox without dots", s)
+					d.report(v, p, codeNameSyntax, "rname %q: a mailbox whose local part holds a dot cannot be written here; use a mailbox without dots", s)
 					return
 				}
 				dom := strings.ToLower(strings.TrimSuffix(domain, ".")) + "."
 				z.SOA.RName = strings.ToLower(local) + "." + dom
 				if msg := checkName(z.SOA.RName, false); msg != "" {
-					d.report(v, p, "name-syntax", "rname %q: %s", s, msg)
+					d.report(v, p, codeNameSyntax, "rname %q: %s", s, msg)
 				}
 				return
 			}
@@ -681,7 +681,7 @@ func (d *doc) soa(n *yaml.Node, path string, z *Zone) {
 		if at == nil {
 			at = n
 		}
-		d.report(at, path, "soa-timers", "soa expire (%ds) is shorter than refresh + retry (%ds): a secondary that misses one refresh drops the zone; make expire much longer (14 days is usual)", z.SOA.Expire, z.SOA.Refresh+z.SOA.Retry)
+		d.report(at, path, codeSOATimers, "soa expire (%ds) is shorter than refresh + retry (%ds): a secondary that misses one refresh drops the zone; make expire much longer (14 days is usual)", z.SOA.Expire, z.SOA.Refresh+z.SOA.Retry)
 	}
 }
 
@@ -701,7 +701,7 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 			ok = ok && aok
 		}},
 		{"port", func(_, v *yaml.Node, p string) {
-			x, pok := d.integer(v, p, "the service port", "srv-port", 1, 65535)
+			x, pok := d.integer(v, p, "the service port", codeSRVPort, 1, 65535)
 			s.Port, ok = uint16(x), ok && pok
 			portNode = v
 		}},
@@ -731,7 +731,7 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 	})
 	switch {
 	case bareHost != nil && compatBareHost != nil && *bareHost != *compatBareHost:
-		d.report(bareHostNode, path+"/bareHostCompat", "compat-conflict", "bareHostCompat: %t contradicts compat: {bareHost: %t}: keep only compat.bareHost", *bareHost, *compatBareHost)
+		d.report(bareHostNode, path+"/bareHostCompat", codeCompatConflict, "bareHostCompat: %t contradicts compat: {bareHost: %t}: keep only compat.bareHost", *bareHost, *compatBareHost)
 		ok = false
 	case bareHost != nil:
 		s.Compat.BareHost = *bareHost
@@ -740,7 +740,7 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 		return e
 	}
 	if nameNode == nil {
-		d.report(n, path, "missing-field", "the service has no name: add name: with its host name relative to %s (like echo), or absolute with a final dot", z.Origin)
+		d.report(n, path, codeMissingField, "the service has no name: add name: with its host name relative to %s (like echo), or absolute with a final dot", z.Origin)
 		return e
 	}
 	e.node = nameNode
@@ -751,19 +751,19 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 	s.Name = name
 	switch {
 	case !inZone(name, z.Origin):
-		d.report(nameNode, path+"/name", "name-outside-zone", "service %s lies outside zone %s: list it under the zone that holds it, or write it relative to %s", name, z.Origin, z.Origin)
+		d.report(nameNode, path+"/name", codeNameOutsideZone, "service %s lies outside zone %s: list it under the zone that holds it, or write it relative to %s", name, z.Origin, z.Origin)
 		return e
 	case strings.HasPrefix(name, sc.OwnerPrefix) || name == strings.TrimSuffix(sc.OwnerPrefix, ".")+".":
-		d.report(nameNode, path+"/name", "name-reserved", "service name %s starts with %s, which the publisher adds itself: name the service by its host name", name, sc.OwnerPrefix)
+		d.report(nameNode, path+"/name", codeNameReserved, "service name %s starts with %s, which the publisher adds itself: name the service by its host name", name, sc.OwnerPrefix)
 		return e
 	case wireLen(sc.OwnerPrefix+name) > maxNameWire:
-		d.report(nameNode, path+"/name", "name-syntax", "service name %s is too long: %s%s would be %d bytes in DNS wire format, more than %d", name, sc.OwnerPrefix, name, wireLen(sc.OwnerPrefix+name), maxNameWire)
+		d.report(nameNode, path+"/name", codeNameSyntax, "service name %s is too long: %s%s would be %d bytes in DNS wire format, more than %d", name, sc.OwnerPrefix, name, wireLen(sc.OwnerPrefix+name), maxNameWire)
 		return e
 	case s.Port != 0 && wireLen(SRVPrefix+name) > maxNameWire:
-		d.report(nameNode, path+"/name", "name-syntax", "service name %s is too long for its port: %s%s would be %d bytes in DNS wire format, more than %d", name, SRVPrefix, name, wireLen(SRVPrefix+name), maxNameWire)
+		d.report(nameNode, path+"/name", codeNameSyntax, "service name %s is too long for its port: %s%s would be %d bytes in DNS wire format, more than %d", name, SRVPrefix, name, wireLen(SRVPrefix+name), maxNameWire)
 		return e
 	case s.Port != 0 && len(s.Addresses) == 0:
-		d.report(portNode, path+"/port", "srv-no-address", "service %s names a port but has no addresses: its SRV record (%s%s) would point at a name without any; add addresses: or remove port:", name, SRVPrefix, name)
+		d.report(portNode, path+"/port", codeSRVNoAddress, "service %s names a port but has no addresses: its SRV record (%s%s) would point at a name without any; add addresses: or remove port:", name, SRVPrefix, name)
 		ok = false
 	}
 	if n := len(s.Addresses); n > 0 {
@@ -780,13 +780,13 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 		}
 		size := 12 + wireLen(name) + 4 + max(v4*(12+4), v6*(12+16)) + optLen + d.sigLen
 		if size > sc.MaxMessageSize {
-			d.report(nameNode, path+"/addresses", "answer-too-large", "service %s has %d addresses, an answer of %d bytes%s: a DNS message holds at most %d", name, n, size, d.signedNote(), sc.MaxMessageSize)
+			d.report(nameNode, path+"/addresses", codeAnswerTooLarge, "service %s has %d addresses, an answer of %d bytes%s: a DNS message holds at most %d", name, n, size, d.signedNote(), sc.MaxMessageSize)
 			ok = false
 		}
 	}
 	switch {
 	case choicesNode != nil && configNode != nil:
-		d.report(configNode, configPath, "choices-and-config", "service %s sets both choices and serviceConfig: use choices for a list of canary choices, or serviceConfig for one config for every client", name)
+		d.report(configNode, configPath, codeChoicesAndConfig, "service %s sets both choices and serviceConfig: use choices for a list of canary choices, or serviceConfig for one config for every client", name)
 		ok = false
 	case choicesNode != nil:
 		s.Value = d.serviceValue(choicesNode, choicesPath, sc.KindChoices, s)
@@ -799,10 +799,10 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 		s.TXT = sc.EncodeTXT(s.Value)
 	}
 	if len(s.Addresses) == 0 && choicesNode == nil && configNode == nil {
-		d.report(nameNode, path+"/name", "service-empty", "service %s has no addresses and no service config, so it publishes nothing: add addresses:, choices: or serviceConfig:", name)
+		d.report(nameNode, path+"/name", codeServiceEmpty, "service %s has no addresses and no service config, so it publishes nothing: add addresses:, choices: or serviceConfig:", name)
 	}
 	if (bareHost != nil && *bareHost || compatBareHost != nil && *compatBareHost) && s.Value == nil && choicesNode == nil && configNode == nil {
-		d.report(nameNode, path+"/name", "service-empty", "bareHost is set but service %s has no service config to publish", name)
+		d.report(nameNode, path+"/name", codeServiceEmpty, "bareHost is set but service %s has no service config to publish", name)
 	}
 	if ok {
 		e.svc = s
@@ -834,7 +834,7 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 		if diag.Code == "grpc-go-channel-failure" {
 			diag.Message += ", or set compat: {allowGrpcGoFailure: true} on the service or its zone if no grpc-go client reads it"
 		}
-		loc := d.at(at, path+diag.Path, "yaml-value", "")
+		loc := d.at(at, path+diag.Path, codeYAMLValue, "")
 		diag.Path, diag.Line, diag.Column, diag.Offset = loc.Path, loc.Line, loc.Column, loc.Offset
 		d.ds = append(d.ds, diag)
 	}
@@ -844,7 +844,7 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 	// Signed answers carry a TSIG record too.
 	if d.sigLen > 0 {
 		if size := sc.ResponseSize(s.TXTOwner(), rec.TXT, true) + d.sigLen; size > sc.MaxMessageSize {
-			d.report(n, path, "answer-too-large", "the TXT answer at %s would be %d bytes%s: a DNS message holds at most %d; shrink the config or split it across services", s.TXTOwner(), size, d.signedNote(), sc.MaxMessageSize)
+			d.report(n, path, codeAnswerTooLarge, "the TXT answer at %s would be %d bytes%s: a DNS message holds at most %d; shrink the config or split it across services", s.TXTOwner(), size, d.signedNote(), sc.MaxMessageSize)
 			return nil
 		}
 	}
@@ -889,7 +889,7 @@ func (d *doc) transfer(n *yaml.Node, path string, z *Zone, keys map[string]bool)
 				if strings.Contains(s, "/") {
 					pfx, err = netip.ParsePrefix(s)
 					if err == nil && pfx != pfx.Masked() {
-						d.report(e, ep, "transfer-acl", "%s has host bits set: write %s", s, pfx.Masked())
+						d.report(e, ep, codeTransferACL, "%s has host bits set: write %s", s, pfx.Masked())
 						continue
 					}
 				} else {
@@ -900,7 +900,7 @@ func (d *doc) transfer(n *yaml.Node, path string, z *Zone, keys map[string]bool)
 					}
 				}
 				if err != nil {
-					d.report(e, ep, "transfer-acl", "%q is not an IP address or prefix (like 192.0.2.1 or 10.0.0.0/8)", s)
+					d.report(e, ep, codeTransferACL, "%q is not an IP address or prefix (like 192.0.2.1 or 10.0.0.0/8)", s)
 					continue
 				}
 				t.Allow = append(t.Allow, pfx)
@@ -914,7 +914,7 @@ func (d *doc) transfer(n *yaml.Node, path string, z *Zone, keys map[string]bool)
 			}
 			t.Key = absName(s, ".")
 			if !keys[t.Key] {
-				d.report(v, p, "tsig-key-unknown", "TSIG key %s is not defined: add it to tsigKeys: with the same name and secret as on the secondary", t.Key)
+				d.report(v, p, codeTSIGKeyUnknown, "TSIG key %s is not defined: add it to tsigKeys: with the same name and secret as on the secondary", t.Key)
 			}
 		}},
 		{"notify", func(_, v *yaml.Node, p string) {
@@ -929,7 +929,7 @@ func (d *doc) transfer(n *yaml.Node, path string, z *Zone, keys map[string]bool)
 				}
 				ap, err := parseAddrPort(strings.TrimSpace(s))
 				if err != nil {
-					d.report(e, ep, "notify-target", "notify target %q: %v", s, err)
+					d.report(e, ep, codeNotifyTarget, "notify target %q: %v", s, err)
 					continue
 				}
 				t.Notify = append(t.Notify, ap)
@@ -939,12 +939,12 @@ func (d *doc) transfer(n *yaml.Node, path string, z *Zone, keys map[string]bool)
 	})
 	for i, p := range t.Allow {
 		if p.Bits() == 0 && t.Key == "" {
-			d.report(allowNodes[i], path+"/allow", "transfer-open", "zone %s can be transferred by anyone: restrict allow: to your secondaries, or set key: to require TSIG", z.Origin)
+			d.report(allowNodes[i], path+"/allow", codeTransferOpen, "zone %s can be transferred by anyone: restrict allow: to your secondaries, or set key: to require TSIG", z.Origin)
 		}
 	}
 	for i, ap := range t.Notify {
 		if !t.Allowed(ap.Addr()) {
-			d.report(notifyNodes[i], path+"/notify", "notify-not-allowed", "secondary %s is notified but may not transfer zone %s: add %s to allow: (or set key:)", ap, z.Origin, ap.Addr())
+			d.report(notifyNodes[i], path+"/notify", codeNotifyNotAllowed, "secondary %s is notified but may not transfer zone %s: add %s to allow: (or set key:)", ap, z.Origin, ap.Addr())
 		}
 	}
 }

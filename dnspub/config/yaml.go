@@ -54,8 +54,8 @@ func (d *doc) pos(line, col int) (off, byteCol int) {
 }
 
 // at makes a diagnostic positioned at n (nil: no position).
-func (d *doc) at(n *yaml.Node, path, code, format string, args ...any) sc.Diagnostic {
-	diag := sc.Diagnostic{Severity: severityOf(code), Code: code, Message: fmt.Sprintf(format, args...), Path: path, Offset: -1}
+func (d *doc) at(n *yaml.Node, path string, code diagCode, format string, args ...any) sc.Diagnostic {
+	diag := sc.Diagnostic{Severity: code.severity(), Code: code.String(), Message: fmt.Sprintf(format, args...), Path: path, Offset: -1}
 	if n != nil && n.Line > 0 {
 		diag.Offset, diag.Column = d.pos(n.Line, n.Column)
 		diag.Line = n.Line
@@ -63,7 +63,7 @@ func (d *doc) at(n *yaml.Node, path, code, format string, args ...any) sc.Diagno
 	return diag
 }
 
-func (d *doc) report(n *yaml.Node, path, code, format string, args ...any) {
+func (d *doc) report(n *yaml.Node, path string, code diagCode, format string, args ...any) {
 	d.ds = append(d.ds, d.at(n, path, code, format, args...))
 }
 
@@ -75,7 +75,7 @@ func (d *doc) parseYAML() *yaml.Node {
 	var root yaml.Node
 	err := dec.Decode(&root)
 	if errors.Is(err, io.EOF) {
-		d.ds = append(d.ds, sc.Diagnostic{Severity: sc.Error, Code: "missing-field", Offset: 0, Line: 1, Column: 1,
+		d.ds = append(d.ds, sc.Diagnostic{Severity: codeMissingField.severity(), Code: codeMissingField.String(), Offset: 0, Line: 1, Column: 1,
 			Message: "the config is empty: it needs a zones: list (see testdata/publisher/example.yaml)"})
 		return nil
 	}
@@ -85,7 +85,7 @@ func (d *doc) parseYAML() *yaml.Node {
 			line, _ = strconv.Atoi(m[1])
 			msg = m[2]
 		}
-		diag := sc.Diagnostic{Severity: sc.Error, Code: "yaml-syntax", Offset: -1, Message: "cannot parse the config: " + msg}
+		diag := sc.Diagnostic{Severity: codeYAMLSyntax.severity(), Code: codeYAMLSyntax.String(), Offset: -1, Message: "cannot parse the config: " + msg}
 		if line > 0 {
 			diag.Line, diag.Column = line, 1
 			diag.Offset, _ = d.pos(line, 1)
@@ -95,7 +95,7 @@ func (d *doc) parseYAML() *yaml.Node {
 	}
 	var next yaml.Node
 	if err := dec.Decode(&next); err == nil {
-		d.report(&next, "", "yaml-syntax", "the file holds more than one YAML document: put everything in the first one")
+		d.report(&next, "", codeYAMLSyntax, "the file holds more than one YAML document: put everything in the first one")
 	}
 	n := &root
 	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
@@ -182,7 +182,7 @@ type field struct {
 func (d *doc) object(n *yaml.Node, path, what string, fields []field) map[string]*yaml.Node {
 	n = deref(n)
 	if n == nil || n.Kind != yaml.MappingNode {
-		d.report(n, path, "field-type", "%s must be a mapping of keys to values, not %s", what, describe(n))
+		d.report(n, path, codeFieldType, "%s must be a mapping of keys to values, not %s", what, describe(n))
 		return nil
 	}
 	present := map[string]*yaml.Node{}
@@ -194,16 +194,16 @@ func (d *doc) object(n *yaml.Node, path, what string, fields []field) map[string
 		key := p.k.Value
 		sub := path + "/" + escapePointer(key)
 		if first, dup := present[key]; dup {
-			d.report(p.k, sub, "yaml-duplicate-key", "%s has the key %q twice (first at line %d): remove one", what, key, first.Line)
+			d.report(p.k, sub, codeYAMLDuplicateKey, "%s has the key %q twice (first at line %d): remove one", what, key, first.Line)
 			continue
 		}
 		present[key] = p.k
 		i := slicesIndex(known, key)
 		if i < 0 {
 			if s := sc.Suggest(key, known); s != "" {
-				d.report(p.k, sub, "unknown-key", "unknown key %q in %s: did you mean %q?", key, what, s)
+				d.report(p.k, sub, codeUnknownKey, "unknown key %q in %s: did you mean %q?", key, what, s)
 			} else {
-				d.report(p.k, sub, "unknown-key", "unknown key %q in %s: it may hold %s", key, what, strings.Join(known, ", "))
+				d.report(p.k, sub, codeUnknownKey, "unknown key %q in %s: it may hold %s", key, what, strings.Join(known, ", "))
 			}
 			continue
 		}
@@ -254,7 +254,7 @@ func describe(n *yaml.Node) string {
 func (d *doc) scalar(n *yaml.Node, path, what string) (string, bool) {
 	n = deref(n)
 	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		d.report(n, path, "field-type", "%s must be a single value, not %s", what, describe(n))
+		d.report(n, path, codeFieldType, "%s must be a single value, not %s", what, describe(n))
 		return "", false
 	}
 	return n.Value, true
@@ -268,7 +268,7 @@ func (d *doc) list(n *yaml.Node, path, what string) []*yaml.Node {
 		return []*yaml.Node{n}
 	}
 	if n == nil || n.Kind != yaml.SequenceNode {
-		d.report(n, path, "field-type", "%s must be a list, not %s", what, describe(n))
+		d.report(n, path, codeFieldType, "%s must be a list, not %s", what, describe(n))
 		return nil
 	}
 	out := make([]*yaml.Node, len(n.Content))
@@ -281,12 +281,12 @@ func (d *doc) list(n *yaml.Node, path, what string) []*yaml.Node {
 func (d *doc) boolean(n *yaml.Node, path, what string) (bool, bool) {
 	n = deref(n)
 	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
-		d.report(n, path, "field-type", "%s must be true or false, not %s", what, describe(n))
+		d.report(n, path, codeFieldType, "%s must be true or false, not %s", what, describe(n))
 		return false, false
 	}
 	var b bool
 	if err := n.Decode(&b); err != nil {
-		d.report(n, path, "field-type", "%s must be true or false, not %s", what, describe(n))
+		d.report(n, path, codeFieldType, "%s must be true or false, not %s", what, describe(n))
 		return false, false
 	}
 	return b, true
@@ -301,11 +301,11 @@ func (d *doc) duration(n *yaml.Node, path, what string, lo, hi uint64) (uint32, 
 	}
 	v, err := parseTTL(strings.TrimSpace(s))
 	if err != nil {
-		d.report(n, path, "duration-syntax", "%s: %v", what, err)
+		d.report(n, path, codeDurationSyntax, "%s: %v", what, err)
 		return 0, false
 	}
 	if v < lo || v > hi {
-		d.report(n, path, "ttl-range", "%s is %d seconds: it must be between %d and %d", what, v, lo, hi)
+		d.report(n, path, codeTTLRange, "%s is %d seconds: it must be between %d and %d", what, v, lo, hi)
 		return 0, false
 	}
 	return uint32(v), true
@@ -357,7 +357,7 @@ type converter struct {
 	ok bool
 }
 
-func (c *converter) fail(n *yaml.Node, path, code, format string, args ...any) {
+func (c *converter) fail(n *yaml.Node, path string, code diagCode, format string, args ...any) {
 	c.ok = false
 	c.d.report(n, path, code, format, args...)
 }
@@ -373,11 +373,11 @@ func (c *converter) value(n *yaml.Node, path string, depth int) {
 	orig := n
 	n = deref(n)
 	if n == nil || depth > maxJSONDepth {
-		c.fail(orig, path, "yaml-value", "the value nests deeper than %d levels (or its aliases loop): no service config needs that", maxJSONDepth)
+		c.fail(orig, path, codeYAMLValue, "the value nests deeper than %d levels (or its aliases loop): no service config needs that", maxJSONDepth)
 		return
 	}
 	if len(c.j.text) > maxJSONSize {
-		c.fail(orig, path, "yaml-value", "the value expands to more than %d bytes of JSON (through aliases?): a TXT record holds at most 64 KiB", maxJSONSize)
+		c.fail(orig, path, codeYAMLValue, "the value expands to more than %d bytes of JSON (through aliases?): a TXT record holds at most 64 KiB", maxJSONSize)
 		return
 	}
 	c.mark(orig)
@@ -389,7 +389,7 @@ func (c *converter) value(n *yaml.Node, path string, depth int) {
 			key := p.k.Value
 			sub := path + "/" + escapePointer(key)
 			if first, dup := seen[key]; dup {
-				c.fail(p.k, sub, "yaml-duplicate-key", "the key %q appears twice (first at line %d): gRPC clients reject duplicate keys; remove one", key, first.Line)
+				c.fail(p.k, sub, codeYAMLDuplicateKey, "the key %q appears twice (first at line %d): gRPC clients reject duplicate keys; remove one", key, first.Line)
 				return
 			}
 			seen[key] = p.k
@@ -414,7 +414,7 @@ func (c *converter) value(n *yaml.Node, path string, depth int) {
 	case yaml.ScalarNode:
 		c.scalar(n, path)
 	default:
-		c.fail(n, path, "yaml-value", "unsupported YAML node")
+		c.fail(n, path, codeYAMLValue, "unsupported YAML node")
 	}
 }
 
@@ -425,7 +425,7 @@ func (c *converter) scalar(n *yaml.Node, path string) {
 	case "!!bool":
 		var b bool
 		if err := n.Decode(&b); err != nil {
-			c.fail(n, path, "yaml-value", "%q is not a boolean", n.Value)
+			c.fail(n, path, codeYAMLValue, "%q is not a boolean", n.Value)
 			return
 		}
 		c.j.text = strconv.AppendBool(c.j.text, b)
@@ -439,20 +439,20 @@ func (c *converter) scalar(n *yaml.Node, path string) {
 		if err := n.Decode(&v); err == nil {
 			desc = fmt.Sprintf("the number %d", v)
 		}
-		c.fail(n, path, "yaml-value", "%s is %s in YAML but not a JSON number: write it in plain decimal (leading zeros mean octal in YAML)", n.Value, desc)
+		c.fail(n, path, codeYAMLValue, "%s is %s in YAML but not a JSON number: write it in plain decimal (leading zeros mean octal in YAML)", n.Value, desc)
 	case "!!float":
 		var f float64
 		if err := n.Decode(&f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			c.fail(n, path, "yaml-value", "%s has no JSON equivalent: JSON numbers are finite", n.Value)
+			c.fail(n, path, codeYAMLValue, "%s has no JSON equivalent: JSON numbers are finite", n.Value)
 			return
 		}
 		if jsonNumberRE.MatchString(n.Value) {
 			c.j.text = append(c.j.text, n.Value...)
 			return
 		}
-		c.fail(n, path, "yaml-value", "%s is not written as a JSON number: write %s", n.Value, strconv.FormatFloat(f, 'g', -1, 64))
+		c.fail(n, path, codeYAMLValue, "%s is not written as a JSON number: write %s", n.Value, strconv.FormatFloat(f, 'g', -1, 64))
 	case "!!binary":
-		c.fail(n, path, "yaml-value", "binary values have no JSON equivalent: write a string")
+		c.fail(n, path, codeYAMLValue, "binary values have no JSON equivalent: write a string")
 	default: // !!str, !!timestamp and unknown tags keep their text
 		c.j.text = asciijson.AppendString(c.j.text, n.Value)
 	}
