@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/grpc-config-dns/grpc-config-dns/internal/asciijson"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/constraints"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
 )
@@ -29,7 +30,8 @@ type Choice struct {
 }
 
 // Choices is a parsed grpc_config value: the list of choices, first match
-// wins.
+// wins. A Choices built by hand, with List only, works too: its methods
+// read the fields, as if the list had been parsed from their JSON.
 type Choices struct {
 	List []Choice
 	tree *jtree.Tree
@@ -187,6 +189,13 @@ func percentage(c *checker, v int32) int {
 // by [ChoicesFromText], the diagnostics are placed in that text instead
 // (Line and Column, and for a bare service config, paths relative to it).
 func (ch *Choices) Validate(i int) Diagnostics {
+	if ch.tree == nil {
+		p, err := ch.parsed()
+		if err != nil {
+			return err.(*InvalidError).Diagnostics
+		}
+		return p.Validate(i)
+	}
 	c := newChecker(ch.tree)
 	cfg := ch.List[i].configNode
 	if cfg < 0 {
@@ -227,6 +236,12 @@ func keyNodeOf(t *jtree.Tree, obj, v int32) int32 {
 // Compact returns the choice list as compact JSON, the form to publish.
 // Dynamic parameter constraints are written in canonical camelCase.
 func (ch *Choices) Compact() []byte {
+	if ch.tree == nil {
+		if p, err := ch.parsed(); err == nil {
+			return p.Compact()
+		}
+		return ch.appendFields(nil) // as given, for Validate to explain
+	}
 	t := ch.tree
 	dst := make([]byte, 0, len(t.Src))
 	dst = append(dst, '[')
@@ -257,6 +272,12 @@ func (ch *Choices) Compact() []byte {
 
 // CompactConfig returns choice i's service config as compact JSON.
 func (ch *Choices) CompactConfig(i int) []byte {
+	if ch.tree == nil {
+		if p, err := ch.parsed(); err == nil {
+			return p.CompactConfig(i)
+		}
+		return ch.List[i].config()
+	}
 	if n := ch.List[i].configNode; n >= 0 {
 		return ch.tree.AppendCompact(nil, n)
 	}
@@ -294,6 +315,60 @@ func (ch *Choices) GrpcGoConfig(i int) []byte {
 		replace[r.node] = r.canon
 	}
 	return appendEdited(t, nil, 0, drop, nil, replace)
+}
+
+// parsed returns a Choices built by hand, without a parse tree, parsed
+// from the JSON of its fields; the error says what makes that JSON
+// invalid.
+func (ch *Choices) parsed() (*Choices, error) {
+	return ParseChoices(ch.appendFields(nil))
+}
+
+// appendFields writes the choice list from its fields, leaving out those
+// that are absent (a nil list, a negative percentage, no constraints).
+func (ch *Choices) appendFields(dst []byte) []byte {
+	dst = append(dst, '[')
+	for i := range ch.List {
+		x := &ch.List[i]
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '{')
+		list := func(key string, l []string) {
+			if l == nil {
+				return
+			}
+			dst = append(asciijson.AppendString(dst, key), ':', '[')
+			for j, s := range l {
+				if j > 0 {
+					dst = append(dst, ',')
+				}
+				dst = asciijson.AppendString(dst, s)
+			}
+			dst = append(dst, ']', ',')
+		}
+		list(keyClientLanguage, x.ClientLanguage)
+		if x.Percentage >= 0 {
+			dst = strconv.AppendInt(append(asciijson.AppendString(dst, keyPercentage), ':'), int64(x.Percentage), 10)
+			dst = append(dst, ',')
+		}
+		list(keyClientHostname, x.ClientHostname)
+		if x.Constraints != nil {
+			dst = x.Constraints.AppendJSON(append(asciijson.AppendString(dst, keyDynamicParameterConstraints), ':'))
+			dst = append(dst, ',')
+		}
+		dst = append(append(asciijson.AppendString(dst, keyServiceConfig), ':'), x.config()...)
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
+// config is the choice's service config as given, {} when it has none.
+func (x *Choice) config() []byte {
+	if len(x.ServiceConfig) == 0 {
+		return []byte("{}")
+	}
+	return x.ServiceConfig
 }
 
 // grpcGoView returns a service config as grpc-go reads it: members named

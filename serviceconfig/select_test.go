@@ -142,3 +142,52 @@ func FuzzParseChoices(f *testing.F) {
 		}
 	})
 }
+
+// A Choices built by hand, without parsing, works as the parsed JSON of
+// its fields would: nothing panics, and what cannot be JSON is reported.
+func TestHandBuiltChoices(t *testing.T) {
+	expr, err := ParseConstraints([]byte(`{"constraint":{"key":"env","value":"prod"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := &Choices{List: []Choice{
+		{ClientLanguage: []string{"java"}, Percentage: -1, ServiceConfig: []byte(`{"loadBalancingPolicy":"round_robin"}`)},
+		{Percentage: 20, ClientHostname: []string{"web-\"1\""}, Constraints: expr, ServiceConfig: []byte(` { "methodConfig" : [ ] } `)},
+		{Percentage: -1}, // no service config: {}
+	}}
+	want := `[{"clientLanguage":["java"],"serviceConfig":{"loadBalancingPolicy":"round_robin"}},` +
+		`{"percentage":20,"clientHostname":["web-\"1\""],"dynamicParameterConstraints":{"constraint":{"key":"env","value":"prod"}},"serviceConfig":{"methodConfig":[]}},` +
+		`{"serviceConfig":{}}]`
+	if got := string(ch.Compact()); got != want {
+		t.Errorf("Compact:\n%s\nwant\n%s", got, want)
+	}
+	if got := string(ch.CompactConfig(1)); got != `{"methodConfig":[]}` {
+		t.Errorf("CompactConfig(1) = %s", got)
+	}
+	if got := string(ch.GrpcGoConfig(0)); got != `{"loadBalancingPolicy":"round_robin"}` {
+		t.Errorf("GrpcGoConfig(0) = %s", got)
+	}
+	if ds := ch.Validate(0); ds.HasErrors() || len(ds) != 1 || ds[0].Path != "/0/serviceConfig/loadBalancingPolicy" {
+		t.Errorf("Validate(0) = %v, want the warning about loadBalancingPolicy, at its place", ds)
+	}
+	if i := ch.Select(Client{Language: "go", Bucket: 50, Params: map[string]string{"env": "prod"}}); i != 2 {
+		t.Errorf("Select = %d, want 2", i)
+	}
+	if reason, _ := ch.GrpcGoFailure(); reason != "" {
+		t.Errorf("GrpcGoFailure = %q", reason)
+	}
+
+	bad := &Choices{List: []Choice{{Percentage: 101, ServiceConfig: []byte(`{"timeout":`)}}}
+	ds := bad.Validate(0)
+	if !ds.HasErrors() {
+		t.Errorf("Validate of a service config that is not JSON: %v", ds)
+	}
+	if got := string(bad.Compact()); got != `[{"percentage":101,"serviceConfig":{"timeout":}]` {
+		t.Errorf("Compact writes the fields as given: %s", got)
+	}
+	if got := string(bad.CompactConfig(0)); got != `{"timeout":` {
+		t.Errorf("CompactConfig(0) = %s", got)
+	}
+	bad.GrpcGoFailure()
+	(&Choices{}).Compact()
+}
