@@ -24,7 +24,7 @@ type checker struct {
 	// caseCodes collects the status code names that are not upper-case,
 	// which grpc-go rejects, and caseFields the member names that differ
 	// from a known field only in case, which grpc-go reads as that field:
-	// GrpcGoConfig and GrpcGoFailure rewrite them to see what grpc-go sees.
+	// GrpcGoConfig and grpcGoFailure rewrite them to see what grpc-go sees.
 	caseCodes  []rewrite
 	caseFields []rewrite
 	// goText holds values grpc-go refuses or misreads in a form the spec
@@ -79,7 +79,7 @@ func (c *checker) report(n int32, code diagCode, format string, args ...any) {
 }
 
 // refuse records a warning about something the spec allows but the clients
-// in who reject (the compat gate and GrpcGoFailure ask whether grpc-go is
+// in who reject (the compat gate and grpcGoFailure ask whether grpc-go is
 // among them).
 func (c *checker) refuse(n int32, code diagCode, who client, format string, args ...any) {
 	sev := code.severity()

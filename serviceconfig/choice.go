@@ -35,7 +35,7 @@ type Choice struct {
 type Choices struct {
 	List []Choice
 	tree *jtree.Tree
-	src  *source // set by ChoicesFromText
+	src  *source // set by choicesFromText
 }
 
 // Choice keys defined by gRFC A2. Anything else makes the record invalid.
@@ -186,7 +186,7 @@ func percentage(c *checker, v int32) int {
 // Validate validates the service config of choice i and returns its
 // diagnostics, with paths relative to the choice list (/i/serviceConfig/…).
 // Clients call it for the chosen choice only (gRFC A21). For choices read
-// by [ChoicesFromText], the diagnostics are placed in that text instead
+// by choicesFromText, the diagnostics are placed in that text instead
 // (Line and Column, and for a bare service config, paths relative to it).
 func (ch *Choices) Validate(i int) Diagnostics {
 	if ch.tree == nil {
@@ -443,13 +443,13 @@ func appendEdited(t *jtree.Tree, dst []byte, i int32, drop, rename, replace map[
 	return append(dst, t.Raw(i)...)
 }
 
-// NineDigitDurations returns a choice list (JSON) with every duration of
+// nineDigitDurations returns a choice list (JSON) with every duration of
 // its service configs written with exactly 9 fraction digits when it has
 // any ("0.1s" becomes "0.100000000s"): the form grpc-js, which takes the
 // fraction digits as nanoseconds, reads correctly, and every other client
 // reads alike. Everything else is kept byte for byte. The value must be a
 // valid choice list.
-func NineDigitDurations(value []byte) ([]byte, error) {
+func nineDigitDurations(value []byte) ([]byte, error) {
 	t, err := jtree.Parse(value)
 	if err != nil {
 		return nil, Diagnostics{syntaxDiagnostic(err)}.Err()
@@ -467,9 +467,9 @@ func NineDigitDurations(value []byte) ([]byte, error) {
 	out := make([]byte, 0, len(value)+8*len(c.shortFractions))
 	last := 0
 	for _, n := range c.shortFractions {
-		d, _ := ParseDuration(t.Str(n))
+		d, _ := parseDuration(t.Str(n))
 		out = append(out, value[last:t.Nodes[n].Start]...)
-		out = strconv.AppendQuote(out, FormatDuration(d))
+		out = strconv.AppendQuote(out, formatDuration(d))
 		last = int(t.Nodes[n].End)
 	}
 	return append(out, value[last:]...), nil

@@ -230,8 +230,8 @@ func (c diagCode) severity() Severity { return codes[c].Severity }
 // Codes returns every diagnostic code, in documentation order.
 func Codes() []CodeInfo { return slices.Clone(codes[1:]) }
 
-// LookupCode returns the description of a code.
-func LookupCode(code string) (CodeInfo, bool) {
+// lookupCode returns the description of a code.
+func lookupCode(code string) (CodeInfo, bool) {
 	c, ok := codeByID[code]
 	return codes[c], ok
 }

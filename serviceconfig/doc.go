@@ -8,6 +8,13 @@
 // bucket and hostname, and validates service configs, reporting problems as
 // positioned [Diagnostic] values with stable codes.
 //
+// Two functions make the decisions the rest of the project carries out:
+// [Choose], what a client makes of the records it resolved (no config, an
+// invalid record, or a chosen config; gRFC A2 and A21), which the resolver
+// and the select command run; and [Publish], whether and in which form a
+// record is published, which the publisher and the encode command run.
+// [Lint] reports every problem of a record, for people.
+//
 // The package does no I/O and imports nothing that speaks DNS or opens a
 // socket: callers hand it bytes and get values and diagnostics back.
 package serviceconfig

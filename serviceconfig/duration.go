@@ -8,13 +8,13 @@ import (
 // maxDurationSeconds is the range of google.protobuf.Duration.
 const maxDurationSeconds = 315_576_000_000
 
-// ParseDuration parses a google.protobuf.Duration in its proto3 JSON form:
+// parseDuration parses a google.protobuf.Duration in its proto3 JSON form:
 // an optional sign, decimal seconds with at most 9 fraction digits, and an
 // 's' ("1s", "0.25s", "-1.000000001s"). The mapping also accepts a missing
 // integer part (".5s"), a bare point ("1.s") and a '+' sign, as Go's
 // protojson does; lint warns about them because some clients do not.
 // Values beyond the range of time.Duration saturate, as gRPC clients do.
-func ParseDuration(s string) (time.Duration, error) {
+func parseDuration(s string) (time.Duration, error) {
 	sec, nanos, _, err := parseDurationParts(s)
 	if err != nil {
 		return 0, err
@@ -46,7 +46,7 @@ func parseDurationParts(s string) (sec, nanos int64, form durationForm, err erro
 	orig := s
 	if len(s) == 0 || s[len(s)-1] != 's' || (len(s) > 1 && (s[len(s)-2] < '0' || s[len(s)-2] > '9') && s[len(s)-2] != '.') {
 		if d, err := time.ParseDuration(s); err == nil {
-			return 0, 0, 0, fmt.Errorf("%q is not a duration: durations are seconds with an \"s\" suffix; write %q", orig, FormatDuration(d))
+			return 0, 0, 0, fmt.Errorf("%q is not a duration: durations are seconds with an \"s\" suffix; write %q", orig, formatDuration(d))
 		}
 		return 0, 0, 0, fmt.Errorf("%q is not a duration: write seconds with an \"s\" suffix, like \"1.5s\"", orig)
 	}
@@ -110,10 +110,10 @@ func parseDurationParts(s string) (sec, nanos int64, form durationForm, err erro
 	return sec, nanos, form, nil
 }
 
-// FormatDuration writes d in the JSON form of google.protobuf.Duration
+// formatDuration writes d in the JSON form of google.protobuf.Duration
 // with exactly 9 fraction digits when it has any fraction, the form every
 // gRPC client reads correctly (grpc-js misreads shorter fractions).
-func FormatDuration(d time.Duration) string {
+func formatDuration(d time.Duration) string {
 	neg := d < 0
 	u := uint64(d)
 	if neg {

@@ -27,7 +27,7 @@ func validateHeaderExtraction(c *checker, v int32) {
 			switch name {
 			case "payloadFieldName":
 				if c.want(val, jtree.String, codeHeaderExtraction, name) {
-					if err := CheckFieldPath(t.Str(val)); err != nil {
+					if err := checkFieldPath(t.Str(val)); err != nil {
 						c.report(val, codeHeaderExtraction, "payloadFieldName: %v", err)
 					}
 				}
@@ -48,7 +48,7 @@ func validateHeaderExtraction(c *checker, v int32) {
 			case "headerName":
 				if c.want(val, jtree.String, codeHeaderName, name) {
 					h := t.Str(val)
-					if err := CheckHeaderName(h); err != nil {
+					if err := checkHeaderName(h); err != nil {
 						c.report(val, codeHeaderName, "headerName: %v", err)
 					} else if headers[h] {
 						c.report(val, codeHeaderNameDuplicate, "header %q is extracted by two rules of this method; every headerName must be unique", h)
@@ -69,9 +69,9 @@ func validateHeaderExtraction(c *checker, v int32) {
 	})
 }
 
-// CheckFieldPath checks a payloadFieldName: dot-separated protobuf field
+// checkFieldPath checks a payloadFieldName: dot-separated protobuf field
 // names, like "resource.id".
-func CheckFieldPath(path string) error {
+func checkFieldPath(path string) error {
 	if path == "" {
 		return fmt.Errorf("the field path is empty; name a string field, like \"resource.id\"")
 	}
@@ -98,10 +98,10 @@ var reservedHeaders = map[string]bool{
 	"transfer-encoding": true, "upgrade": true,
 }
 
-// CheckHeaderName checks that h can be a header added by a headerExtraction
+// checkHeaderName checks that h can be a header added by a headerExtraction
 // rule: a valid, lower-case gRPC metadata key, ASCII-valued (not -bin), and
 // not one that gRPC or HTTP/2 reserves.
-func CheckHeaderName(h string) error {
+func checkHeaderName(h string) error {
 	if h == "" {
 		return fmt.Errorf("the header name is empty")
 	}

@@ -126,7 +126,7 @@ func headerRule(t *jtree.Tree, r int32) (HeaderRule, bool) {
 	if v := t.Get(r, "numElementsToKeep"); v >= 0 {
 		n, _ = t.Int(v)
 	}
-	if len(d) != 1 || d[0] < 0x20 || d[0] > 0x7e || n < 1 || CheckFieldPath(rule.PayloadFieldName) != nil || CheckHeaderName(rule.HeaderName) != nil {
+	if len(d) != 1 || d[0] < 0x20 || d[0] > 0x7e || n < 1 || checkFieldPath(rule.PayloadFieldName) != nil || checkHeaderName(rule.HeaderName) != nil {
 		return HeaderRule{}, false
 	}
 	rule.Delimiter, rule.NumElementsToKeep = d[0], int(n)
@@ -175,7 +175,7 @@ func NewHeaderRules(byName map[string][]HeaderRule) (*HeaderRules, error) {
 		seen := map[string]bool{}
 		for i, r := range rules {
 			where := fmt.Sprintf("header rules for %q, rule %d", name, i)
-			if err := CheckFieldPath(r.PayloadFieldName); err != nil {
+			if err := checkFieldPath(r.PayloadFieldName); err != nil {
 				return nil, fmt.Errorf("%s: payloadFieldName: %v", where, err)
 			}
 			if r.Delimiter < 0x20 || r.Delimiter > 0x7e {
@@ -184,7 +184,7 @@ func NewHeaderRules(byName map[string][]HeaderRule) (*HeaderRules, error) {
 			if r.NumElementsToKeep < 1 {
 				return nil, fmt.Errorf("%s: NumElementsToKeep must be at least 1, not %d", where, r.NumElementsToKeep)
 			}
-			if err := CheckHeaderName(r.HeaderName); err != nil {
+			if err := checkHeaderName(r.HeaderName); err != nil {
 				return nil, fmt.Errorf("%s: headerName: %v", where, err)
 			}
 			if seen[r.HeaderName] {

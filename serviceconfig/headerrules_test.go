@@ -80,7 +80,7 @@ func FuzzParseHeaderRules(f *testing.F) {
 			rules, _ := hr.Lookup(m)
 			for _, r := range rules {
 				// Every rule that survives parsing is usable.
-				if CheckHeaderName(r.HeaderName) != nil || r.NumElementsToKeep < 1 {
+				if checkHeaderName(r.HeaderName) != nil || r.NumElementsToKeep < 1 {
 					t.Fatalf("unusable rule %+v", r)
 				}
 				if v, ok := r.Apply("//a/b/c"); ok && v == "" {

@@ -55,14 +55,14 @@ func LintRecords(records [][]string, opts LintOptions) Diagnostics {
 	return ds
 }
 
-// ChoicesFromText reads a choice list from an input text of any kind but
+// choicesFromText reads a choice list from an input text of any kind but
 // a publisher config; a bare service config becomes one catch-all choice.
 // It validates the structure (as a client does), not the service configs.
 // Its diagnostics, and those of [Choices.Validate] on the result, locate
 // their problems in text: Line and Column, and paths relative to the
 // document the user wrote (a bare service config's, not the wrapping
 // choice list's).
-func ChoicesFromText(text []byte) (*Choices, Diagnostics) {
+func choicesFromText(text []byte) (*Choices, Diagnostics) {
 	src := &source{text: text}
 	var value []byte
 	switch DetectKind(text) {
@@ -83,7 +83,7 @@ func ChoicesFromText(text []byte) (*Choices, Diagnostics) {
 		v, err := DecodeTXT(recs)
 		found, rv, offs := recordValue(recs, p)
 		if err != nil {
-			ch, ds := ChoicesFromRecords(recs)
+			ch, ds := choicesFromRecords(recs)
 			src.offs = offs
 			src.place(ds, recordOffset(p, max(found, 0), firstSignificant(text)))
 			return ch, ds
@@ -199,9 +199,9 @@ func recordOffset(p *presentation, r, def int) int {
 	return p.recordOff[r]
 }
 
-// ChoicesFromRecords decodes the TXT records at a name and parses their
+// choicesFromRecords decodes the TXT records at a name and parses their
 // choice list. It returns ErrNoConfig's diagnostic when there is none.
-func ChoicesFromRecords(records [][]string) (*Choices, Diagnostics) {
+func choicesFromRecords(records [][]string) (*Choices, Diagnostics) {
 	value, err := DecodeTXT(records)
 	if err == ErrNoConfig {
 		return nil, Diagnostics{{Severity: codeTXTNoRecord.severity(), Code: codeTXTNoRecord.String(), Offset: -1, Message: noRecordMessage(records)}}
@@ -220,18 +220,6 @@ const wrapPrefix = `[{"serviceConfig":`
 
 func wrapConfig(cfg []byte) []byte {
 	return append(append([]byte(wrapPrefix), bytes.TrimSpace(cfg)...), "}]"...)
-}
-
-// CompactValue returns the compact JSON of a valid input's choice list (a
-// bare service config is wrapped as one catch-all choice), ready for
-// [EncodeTXT]; dynamic parameter constraints are written in camelCase, as
-// [Choices.Compact] does.
-func CompactValue(text []byte) ([]byte, Diagnostics) {
-	ch, ds := ChoicesFromText(text)
-	if ch == nil {
-		return nil, ds
-	}
-	return ch.Compact(), nil
 }
 
 // unknownKind is the diagnostic for an input that is none of the kinds.
@@ -259,12 +247,12 @@ func firstSignificant(text []byte) int {
 // user's text.
 type offsetMap func(int) int
 
-// LintJSON checks a JSON choice list (k == KindChoices) or one service
+// lintJSON checks a JSON choice list (k == KindChoices) or one service
 // config (KindServiceConfig) with every rule, as [Lint] does, and returns
 // diagnostics with offsets into value (no line or column): callers that
 // built value from another text (a YAML file) map offsets back themselves.
 // owner, when known, sizes the DNS answer.
-func LintJSON(value []byte, k Kind, owner string) Diagnostics {
+func lintJSON(value []byte, k Kind, owner string) Diagnostics {
 	ds := lintValue(value, k, nil, owner)
 	ds.Sort()
 	return ds
@@ -457,13 +445,13 @@ func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagno
 	found := -1
 	for r, strs := range records {
 		for s, str := range strs {
-			if len(str) > MaxStringLen {
+			if len(str) > maxStringLen {
 				off := -1
 				if p != nil {
 					off = p.offs[r][s][0]
 				}
 				ds = append(ds, Diagnostic{Severity: codeTXTStringTooLong.severity(), Code: codeTXTStringTooLong.String(), Offset: off,
-					Message: fmt.Sprintf("string %d of record %d is %d bytes long: a TXT string holds at most %d; split it into several strings (clients join them)", s, r, len(str), MaxStringLen)})
+					Message: fmt.Sprintf("string %d of record %d is %d bytes long: a TXT string holds at most %d; split it into several strings (clients join them)", s, r, len(str), maxStringLen)})
 			}
 		}
 		if len(strs) == 0 {

@@ -122,13 +122,13 @@ func (a Answer) choices() (ch *Choices, ds Diagnostics, none string) {
 	}
 	switch {
 	case a.Text != nil:
-		ch, ds = ChoicesFromText(a.Text)
+		ch, ds = choicesFromText(a.Text)
 	case a.NXDomain:
 		return nil, nil, fmt.Sprintf("%s does not exist (NXDOMAIN)", owner)
 	case len(a.Records) == 0:
 		return nil, nil, fmt.Sprintf("%s has no TXT records", owner)
 	default:
-		ch, ds = ChoicesFromRecords(a.Records)
+		ch, ds = choicesFromRecords(a.Records)
 	}
 	if ch == nil && len(ds) == 1 && ds[0].Code == codeTXTNoRecord.String() {
 		return nil, nil, ds[0].Message

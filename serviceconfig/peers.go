@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// GrpcGoFailure says why some client using grpc-go's built-in dns resolver
+// grpcGoFailure says why some client using grpc-go's built-in dns resolver
 // would fail its channel (UNAVAILABLE) on this choice list, or returns ""
 // when none would. Choice is the index of the choice at fault, or -1 when
 // the fault is that no choice matches.
@@ -19,7 +19,7 @@ import (
 // every draw. When no choice matches, grpc-go parses an empty config and
 // fails the channel; a chosen config it cannot parse fails it too (its
 // JSON field names are read in any case, so "Timeout" counts as timeout).
-func (ch *Choices) GrpcGoFailure() (reason string, choice int) {
+func (ch *Choices) grpcGoFailure() (reason string, choice int) {
 	var misses []string
 	for i := range ch.List {
 		c := &ch.List[i]

@@ -39,15 +39,15 @@ func TestGrpcGoFailure(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			reason, i := ch.GrpcGoFailure()
+			reason, i := ch.grpcGoFailure()
 			if tc.choice == -2 {
 				if reason != "" {
-					t.Fatalf("GrpcGoFailure = %q, %d; want none", reason, i)
+					t.Fatalf("grpcGoFailure = %q, %d; want none", reason, i)
 				}
 				return
 			}
 			if reason == "" || i != tc.choice || !strings.Contains(reason, tc.reason) {
-				t.Fatalf("GrpcGoFailure = %q, %d; want choice %d and a reason with %q", reason, i, tc.choice, tc.reason)
+				t.Fatalf("grpcGoFailure = %q, %d; want choice %d and a reason with %q", reason, i, tc.choice, tc.reason)
 			}
 		})
 	}

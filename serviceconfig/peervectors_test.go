@@ -127,7 +127,7 @@ func (v *peerVector) check() []string {
 		}
 	}
 	if len(v.Select) > 0 {
-		ch, ds := ChoicesFromText([]byte(v.text()))
+		ch, ds := choicesFromText([]byte(v.text()))
 		if ch == nil {
 			bad = append(bad, fmt.Sprintf("select: %v", ds))
 		} else {

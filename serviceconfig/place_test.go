@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// ChoicesFromText and Validate place diagnostics in the text the user
+// choicesFromText and Validate place diagnostics in the text the user
 // wrote, whatever its kind, as Lint does.
 func TestChoicesFromTextPlacesDiagnostics(t *testing.T) {
 	for _, tc := range []struct {
@@ -18,7 +18,7 @@ func TestChoicesFromTextPlacesDiagnostics(t *testing.T) {
 		{"raw TXT", ` grpc_config=[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"1m"}]}}]`, 1, 72, "/0/serviceConfig/methodConfig/0/timeout"},
 		{"dig TXT", `"grpc_config=[{\"serviceConfig\":" "{\"methodConfig\":[{\"name\":[{}],\"timeout\":\"1m\"}]}}]"`, 1, 83, "/0/serviceConfig/methodConfig/0/timeout"},
 	} {
-		ch, ds := ChoicesFromText([]byte(tc.text))
+		ch, ds := choicesFromText([]byte(tc.text))
 		if ch == nil {
 			t.Fatalf("%s: %v", tc.name, ds)
 		}
@@ -38,7 +38,7 @@ func TestChoicesFromTextPlacesDiagnostics(t *testing.T) {
 	}
 	// A syntax error in a bare config is placed in its text, not in the
 	// choice list it is wrapped in.
-	_, ds := ChoicesFromText([]byte("{\"methodConfig\": [}"))
+	_, ds := choicesFromText([]byte("{\"methodConfig\": [}"))
 	if len(ds) != 1 || ds[0].Line != 1 || ds[0].Column != 19 {
 		t.Errorf("syntax error placed at %+v, want 1:19", ds)
 	}
@@ -57,7 +57,7 @@ func FuzzChoicesFromText(f *testing.F) {
 		lines := bytes.Count(text, []byte("\n")) + 1
 		check := func(ds Diagnostics) {
 			for _, d := range ds {
-				if _, ok := LookupCode(d.Code); !ok || d.Message == "" {
+				if _, ok := lookupCode(d.Code); !ok || d.Message == "" {
 					t.Fatalf("bad diagnostic %+v", d)
 				}
 				if d.Line > lines || d.Line < 0 || d.Column < 0 {
@@ -65,7 +65,7 @@ func FuzzChoicesFromText(f *testing.F) {
 				}
 			}
 		}
-		ch, ds := ChoicesFromText(text)
+		ch, ds := choicesFromText(text)
 		check(ds)
 		if ch == nil {
 			return

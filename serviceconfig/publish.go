@@ -38,7 +38,7 @@ type PublishOptions struct {
 	NineDigitDurations bool
 	// AllowGrpcGoFailure publishes a record although a client that uses
 	// grpc-go's own dns resolver would fail its channel on it (no choice it
-	// matches, or a chosen config it rejects; see [Choices.GrpcGoFailure]).
+	// matches, or a chosen config it rejects: the model of grpc-go in grpcgo.go).
 	// Without it such a record is refused with grpc-go-channel-failure.
 	AllowGrpcGoFailure bool
 }
@@ -67,7 +67,7 @@ func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 		switch {
 		case d.Code == codeDurationFraction.String() && opts.NineDigitDurations:
 			continue // rewritten below
-		case IsSizeCode(d.Code):
+		case isSizeCode(d.Code):
 			continue // sized below, on the record as published
 		}
 		out = append(out, d)
@@ -77,7 +77,7 @@ func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 	}
 	value := r.ch.Compact()
 	if opts.NineDigitDurations {
-		v, err := NineDigitDurations(value)
+		v, err := nineDigitDurations(value)
 		if err != nil {
 			// Lint applies every rule NineDigitDurations does.
 			return nil, append(out, r.placed(err.(*InvalidError).Diagnostics)...)
@@ -87,14 +87,16 @@ func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 	if bad := rebuiltProblems(value); bad != nil {
 		return nil, append(out, r.placed(bad)...)
 	}
-	sizes := r.placed(SizeDiagnostics(opts.Owner, value))
+	// The record as served: nine-digit durations and canonical names make
+	// it longer than the config as written.
+	sizes := r.placed(sizeDiagnostics(opts.Owner, EncodeTXT(value)))
 	out = append(out, sizes...)
 	if sizes.HasErrors() {
 		return nil, out
 	}
 	if !opts.AllowGrpcGoFailure {
-		if reason, i := r.ch.GrpcGoFailure(); reason != "" {
-			return nil, append(out, r.placed(Diagnostics{r.grpcGoFailure(reason, i)})...)
+		if reason, i := r.ch.grpcGoFailure(); reason != "" {
+			return nil, append(out, r.placed(Diagnostics{r.refusal(reason, i)})...)
 		}
 	}
 	return &Record{Value: value, TXT: EncodeTXT(value)}, out
@@ -119,12 +121,12 @@ func (s Source) read(owner string) reading {
 	case s.Text != nil:
 		_, ds := Lint(s.Text, LintOptions{Owner: owner})
 		r := reading{ds: ds}
-		if r.ch, _ = ChoicesFromText(s.Text); r.ch != nil {
+		if r.ch, _ = choicesFromText(s.Text); r.ch != nil {
 			r.src, r.bare = r.ch.src, r.ch.src.wrapped
 		}
 		return r
 	case s.JSON != nil:
-		r := reading{ds: LintJSON(s.JSON, s.Kind, owner), bare: s.Kind == KindServiceConfig}
+		r := reading{ds: lintJSON(s.JSON, s.Kind, owner), bare: s.Kind == KindServiceConfig}
 		value := s.JSON
 		if r.bare {
 			value = wrapConfig(value)
@@ -132,7 +134,7 @@ func (s Source) read(owner string) reading {
 		r.ch, _ = ParseChoices(value)
 		return r
 	}
-	ch, _ := ChoicesFromRecords(s.Records)
+	ch, _ := choicesFromRecords(s.Records)
 	return reading{ch: ch, ds: LintRecords(s.Records, LintOptions{Owner: owner})}
 }
 
@@ -147,7 +149,7 @@ func (r reading) placed(ds Diagnostics) Diagnostics {
 
 // grpcGoFailure is the diagnostic that refuses a record grpc-go's own
 // resolver fails on, at choice i (-1: the whole list).
-func (r reading) grpcGoFailure(reason string, i int) Diagnostic {
+func (r reading) refusal(reason string, i int) Diagnostic {
 	d := Diagnostic{Severity: codeGrpcGoChannelFailure.severity(), Code: codeGrpcGoChannelFailure.String(), Offset: -1,
 		Message: fmt.Sprintf("grpc-go clients (its built-in dns resolver) would fail their channel with UNAVAILABLE on this record: %s; fix the record as lint advises (a last choice without criteria, like {\"serviceConfig\":{}}, serves every client)", reason)}
 	if i >= 0 && !r.bare {

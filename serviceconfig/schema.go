@@ -17,12 +17,12 @@ import (
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
 )
 
-// SchemaJSON is the JSON Schema (draft 2020-12) of a choice list and of a
+// schemaJSON is the JSON Schema (draft 2020-12) of a choice list and of a
 // service config, for editors and other tools. Lint runs it as the first
 // layer of validation; the Go rules add what a schema cannot say.
 //
 //go:embed schema/grpc-config.schema.json
-var SchemaJSON []byte
+var schemaJSON []byte
 
 const schemaURL = "https://github.com/grpc-config-dns/grpc-config-dns/serviceconfig/schema/grpc-config.schema.json"
 
@@ -32,7 +32,7 @@ type compiledSchema struct {
 }
 
 var loadSchema = sync.OnceValues(func() (*compiledSchema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(SchemaJSON))
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
 	if err != nil {
 		return nil, err
 	}

@@ -101,13 +101,13 @@ func TestSchemaIsValidJSONSchema(t *testing.T) {
 		switch v := v.(type) {
 		case map[string]any:
 			if c, ok := v["x-code"].(string); ok {
-				if _, ok := LookupCode(c); !ok {
+				if _, ok := lookupCode(c); !ok {
 					t.Errorf("schema x-code %q is not a registered code", c)
 				}
 			}
 			if cs, ok := v["x-codes"].(map[string]any); ok {
 				for _, c := range cs {
-					if _, ok := LookupCode(c.(string)); !ok {
+					if _, ok := lookupCode(c.(string)); !ok {
 						t.Errorf("schema x-codes %q is not a registered code", c)
 					}
 				}

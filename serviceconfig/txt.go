@@ -6,19 +6,19 @@ import (
 	"strings"
 )
 
-// Attribute is the RFC 1464 attribute name of the record (gRFC A2).
-const Attribute = "grpc_config"
+// attrName is the RFC 1464 attribute name of the record (gRFC A2).
+const attrName = "grpc_config"
 
 // OwnerPrefix is prepended to a host name to get the record's owner name.
 const OwnerPrefix = "_grpc_config."
 
-// MaxStringLen is the longest <character-string> a TXT record can hold
+// maxStringLen is the longest <character-string> a TXT record can hold
 // (RFC 1035 §3.3).
-const MaxStringLen = 255
+const maxStringLen = 255
 
 // ErrNoConfig means no TXT record at the name starts with grpc_config=: the
 // client has no service config from DNS.
-var ErrNoConfig = errors.New("no TXT record starts with " + Attribute + "=")
+var ErrNoConfig = errors.New("no TXT record starts with grpc_config=")
 
 // DecodeTXT finds the grpc_config record among the TXT records at a name
 // (each record a list of strings, as on the wire) and returns its value,
@@ -42,7 +42,7 @@ func DecodeTXT(records [][]string) ([]byte, error) {
 		}
 		if found >= 0 {
 			return nil, Diagnostics{{Severity: codeTXTMultipleConfig.severity(), Code: codeTXTMultipleConfig.String(), Offset: -1,
-				Message: fmt.Sprintf("TXT records %d and %d both start with %s=: publish exactly one", found, i, Attribute)}}.Err()
+				Message: fmt.Sprintf("TXT records %d and %d both start with %s=: publish exactly one", found, i, attrName)}}.Err()
 		}
 		found, first = i, v
 	}
@@ -72,8 +72,8 @@ func DecodeTXT(records [][]string) ([]byte, error) {
 // starts with exactly "grpc_config=", the only spelling other gRPC clients
 // recognise.
 func attributeValue(s string) (value string, ok, exact bool) {
-	if strings.HasPrefix(s, Attribute+"=") {
-		return s[len(Attribute)+1:], true, true
+	if strings.HasPrefix(s, attrName+"=") {
+		return s[len(attrName)+1:], true, true
 	}
 	// RFC 1464 §2: a back-quote quotes the next character; the first
 	// unquoted '=' ends the name; unquoted leading and trailing blanks of the
@@ -89,7 +89,7 @@ func attributeValue(s string) (value string, ok, exact bool) {
 			trailing = 0
 		case c == '=':
 			name = name[:len(name)-trailing]
-			if strings.EqualFold(string(name), Attribute) {
+			if strings.EqualFold(string(name), attrName) {
 				return s[i+1:], true, false
 			}
 			return "", false, false
@@ -110,13 +110,13 @@ func attributeValue(s string) (value string, ok, exact bool) {
 // grpc_config JSON value, which should be compact): "grpc_config=" and the
 // value, cut into strings of at most 255 bytes.
 func EncodeTXT(value []byte) []string {
-	full := make([]byte, 0, len(Attribute)+1+len(value))
-	full = append(full, Attribute+"="...)
+	full := make([]byte, 0, len(attrName)+1+len(value))
+	full = append(full, attrName+"="...)
 	full = append(full, value...)
-	out := make([]string, 0, len(full)/MaxStringLen+1)
-	for len(full) > MaxStringLen {
-		out = append(out, string(full[:MaxStringLen]))
-		full = full[MaxStringLen:]
+	out := make([]string, 0, len(full)/maxStringLen+1)
+	for len(full) > maxStringLen {
+		out = append(out, string(full[:maxStringLen]))
+		full = full[maxStringLen:]
 	}
 	return append(out, string(full))
 }
@@ -147,8 +147,8 @@ func ResponseSize(owner string, strs []string, edns bool) int {
 
 // Size thresholds of a TXT answer.
 const (
-	// PlainUDPSize is the largest UDP answer for a client without EDNS.
-	PlainUDPSize = 512
+	// plainUDPSize is the largest UDP answer for a client without EDNS.
+	plainUDPSize = 512
 	// SafeEDNSSize is the buffer size most resolvers advertise (DNS flag day
 	// 2020): larger answers come back truncated and are retried over TCP.
 	SafeEDNSSize = 1232
@@ -160,17 +160,8 @@ const (
 // record whose name is not known.
 const exampleOwner = "_grpc_config.service.example.com."
 
-// SizeDiagnostics reports whether the record that publishes value (a
-// compact choice list) at owner makes an answer that needs TCP or cannot
-// be sent at all: the checks Lint makes of the record as written, for a
-// record rewritten before it is published. owner "" assumes a typical
-// name. The diagnostics concern the whole record (Offset -1).
-func SizeDiagnostics(owner string, value []byte) Diagnostics {
-	return sizeDiagnostics(owner, EncodeTXT(value))
-}
-
-// IsSizeCode reports whether code is one of SizeDiagnostics' codes.
-func IsSizeCode(code string) bool {
+// isSizeCode reports whether code is one of sizeDiagnostics' codes.
+func isSizeCode(code string) bool {
 	return code == codeTXTSizeUDP.String() || code == codeTXTSizeEDNS.String() || code == codeTXTTooLarge.String()
 }
 
@@ -196,9 +187,9 @@ func sizeDiagnostics(owner string, strs []string) Diagnostics {
 		// TC=1 with no records, over TCP too.
 		return mk(codeTXTTooLarge, fmt.Sprintf("the answer would be %d bytes %s with the EDNS OPT record, more than a DNS message can hold (%d); shrink the config or split it across services", edns, where, MaxMessageSize))
 	case edns > SafeEDNSSize:
-		return mk(codeTXTSizeEDNS, fmt.Sprintf("the answer is %d bytes %s, above the %d-byte EDNS buffer most resolvers advertise: clients get it truncated and retry over TCP; keep the record under about %d bytes of JSON", edns, where, SafeEDNSSize, SafeEDNSSize-(edns-RDataLen(strs))-len(Attribute)-1-len(strs)))
-	case plain > PlainUDPSize:
-		return mk(codeTXTSizeUDP, fmt.Sprintf("the answer is %d bytes %s, above %d: clients that do not use EDNS (many stub resolvers) must retry over TCP", plain, where, PlainUDPSize))
+		return mk(codeTXTSizeEDNS, fmt.Sprintf("the answer is %d bytes %s, above the %d-byte EDNS buffer most resolvers advertise: clients get it truncated and retry over TCP; keep the record under about %d bytes of JSON", edns, where, SafeEDNSSize, SafeEDNSSize-(edns-RDataLen(strs))-len(attrName)-1-len(strs)))
+	case plain > plainUDPSize:
+		return mk(codeTXTSizeUDP, fmt.Sprintf("the answer is %d bytes %s, above %d: clients that do not use EDNS (many stub resolvers) must retry over TCP", plain, where, plainUDPSize))
 	}
 	return nil
 }

@@ -60,7 +60,7 @@ func TestEncodeTXTSplitsAt255(t *testing.T) {
 		t.Fatalf("got %d strings", len(strs))
 	}
 	for i, s := range strs[:len(strs)-1] {
-		if len(s) != MaxStringLen {
+		if len(s) != maxStringLen {
 			t.Errorf("string %d is %d bytes", i, len(s))
 		}
 	}
@@ -123,7 +123,7 @@ func FuzzDecodeTXT(f *testing.F) {
 			t.Fatalf("encode/decode changed %q to %q (%v)", value, again, err)
 		}
 		for _, s := range EncodeTXT(value) {
-			if len(s) > MaxStringLen {
+			if len(s) > maxStringLen {
 				t.Fatalf("EncodeTXT made a %d-byte string", len(s))
 			}
 		}

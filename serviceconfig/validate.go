@@ -255,11 +255,11 @@ func duration(c *checker, v int32, name string) (durationValue, bool) {
 		default:
 			who, what = clientJS, "starts with '+'"
 		}
-		c.refuse(v, codeDurationForm, who, "%s %s %s: proto3 JSON allows it (grpc-go reads it), but %s %s the whole config; write %q", name, t.Raw(v), what, who, who.verb("rejects", "reject"), FormatDuration(time.Duration(sec)*time.Second+time.Duration(nanos)))
+		c.refuse(v, codeDurationForm, who, "%s %s %s: proto3 JSON allows it (grpc-go reads it), but %s %s the whole config; write %q", name, t.Raw(v), what, who, who.verb("rejects", "reject"), formatDuration(time.Duration(sec)*time.Second+time.Duration(nanos)))
 	}
 	if digits := fractionDigits(str[:len(str)-1]); digits > 0 && digits < 9 {
 		c.shortFractions = append(c.shortFractions, v)
-		c.report(v, codeDurationFraction, "%s %s has %d fraction digit(s): grpc-js takes the digits after the point as nanoseconds, so it reads this as %s; write %q (9 digits), which every client reads alike", name, t.Raw(v), digits, grpcJSMisread(str, sec), FormatDuration(time.Duration(sec)*time.Second+time.Duration(nanos)))
+		c.report(v, codeDurationFraction, "%s %s has %d fraction digit(s): grpc-js takes the digits after the point as nanoseconds, so it reads this as %s; write %q (9 digits), which every client reads alike", name, t.Raw(v), digits, grpcJSMisread(str, sec), formatDuration(time.Duration(sec)*time.Second+time.Duration(nanos)))
 	}
 	return durationValue{sec, nanos}, true
 }

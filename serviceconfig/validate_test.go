@@ -38,15 +38,15 @@ func TestParseDuration(t *testing.T) {
 		{"s", 0, "digits before"},
 		{"", 0, `"s" suffix`},
 	} {
-		got, err := ParseDuration(tc.in)
+		got, err := parseDuration(tc.in)
 		if tc.err == "" {
 			if err != nil || got != tc.want {
-				t.Errorf("ParseDuration(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+				t.Errorf("parseDuration(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
 			}
 			continue
 		}
 		if err == nil || !strings.Contains(err.Error(), tc.err) {
-			t.Errorf("ParseDuration(%q) error %v, want one mentioning %q", tc.in, err, tc.err)
+			t.Errorf("parseDuration(%q) error %v, want one mentioning %q", tc.in, err, tc.err)
 		}
 	}
 }
@@ -56,12 +56,12 @@ func TestFormatDuration(t *testing.T) {
 		0: "0s", time.Second: "1s", 100 * time.Millisecond: "0.100000000s",
 		-1500 * time.Millisecond: "-1.500000000s", 90 * time.Second: "90s",
 	} {
-		if got := FormatDuration(d); got != want {
-			t.Errorf("FormatDuration(%v) = %s, want %s", d, got, want)
+		if got := formatDuration(d); got != want {
+			t.Errorf("formatDuration(%v) = %s, want %s", d, got, want)
 		}
-		back, err := ParseDuration(want)
+		back, err := parseDuration(want)
 		if err != nil || back != d {
-			t.Errorf("ParseDuration(%s) = %v, %v", want, back, err)
+			t.Errorf("parseDuration(%s) = %v, %v", want, back, err)
 		}
 	}
 }
@@ -221,7 +221,7 @@ func FuzzLint(f *testing.F) {
 		_, ds := Lint(text, LintOptions{})
 		lines := bytes.Count(text, []byte("\n")) + 1
 		for _, d := range ds {
-			if _, ok := LookupCode(d.Code); !ok || d.Message == "" {
+			if _, ok := lookupCode(d.Code); !ok || d.Message == "" {
 				t.Fatalf("bad diagnostic %+v", d)
 			}
 			if d.Line > lines {
@@ -259,7 +259,7 @@ func FuzzValidateAgainstGrpcGo(f *testing.F) {
 func TestNineDigitDurations(t *testing.T) {
 	in := `[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"0.1s","retryPolicy":{"maxAttempts":2,"initialBackoff":"1.25s","maxBackoff":"2s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}],"loadBalancingConfig":[{"weighted_round_robin":{"blackoutPeriod":"0.5s"}}]}}]`
 	want := `[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"0.100000000s","retryPolicy":{"maxAttempts":2,"initialBackoff":"1.250000000s","maxBackoff":"2s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}],"loadBalancingConfig":[{"weighted_round_robin":{"blackoutPeriod":"0.500000000s"}}]}}]`
-	got, err := NineDigitDurations([]byte(in))
+	got, err := nineDigitDurations([]byte(in))
 	if err != nil || string(got) != want {
 		t.Fatalf("got %s, %v\nwant %s", got, err, want)
 	}
@@ -267,7 +267,7 @@ func TestNineDigitDurations(t *testing.T) {
 	if _, ds := Lint(got, LintOptions{}); len(ds) != 0 {
 		t.Errorf("lint: %v", ds)
 	}
-	if _, err := NineDigitDurations([]byte(`[{"serviceConfig":{"methodConfig":[{"timeout":"1m"}]}}]`)); err == nil {
+	if _, err := nineDigitDurations([]byte(`[{"serviceConfig":{"methodConfig":[{"timeout":"1m"}]}}]`)); err == nil {
 		t.Error("an invalid value was accepted")
 	}
 }
@@ -285,8 +285,8 @@ func TestEveryCodeRegistered(t *testing.T) {
 			t.Errorf("code %q twice", info.Code)
 		}
 		seen[info.Code] = true
-		if got, ok := LookupCode(info.Code); !ok || got != info {
-			t.Errorf("LookupCode(%q) = %+v, %v", info.Code, got, ok)
+		if got, ok := lookupCode(info.Code); !ok || got != info {
+			t.Errorf("lookupCode(%q) = %+v, %v", info.Code, got, ok)
 		}
 	}
 }
@@ -301,7 +301,7 @@ func TestParserCodesRegistered(t *testing.T) {
 			t.Fatalf("%.20q: %v", in, err)
 		}
 		d := ie.Diagnostics[0]
-		if info, ok := LookupCode(d.Code); !ok || info.Severity != d.Severity {
+		if info, ok := lookupCode(d.Code); !ok || info.Severity != d.Severity {
 			t.Errorf("%.20q: code %q (%v) is not registered as such", in, d.Code, d.Severity)
 		}
 	}

@@ -168,7 +168,7 @@ func publisherValue(text string) ([]byte, sc.Kind) {
 		}
 		for _, r := range records {
 			for _, str := range r {
-				if len(str) > sc.MaxStringLen {
+				if len(str) > 255 { // RFC 1035 §3.3
 					return nil, kind
 				}
 			}

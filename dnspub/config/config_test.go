@@ -332,9 +332,19 @@ func TestSizeOfThePublishedRecord(t *testing.T) {
 			[]byte(`[{"serviceConfig":` + js + `}]`)
 	}
 	owner := "_grpc_config.big.example.test."
+	// sizes are the size diagnostics of the record that publishes value.
+	sizes := func(value []byte) sc.Diagnostics {
+		var out sc.Diagnostics
+		for _, d := range sc.LintRecords([][]string{sc.EncodeTXT(value)}, sc.LintOptions{Owner: owner}) {
+			if strings.HasPrefix(d.Code, "txt-size-") || d.Code == "txt-too-large" {
+				out = append(out, d)
+			}
+		}
+		return out
+	}
 	for n := 1; n < 200; n++ {
 		text, written := config(n)
-		if len(sc.SizeDiagnostics(owner, written)) > 0 {
+		if len(sizes(written)) > 0 {
 			t.Fatalf("no config that fits as written but not as served")
 		}
 		cfg, ds := Parse([]byte(text))
@@ -342,7 +352,7 @@ func TestSizeOfThePublishedRecord(t *testing.T) {
 			t.Fatalf("%d methods:\n%s", n, dump(ds))
 		}
 		served := cfg.Zones[0].Services[0].Value
-		want := sc.SizeDiagnostics(owner, served)
+		want := sizes(served)
 		if len(want) == 0 {
 			continue
 		}

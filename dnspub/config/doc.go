@@ -8,7 +8,8 @@
 // to publish) or the diagnostics that explain why it cannot be served, each
 // positioned at the file's line and column. Service configs inside the file
 // are converted from YAML to JSON while remembering where every value came
-// from, checked with serviceconfig.LintJSON, and their diagnostics are
+// from, decided on by serviceconfig.Publish (the rules, and the compat
+// settings that shape the record), and its diagnostics are
 // mapped back to the YAML.
 //
 // The package does no I/O: callers hand it the file's bytes.
