@@ -158,6 +158,24 @@ func (o Options) resolve() (*config, error) {
 	if c.hostname == "" {
 		c.hostname, c.hostnameErr = processHostname()
 	}
+	for _, step := range []func() error{c.resolveTimers, c.resolveNameservers, c.resolveParams, c.resolveDefaultConfig} {
+		if err := step(); err != nil {
+			return nil, err
+		}
+	}
+	if c.ResolvConf == "" {
+		c.ResolvConf = DefaultResolvConf
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	return c, nil
+}
+
+// resolveTimers applies the defaults of the durations, attempts and
+// backoff, and checks them.
+func (c *config) resolveTimers() error {
+	onlyMax := c.MinRefresh == 0 && c.MaxRefresh > 0
 	for _, d := range []struct {
 		name string
 		v    *time.Duration
@@ -170,21 +188,21 @@ func (o Options) resolve() (*config, error) {
 		{"MinResolveNowInterval", &c.MinResolveNowInterval, DefaultMinResolveNowInterval},
 	} {
 		if *d.v < 0 {
-			return nil, fmt.Errorf("resolver.Options.%s is %v: durations must be positive (0 means the default, %v)", d.name, *d.v, d.def)
+			return fmt.Errorf("resolver.Options.%s is %v: durations must be positive (0 means the default, %v)", d.name, *d.v, d.def)
 		}
 		if *d.v == 0 {
 			*d.v = d.def
 		}
 	}
-	if o.MinRefresh == 0 && o.MaxRefresh > 0 && c.MaxRefresh < c.MinRefresh {
+	if onlyMax && c.MaxRefresh < c.MinRefresh {
 		// Only MaxRefresh was set, below the default minimum: it wins.
 		c.MinRefresh = c.MaxRefresh
 	}
 	if c.MinRefresh > c.MaxRefresh {
-		return nil, fmt.Errorf("resolver.Options.MinRefresh (%v) is above MaxRefresh (%v)", c.MinRefresh, c.MaxRefresh)
+		return fmt.Errorf("resolver.Options.MinRefresh (%v) is above MaxRefresh (%v)", c.MinRefresh, c.MaxRefresh)
 	}
 	if c.Attempts < 0 {
-		return nil, fmt.Errorf("resolver.Options.Attempts is %d: use 1 or more (0 means %d)", c.Attempts, DefaultAttempts)
+		return fmt.Errorf("resolver.Options.Attempts is %d: use 1 or more (0 means %d)", c.Attempts, DefaultAttempts)
 	}
 	if c.Attempts == 0 {
 		c.Attempts = DefaultAttempts
@@ -193,56 +211,68 @@ func (o Options) resolve() (*config, error) {
 		c.Backoff = backoff.DefaultConfig
 	}
 	if c.Backoff.BaseDelay <= 0 || c.Backoff.MaxDelay < c.Backoff.BaseDelay || c.Backoff.Multiplier < 1 || c.Backoff.Jitter < 0 || c.Backoff.Jitter > 1 {
-		return nil, fmt.Errorf("resolver.Options.Backoff %+v: need BaseDelay > 0, MaxDelay >= BaseDelay, Multiplier >= 1 and Jitter in [0,1]", c.Backoff)
+		return fmt.Errorf("resolver.Options.Backoff %+v: need BaseDelay > 0, MaxDelay >= BaseDelay, Multiplier >= 1 and Jitter in [0,1]", c.Backoff)
 	}
-	if c.ResolvConf == "" {
-		c.ResolvConf = DefaultResolvConf
-	}
-	for i, ns := range o.Nameservers {
+	return nil
+}
+
+// resolveNameservers normalises Options.Nameservers.
+func (c *config) resolveNameservers() error {
+	for i, ns := range c.Options.Nameservers {
 		n, err := parseNameserver(ns)
 		if err != nil {
-			return nil, fmt.Errorf("resolver.Options.Nameservers[%d] %q: %v", i, ns, err)
+			return fmt.Errorf("resolver.Options.Nameservers[%d] %q: %v", i, ns, err)
 		}
 		c.nameservers = append(c.nameservers, n)
 	}
-	if len(o.AuthorityParameters) > 0 {
-		c.authParams = make(map[string]map[string]string, len(o.AuthorityParameters))
-		for auth, p := range o.AuthorityParameters {
+	return nil
+}
+
+// resolveParams copies the dynamic parameters, keyed by normalised
+// authority: the caller may change its maps later, and channels must not
+// see that half-way through a selection.
+func (c *config) resolveParams() error {
+	if len(c.AuthorityParameters) > 0 {
+		c.authParams = make(map[string]map[string]string, len(c.AuthorityParameters))
+		for auth, p := range c.AuthorityParameters {
 			n, err := parseNameserver(auth)
 			if err != nil {
-				return nil, fmt.Errorf("resolver.Options.AuthorityParameters key %q: %v; keys are the NS_IP[:PORT] of dnsconfig://NS_IP[:PORT]/HOST targets", auth, err)
+				return fmt.Errorf("resolver.Options.AuthorityParameters key %q: %v; keys are the NS_IP[:PORT] of dnsconfig://NS_IP[:PORT]/HOST targets", auth, err)
 			}
 			if _, dup := c.authParams[n]; dup {
-				return nil, fmt.Errorf("resolver.Options.AuthorityParameters has two keys for nameserver %s", n)
+				return fmt.Errorf("resolver.Options.AuthorityParameters has two keys for nameserver %s", n)
 			}
 			c.authParams[n] = maps.Clone(p)
 		}
 	}
-	// The caller may change its maps later; channels must not see that
-	// half-way through a selection.
-	c.DynamicParameters = maps.Clone(o.DynamicParameters)
+	c.DynamicParameters = maps.Clone(c.DynamicParameters)
 	c.AuthorityParameters = nil
-	if o.DefaultServiceConfig != "" {
-		if !json.Valid([]byte(o.DefaultServiceConfig)) {
-			return nil, errors.New("resolver.Options.DefaultServiceConfig is not valid JSON")
-		}
-		if ds := sc.ValidateServiceConfig([]byte(o.DefaultServiceConfig)); ds.HasErrors() {
-			return nil, fmt.Errorf("resolver.Options.DefaultServiceConfig is invalid: %v", ds.Err())
-		}
-		// The default reaches grpc-go's parser as published configs do: in
-		// the form that makes it read what the spec says (status codes in
-		// any case, no case-variant field names), or a default that
-		// Validate accepted would fail grpc.NewClient.
-		ch, err := sc.ParseChoices([]byte(`[{"serviceConfig":` + o.DefaultServiceConfig + `}]`))
-		if err != nil {
-			return nil, fmt.Errorf("resolver.Options.DefaultServiceConfig is invalid: %v", err)
-		}
-		c.defaultConfig = string(ch.GrpcGoConfig(0))
+	return nil
+}
+
+// resolveDefaultConfig checks Options.DefaultServiceConfig with the rules
+// published configs are checked with, and keeps it in the form grpc-go
+// gets them in.
+func (c *config) resolveDefaultConfig() error {
+	if c.DefaultServiceConfig == "" {
+		return nil
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+	if !json.Valid([]byte(c.DefaultServiceConfig)) {
+		return errors.New("resolver.Options.DefaultServiceConfig is not valid JSON")
 	}
-	return c, nil
+	if ds := sc.ValidateServiceConfig([]byte(c.DefaultServiceConfig)); ds.HasErrors() {
+		return fmt.Errorf("resolver.Options.DefaultServiceConfig is invalid: %v", ds.Err())
+	}
+	// The default reaches grpc-go's parser as published configs do: in
+	// the form that makes it read what the spec says (status codes in any
+	// case, no case-variant field names), or a default that Validate
+	// accepted would fail grpc.NewClient.
+	ch, err := sc.ParseChoices([]byte(`[{"serviceConfig":` + c.DefaultServiceConfig + `}]`))
+	if err != nil {
+		return fmt.Errorf("resolver.Options.DefaultServiceConfig is invalid: %v", err)
+	}
+	c.defaultConfig = string(ch.GrpcGoConfig(0))
+	return nil
 }
 
 // params returns the dynamic parameters for a target's nameserver
