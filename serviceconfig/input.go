@@ -133,6 +133,15 @@ type presentation struct {
 	recordOff []int
 }
 
+// start is the text offset where record r starts, or -1 when the
+// records did not come from a text (p is nil).
+func (p *presentation) start(r int) int {
+	if p == nil {
+		return -1
+	}
+	return p.recordOff[r]
+}
+
 // parsePresentation reads TXT records written as a zone file or dig prints
 // them: one record per line (parentheses continue a record over lines),
 // each a sequence of quoted or unquoted strings with \" \\ and \DDD
@@ -152,9 +161,6 @@ func parsePresentation(text []byte) (*presentation, *Diagnostic) {
 			p.recordOff = append(p.recordOff, start)
 		}
 		strs, offs, quoted, start = nil, nil, nil, -1
-	}
-	bad := func(off int, format string, args ...any) *Diagnostic {
-		return &Diagnostic{Severity: codeTXTSyntax.severity(), Code: codeTXTSyntax.String(), Offset: off, Message: fmt.Sprintf(format, args...)}
 	}
 	i := 0
 	for i < len(text) {
@@ -176,7 +182,7 @@ func parsePresentation(text []byte) (*presentation, *Diagnostic) {
 			i++
 		case c == ')':
 			if depth == 0 {
-				return nil, bad(i, "unbalanced ')'")
+				return nil, txtSyntax(i, "unbalanced ')'")
 			}
 			depth--
 			i++
@@ -184,64 +190,68 @@ func parsePresentation(text []byte) (*presentation, *Diagnostic) {
 			if start < 0 {
 				start = i
 			}
-			isQuoted := c == '"'
-			tokStart := i
-			if isQuoted {
-				i++
+			str, o, next, bad := readCharString(text, i)
+			if bad != nil {
+				return nil, bad
 			}
-			var s []byte
-			var o []int
-			for {
-				if i >= len(text) {
-					if isQuoted {
-						return nil, bad(tokStart, "unterminated quoted string: add the closing '\"'")
-					}
-					break
-				}
-				c := text[i]
-				if isQuoted && c == '"' {
-					i++
-					break
-				}
-				if !isQuoted && (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ';' || c == '(' || c == ')' || c == '"') {
-					break
-				}
-				if isQuoted && c == '\n' {
-					return nil, bad(tokStart, "unterminated quoted string: add the closing '\"' before the end of the line")
-				}
-				if c == '\\' {
-					if i+1 >= len(text) {
-						return nil, bad(i, "a '\\' at the end of the input escapes nothing")
-					}
-					if isDigit(text[i+1]) {
-						if i+4 > len(text) || !isDigit(text[i+2]) || !isDigit(text[i+3]) {
-							return nil, bad(i, "\\DDD escapes need three decimal digits")
-						}
-						v, _ := strconv.Atoi(string(text[i+1 : i+4]))
-						if v > 255 {
-							return nil, bad(i, "\\%s is not a byte: \\DDD escapes go up to \\255", text[i+1:i+4])
-						}
-						s, o = append(s, byte(v)), append(o, i)
-						i += 4
-						continue
-					}
-					s, o = append(s, text[i+1]), append(o, i)
-					i += 2
-					continue
-				}
-				s, o = append(s, c), append(o, i)
-				i++
-			}
-			strs = append(strs, string(s))
-			offs = append(offs, o)
-			quoted = append(quoted, isQuoted)
+			strs, offs, quoted = append(strs, string(str)), append(offs, o), append(quoted, c == '"')
+			i = next
 		}
 	}
 	if depth != 0 {
-		return nil, bad(len(text), "unbalanced '(': add the closing ')'")
+		return nil, txtSyntax(len(text), "unbalanced '(': add the closing ')'")
 	}
 	flush()
 	return p, nil
+}
+
+// readCharString reads the <character-string> that starts at text[i],
+// quoted or not, with its escapes: the bytes, the text offset each came
+// from, and where the text goes on.
+func readCharString(text []byte, i int) (s []byte, offs []int, next int, bad *Diagnostic) {
+	isQuoted := text[i] == '"'
+	tokStart := i
+	if isQuoted {
+		i++
+	}
+	for {
+		if i >= len(text) {
+			if isQuoted {
+				return nil, nil, i, txtSyntax(tokStart, "unterminated quoted string: add the closing '\"'")
+			}
+			return s, offs, i, nil
+		}
+		c := text[i]
+		switch {
+		case isQuoted && c == '"':
+			return s, offs, i + 1, nil
+		case !isQuoted && (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ';' || c == '(' || c == ')' || c == '"'):
+			return s, offs, i, nil
+		case isQuoted && c == '\n':
+			return nil, nil, i, txtSyntax(tokStart, "unterminated quoted string: add the closing '\"' before the end of the line")
+		case c != '\\':
+			s, offs = append(s, c), append(offs, i)
+			i++
+		case i+1 >= len(text):
+			return nil, nil, i, txtSyntax(i, "a '\\' at the end of the input escapes nothing")
+		case !isDigit(text[i+1]):
+			s, offs = append(s, text[i+1]), append(offs, i)
+			i += 2
+		case i+4 > len(text) || !isDigit(text[i+2]) || !isDigit(text[i+3]):
+			return nil, nil, i, txtSyntax(i, "\\DDD escapes need three decimal digits")
+		default:
+			v, _ := strconv.Atoi(string(text[i+1 : i+4]))
+			if v > 255 {
+				return nil, nil, i, txtSyntax(i, "\\%s is not a byte: \\DDD escapes go up to \\255", text[i+1:i+4])
+			}
+			s, offs = append(s, byte(v)), append(offs, i)
+			i += 4
+		}
+	}
+}
+
+func txtSyntax(off int, format string, args ...any) *Diagnostic {
+	return &Diagnostic{Severity: codeTXTSyntax.severity(), Code: codeTXTSyntax.String(), Offset: off, Message: fmt.Sprintf(format, args...)}
 }
 
 func isDigit(c byte) bool { return '0' <= c && c <= '9' }

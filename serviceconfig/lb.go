@@ -118,30 +118,56 @@ func (l *lbList) allows(name string) *lbPolicy {
 // the spec) is checked with errors, and each client's own choice, when it
 // differs, with a warning naming that client.
 func validateLBConfigList(c *checker, v int32, l lbList) {
-	t := c.t
 	if !c.want(v, jtree.Array, codeLBConfig, l.what) {
 		return
 	}
-	if t.Nodes[v].Len == 0 {
-		switch {
-		case !l.emptyIsUnset:
-			c.report(v, codeLBConfig, "%s is an empty list: it must name a policy, like [{\"round_robin\":{}}]", l.what)
-		case l.clients == allClients:
-			// gRFC A24: "If unset, will use whatever algorithm is specified
-			// by the balancer", distinct from "If none are supported".
-			c.refuse(v, codeLBConfigEmpty, clientGo|clientCore, "loadBalancingConfig is an empty list, which proto3 reads as unset (the default policy, or loadBalancingPolicy), as grpc-java and grpc-js do; grpc-go and C-core reject the whole config: remove the field")
+	if c.t.Nodes[v].Len == 0 {
+		emptyLBConfigList(c, v, l)
+		return
+	}
+	entries, chosen, malformed := lbEntries(c, v, l)
+	if chosen < 0 {
+		if !malformed {
+			reportNoKnownPolicy(c, v, l)
 		}
 		return
 	}
-	type entry struct {
-		node, key, cfg int32
-		p              *lbPolicy
+	checkChosenPolicy(c, entries[chosen], chosen)
+	none, fallbacks := clientChoices(entries, chosen, l.clients)
+	if none != 0 {
+		reportUnsupported(c, v, l, none, entries[chosen].p.name)
 	}
-	var entries []entry
-	chosen := -1
-	malformed := false
+	checkFallbacks(c, entries, chosen, fallbacks)
+}
+
+// emptyLBConfigList reports an empty list of policies.
+func emptyLBConfigList(c *checker, v int32, l lbList) {
+	switch {
+	case !l.emptyIsUnset:
+		c.report(v, codeLBConfig, "%s is an empty list: it must name a policy, like [{\"round_robin\":{}}]", l.what)
+	case l.clients == allClients:
+		// gRFC A24: "If unset, will use whatever algorithm is specified by
+		// the balancer", distinct from "If none are supported".
+		c.refuse(v, codeLBConfigEmpty, clientGo|clientCore, "loadBalancingConfig is an empty list, which proto3 reads as unset (the default policy, or loadBalancingPolicy), as grpc-java and grpc-js do; grpc-go and C-core reject the whole config: remove the field")
+	}
+}
+
+// lbEntry is one entry of a list of policies: its node, the policy's name
+// (key, -1 when the entry is malformed) and config nodes, and the policy
+// when the spec knows it.
+type lbEntry struct {
+	node, key, cfg int32
+	p              *lbPolicy
+}
+
+// lbEntries reads the entries of list v, reports those that are malformed,
+// and returns them with the index of the spec's choice (the first policy
+// of the spec; -1 for none) and whether any entry was malformed.
+func lbEntries(c *checker, v int32, l lbList) (entries []lbEntry, chosen int, malformed bool) {
+	t := c.t
+	chosen = -1
 	c.elements(v, func(i int, e int32) {
-		ent := entry{node: e, key: -1, cfg: -1}
+		ent := lbEntry{node: e, key: -1, cfg: -1}
 		defer func() { entries = append(entries, ent) }()
 		problem := ""
 		// grpc-js validates the shape of every entry, grpc-java also that
@@ -176,29 +202,31 @@ func validateLBConfigList(c *checker, v int32, l lbList) {
 			chosen = i
 		}
 	})
-	if chosen < 0 {
-		if !malformed {
-			reportNoKnownPolicy(c, v, l)
-		}
-		return
-	}
-	ch := entries[chosen]
-	c.pushIdx(chosen)
+	return entries, chosen, malformed
+}
+
+// checkChosenPolicy validates the config of the spec's choice, entry i,
+// with errors.
+func checkChosenPolicy(c *checker, ch lbEntry, i int) {
+	c.pushIdx(i)
 	c.pushKey(ch.key)
+	defer c.pop()
+	defer c.pop()
 	if ch.p.xdsOnly {
 		c.report(ch.key, codeLBPolicyXDS, "%s is an xDS policy: it takes its cluster and endpoints from an xDS resolver, so a channel that reads this record from DNS has no usable backends; name a policy such as round_robin first", ch.p.name)
 	}
 	if ch.p.check != nil {
 		ch.p.check(c, ch.cfg)
 	}
-	c.pop()
-	c.pop()
+}
 
-	// Each client's own choice.
-	var none client
-	fallbacks := map[int]client{}
+// clientChoices finds the entry each client uses: none are the clients
+// that support no listed policy; fallbacks maps the entries other than the
+// spec's choice to the clients that use them.
+func clientChoices(entries []lbEntry, chosen int, clients client) (none client, fallbacks map[int]client) {
+	fallbacks = map[int]client{}
 	for bit := client(1); bit&allClients != 0; bit <<= 1 {
-		if l.clients&bit == 0 {
+		if clients&bit == 0 {
 			continue
 		}
 		idx := -1
@@ -218,9 +246,12 @@ func validateLBConfigList(c *checker, v int32, l lbList) {
 			fallbacks[idx] |= bit
 		}
 	}
-	if none != 0 {
-		reportUnsupported(c, v, l, none, entries[chosen].p.name)
-	}
+	return none, fallbacks
+}
+
+// checkFallbacks validates the configs that clients lacking the spec's
+// choice use, and warns, naming those clients, of the first error in each.
+func checkFallbacks(c *checker, entries []lbEntry, chosen int, fallbacks map[int]client) {
 	idxs := make([]int, 0, len(fallbacks))
 	for i := range fallbacks {
 		idxs = append(idxs, i)

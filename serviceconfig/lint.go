@@ -268,14 +268,47 @@ func textRecords(text []byte) ([][]string, *presentation, *Diagnostic) {
 // lintRecordSet checks the records at one owner name. p, when not nil,
 // holds where each byte came from in the user's text.
 func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagnostics {
-	var ds Diagnostics
-	recOff := func(r int) int {
-		if p == nil {
-			return -1
-		}
-		return p.recordOff[r]
+	found, ds := configRecord(records, p)
+	if found < 0 {
+		code := noRecordCode(records)
+		return append(ds, Diagnostic{Severity: code.severity(), Code: code.String(), Offset: p.start(0), Message: noRecordMessage(records)})
 	}
-	found := -1
+	if len(records) > 1 {
+		ds = append(ds, Diagnostic{Severity: codeTXTOtherRecords.severity(), Code: codeTXTOtherRecords.String(), Offset: p.start(otherThan(found, len(records))),
+			Message: fmt.Sprintf("%d other TXT record(s) share this name: our resolver, C-core and grpc-java ignore them, but grpc-go joins every TXT record at the name and fails to parse the result; publish the config alone at _grpc_config.<host>", len(records)-1)})
+	}
+	value, offs := recordBytes(records[found], found, p)
+	for i, b := range value {
+		if b >= 0x80 {
+			off := i
+			if p != nil {
+				off = offs[i]
+			}
+			return append(ds, Diagnostic{Severity: codeNonASCII.severity(), Code: codeNonASCII.String(), Offset: off,
+				Message: fmt.Sprintf("byte 0x%02x is not ASCII: gRFC A2 records are ASCII; write non-ASCII characters as \\u escapes", b)})
+		}
+	}
+	m := func(int) int { return -1 }
+	if p != nil {
+		m = func(o int) int {
+			if o < len(offs) {
+				return offs[o]
+			}
+			if len(offs) > 0 {
+				return offs[len(offs)-1] + 1
+			}
+			return p.start(found)
+		}
+	}
+	return append(ds, lintValue(value, KindChoices, m, opts.Owner, records[found]...)...)
+}
+
+// configRecord finds the record that holds the config (the first whose
+// first string starts with the attribute, or -1), and reports strings
+// too long for TXT, a second such record, and an attribute spelt in a way
+// other clients miss.
+func configRecord(records [][]string, p *presentation) (found int, ds Diagnostics) {
+	found = -1
 	for r, strs := range records {
 		for s, str := range strs {
 			if len(str) > maxStringLen {
@@ -295,27 +328,23 @@ func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagno
 			continue
 		}
 		if found >= 0 {
-			ds = append(ds, Diagnostic{Severity: codeTXTMultipleConfig.severity(), Code: codeTXTMultipleConfig.String(), Offset: recOff(r),
+			ds = append(ds, Diagnostic{Severity: codeTXTMultipleConfig.severity(), Code: codeTXTMultipleConfig.String(), Offset: p.start(r),
 				Message: fmt.Sprintf("records %d and %d both start with grpc_config=: clients cannot tell which to use, so the config is invalid; publish exactly one", found, r)})
 			continue
 		}
 		found = r
 		if !exact {
-			ds = append(ds, spellingDiagnostic(recOff(r)))
+			ds = append(ds, spellingDiagnostic(p.start(r)))
 		}
 	}
-	if found < 0 {
-		return append(ds, Diagnostic{Severity: noRecordCode(records).severity(), Code: noRecordCode(records).String(), Offset: recOff(0), Message: noRecordMessage(records)})
-	}
-	if len(records) > 1 {
-		ds = append(ds, Diagnostic{Severity: codeTXTOtherRecords.severity(), Code: codeTXTOtherRecords.String(), Offset: recOff(otherThan(found, len(records))),
-			Message: fmt.Sprintf("%d other TXT record(s) share this name: our resolver, C-core and grpc-java ignore them, but grpc-go joins every TXT record at the name and fails to parse the result; publish the config alone at _grpc_config.<host>", len(records)-1)})
-	}
-	strs := records[found]
+	return found, ds
+}
+
+// recordBytes joins the strings of record r after the attribute, and,
+// when p is known, says where each byte of the value is in the text.
+func recordBytes(strs []string, r int, p *presentation) (value []byte, offs []int) {
 	v, _, _ := attributeValue(strs[0])
 	skip := len(strs[0]) - len(v)
-	var value []byte
-	var offs []int
 	for s, str := range strs {
 		from := 0
 		if s == 0 {
@@ -323,34 +352,10 @@ func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagno
 		}
 		value = append(value, str[from:]...)
 		if p != nil {
-			offs = append(offs, p.offs[found][s][from:]...)
+			offs = append(offs, p.offs[r][s][from:]...)
 		}
 	}
-	for i, b := range value {
-		if b >= 0x80 {
-			off := i
-			if p != nil {
-				off = offs[i]
-			}
-			return append(ds, Diagnostic{Severity: codeNonASCII.severity(), Code: codeNonASCII.String(), Offset: off,
-				Message: fmt.Sprintf("byte 0x%02x is not ASCII: gRFC A2 records are ASCII; write non-ASCII characters as \\u escapes", b)})
-		}
-	}
-	var m offsetMap
-	if p != nil {
-		m = func(o int) int {
-			if o < len(offs) {
-				return offs[o]
-			}
-			if len(offs) > 0 {
-				return offs[len(offs)-1] + 1
-			}
-			return recOff(found)
-		}
-	} else {
-		m = func(int) int { return -1 }
-	}
-	return append(ds, lintValue(value, KindChoices, m, opts.Owner, strs...)...)
+	return value, offs
 }
 
 func otherThan(found, n int) int {

@@ -124,133 +124,161 @@ func checkRouteLookupConfig(c *checker, rlc int32) {
 // fields: must not have the same key specified twice".
 func checkKeyBuilder(c *checker, kb int32, paths map[string]bool) {
 	const what = rlsName + ".routeLookupConfig.grpcKeybuilders[]"
-	t := c.t
 	if !c.want(kb, jtree.Object, codeLBPolicyConfig, "a grpcKeybuilders entry") {
 		return
 	}
-	keys := map[string]bool{}
-	key := func(v int32, where string) {
-		k := t.Str(v)
-		if keys[k] {
-			c.report(v, codeLBPolicyConfig, "key %q is used twice in this key builder (%s): headers, constantKeys and extraKeys must name different keys", k, where)
-		}
-		keys[k] = true
-	}
+	b := &keyBuilder{t: c.t, keys: map[string]bool{}, paths: paths}
 	policyFields(c, kb, what, []pfield{
-		{"names", func(c *checker, v int32) {
-			if !c.want(v, jtree.Array, codeLBPolicyConfig, "names") {
-				return
-			}
-			if t.Nodes[v].Len == 0 {
-				c.report(v, codeLBPolicyConfig, "a key builder's names must list at least one {\"service\":…}")
-			}
-			c.elements(v, func(_ int, n int32) {
-				if !c.want(n, jtree.Object, codeLBPolicyConfig, "a key builder name") {
-					return
-				}
-				service, method := "", ""
-				policyFields(c, n, "a key builder name", []pfield{
-					{"service", func(c *checker, v int32) {
-						if c.want(v, jtree.String, codeLBPolicyConfig, "service") {
-							service = t.Str(v)
-						}
-					}},
-					{"method", func(c *checker, v int32) {
-						if c.want(v, jtree.String, codeLBPolicyConfig, "method") {
-							method = t.Str(v)
-						}
-					}},
-				})
-				if service == "" {
-					c.report(n, codeLBPolicyConfig, "a key builder name needs a service: the service field is required")
-					return
-				}
-				p := "/" + service + "/" + method
-				if paths[p] {
-					c.report(n, codeLBPolicyConfig, "%s is named by two key builder names: each must be unique across grpcKeybuilders", p)
-				}
-				paths[p] = true
-			})
-		}},
-		{"headers", func(c *checker, v int32) {
-			if !c.want(v, jtree.Array, codeLBPolicyConfig, "headers") {
-				return
-			}
-			c.elements(v, func(_ int, h int32) {
-				if !c.want(h, jtree.Object, codeLBPolicyConfig, "a headers entry") {
-					return
-				}
-				policyFields(c, h, "a headers entry", []pfield{
-					{"key", func(c *checker, v int32) {
-						if c.want(v, jtree.String, codeLBPolicyConfig, "key") {
-							if t.Str(v) == "" {
-								c.report(v, codeLBPolicyConfig, "a headers entry's key must not be empty")
-								return
-							}
-							key(v, "headers")
-						}
-					}},
-					{"names", func(c *checker, v int32) {
-						if !c.want(v, jtree.Array, codeLBPolicyConfig, "names") {
-							return
-						}
-						if t.Nodes[v].Len == 0 {
-							c.report(v, codeLBPolicyConfig, "a headers entry must list at least one header name")
-						}
-						c.elements(v, func(_ int, e int32) {
-							if c.want(e, jtree.String, codeLBPolicyConfig, "a header name") && t.Str(e) == "" {
-								c.report(e, codeLBPolicyConfig, "a header name must not be empty")
-							}
-						})
-					}},
-					{"requiredMatch", func(c *checker, v int32) {
-						if c.want(v, jtree.Bool, codeLBPolicyConfig, "requiredMatch") && t.Bool(v) {
-							c.report(v, codeLBPolicyConfig, "requiredMatch must not be set for gRPC key builders (rls_config.proto: \"For gRPC, it is an error to specify required_match\")")
-						}
-					}},
-				})
-				if c.field(h, "key") < 0 {
-					c.report(h, codeLBPolicyConfig, "a headers entry needs a key")
-				}
-				if c.field(h, "names") < 0 {
-					c.report(h, codeLBPolicyConfig, "a headers entry needs names")
-				}
-			})
-		}},
-		{"extraKeys", func(c *checker, v int32) {
-			if !c.want(v, jtree.Object, codeLBPolicyConfig, "extraKeys") {
-				return
-			}
-			extra := func(c *checker, v int32) {
-				if !c.want(v, jtree.String, codeLBPolicyConfig, "an extraKeys value") {
-					return
-				}
-				if t.Str(v) == "" {
-					// proto3: "" is unset; C-core rejects it as set.
-					c.refuse(v, codeProtoDefaultValue, clientCore, "this extraKeys value is empty, which proto3 reads as unset, but C-core rejects the whole config; remove it")
-					return
-				}
-				key(v, "extraKeys")
-			}
-			policyFields(c, v, "extraKeys", []pfield{{"host", extra}, {"service", extra}, {"method", extra}})
-		}},
-		{"constantKeys", func(c *checker, v int32) {
-			if !c.want(v, jtree.Object, codeLBPolicyConfig, "constantKeys") {
-				return
-			}
-			c.fields(v, func(k, val int32) {
-				if t.Str(k) == "" {
-					c.report(k, codeLBPolicyConfig, "a constantKeys key must not be empty")
-				} else {
-					key(k, "constantKeys")
-				}
-				c.want(val, jtree.String, codeLBPolicyConfig, "a constantKeys value")
-			})
-		}},
+		{"names", b.names},
+		{"headers", b.headers},
+		{"extraKeys", b.extraKeys},
+		{"constantKeys", b.constantKeys},
 	})
 	if n := c.field(kb, "names"); n < 0 {
 		c.report(kb, codeLBPolicyConfig, "a key builder needs names, like [{\"service\":\"pkg.Service\"}]")
 	}
+}
+
+// keyBuilder checks the fields of one GrpcKeyBuilder.
+type keyBuilder struct {
+	t *jtree.Tree
+	// keys are the keys the builder's fields name so far; paths the
+	// /service/method paths of every builder of the list.
+	keys, paths map[string]bool
+}
+
+// key notes the key at v, named in field where, and reports it when
+// another field of the builder named it already.
+func (b *keyBuilder) key(c *checker, v int32, where string) {
+	k := b.t.Str(v)
+	if b.keys[k] {
+		c.report(v, codeLBPolicyConfig, "key %q is used twice in this key builder (%s): headers, constantKeys and extraKeys must name different keys", k, where)
+	}
+	b.keys[k] = true
+}
+
+// names checks the builder's names: at least one, each with a service,
+// each path unique across the list.
+func (b *keyBuilder) names(c *checker, v int32) {
+	t := b.t
+	if !c.want(v, jtree.Array, codeLBPolicyConfig, "names") {
+		return
+	}
+	if t.Nodes[v].Len == 0 {
+		c.report(v, codeLBPolicyConfig, "a key builder's names must list at least one {\"service\":…}")
+	}
+	c.elements(v, func(_ int, n int32) {
+		if !c.want(n, jtree.Object, codeLBPolicyConfig, "a key builder name") {
+			return
+		}
+		service, method := "", ""
+		policyFields(c, n, "a key builder name", []pfield{
+			{"service", func(c *checker, v int32) {
+				if c.want(v, jtree.String, codeLBPolicyConfig, "service") {
+					service = t.Str(v)
+				}
+			}},
+			{"method", func(c *checker, v int32) {
+				if c.want(v, jtree.String, codeLBPolicyConfig, "method") {
+					method = t.Str(v)
+				}
+			}},
+		})
+		if service == "" {
+			c.report(n, codeLBPolicyConfig, "a key builder name needs a service: the service field is required")
+			return
+		}
+		p := "/" + service + "/" + method
+		if b.paths[p] {
+			c.report(n, codeLBPolicyConfig, "%s is named by two key builder names: each must be unique across grpcKeybuilders", p)
+		}
+		b.paths[p] = true
+	})
+}
+
+// headers checks the builder's headers entries: a key and header names
+// each, no requiredMatch.
+func (b *keyBuilder) headers(c *checker, v int32) {
+	t := b.t
+	if !c.want(v, jtree.Array, codeLBPolicyConfig, "headers") {
+		return
+	}
+	c.elements(v, func(_ int, h int32) {
+		if !c.want(h, jtree.Object, codeLBPolicyConfig, "a headers entry") {
+			return
+		}
+		policyFields(c, h, "a headers entry", []pfield{
+			{"key", func(c *checker, v int32) {
+				if c.want(v, jtree.String, codeLBPolicyConfig, "key") {
+					if t.Str(v) == "" {
+						c.report(v, codeLBPolicyConfig, "a headers entry's key must not be empty")
+						return
+					}
+					b.key(c, v, "headers")
+				}
+			}},
+			{"names", func(c *checker, v int32) {
+				if !c.want(v, jtree.Array, codeLBPolicyConfig, "names") {
+					return
+				}
+				if t.Nodes[v].Len == 0 {
+					c.report(v, codeLBPolicyConfig, "a headers entry must list at least one header name")
+				}
+				c.elements(v, func(_ int, e int32) {
+					if c.want(e, jtree.String, codeLBPolicyConfig, "a header name") && t.Str(e) == "" {
+						c.report(e, codeLBPolicyConfig, "a header name must not be empty")
+					}
+				})
+			}},
+			{"requiredMatch", func(c *checker, v int32) {
+				if c.want(v, jtree.Bool, codeLBPolicyConfig, "requiredMatch") && t.Bool(v) {
+					c.report(v, codeLBPolicyConfig, "requiredMatch must not be set for gRPC key builders (rls_config.proto: \"For gRPC, it is an error to specify required_match\")")
+				}
+			}},
+		})
+		if c.field(h, "key") < 0 {
+			c.report(h, codeLBPolicyConfig, "a headers entry needs a key")
+		}
+		if c.field(h, "names") < 0 {
+			c.report(h, codeLBPolicyConfig, "a headers entry needs names")
+		}
+	})
+}
+
+// extraKeys checks the builder's extraKeys: host, service and method,
+// each a key.
+func (b *keyBuilder) extraKeys(c *checker, v int32) {
+	if !c.want(v, jtree.Object, codeLBPolicyConfig, "extraKeys") {
+		return
+	}
+	extra := func(c *checker, v int32) {
+		if !c.want(v, jtree.String, codeLBPolicyConfig, "an extraKeys value") {
+			return
+		}
+		if b.t.Str(v) == "" {
+			// proto3: "" is unset; C-core rejects it as set.
+			c.refuse(v, codeProtoDefaultValue, clientCore, "this extraKeys value is empty, which proto3 reads as unset, but C-core rejects the whole config; remove it")
+			return
+		}
+		b.key(c, v, "extraKeys")
+	}
+	policyFields(c, v, "extraKeys", []pfield{{"host", extra}, {"service", extra}, {"method", extra}})
+}
+
+// constantKeys checks the builder's constantKeys: non-empty keys with
+// string values.
+func (b *keyBuilder) constantKeys(c *checker, v int32) {
+	if !c.want(v, jtree.Object, codeLBPolicyConfig, "constantKeys") {
+		return
+	}
+	c.fields(v, func(k, val int32) {
+		if b.t.Str(k) == "" {
+			c.report(k, codeLBPolicyConfig, "a constantKeys key must not be empty")
+		} else {
+			b.key(c, k, "constantKeys")
+		}
+		c.want(val, jtree.String, codeLBPolicyConfig, "a constantKeys value")
+	})
 }
 
 // lookupScheme warns about a lookupService whose scheme clients cannot
