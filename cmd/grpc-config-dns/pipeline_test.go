@@ -223,8 +223,9 @@ func zoneVerdict(t *testing.T, cfg []byte) string {
 		return fmt.Sprintf("exit %d: %s", code, errs)
 	}
 	// _grpc_config.service TTL IN TXT "…" "…", or ( … ) over lines.
-	_, rest, ok := strings.Cut(out, "\n_grpc_config.service ")
-	if _, rest, ok = strings.Cut(rest, " TXT "); !ok {
+	_, rest, found := strings.Cut(out, "\n_grpc_config.service ")
+	_, rest, ok := strings.Cut(rest, " TXT ")
+	if !found || !ok {
 		return "no TXT record at " + owner + " in\n" + out
 	}
 	rest = strings.TrimSpace(rest)
