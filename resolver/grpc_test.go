@@ -22,12 +22,12 @@ import (
 func TestGRPCMethodTimeoutFires(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1)
-	e.dns.SetConfig("svc.test", 60, oneChoice(timeoutConfig("0.1s")))
+	e.dns.SetConfig("svc.test", 60, oneChoice(timeoutConfig("0.05s")))
 	cc, _ := e.dial(t, fastOptions())
 	start := time.Now()
 	_, _, err := call(cc, 2*time.Second)
 	if status.Code(err) != codes.DeadlineExceeded {
-		t.Fatalf("slow call: %v, want DEADLINE_EXCEEDED from the published 0.1s timeout", err)
+		t.Fatalf("slow call: %v, want DEADLINE_EXCEEDED from the published 0.05s timeout", err)
 	}
 	if el := time.Since(start); el > time.Second {
 		t.Errorf("the call took %v", el)
@@ -35,7 +35,7 @@ func TestGRPCMethodTimeoutFires(t *testing.T) {
 	// Control: without the record the same call succeeds.
 	e.dns.SetConfig("svc.test", 60, "")
 	cc2, _ := e.dial(t, fastOptions())
-	if _, _, err := call(cc2, 150*time.Millisecond); err != nil {
+	if _, _, err := call(cc2, 100*time.Millisecond); err != nil {
 		t.Errorf("without a config: %v", err)
 	}
 }
@@ -292,13 +292,15 @@ func TestGRPCInvalidRecordAfterTheBudgetKeepsTheChannel(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1)
 	e.dns.SetConfig("svc.test", 60, `[{"serviceConfig":{"loadBalancingConfig":[{"no_such_policy":{}}]}}]`)
-	e.dns.SetDelay(dns.TypeTXT, 200*time.Millisecond)
+	release := make(chan struct{})
+	e.dns.SetHold(dns.TypeTXT, release) // the TXT answer comes once the channel runs
 	logs := &logRecorder{}
 	o := fastOptions()
 	o.TXTBudget = 50 * time.Millisecond
 	o.Logger = slog.New(logs)
 	cc, b := e.dial(t, o)
 	waitForState(t, cc, connectivity.Ready, 5*time.Second)
+	close(release)
 	deadline := time.Now().Add(5 * time.Second)
 	for len(logs.find("ignoring an invalid service config record")) == 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -357,28 +359,24 @@ func TestGRPCSlowTXTDoesNotDelayAddresses(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, 1)
 	e.dns.SetConfig("svc.test", 60, oneChoice(timeoutConfig("11s")))
-	const txtDelay = 600 * time.Millisecond
-	e.dns.SetDelay(dns.TypeTXT, txtDelay)
+	release := make(chan struct{})
+	e.dns.SetHold(dns.TypeTXT, release) // the TXT answer comes when the test says
 	o := fastOptions()
 	o.TXTBudget = 50 * time.Millisecond
-	start := time.Now()
 	cc, _ := e.dial(t, o)
-	// A call without the config can only run on addresses that came
-	// before the TXT answer.
 	if d := callNoDeadline(t, cc); d != -1 {
-		t.Fatalf("first call done after %v with deadline %v; want it before the %v TXT answer, with no config yet", time.Since(start), d, txtDelay)
+		t.Fatalf("first call with deadline %v; want it on the addresses alone, with no config, before the TXT answer", d)
 	}
-	for time.Since(start) < 5*time.Second {
+	close(release)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
 		if d := callNoDeadline(t, cc); about(d, 11*time.Second) {
-			if el := time.Since(start); el < txtDelay {
-				t.Errorf("config applied after %v, before the TXT answer?", el)
-			}
 			if e.connections() != 1 {
-				t.Errorf("%d connections", e.connections())
+				t.Errorf("%d connections: the config must not reconnect", e.connections())
 			}
 			return
 		}
-		time.Sleep(20 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("the config never followed")
 }

@@ -79,6 +79,7 @@ type Server struct {
 	rrs     map[key][]dns.RR
 	names   map[string]int // names with records (for NODATA vs NXDOMAIN)
 	delay   map[uint16]time.Duration
+	hold    map[uint16]<-chan struct{}
 	fault   map[uint16]Fault
 	queries []Query
 }
@@ -101,6 +102,7 @@ func New() (*Server, error) {
 		rrs:   map[key][]dns.RR{},
 		names: map[string]int{},
 		delay: map[uint16]time.Duration{},
+		hold:  map[uint16]<-chan struct{}{},
 		fault: map[uint16]Fault{},
 	}
 	// UDP and TCP must share a port: clients retry a truncated UDP answer
@@ -237,6 +239,15 @@ func (s *Server) SetDelay(qtype uint16, d time.Duration) {
 	s.delay[qtype] = d
 }
 
+// SetHold holds back every answer to queries of qtype until release is
+// closed (nil: no more), after any delay: a test that needs one answer to
+// come after something else happened says so, instead of guessing a delay.
+func (s *Server) SetHold(qtype uint16, release <-chan struct{}) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.hold[qtype] = release
+}
+
 // SetFault makes the server misbehave for queries of qtype.
 func (s *Server) SetFault(qtype uint16, f Fault) {
 	s.mu.Lock()
@@ -275,7 +286,7 @@ func (s *Server) serve(w dns.ResponseWriter, req *dns.Msg) {
 	if _, ok := w.RemoteAddr().(*net.TCPAddr); ok {
 		network = "tcp"
 	}
-	m, delay := s.respond(network, req)
+	m, delay, hold := s.respond(network, req)
 	if delay > 0 {
 		t := time.NewTimer(delay)
 		select {
@@ -285,18 +296,24 @@ func (s *Server) serve(w dns.ResponseWriter, req *dns.Msg) {
 			return
 		}
 	}
+	select {
+	case <-hold:
+	case <-s.done:
+		return
+	}
 	if m != nil {
 		w.WriteMsg(m)
 	}
 }
 
-// respond is the server's reply to req over network ("udp" or "tcp"), and
-// how long to hold it back; nil means no reply at all (Drop).
-func (s *Server) respond(network string, req *dns.Msg) (*dns.Msg, time.Duration) {
+// respond is the server's reply to req over network ("udp" or "tcp"), how
+// long to hold it back, and what it waits for then (nil: nothing); a nil
+// reply means none at all (Drop).
+func (s *Server) respond(network string, req *dns.Msg) (*dns.Msg, time.Duration, <-chan struct{}) {
 	if len(req.Question) != 1 {
 		m := new(dns.Msg)
 		m.SetRcode(req, dns.RcodeFormatError)
-		return m, 0
+		return m, 0, closed
 	}
 	q := req.Question[0]
 	var ednsSize uint16
@@ -307,13 +324,16 @@ func (s *Server) respond(network string, req *dns.Msg) (*dns.Msg, time.Duration)
 
 	s.mu.Lock()
 	s.queries = append(s.queries, Query{Name: canon(q.Name), Type: q.Qtype, Net: network, EDNSSize: ednsSize, RD: req.RecursionDesired, At: time.Now()})
-	delay, fault := s.delay[q.Qtype], s.fault[q.Qtype]
+	delay, fault, hold := s.delay[q.Qtype], s.fault[q.Qtype], s.hold[q.Qtype]
+	if hold == nil {
+		hold = closed
+	}
 	m := s.answerLocked(req)
 	s.mu.Unlock()
 
 	switch fault {
 	case Drop:
-		return nil, delay
+		return nil, delay, hold
 	case ServFail, Refused:
 		m = new(dns.Msg)
 		rc := dns.RcodeServerFailure
@@ -337,8 +357,15 @@ func (s *Server) respond(network string, req *dns.Msg) (*dns.Msg, time.Duration)
 		}
 		m.Truncate(size)
 	}
-	return m, delay
+	return m, delay, hold
 }
+
+// closed is a channel that is ready: an answer not held back.
+var closed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
 
 // answerLocked builds the answer from the records, following CNAMEs.
 func (s *Server) answerLocked(req *dns.Msg) *dns.Msg {

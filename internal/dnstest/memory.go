@@ -35,6 +35,7 @@ func (n *Network) Server(addr string) *Server {
 		rrs:   map[key][]dns.RR{},
 		names: map[string]int{},
 		delay: map[uint16]time.Duration{},
+		hold:  map[uint16]<-chan struct{}{},
 		fault: map[uint16]Fault{},
 	}
 	n.mu.Lock()
@@ -71,8 +72,9 @@ func (n *Network) Exchange(ctx context.Context, network, server string, m *dns.M
 	}
 	var reply *dns.Msg
 	var delay time.Duration
+	hold := (<-chan struct{})(closed)
 	if !silent {
-		reply, delay = s.respond(network, req)
+		reply, delay, hold = s.respond(network, req)
 	}
 	if reply == nil {
 		<-ctx.Done() // silent, or dropped: no answer ever comes
@@ -86,6 +88,11 @@ func (n *Network) Exchange(ctx context.Context, network, server string, m *dns.M
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
+	}
+	select {
+	case <-hold:
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 	out, err := reply.Pack()
 	if err != nil {
