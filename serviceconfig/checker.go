@@ -27,6 +27,12 @@ type checker struct {
 	// GrpcGoConfig and GrpcGoFailure rewrite them to see what grpc-go sees.
 	caseCodes  []rewrite
 	caseFields []rewrite
+	// shown counts the errors and warnings in diags; past MaxDiagnostics
+	// of a severity, report only counts them on the diagnostic at index
+	// omitted (-1 until there is one), so that an input with thousands of
+	// mistakes costs no more messages than one with a hundred.
+	shown   [2]int
+	omitted int
 }
 
 // rewrite is a node and the canonical text grpc-go takes it for.
@@ -43,7 +49,7 @@ type seg struct {
 }
 
 func newChecker(t *jtree.Tree) *checker {
-	return &checker{t: t, path: make([]seg, 0, 16)}
+	return &checker{t: t, path: make([]seg, 0, 16), omitted: -1}
 }
 
 func (c *checker) pushKey(k int32) { c.path = append(c.path, seg{key: k}) }
@@ -72,9 +78,25 @@ func (c *checker) report(n int32, code, format string, args ...any) {
 	if sev == Warning && c.errorsOnly {
 		return
 	}
+	if c.full(code) {
+		if c.omitted < 0 {
+			c.omitted = len(c.diags)
+			c.diags = append(c.diags, Omitted(0, 0))
+		}
+		c.diags[c.omitted].omitted[sev-Error]++
+		return
+	}
+	c.shown[sev-Error]++
 	off := -1
 	if n >= 0 {
 		off = int(c.t.Nodes[n].Start)
+	}
+	for i, a := range args {
+		// Raw JSON goes into messages as written: a hostile number or
+		// string must not make every message as long as the record.
+		if b, ok := a.([]byte); ok {
+			args[i] = excerpt(b)
+		}
 	}
 	c.diags = append(c.diags, Diagnostic{
 		Severity: sev,
@@ -83,6 +105,34 @@ func (c *checker) report(n int32, code, format string, args ...any) {
 		Path:     c.pointer(),
 		Offset:   off,
 	})
+}
+
+// full reports whether diagnostics of code's severity are no longer
+// listed, only counted: callers skip the work of building a message (a
+// "did you mean") that would not be shown.
+func (c *checker) full(code string) bool {
+	sev := severityOf(code)
+	return c.shown[sev-Error] >= MaxDiagnostics
+}
+
+// quoteExcerpt is %q of s, shortened like excerpt when s is long.
+func quoteExcerpt(s string) string {
+	if len(s) <= maxExcerpt {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:maxExcerpt-16]), len(s))
+}
+
+// maxExcerpt is the longest piece of the input quoted in a message.
+const maxExcerpt = 64
+
+// excerpt returns raw text for a message, shortened when long: what a
+// reader needs to recognise the value, and how long it is.
+func excerpt(b []byte) string {
+	if len(b) <= maxExcerpt {
+		return string(b)
+	}
+	return fmt.Sprintf("%s… (%d bytes)", b[:maxExcerpt-16], len(b))
 }
 
 func (c *checker) kind(n int32) jtree.Kind { return c.t.Nodes[n].Kind }
@@ -115,6 +165,10 @@ func (c *checker) elements(arr int32, f func(i int, e int32)) {
 // define, suggesting the closest known one.
 func (c *checker) unknownField(k int32, code, where string, known []string) {
 	name := c.t.Str(k)
+	if c.full(code) && !(severityOf(code) == Warning && hasFold(known, name)) {
+		c.report(k, code, "") // counted only
+		return
+	}
 	for _, f := range known {
 		if strings.EqualFold(f, name) && severityOf(code) == Warning {
 			c.caseFields = append(c.caseFields, rewrite{k, f})
@@ -122,7 +176,7 @@ func (c *checker) unknownField(k int32, code, where string, known []string) {
 			return
 		}
 	}
-	msg := fmt.Sprintf("unknown field %q in %s", name, where)
+	msg := fmt.Sprintf("unknown field %s in %s", quoteExcerpt(name), where)
 	if s := Suggest(name, known); s != "" {
 		msg += fmt.Sprintf(": did you mean %q?", s)
 	} else {
@@ -134,6 +188,15 @@ func (c *checker) unknownField(k int32, code, where string, known []string) {
 		msg += "; remove it"
 	}
 	c.report(k, code, "%s", msg)
+}
+
+func hasFold(known []string, name string) bool {
+	for _, f := range known {
+		if strings.EqualFold(f, name) {
+			return true
+		}
+	}
+	return false
 }
 
 // want reports a type mismatch and returns false when node v is not of
@@ -170,7 +233,7 @@ func describeKind(t *jtree.Tree, v int32) string {
 	case jtree.Null:
 		return "null"
 	case jtree.Bool, jtree.Number:
-		return fmt.Sprintf("%s %s", n.Kind, t.Raw(v))
+		return fmt.Sprintf("%s %s", n.Kind, excerpt(t.Raw(v)))
 	case jtree.String:
 		raw := t.Raw(v)
 		if len(raw) > 40 {

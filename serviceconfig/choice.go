@@ -195,7 +195,7 @@ func (ch *Choices) Validate(i int) Diagnostics {
 		ch.src.place(c.diags, firstSignificant(ch.src.text))
 	}
 	c.diags.Sort()
-	return c.diags
+	return c.diags.Capped()
 }
 
 // elementIndex returns the index of element e in array arr.

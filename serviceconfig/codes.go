@@ -15,6 +15,9 @@ type CodeInfo struct {
 // place and a warning in another. Codes are part of the public contract:
 // never rename one, only add.
 var codes = []CodeInfo{
+	// The input as a whole.
+	{"diagnostics-omitted", Warning, "more problems than are listed per input: the rest are counted, not shown"},
+
 	// JSON text.
 	{"json-syntax", Error, "the text is not valid JSON"},
 	{"json-duplicate-key", Error, "an object has two members with the same name"},

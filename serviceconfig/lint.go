@@ -36,13 +36,14 @@ func Lint(text []byte, opts LintOptions) (Kind, Diagnostics) {
 		ds = lintTXTText(text, opts)
 	}
 	for i := range ds {
-		if ds[i].Offset < 0 {
+		if ds[i].Offset < 0 && ds[i].Code != omittedCode {
 			// About the whole record (its size, say): placed at its start.
 			ds[i].Offset = firstSignificant(text)
 		}
 	}
-	locate(ds, text)
 	ds.Sort()
+	ds = ds.Capped()
+	locate(ds, text)
 	return k, ds
 }
 
@@ -52,7 +53,7 @@ func Lint(text []byte, opts LintOptions) (Kind, Diagnostics) {
 func LintRecords(records [][]string, opts LintOptions) Diagnostics {
 	ds := lintRecordSet(records, nil, opts)
 	ds.Sort()
-	return ds
+	return ds.Capped()
 }
 
 // ChoicesFromText reads a choice list from an input text of any kind but
@@ -135,6 +136,7 @@ func (s *source) place(ds Diagnostics, whole int) {
 			}
 		}
 		switch {
+		case d.Code == omittedCode:
 		case d.Offset < 0:
 			d.Offset = whole
 		case s.offs != nil:
@@ -267,7 +269,7 @@ type offsetMap func(int) int
 func LintJSON(value []byte, k Kind, owner string) Diagnostics {
 	ds := lintValue(value, k, nil, owner)
 	ds.Sort()
-	return ds
+	return ds.Capped()
 }
 
 // lintValue checks a JSON choice list or service config. offs maps value
@@ -296,7 +298,7 @@ func lintValue(value []byte, k Kind, offs offsetMap, owner string, strs ...strin
 		} else {
 			validateServiceConfig(c, 0)
 		}
-		ds = append(ds, mergeSchema(c.diags, schemaDiagnostics(t, k))...)
+		ds = append(ds, mergeSchema(t, c.diags, schemaFindings(t, k))...)
 		if len(strs) == 0 && k == KindChoices {
 			strs = EncodeTXT(t.AppendCompact(nil, 0))
 		} else if len(strs) == 0 {

@@ -52,9 +52,20 @@ var loadSchema = sync.OnceValues(func() (*compiledSchema, error) {
 
 var schemaPrinter = message.NewPrinter(language.English)
 
-// schemaDiagnostics validates the tree against the schema for kind
+// schemaFinding is one failure of the schema, before its message is
+// built: lint lists at most MaxDiagnostics, and an input can fail the
+// schema at every value.
+type schemaFinding struct {
+	e     *jsonschema.ValidationError
+	code  string
+	loc   []string
+	atKey bool
+	path  string
+}
+
+// schemaFindings validates the tree against the schema for kind
 // (KindChoices or KindServiceConfig).
-func schemaDiagnostics(t *jtree.Tree, k Kind) Diagnostics {
+func schemaFindings(t *jtree.Tree, k Kind) []schemaFinding {
 	s, err := loadSchema()
 	if err != nil {
 		// The schema is embedded and tested; failing to compile it is a bug.
@@ -69,52 +80,75 @@ func schemaDiagnostics(t *jtree.Tree, k Kind) Diagnostics {
 	if !errors.As(err, &ve) {
 		return nil
 	}
-	var out Diagnostics
-	s.collect(t, ve, &out)
+	var out []schemaFinding
+	s.collect(ve, map[[2]string]string{}, &out)
 	return out
 }
 
-func (s *compiledSchema) collect(t *jtree.Tree, e *jsonschema.ValidationError, out *Diagnostics) {
+// schemaDiagnostics returns every finding of the schema as a diagnostic.
+func schemaDiagnostics(t *jtree.Tree, k Kind) Diagnostics {
+	var out Diagnostics
+	for _, f := range schemaFindings(t, k) {
+		out = append(out, f.diagnostic(t))
+	}
+	return out
+}
+
+func (s *compiledSchema) collect(e *jsonschema.ValidationError, codes map[[2]string]string, out *[]schemaFinding) {
 	switch k := e.ErrorKind.(type) {
 	case *kind.Schema, *kind.Group, *kind.AllOf, *kind.Reference:
 		for _, c := range e.Causes {
-			s.collect(t, c, out)
+			s.collect(c, codes, out)
 		}
 		return
 	case *kind.AdditionalProperties:
 		for _, p := range k.Properties {
 			loc := append(append([]string(nil), e.InstanceLocation...), p)
-			s.add(t, e, loc, true, out)
+			s.add(e, loc, true, codes, out)
 		}
 		return
 	}
 	// anyOf, oneOf, not and every leaf: one diagnostic for this value.
-	s.add(t, e, e.InstanceLocation, false, out)
+	s.add(e, e.InstanceLocation, false, codes, out)
 }
 
-func (s *compiledSchema) add(t *jtree.Tree, e *jsonschema.ValidationError, loc []string, atKey bool, out *Diagnostics) {
+func (s *compiledSchema) add(e *jsonschema.ValidationError, loc []string, atKey bool, codes map[[2]string]string, out *[]schemaFinding) {
 	kw := e.ErrorKind.KeywordPath()
 	if _, ok := e.ErrorKind.(*kind.Not); ok {
 		kw = []string{"not"} // the library reports no keyword for not
 	}
-	code := s.codeFor(e.SchemaURL, kw)
-	node := nodeAt(t, loc, atKey)
+	keyword := ""
+	if len(kw) > 0 {
+		keyword = kw[0]
+	}
+	// Many values fail the same subschema: find its code once.
+	key := [2]string{e.SchemaURL, keyword}
+	code, ok := codes[key]
+	if !ok {
+		code = s.codeFor(e.SchemaURL, keyword)
+		codes[key] = code
+	}
+	*out = append(*out, schemaFinding{e: e, code: code, loc: loc, atKey: atKey, path: pointerOf(loc)})
+}
+
+func (f *schemaFinding) diagnostic(t *jtree.Tree) Diagnostic {
+	node := nodeAt(t, f.loc, f.atKey)
 	off := -1
 	if node >= 0 {
 		off = int(t.Nodes[node].Start)
 	}
-	*out = append(*out, Diagnostic{
-		Severity: severityOf(code),
-		Code:     code,
-		Message:  e.ErrorKind.LocalizedString(schemaPrinter) + " (JSON Schema)",
-		Path:     pointerOf(loc),
+	return Diagnostic{
+		Severity: severityOf(f.code),
+		Code:     f.code,
+		Message:  f.e.ErrorKind.LocalizedString(schemaPrinter) + " (JSON Schema)",
+		Path:     f.path,
 		Offset:   off,
-	})
+	}
 }
 
 // codeFor finds the diagnostic code of a failure: x-codes[keyword] or
 // x-code on the failing subschema, or on the nearest enclosing one.
-func (s *compiledSchema) codeFor(schemaURL string, kw []string) string {
+func (s *compiledSchema) codeFor(schemaURL string, keyword string) string {
 	_, frag, _ := strings.Cut(schemaURL, "#")
 	frag, _ = url.PathUnescape(frag)
 	var segs []string
@@ -122,10 +156,6 @@ func (s *compiledSchema) codeFor(schemaURL string, kw []string) string {
 		for _, p := range strings.Split(strings.TrimPrefix(frag, "/"), "/") {
 			segs = append(segs, strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~"))
 		}
-	}
-	keyword := ""
-	if len(kw) > 0 {
-		keyword = kw[0]
 	}
 	for n := len(segs); n >= 0; n-- {
 		obj, ok := lookupPointer(s.doc, segs[:n]).(map[string]any)
@@ -218,16 +248,59 @@ func covers(a, b Diagnostic) bool {
 
 // mergeSchema adds the schema's findings that the Go rules did not make.
 // The Go rules say the same things more precisely, so their message wins.
-func mergeSchema(goDiags, schema Diagnostics) Diagnostics {
-	out := goDiags
-next:
-	for _, s := range schema {
-		for _, g := range goDiags {
-			if covers(g, s) {
-				continue next
+// Messages are built for the first MaxDiagnostics findings of each
+// severity; the rest are counted.
+func mergeSchema(t *jtree.Tree, goDiags Diagnostics, findings []schemaFinding) Diagnostics {
+	// A finding is covered by a Go diagnostic of its code at its value, at
+	// a value inside it, or at one around it (see covers): index the Go
+	// diagnostics' paths and their ancestors, so that the check costs the
+	// depth of a path, not the number of diagnostics.
+	type codePath struct{ code, path string }
+	at := make(map[codePath]bool, len(goDiags))
+	around := make(map[codePath]bool, len(goDiags))
+	for _, g := range goDiags {
+		at[codePath{g.Code, g.Path}] = true
+		for p := g.Path; ; {
+			i := strings.LastIndexByte(p, '/')
+			if i < 0 {
+				break
 			}
+			p = p[:i]
+			around[codePath{g.Code, p}] = true
 		}
-		out = append(out, s)
+	}
+	covered := func(f *schemaFinding) bool {
+		if around[codePath{f.code, f.path}] {
+			return true
+		}
+		for p := f.path; ; {
+			if at[codePath{f.code, p}] {
+				return true
+			}
+			i := strings.LastIndexByte(p, '/')
+			if i < 0 {
+				return false
+			}
+			p = p[:i]
+		}
+	}
+	out := goDiags
+	var shown, more [2]int
+	for i := range findings {
+		f := &findings[i]
+		if covered(f) {
+			continue
+		}
+		sev := severityOf(f.code) - Error
+		if shown[sev] >= MaxDiagnostics {
+			more[sev]++
+			continue
+		}
+		shown[sev]++
+		out = append(out, f.diagnostic(t))
+	}
+	if more[0]+more[1] > 0 {
+		out = append(out, Omitted(more[0], more[1]))
 	}
 	return out
 }
