@@ -139,7 +139,7 @@ func stringList(c *checker, v int32, code, name string) []string {
 	t := c.t
 	if t.Nodes[v].Kind != jtree.Array {
 		hint := ""
-		if t.Nodes[v].Kind == jtree.String {
+		if t.Nodes[v].Kind == jtree.String && t.Nodes[v].End-t.Nodes[v].Start <= maxExcerpt {
 			hint = "; write [" + string(t.Raw(v)) + "]"
 		}
 		c.report(v, code, "%s must be a list of strings, not %s%s", name, describeKind(t, v), hint)

@@ -3,6 +3,7 @@ package serviceconfig
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"strconv"
@@ -75,7 +76,7 @@ func schemaFindings(t *jtree.Tree, k Kind) []schemaFinding {
 	if k == KindServiceConfig {
 		sch = s.config
 	}
-	err = sch.Validate(t.Any(0))
+	err = sch.Validate(schemaInstance(t, 0))
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
 		return nil
@@ -303,4 +304,151 @@ func mergeSchema(t *jtree.Tree, goDiags Diagnostics, findings []schemaFinding) D
 		out = append(out, Omitted(more[0], more[1]))
 	}
 	return out
+}
+
+// schemaInstance converts node i to the values the schema library takes,
+// as jtree's Any does, but with every long number replaced by a short one
+// the schema judges alike (see schemaNumber): the library reads numbers
+// as big.Rat, and a number of a million digits costs it seconds.
+func schemaInstance(t *jtree.Tree, i int32) any {
+	n := &t.Nodes[i]
+	switch n.Kind {
+	case jtree.Number:
+		return json.Number(schemaNumber(t.Raw(i)))
+	case jtree.Array:
+		out := make([]any, 0, n.Len)
+		for e := n.First; e >= 0; e = t.Nodes[e].Next {
+			out = append(out, schemaInstance(t, e))
+		}
+		return out
+	case jtree.Object:
+		out := make(map[string]any, n.Len)
+		for k := n.First; k >= 0; {
+			v := t.Nodes[k].Next
+			out[t.Str(k)] = schemaInstance(t, v)
+			k = t.Nodes[v].Next
+		}
+		return out
+	}
+	return t.Any(i)
+}
+
+// maxSchemaNumber is the longest number literal given to the schema as
+// written. Longer ones carry more digits than any field can use.
+const maxSchemaNumber = 64
+
+// schemaNumber returns raw, a JSON number, or when it is long a short
+// number with the same sign, the same integer-ness, and the same order
+// with respect to every integer of magnitude below 1e30, which covers
+// every bound the schema sets: a stand-in for the checks of "type":
+// "integer", minimum, maximum and exclusiveMinimum, made in time linear in
+// the length of raw.
+func schemaNumber(raw []byte) string {
+	if len(raw) <= maxSchemaNumber {
+		return string(raw)
+	}
+	s := raw
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	intPart := s[:i]
+	var frac []byte
+	if i < len(s) && s[i] == '.' {
+		j := i + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		frac, i = s[i+1:j], j
+	}
+	// The exponent, saturated: beyond ±1e9 the value is out of every
+	// range anyway.
+	exp := 0
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		eneg := false
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			eneg = s[i] == '-'
+			i++
+		}
+		for ; i < len(s); i++ {
+			if exp < 1e9 {
+				exp = exp*10 + int(s[i]-'0')
+			}
+		}
+		if eneg {
+			exp = -exp
+		}
+	}
+	// The value is 0.D × 10^point, D the significant digits without
+	// leading or trailing zeros.
+	digits := func(k int) byte {
+		if k < len(intPart) {
+			return intPart[k]
+		}
+		return frac[k-len(intPart)]
+	}
+	total := len(intPart) + len(frac)
+	lead := 0
+	for lead < total && digits(lead) == '0' {
+		lead++
+	}
+	if lead == total {
+		return "0"
+	}
+	last := total - 1
+	for digits(last) == '0' {
+		last--
+	}
+	point := len(intPart) + exp - lead
+	sig := last - lead + 1
+	sign := ""
+	if neg {
+		sign = "-"
+	}
+	const big = 30
+	switch {
+	case point > big:
+		// Beyond every bound; a fraction, if any, keeps it from being an
+		// integer.
+		if sig > point {
+			return sign + "1" + strings.Repeat("0", big+1) + ".5"
+		}
+		return sign + "1e" + strconv.Itoa(big+1)
+	case point < -big:
+		return sign + "1e-" + strconv.Itoa(big+1)
+	}
+	var b strings.Builder
+	b.WriteString(sign)
+	if point <= 0 {
+		b.WriteString("0")
+	}
+	for k := 0; k < point; k++ {
+		if k < sig {
+			b.WriteByte(digits(lead + k))
+		} else {
+			b.WriteByte('0')
+		}
+	}
+	if sig > point {
+		// A fraction: keep its first digits, and a last 1 when more were
+		// dropped, so that the stand-in lies between the same integers.
+		b.WriteByte('.')
+		for k := point; k < 0; k++ {
+			b.WriteByte('0')
+		}
+		from := max(point, 0)
+		n := min(sig-from, big)
+		for k := from; k < from+n; k++ {
+			b.WriteByte(digits(lead + k))
+		}
+		if from+n < sig {
+			b.WriteByte('1')
+		}
+	}
+	return b.String()
 }

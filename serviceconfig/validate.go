@@ -394,7 +394,7 @@ func validateRetryThrottling(c *checker, v int32) {
 				return
 			}
 			if raw := string(t.Raw(val)); strings.ContainsAny(raw, "eE") || fractionDigits(raw) > 3 {
-				c.report(val, "retry-throttling", "retryThrottling.tokenRatio %s has more than 3 decimal places, which gRPC clients do not support; round it (e.g. 0.1)", raw)
+				c.report(val, "retry-throttling", "retryThrottling.tokenRatio %s has more than 3 decimal places, which gRPC clients do not support; round it (e.g. 0.1)", t.Raw(val))
 			}
 		default:
 			c.unknownField(k, "unknown-field", "retryThrottling", []string{"maxTokens", "tokenRatio"})
