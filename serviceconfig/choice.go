@@ -26,6 +26,9 @@ type Choice struct {
 	ServiceConfig []byte
 
 	node, configNode int32
+	// elem is the choice's index in the JSON list, which counts elements
+	// that are not choices (List leaves them out).
+	elem int
 }
 
 // Choices is a parsed grpc_config value: the list of choices, first match
@@ -92,7 +95,9 @@ func parseChoices(c *checker) *Choices {
 			c.report(e, "choice-type", "choice %d must be an object with a serviceConfig, not %s", i, describeKind(t, e))
 			return
 		}
-		ch.List = append(ch.List, parseChoice(c, e))
+		x := parseChoice(c, e)
+		x.elem = i
+		ch.List = append(ch.List, x)
 	})
 	return ch
 }
@@ -188,7 +193,7 @@ func (ch *Choices) Validate(i int) Diagnostics {
 	if cfg < 0 {
 		return nil
 	}
-	c.pushIdx(elementIndex(ch.tree, 0, ch.List[i].node))
+	c.pushIdx(ch.List[i].elem)
 	c.pushKey(keyNodeOf(ch.tree, ch.List[i].node, cfg))
 	validateServiceConfig(c, cfg)
 	if ch.src != nil {
@@ -196,18 +201,6 @@ func (ch *Choices) Validate(i int) Diagnostics {
 	}
 	c.diags.Sort()
 	return c.diags.Capped()
-}
-
-// elementIndex returns the index of element e in array arr.
-func elementIndex(t *jtree.Tree, arr, e int32) int {
-	i := 0
-	for x := t.Nodes[arr].First; x >= 0; x = t.Nodes[x].Next {
-		if x == e {
-			return i
-		}
-		i++
-	}
-	return -1
 }
 
 // keyNodeOf returns the key node whose value is v in object obj.

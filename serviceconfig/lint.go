@@ -324,7 +324,7 @@ func lintValue(value []byte, k Kind, offs offsetMap, owner string, strs ...strin
 func validateChoiceConfigs(c *checker, ch *Choices) {
 	for i := range ch.List {
 		if cfg := ch.List[i].configNode; cfg >= 0 {
-			c.pushIdx(elementIndex(c.t, 0, ch.List[i].node))
+			c.pushIdx(ch.List[i].elem)
 			c.pushKey(keyNodeOf(c.t, ch.List[i].node, cfg))
 			validateServiceConfig(c, cfg)
 			c.pop()
@@ -340,7 +340,7 @@ func lintChoiceList(c *checker, ch *Choices) {
 	// each of them does with it.
 	for i := range ch.List {
 		if v := t.Get(ch.List[i].node, keyDynamicParameterConstraints); v >= 0 {
-			c.pushIdx(elementIndex(t, 0, ch.List[i].node))
+			c.pushIdx(ch.List[i].elem)
 			k := keyNodeOf(t, ch.List[i].node, v)
 			c.pushKey(k)
 			c.report(k, "choice-extension-key", "dynamicParameterConstraints is an extension only our resolver reads: grpc-java and grpc-js reject the whole record because of the unknown key, and grpc-go and C-core ignore it, so they may pick a variant meant for other clients; serve such records only to clients that use our resolver")
@@ -364,7 +364,7 @@ func lintChoiceList(c *checker, ch *Choices) {
 	}
 	for i := range ch.List {
 		x := &ch.List[i]
-		c.pushIdx(elementIndex(t, 0, x.node))
+		c.pushIdx(x.elem)
 		if x.Percentage == 0 {
 			v := t.Get(x.node, keyPercentage)
 			c.pushKey(keyNodeOf(t, x.node, v))
