@@ -165,16 +165,16 @@ func (c *checker) elements(arr int32, f func(i int, e int32)) {
 // define, suggesting the closest known one.
 func (c *checker) unknownField(k int32, code, where string, known []string) {
 	name := c.t.Str(k)
-	if c.full(code) && !(severityOf(code) == Warning && hasFold(known, name)) {
-		c.report(k, code, "") // counted only
-		return
-	}
 	for _, f := range known {
 		if strings.EqualFold(f, name) && severityOf(code) == Warning {
 			c.caseFields = append(c.caseFields, rewrite{k, f})
 			c.report(k, "field-case", "field %q in %s is spelled with different case: grpc-go reads it as %q (its JSON field names are case-insensitive), while C-core, grpc-java and grpc-js ignore it; write %q", name, where, f, f)
 			return
 		}
+	}
+	if c.full(code) || c.errorsOnly && severityOf(code) == Warning {
+		c.report(k, code, "") // not shown: skip the suggestion
+		return
 	}
 	msg := fmt.Sprintf("unknown field %s in %s", quoteExcerpt(name), where)
 	if s := Suggest(name, known); s != "" {
@@ -188,15 +188,6 @@ func (c *checker) unknownField(k int32, code, where string, known []string) {
 		msg += "; remove it"
 	}
 	c.report(k, code, "%s", msg)
-}
-
-func hasFold(known []string, name string) bool {
-	for _, f := range known {
-		if strings.EqualFold(f, name) {
-			return true
-		}
-	}
-	return false
 }
 
 // want reports a type mismatch and returns false when node v is not of

@@ -123,9 +123,13 @@ func parseChoice(c *checker, obj int32) Choice {
 			ch.configNode = v
 			ch.ServiceConfig = t.Raw(v)
 		default:
-			name := t.Str(k)
-			msg := "unknown key %q in a choice: gRFC A2 makes the whole record invalid"
-			if s := Suggest(name, choiceKeys); s != "" {
+			if c.full("choice-unknown-key") {
+				c.report(k, "choice-unknown-key", "") // counted only
+				return
+			}
+			name := quoteExcerpt(t.Str(k))
+			msg := "unknown key %s in a choice: gRFC A2 makes the whole record invalid"
+			if s := Suggest(t.Str(k), choiceKeys); s != "" {
 				c.report(k, "choice-unknown-key", msg+"; did you mean %q?", name, s)
 			} else {
 				c.report(k, "choice-unknown-key", msg+"; choices may only hold clientLanguage, percentage, clientHostname, serviceConfig and dynamicParameterConstraints", name)
@@ -247,7 +251,9 @@ func (ch *Choices) Compact() []byte {
 // CompactConfig returns choice i's service config as compact JSON.
 func (ch *Choices) CompactConfig(i int) []byte {
 	if n := ch.List[i].configNode; n >= 0 {
-		return ch.tree.AppendCompact(nil, n)
+		// Sized once: the compact form is never longer than the text.
+		nd := &ch.tree.Nodes[n]
+		return ch.tree.AppendCompact(make([]byte, 0, nd.End-nd.Start), n)
 	}
 	return []byte("{}")
 }
@@ -259,16 +265,23 @@ func (ch *Choices) CompactConfig(i int) []byte {
 // a known field only in case left out (the spec ignores them as unknown,
 // grpc-go's case-insensitive JSON would read them as the field).
 func (ch *Choices) GrpcGoConfig(i int) []byte {
-	js := ch.CompactConfig(i)
-	t, c := checkConfig(js)
-	if c == nil || len(c.caseCodes) == 0 && len(c.caseFields) == 0 {
-		return js
+	n := ch.List[i].configNode
+	if n < 0 {
+		return []byte("{}")
+	}
+	// The choice list's own tree: no second parse of the config. Only
+	// what grpc-go misreads is wanted, not the warnings.
+	c := newChecker(ch.tree)
+	c.errorsOnly = true
+	validateServiceConfig(c, n)
+	if len(c.caseCodes) == 0 && len(c.caseFields) == 0 {
+		return ch.CompactConfig(i)
 	}
 	drop := map[int32]string{}
 	for _, f := range c.caseFields {
 		drop[f.node] = ""
 	}
-	return appendEdited(t, nil, 0, drop, nil, toMap(c.caseCodes))
+	return appendEdited(ch.tree, nil, n, drop, nil, toMap(c.caseCodes))
 }
 
 // grpcGoView returns a service config as grpc-go reads it: members named

@@ -355,6 +355,10 @@ func statusCodes(c *checker, v int32, name, code string) int {
 					return
 				}
 			}
+			if c.full("status-code") {
+				c.report(e, "status-code", "") // counted only: skip the suggestion
+				return
+			}
 			msg := fmt.Sprintf("%q is not a gRPC status code name", s)
 			if sug := Suggest(s, statusCodeNames); sug != "" {
 				msg += fmt.Sprintf(": did you mean %q?", sug)
