@@ -415,23 +415,16 @@ func (d *dnsResolver) evaluate(a *answer, err error) outcome {
 		return invalid(err)
 	}
 	i := ch.Select(d.sel)
-	verdicts := ch.Explain(d.sel)
 	if i < 0 {
-		why := make([]string, len(verdicts))
-		for j, v := range verdicts {
-			why[j] = v.String()
-		}
+		why := d.skipped(ch, len(ch.List))
 		return outcome{kind: outNone, reason: fmt.Sprintf("no choice matches this client (%s): %s", d.describeClient(), strings.Join(why, "; "))}
 	}
 	if ds := ch.Validate(i); ds.HasErrors() {
 		return invalid(fmt.Errorf("choice %d's service config: %w", i, ds.Err()))
 	}
 	js := string(ch.GrpcGoConfig(i))
-	// The verdicts up to the chosen one: why it, and why not the earlier ones.
-	why := make([]string, i+1)
-	for j := range why {
-		why[j] = verdicts[j].String()
-	}
+	// Why the chosen one, and why not the earlier ones.
+	why := append(d.skipped(ch, i), ch.Why(d.sel, i).String())
 	reason := fmt.Sprintf("%s (%s)", strings.Join(why, "; "), d.describeClient())
 	if d.last.key == "published:"+js {
 		return outcome{kind: outChosen, index: i, json: js, pr: d.last.pr, reason: reason}
@@ -441,6 +434,24 @@ func (d *dnsResolver) evaluate(a *answer, err error) outcome {
 		return invalid(fmt.Errorf("grpc-go rejects choice %d's service config: %v", i, pr.Err))
 	}
 	return outcome{kind: outChosen, index: i, json: js, pr: pr, reason: reason}
+}
+
+// maxExplained is how many skipped choices a reason explains one by one.
+// A record may hold thousands; a sentence for each, on every resolution,
+// would cost many times the record.
+const maxExplained = 8
+
+// skipped explains why the first n choices did not match, the first
+// maxExplained of them one by one.
+func (d *dnsResolver) skipped(ch *sc.Choices, n int) []string {
+	why := make([]string, 0, min(n, maxExplained)+1)
+	for j := range min(n, maxExplained) {
+		why = append(why, ch.Why(d.sel, j).String())
+	}
+	if n > maxExplained {
+		why = append(why, fmt.Sprintf("choices %d to %d: skipped too", maxExplained, n-1))
+	}
+	return why
 }
 
 func (d *dnsResolver) describeClient() string {
