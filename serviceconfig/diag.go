@@ -166,6 +166,12 @@ func Omitted(errors, warnings int) Diagnostic {
 		Message: omittedMessage(errors, warnings), omitted: [2]int{errors, warnings}}
 }
 
+// OmittedCounts returns the errors and warnings a diagnostics-omitted
+// diagnostic stands for (0, 0 for any other).
+func (d Diagnostic) OmittedCounts() (errors, warnings int) {
+	return d.omitted[0], d.omitted[1]
+}
+
 func omittedMessage(errors, warnings int) string {
 	return fmt.Sprintf("%d more error(s) and %d more warning(s) are not shown: at most %d diagnostics are reported per input, errors first; fix these and check again", errors, warnings, MaxDiagnostics)
 }

@@ -11,6 +11,7 @@ import (
 // codes of package serviceconfig. Codes are part of the public contract:
 // never rename one, only add.
 var codes = []sc.CodeInfo{
+	{Code: "config-too-large", Severity: sc.Error, Summary: "the config is beyond what the publisher reads: 64 MiB, 12 million YAML values, or aliases expanding past that"},
 	{Code: "yaml-syntax", Severity: sc.Error, Summary: "the file is not valid YAML or JSON"},
 	{Code: "yaml-duplicate-key", Severity: sc.Error, Summary: "a mapping has the same key twice"},
 	{Code: "yaml-value", Severity: sc.Error, Summary: "a YAML value has no exact JSON equivalent (octal or hex numbers, .inf, binary, too deep or too large)"},

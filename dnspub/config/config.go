@@ -154,18 +154,27 @@ func (t *Transfer) Allowed(addr netip.Addr) bool {
 // the config and its warnings, or nil and diagnostics holding at least one
 // error. Every diagnostic has Line, Column and Offset in text when it can be
 // placed, and a JSON pointer Path into the config document.
+//
+// Configs beyond MaxConfigSize bytes or MaxConfigNodes YAML values, or
+// whose aliases expand beyond them, are refused (config-too-large), and at
+// most sc.MaxDiagnostics diagnostics are listed: the cost of Parse is
+// linear in the text and bounded, whatever the text.
 func Parse(text []byte) (*Config, sc.Diagnostics) {
+	if why := tooLarge(text); why != "" {
+		return nil, sc.Diagnostics{{Severity: severityOf("config-too-large"), Code: "config-too-large", Offset: 0, Line: 1, Column: 1,
+			Message: why + ": split its zones across several publishers, each with its own config"}}
+	}
 	d := newDoc(text)
 	root := d.parseYAML()
 	var cfg *Config
 	if root != nil {
 		cfg = d.config(root)
 	}
-	d.ds.Sort()
-	if d.ds.HasErrors() {
-		return nil, d.ds
+	ds := d.diagnostics()
+	if ds.HasErrors() {
+		return nil, ds
 	}
-	return cfg, d.ds
+	return cfg, ds
 }
 
 func (d *doc) config(root *yaml.Node) *Config {
@@ -202,6 +211,7 @@ func (d *doc) config(root *yaml.Node) *Config {
 		d.report(zonesNode, zonesPath, "missing-field", "zones is empty: add at least one zone with an origin, nameservers and services")
 	}
 	origins := map[string]*yaml.Node{}
+	below := map[string]string{} // a proper ancestor of origins → the first of them
 	for i, zn := range zs {
 		path := fmt.Sprintf("%s/%d", zonesPath, i)
 		z, originNode := d.zone(zn, path, keys)
@@ -212,16 +222,23 @@ func (d *doc) config(root *yaml.Node) *Config {
 			d.report(originNode, path+"/origin", "zone-duplicate", "zone %s is defined twice (first at line %d): merge the two", z.Origin, first.Line)
 			continue
 		}
-		for o, on := range origins {
-			if inZone(z.Origin, o) || inZone(o, z.Origin) {
-				inner, outer := z.Origin, o
-				if inZone(o, z.Origin) {
-					inner, outer = o, z.Origin
-				}
-				d.report(originNode, path+"/origin", "zone-nested", "zone %s lies inside zone %s (line %d): the publisher does not delegate; serve its names as services of %s", inner, outer, on.Line, outer)
+		// Nesting is found by walking this origin's labels, not by
+		// comparing every pair of zones (a config may hold thousands).
+		for _, a := range ancestors(z.Origin) {
+			if on, ok := origins[a]; ok {
+				d.report(originNode, path+"/origin", "zone-nested", "zone %s lies inside zone %s (line %d): the publisher does not delegate; serve its names as services of %s", z.Origin, a, on.Line, a)
+				break
 			}
 		}
+		if inner, ok := below[z.Origin]; ok {
+			d.report(originNode, path+"/origin", "zone-nested", "zone %s lies inside zone %s (line %d): the publisher does not delegate; serve its names as services of %s", inner, z.Origin, origins[inner].Line, z.Origin)
+		}
 		origins[z.Origin] = originNode
+		for _, a := range ancestors(z.Origin) {
+			if _, ok := below[a]; !ok {
+				below[a] = z.Origin
+			}
+		}
 		cfg.Zones = append(cfg.Zones, z)
 	}
 	return cfg
@@ -362,6 +379,9 @@ type svcEntry struct {
 }
 
 func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yaml.Node) {
+	if !d.mapping(n, path, "a zone") {
+		return nil, nil
+	}
 	z := &Zone{TTL: DefaultTTL, Compat: DefaultCompat, SOA: SOA{Refresh: DefaultRefresh, Retry: DefaultRetry, Expire: DefaultExpire, Minimum: DefaultMinimum}}
 	var originNode, nsNode, soaNode, svcNode, xfrNode *yaml.Node
 	var nsPath, soaPath, svcPath, xfrPath string
@@ -472,15 +492,7 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 	return z, originNode
 }
 
-func (d *doc) errorCount() int {
-	n := 0
-	for _, x := range d.ds {
-		if x.Severity == sc.Error {
-			n++
-		}
-	}
-	return n
-}
+func (d *doc) errorCount() int { return d.errors }
 
 func (d *doc) largeTTL(n *yaml.Node, path string, ttl uint32) {
 	if ttl > 86400 {
@@ -634,6 +646,9 @@ func (d *doc) soa(n *yaml.Node, path string, z *Zone) {
 }
 
 func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
+	if !d.mapping(n, path, "a service") {
+		return svcEntry{path: path}
+	}
 	s := &Service{TTL: z.TTL, Compat: z.Compat}
 	e := svcEntry{path: path}
 	var bareHostNode *yaml.Node
@@ -756,6 +771,11 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 		if sc.IsSizeCode(diag.Code) {
 			continue // sized below, on the record as published
 		}
+		valid = valid || diag.Severity == sc.Error
+		if e, w := diag.OmittedCounts(); e+w > 0 || d.full(diag.Severity) {
+			d.add(diag) // counted, not placed
+			continue
+		}
 		at := n
 		if diag.Offset >= 0 {
 			if m := j.node(diag.Offset); m != nil {
@@ -764,8 +784,7 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 		}
 		loc := d.at(at, path+diag.Path, "yaml-value", "")
 		diag.Path, diag.Line, diag.Column, diag.Offset = loc.Path, loc.Line, loc.Column, loc.Offset
-		d.ds = append(d.ds, diag)
-		valid = valid || diag.Severity == sc.Error
+		d.add(diag)
 	}
 	if valid {
 		return nil
@@ -796,7 +815,7 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 	for _, diag := range sc.SizeDiagnostics(s.TXTOwner(), value) {
 		loc := d.at(n, path, "yaml-value", "")
 		diag.Path, diag.Line, diag.Column, diag.Offset = loc.Path, loc.Line, loc.Column, loc.Offset
-		d.ds = append(d.ds, diag)
+		d.add(diag)
 		tooLarge = tooLarge || diag.Severity == sc.Error
 	}
 	if tooLarge {
