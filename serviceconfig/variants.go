@@ -79,6 +79,8 @@ type space struct {
 	all, params []int
 	// steps is what is left of analysisBudget.
 	steps int
+	// scratch is the assignment searches work on.
+	scratch assignment
 }
 
 // vchoice is a choice compiled against the space.
@@ -336,11 +338,19 @@ type searcher struct {
 // exhausted reports whether the analysis budget is spent.
 func (sp *space) exhausted() bool { return sp.steps <= 0 }
 
+// run searches. The assignment it returns is valid until the next search.
 func (s *searcher) run() (assignment, bool) {
-	s.a = make(assignment, len(s.sp.dims))
+	// One assignment serves every search, and clearing it counts against
+	// the budget: a record of thousands of keys has thousands of
+	// dimensions, and thousands of pairs of variants to search.
+	if s.sp.scratch == nil {
+		s.sp.scratch = make(assignment, len(s.sp.dims))
+	}
+	s.a = s.sp.scratch
 	for i := range s.a {
 		s.a[i] = -1
 	}
+	s.sp.steps -= len(s.a)
 	if s.dfs(0, 0) {
 		return s.a, true
 	}
