@@ -16,6 +16,7 @@ type CodeInfo struct {
 // never rename one, only add.
 var codes = []CodeInfo{
 	// The input as a whole.
+	{"input-too-large", Error, "the input is larger than any record DNS can carry could be written in (1 MiB of text), or than the publisher reads (64 MiB)"},
 	{"diagnostics-omitted", Warning, "more problems than are listed per input: the rest are counted, not shown"},
 
 	// JSON text.

@@ -8,6 +8,21 @@ import (
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
 )
 
+// MaxRecordText is the longest input read as one record: a TXT record, a
+// choice list or a service config, as text or JSON. A DNS message holds
+// at most 65 535 bytes, so no record can carry more than about 64 KB; its
+// presentation form writes a byte in up to four characters (\DDD) and
+// pretty-printed JSON adds indentation, so 1 MiB (16 × 64 KiB) leaves room
+// for any way of writing a record that fits, and cuts off inputs that
+// could never be served before any work proportional to them. Between
+// 64 KB and 1 MiB, lint reads the input and reports txt-too-large.
+const MaxRecordText = 1 << 20
+
+func recordTooLarge(n int, what string) Diagnostic {
+	return Diagnostic{Severity: severityOf("input-too-large"), Code: "input-too-large", Offset: 0,
+		Message: fmt.Sprintf("the input is %d bytes %s, more than the %d (1 MiB) any record can be written in: a DNS message holds at most %d bytes, so it could never be served; split the config across services, or give a publisher config (zones:) to check many records", n, what, MaxRecordText, MaxMessageSize)}
+}
+
 // LintOptions tunes [Lint] and [LintRecords].
 type LintOptions struct {
 	// Owner is the record's owner name (_grpc_config.<host>.), used to size
@@ -25,14 +40,16 @@ type LintOptions struct {
 func Lint(text []byte, opts LintOptions) (Kind, Diagnostics) {
 	k := DetectKind(text)
 	var ds Diagnostics
-	switch k {
-	case KindPublisher:
+	switch {
+	case k == KindPublisher:
 		return k, nil
-	case KindUnknown:
+	case len(text) > MaxRecordText:
+		ds = Diagnostics{recordTooLarge(len(text), "of text")}
+	case k == KindUnknown:
 		ds = Diagnostics{unknownKind(text)}
-	case KindChoices, KindServiceConfig:
+	case k == KindChoices, k == KindServiceConfig:
 		ds = lintValue(text, k, nil, opts.Owner)
-	case KindTXT:
+	case k == KindTXT:
 		ds = lintTXTText(text, opts)
 	}
 	for i := range ds {
@@ -51,6 +68,13 @@ func Lint(text []byte, opts LintOptions) (Kind, Diagnostics) {
 // lookup returned them. Diagnostics carry offsets into the decoded value
 // but no line or column.
 func LintRecords(records [][]string, opts LintOptions) Diagnostics {
+	n := 0
+	for _, r := range records {
+		n += RDataLen(r)
+	}
+	if n > MaxRecordText {
+		return Diagnostics{recordTooLarge(n, "of TXT data")}
+	}
 	ds := lintRecordSet(records, nil, opts)
 	ds.Sort()
 	return ds.Capped()
@@ -66,7 +90,13 @@ func LintRecords(records [][]string, opts LintOptions) Diagnostics {
 func ChoicesFromText(text []byte) (*Choices, Diagnostics) {
 	src := &source{text: text}
 	var value []byte
-	switch DetectKind(text) {
+	k := DetectKind(text)
+	if k != KindPublisher && len(text) > MaxRecordText {
+		ds := Diagnostics{recordTooLarge(len(text), "of text")}
+		locate(ds, text)
+		return nil, ds
+	}
+	switch k {
 	case KindChoices:
 		value = text
 	case KindServiceConfig:
@@ -267,6 +297,9 @@ type offsetMap func(int) int
 // built value from another text (a YAML file) map offsets back themselves.
 // owner, when known, sizes the DNS answer.
 func LintJSON(value []byte, k Kind, owner string) Diagnostics {
+	if len(value) > MaxRecordText {
+		return Diagnostics{recordTooLarge(len(value), "of JSON")}
+	}
 	ds := lintValue(value, k, nil, owner)
 	ds.Sort()
 	return ds.Capped()

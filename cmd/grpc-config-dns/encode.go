@@ -46,14 +46,17 @@ func (e *env) encode(arg string, nineDigits bool) error {
 	name := displayName(arg)
 	var ds sc.Diagnostics
 	var value []byte
-	if in.text == nil {
+	switch {
+	case in.tooLarge != nil:
+		ds = in.tooLarge
+	case in.text == nil:
 		ds = sc.LintRecords(in.records, sc.LintOptions{Owner: in.owner})
 		if !ds.HasErrors() {
 			v, _ := sc.DecodeTXT(in.records)
 			ch, _ := sc.ParseChoices(v)
 			value = ch.Compact()
 		}
-	} else {
+	default:
 		var kind sc.Kind
 		kind, ds = sc.Lint(in.text, sc.LintOptions{})
 		if kind == sc.KindPublisher {

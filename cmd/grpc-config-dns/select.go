@@ -98,9 +98,12 @@ func (e *env) selectChoice(arg string, client sc.Client, explain bool) error {
 	name := displayName(arg)
 	var ch *sc.Choices
 	var ds sc.Diagnostics
-	if in.text == nil {
+	switch {
+	case in.tooLarge != nil:
+		ds = in.tooLarge
+	case in.text == nil:
 		ch, ds = sc.ChoicesFromRecords(in.records)
-	} else {
+	default:
 		if sc.DetectKind(in.text) == sc.KindPublisher {
 			return usageErr("%s is a publisher config, which holds many records: select from one record, with dns://SERVER/NAME against `grpc-config-dns serve --config %s`, or with a file holding a service's choices", name, arg)
 		}
