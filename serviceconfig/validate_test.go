@@ -182,6 +182,9 @@ func FuzzLint(f *testing.F) {
 	f.Add([]byte(`{"methodConfig":[{"name":[{"service":"a"}],"retryPolicy":{"maxAttempts":2}}]}`))
 	f.Fuzz(func(t *testing.T, text []byte) {
 		_, ds := Lint(text, LintOptions{})
+		if len(ds) > MaxDiagnostics+1 {
+			t.Fatalf("%d diagnostics", len(ds))
+		}
 		lines := bytes.Count(text, []byte("\n")) + 1
 		for _, d := range ds {
 			if _, ok := LookupCode(d.Code); !ok || d.Message == "" {
