@@ -267,3 +267,56 @@ func TestRecordTextTooLarge(t *testing.T) {
 		t.Errorf("a large object with zones nested: %v", k)
 	}
 }
+
+// attributeRef is the reading of RFC 1464 attribute names that attribute
+// replaces, which built the name whatever its length.
+func attributeRef(s string) (value string, ok, exact bool) {
+	if strings.HasPrefix(s, Attribute+"=") {
+		return s[len(Attribute)+1:], true, true
+	}
+	var name []byte
+	trailing := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c == '`' && i+1 < len(s):
+			i++
+			name = append(name, s[i])
+			trailing = 0
+		case c == '=':
+			name = name[:len(name)-trailing]
+			if strings.EqualFold(string(name), Attribute) {
+				return s[i+1:], true, false
+			}
+			return "", false, false
+		case (c == ' ' || c == '\t') && len(name) == 0:
+		case c == ' ' || c == '\t':
+			name = append(name, c)
+			trailing++
+		default:
+			name = append(name, c)
+			trailing = 0
+		}
+	}
+	return "", false, false
+}
+
+func TestAttributeMatchesReference(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	pieces := []string{"grpc_config", "GRPC_config", "g", "rpc", "_", "config", " ", "\t", "`", "=", "x", "`=", "` ", "K", "é"}
+	for range 100_000 {
+		var b strings.Builder
+		for range r.IntN(8) {
+			b.WriteString(pieces[r.IntN(len(pieces))])
+		}
+		s := b.String()
+		v, ok, exact := attributeValue(s)
+		rv, rok, rexact := attributeRef(s)
+		if v != rv || ok != rok || exact != rexact {
+			t.Fatalf("%q: got %q %v %v, want %q %v %v", s, v, ok, exact, rv, rok, rexact)
+		}
+		if eq, ok2, _ := attribute([]byte(s)); ok2 != ok || ok && s[eq+1:] != v {
+			t.Fatalf("%q: []byte form differs", s)
+		}
+	}
+}

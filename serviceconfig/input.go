@@ -65,7 +65,7 @@ func DetectKind(text []byte) Kind {
 	case '"':
 		return KindTXT
 	}
-	if _, ok, _ := attributeValue(string(firstLine(trimmed))); ok {
+	if _, ok, _ := attribute(firstLine(trimmed)); ok {
 		return KindTXT
 	}
 	if zoneLineRE.Match(firstSignificantLine(trimmed)) {

@@ -435,10 +435,8 @@ func lintTXTText(text []byte, opts LintOptions) Diagnostics {
 	trimmed := firstSignificant(text)
 	// Raw form: the attribute and a JSON value, as one logical string.
 	if text[trimmed] != '"' && !zoneLineRE.Match(firstSignificantLine(text)) {
-		line := text[trimmed:]
-		v, _, exact := attributeValue(string(firstLine(line)))
-		eq := len(firstLine(line)) - len(v)
-		start := trimmed + eq
+		eq, _, exact := attribute(firstLine(text[trimmed:]))
+		start := trimmed + eq + 1
 		var ds Diagnostics
 		if !exact {
 			ds = append(ds, spellingDiagnostic(trimmed))
