@@ -938,10 +938,36 @@ func (d *doc) transfer(n *yaml.Node, path string, z *Zone, keys map[string]bool)
 			d.report(allowNodes[i], path+"/allow", "transfer-open", "zone %s can be transferred by anyone: restrict allow: to your secondaries, or set key: to require TSIG", z.Origin)
 		}
 	}
+	allowed := t.Allowed
+	if len(t.Allow) > 16 {
+		allowed = prefixIndex(t)
+	}
 	for i, ap := range t.Notify {
-		if !t.Allowed(ap.Addr()) {
+		if !allowed(ap.Addr()) {
 			d.report(notifyNodes[i], path+"/notify", "notify-not-allowed", "secondary %s is notified but may not transfer zone %s: add %s to allow: (or set key:)", ap, z.Origin, ap.Addr())
 		}
+	}
+}
+
+// prefixIndex returns Transfer.Allowed for long allow lists: a set of the
+// prefixes for each prefix length, so that checking every notify target
+// against every allow entry does not cost their product.
+func prefixIndex(t *Transfer) func(netip.Addr) bool {
+	byBits := map[int]map[netip.Prefix]bool{}
+	for _, p := range t.Allow {
+		if byBits[p.Bits()] == nil {
+			byBits[p.Bits()] = map[netip.Prefix]bool{}
+		}
+		byBits[p.Bits()][p.Masked()] = true
+	}
+	return func(addr netip.Addr) bool {
+		addr = addr.Unmap()
+		for bits, set := range byBits {
+			if p, err := addr.Prefix(bits); err == nil && set[p] {
+				return true
+			}
+		}
+		return len(t.Allow) == 0 && t.Key != ""
 	}
 }
 

@@ -286,3 +286,32 @@ func BenchmarkParseServices(b *testing.B) {
 		})
 	}
 }
+
+// Long allow and notify lists: each notify target is checked against the
+// allow list through an index, with the same answers as Allowed.
+func TestLongTransferLists(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("zones:\n  - origin: example.test.\n    nameservers: [ns.other.]\n    transfer:\n      allow: [")
+	for i := range 20_000 {
+		fmt.Fprintf(&b, "10.%d.%d.0/24, ", i>>8&255, i&255)
+	}
+	b.WriteString("2001:db8::/32, 192.0.2.7]\n      notify: [")
+	for i := range 20_000 {
+		fmt.Fprintf(&b, "10.%d.%d.9, ", i>>8&255, i&255)
+	}
+	b.WriteString("10.200.0.1, 192.0.2.7, 192.0.2.8, \"[2001:db8::1]:5300\", \"[2001:db9::1]:53\"]\n")
+	start := time.Now()
+	_, ds := Parse([]byte(b.String()))
+	var refused []string
+	for _, d := range ds {
+		if d.Code == "notify-not-allowed" {
+			refused = append(refused, strings.Fields(d.Message)[1])
+		}
+	}
+	if want := []string{"10.200.0.1:53", "192.0.2.8:53", "[2001:db9::1]:53"}; !slices.Equal(refused, want) {
+		t.Errorf("refused %v, want %v", refused, want)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %v", took)
+	}
+}
