@@ -125,6 +125,9 @@ const (
 )
 
 func TestHostileRecordCost(t *testing.T) {
+	if raceEnabled {
+		t.Skip("costs are measured without the race detector")
+	}
 	parser := realParser(t)
 	d := &dnsResolver{cc: parser, t: target{host: "svc.test"}, sel: fastClient()}
 	measure := func(pkt []byte) (bytes float64, took time.Duration) {

@@ -144,6 +144,9 @@ func lintCost(text []byte) (alloc float64, took time.Duration) {
 // memory, 2.5x for time on a shared machine), where the quadratic passes
 // cost sixteen times.
 func TestLintLinearInChoices(t *testing.T) {
+	if raceEnabled {
+		t.Skip("costs are measured without the race detector")
+	}
 	for _, h := range hostileChoices {
 		small, large := choiceList(1000, h.gen, h.tail), choiceList(4000, h.gen, h.tail)
 		as, ts := lintCost(small)
@@ -186,6 +189,9 @@ func BenchmarkLintChoices(b *testing.B) {
 // A number of a million digits (or a huge exponent) costs lint about as
 // much as any other million bytes; it took 2.6 s through big.Rat.
 func TestHugeNumbersCheap(t *testing.T) {
+	if raceEnabled {
+		t.Skip("costs are measured without the race detector")
+	}
 	for _, num := range []string{
 		strings.Repeat("9", 1_000_000),
 		"0." + strings.Repeat("1", 1_000_000),

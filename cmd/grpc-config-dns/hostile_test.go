@@ -138,6 +138,9 @@ func TestLintListsAtMost100(t *testing.T) {
 // within seconds and a bounded amount of memory (all with 10x slack and
 // more; they took 7-54 s, or GBs, before).
 func TestHostileInputsBounded(t *testing.T) {
+	if raceEnabled {
+		t.Skip("costs are measured without the race detector")
+	}
 	dir := t.TempDir()
 	write := func(name string, f func(b *strings.Builder)) string {
 		var b strings.Builder
