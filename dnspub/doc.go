@@ -4,7 +4,7 @@
 //
 // A [Server] reads a publisher config (package config), builds an
 // immutable snapshot of its zones with every answer precomputed in wire
-// format (packages zone and wire), and serves it over UDP and TCP. A reload
+// format (packages zone and internal/wire), and serves it over UDP and TCP. A reload
 // (SIGHUP, a changed file, or [Server.Reload]) builds the next snapshot
 // beside the current one and swaps a pointer, so a query sees one version
 // or the next, never a mix; an invalid config is rejected and the current

@@ -1,49 +1,41 @@
 package dnspub
 
 import (
+	"fmt"
 	"sync/atomic"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/wire"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
 )
 
 // Query counters are plain atomic arrays indexed by protocol, type and
 // rcode, exported by a custom collector: a query costs one uncontended
-// atomic add, not a label lookup.
+// atomic add, not a label lookup. Every type below 256 (all the common
+// ones) has its own counter, named by its mnemonic, so that a type the
+// zone model learns is counted with no list to update.
 var (
-	qtypeLabels = [...]string{"A", "AAAA", "TXT", "NS", "SOA", "ANY", "AXFR", "IXFR", "other"}
 	rcodeLabels = [...]string{"NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED", "NOTAUTH", "BADVERS", "other"}
 	protoLabels = [...]string{"udp", "tcp"}
 )
 
 const (
-	nQtype = len(qtypeLabels)
+	nQtype = 257 // types 0..255, then every other type
 	nRcode = len(rcodeLabels)
 	nProto = len(protoLabels)
 )
 
-func qtypeIndex(t uint16) int {
-	switch t {
-	case dns.TypeA:
-		return 0
-	case dns.TypeAAAA:
-		return 1
-	case dns.TypeTXT:
-		return 2
-	case dns.TypeNS:
-		return 3
-	case dns.TypeSOA:
-		return 4
-	case dns.TypeANY:
-		return 5
-	case dns.TypeAXFR:
-		return 6
-	case dns.TypeIXFR:
-		return 7
+func qtypeIndex(t uint16) int { return min(int(t), nQtype-1) }
+
+func qtypeLabel(i int) string {
+	if i == nQtype-1 {
+		return "other"
 	}
-	return 8
+	if s, ok := dns.TypeToString[uint16(i)]; ok {
+		return s
+	}
+	return fmt.Sprintf("TYPE%d", i)
 }
 
 func rcodeIndex(r int) int {
@@ -88,7 +80,14 @@ type metrics struct {
 	transfers  *prometheus.CounterVec
 	notifies   *prometheus.CounterVec
 	tcpConns   prometheus.Gauge
-	serials    func() map[string]uint32
+	// tcpRefused counts connections closed at once, by the limit hit.
+	tcpRefused *prometheus.CounterVec
+	// tsigFailures counts signed messages whose TSIG did not verify.
+	tsigFailures *prometheus.CounterVec
+	// stateErrors counts versions not published because their serials
+	// could not be persisted.
+	stateErrors prometheus.Counter
+	serials     func() map[string]uint32
 }
 
 const ns = "grpc_config_dns"
@@ -97,7 +96,7 @@ func newMetrics(serials func() map[string]uint32) *metrics {
 	return &metrics{
 		serials: serials,
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "reloads_total",
-			Help: "Config reloads by result: accepted (a new version is served), unchanged (no zone changed), rejected (invalid config; the previous one keeps serving)."},
+			Help: "Config reloads by result: accepted (a new version is served), unchanged (no zone changed), rejected (invalid config, or its serials could not be persisted; the previous one keeps serving), held (the file watcher waits: a change written in place that removes zones or services)."},
 			[]string{"result"}),
 		lastReload: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "config_last_reload_successful",
 			Help: "1 if the last config load was accepted, 0 if it was rejected."}),
@@ -105,10 +104,18 @@ func newMetrics(serials func() map[string]uint32) *metrics {
 			Help: "Zone transfers served, by type (axfr; ixfr incremental; ixfr_full when the asked serial was too old; ixfr_current when the client was up to date) and result."},
 			[]string{"type", "result"}),
 		notifies: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "notifies_total",
-			Help: "NOTIFY messages sent to secondaries, by result (acked, refused, timeout, error)."},
+			Help: "NOTIFY messages sent to secondaries, by result (acked; refused by the secondary; bad_reply, a reply that does not acknowledge it; timeout; error)."},
 			[]string{"result"}),
 		tcpConns: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "tcp_connections",
 			Help: "Open TCP connections."}),
+		tcpRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tcp_refused_total",
+			Help: "TCP connections closed on accept, by the limit they hit: total (server.maxTCPConnections) or per_address (server.maxTCPConnectionsPerAddress)."},
+			[]string{"limit"}),
+		tsigFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tsig_failures_total",
+			Help: "Signed messages refused because their TSIG did not verify, by TSIG error (BADKEY, BADSIG, BADTIME)."},
+			[]string{"error"}),
+		stateErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "state_write_errors_total",
+			Help: "Valid configs not published because the SOA serial state could not be written (full or read-only disk); the previous version keeps serving."}),
 	}
 }
 
@@ -125,7 +132,7 @@ var (
 
 // register adds the metrics to r.
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.reloads, m.lastReload, m.transfers, m.notifies, m.tcpConns, m} {
+	for _, c := range []prometheus.Collector{m.reloads, m.lastReload, m.transfers, m.notifies, m.tcpConns, m.tcpRefused, m.tsigFailures, m.stateErrors, m} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -147,7 +154,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		for t := range nQtype {
 			for r := range nRcode {
 				if v := m.stats.queries[p][t][r].Load(); v > 0 {
-					ch <- prometheus.MustNewConstMetric(queriesDesc, prometheus.CounterValue, float64(v), protoLabels[p], qtypeLabels[t], rcodeLabels[r])
+					ch <- prometheus.MustNewConstMetric(queriesDesc, prometheus.CounterValue, float64(v), protoLabels[p], qtypeLabel(t), rcodeLabels[r])
 				}
 			}
 		}

@@ -44,6 +44,11 @@ func TestMetrics(t *testing.T) {
 	if _, err := transferIn(t, ts.addr, axfrQuery(), ""); err != nil {
 		t.Fatal(err)
 	}
+	// The server counts a transfer after its last message is flushed,
+	// which may be after the client has read it.
+	waitFor(t, "the transfer counted", func() bool {
+		return gather(t, reg)[`grpc_config_dns_transfers_total{result="ok",type="axfr"}`] == 1
+	})
 	ts.write("zones: [")
 	ts.Reload()
 	m := gather(t, reg)

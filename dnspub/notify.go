@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strings"
 	"sync"
 	"time"
 
@@ -181,10 +182,31 @@ func (n *notifier) send(k notifyKey, soa *dns.SOA, key *config.Key) string {
 	case err != nil:
 		n.log.Warn("NOTIFY failed; will retry", "zone", k.zone, "secondary", k.addr, "serial", soa.Serial, "err", err)
 		return "error"
+	case notAnAck(m, r, key) != "":
+		n.log.Warn("NOTIFY reply is not an acknowledgement; will retry", "zone", k.zone, "secondary", k.addr, "serial", soa.Serial, "why", notAnAck(m, r, key))
+		return "bad_reply"
 	case r.Rcode != dns.RcodeSuccess:
 		n.log.Error("NOTIFY refused by the secondary; not retrying until the next change", "zone", k.zone, "secondary", k.addr, "serial", soa.Serial, "rcode", dns.RcodeToString[r.Rcode])
 		return "refused"
 	}
 	n.log.Info("NOTIFY acknowledged", "zone", k.zone, "secondary", k.addr, "serial", soa.Serial)
 	return "acked"
+}
+
+// notAnAck says why r does not acknowledge the NOTIFY m, or "" when it
+// does. miekg/dns has checked the ID and, when r is signed, its TSIG; but
+// a reply to a signed NOTIFY must itself be signed (RFC 8945 §5.3), and
+// it must answer the same question with the NOTIFY opcode (RFC 1996 §4.7):
+// otherwise anyone who sees the ID can silence the retries.
+func notAnAck(m, r *dns.Msg, key *config.Key) string {
+	switch {
+	case r.Opcode != dns.OpcodeNotify:
+		return "opcode " + dns.OpcodeToString[r.Opcode] + ", not NOTIFY"
+	case len(r.Question) != 1 || !strings.EqualFold(r.Question[0].Name, m.Question[0].Name) ||
+		r.Question[0].Qtype != m.Question[0].Qtype || r.Question[0].Qclass != m.Question[0].Qclass:
+		return "it answers another question"
+	case key != nil && r.IsTsig() == nil:
+		return "unsigned reply to a NOTIFY signed with " + key.Name
+	}
+	return ""
 }

@@ -4,8 +4,8 @@ package dnspub
 
 import (
 	"encoding/binary"
+	"golang.org/x/sys/unix"
 	"net"
-	"syscall"
 )
 
 // On a wildcard address (0.0.0.0, [::]) the kernel picks the source
@@ -25,13 +25,13 @@ func isWildcard(ip net.IP) bool { return ip == nil || ip.IsUnspecified() }
 
 // setPktinfo asks the kernel for the destination address of each packet.
 func setPktinfo(fd int, family int) error {
-	if family == syscall.AF_INET6 {
-		if err := syscall.SetsockoptInt(fd, syscall.IPPROTO_IPV6, syscall.IPV6_RECVPKTINFO, 1); err != nil {
+	if family == unix.AF_INET6 {
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_RECVPKTINFO, 1); err != nil {
 			return err
 		}
 	}
 	// Also on IPv6 sockets: IPv4 queries to a dual-stack socket.
-	return syscall.SetsockoptInt(fd, syscall.IPPROTO_IP, syscall.IP_PKTINFO, 1)
+	return unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_PKTINFO, 1)
 }
 
 func cmsgAlign(n int) int { return (n + 7) &^ 7 }
@@ -50,9 +50,9 @@ func replyControl(dst, rcvd []byte) int {
 		typ := int32(binary.NativeEndian.Uint32(rcvd[off+12:]))
 		data := rcvd[off+cmsgHdrLen : off+l]
 		switch {
-		case level == syscall.IPPROTO_IP && typ == syscall.IP_PKTINFO && len(data) >= 12:
+		case level == unix.IPPROTO_IP && typ == unix.IP_PKTINFO && len(data) >= 12:
 			v4 = data
-		case level == syscall.IPPROTO_IPV6 && typ == syscall.IPV6_PKTINFO && len(data) >= 20:
+		case level == unix.IPPROTO_IPV6 && typ == unix.IPV6_PKTINFO && len(data) >= 20:
 			v6 = data
 		}
 		off += cmsgAlign(l)
@@ -62,16 +62,16 @@ func replyControl(dst, rcvd []byte) int {
 		// struct in_pktinfo {int ifindex; in_addr spec_dst; in_addr addr}:
 		// send from the query's destination (addr), on any interface.
 		binary.NativeEndian.PutUint64(dst, cmsgHdrLen+12)
-		binary.NativeEndian.PutUint32(dst[8:], syscall.IPPROTO_IP)
-		binary.NativeEndian.PutUint32(dst[12:], syscall.IP_PKTINFO)
+		binary.NativeEndian.PutUint32(dst[8:], unix.IPPROTO_IP)
+		binary.NativeEndian.PutUint32(dst[12:], unix.IP_PKTINFO)
 		clear(dst[16:32])
 		copy(dst[20:24], v4[8:12])
 		return cmsgHdrLen + 16
 	case v6 != nil && len(dst) >= cmsgHdrLen+24:
 		// struct in6_pktinfo {in6_addr addr; int ifindex}: as received.
 		binary.NativeEndian.PutUint64(dst, cmsgHdrLen+20)
-		binary.NativeEndian.PutUint32(dst[8:], syscall.IPPROTO_IPV6)
-		binary.NativeEndian.PutUint32(dst[12:], syscall.IPV6_PKTINFO)
+		binary.NativeEndian.PutUint32(dst[8:], unix.IPPROTO_IPV6)
+		binary.NativeEndian.PutUint32(dst[12:], unix.IPV6_PKTINFO)
 		clear(dst[16:40])
 		copy(dst[16:36], v6[:20])
 		return cmsgHdrLen + 24

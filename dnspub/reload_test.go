@@ -53,7 +53,7 @@ func TestReloadOnFileChange(t *testing.T) {
 
 	// Invalid: a typo in a service config. Rejected, logged with its
 	// position, the old zone keeps serving.
-	ts.write(strings.Replace(baseConfig(""), "round_robin: {}", "round_robin: {}}, {percentage: 50", 1))
+	ts.write(strings.Replace(baseConfig(""), "round_robin: {}", "round_robin: 50", 1))
 	waitFor(t, "the rejection", func() bool { return strings.Contains(ts.logs.String(), "config rejected") })
 	if !strings.Contains(ts.logs.String(), "line=") || ts.serial() != second {
 		t.Errorf("rejected config: serial %d, log:\n%s", ts.serial(), ts.logs.String())

@@ -1,11 +1,13 @@
 package dnspub
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"time"
@@ -15,9 +17,16 @@ import (
 //
 // A zone keeps its serial while its content (zone.Zone.Digest) is
 // unchanged. A changed zone gets max(last+1, now in Unix seconds) in serial
-// arithmetic (RFC 1982): it always increases, reads as a time, and cannot
-// go backwards across restarts because the last serial and digest of each
-// zone are written to the state file before the new version is served.
+// arithmetic (RFC 1982): it always increases and reads as a time.
+//
+// Serials never go backwards, across reloads, restarts and failures,
+// because a version is served only once the state file holds its serials
+// (see commit): a version whose state cannot be written is not served. A
+// zone that is removed is remembered until every secondary must have
+// dropped its copy (the zone's SOA expire after the removal), so that it
+// comes back above the serial those copies have, even when changes ran the
+// serial ahead of the clock.
+//
 // Without a state file (the built-in example), only the clock carries
 // serials across restarts: they keep increasing unless the clock goes
 // backwards, or changes came faster than one a second before the restart
@@ -25,11 +34,22 @@ import (
 type serialStore struct {
 	path  string // "" for none
 	zones map[string]serialState
+	// written is the state file's content as last read or written, so
+	// that an unchanged state is not written again.
+	written []byte
+	// write replaces the state file; tests inject failures here.
+	write func(path string, data []byte) error
 }
 
 type serialState struct {
 	Serial uint32 `json:"serial"`
 	Digest string `json:"digest"`
+	// Removed is when the zone stopped being served (Unix seconds); 0
+	// while it is served.
+	Removed int64 `json:"removed,omitempty"`
+	// Expire is the zone's SOA expire when it was last served: how long a
+	// secondary may serve its copy after last hearing from us.
+	Expire uint32 `json:"expire,omitempty"`
 }
 
 type stateFile struct {
@@ -38,7 +58,7 @@ type stateFile struct {
 }
 
 func loadSerials(path string) (*serialStore, error) {
-	s := &serialStore{path: path, zones: map[string]serialState{}}
+	s := &serialStore{path: path, zones: map[string]serialState{}, write: writeFileAtomic}
 	if path == "" {
 		return s, nil
 	}
@@ -53,9 +73,8 @@ func loadSerials(path string) (*serialStore, error) {
 	if err := json.Unmarshal(b, &f); err != nil {
 		return nil, fmt.Errorf("serial state %s is corrupt (%v): fix or delete it; serials then restart from the current time", path, err)
 	}
-	for k, v := range f.Zones {
-		s.zones[k] = v
-	}
+	maps.Copy(s.zones, f.Zones)
+	s.written = b
 	return s, nil
 }
 
@@ -64,15 +83,26 @@ func serialGreater(a, b uint32) bool {
 	return a != b && (a-b) < 1<<31
 }
 
-// next returns the serial for a zone with this content: the current one
-// when the content is unchanged, else a strictly greater one.
-func (s *serialStore) next(origin string, digest [32]byte, now time.Time) (serial uint32, changed bool) {
+// serialTxn is the serial state of a version being built: a copy of the
+// store's, committed to it (and the state file) only if the version is
+// published.
+type serialTxn struct {
+	zones map[string]serialState
+}
+
+func (s *serialStore) begin() *serialTxn {
+	return &serialTxn{zones: maps.Clone(s.zones)}
+}
+
+// next returns the serial for a zone with this content: the last one when
+// the content is unchanged, else a strictly greater one.
+func (t *serialTxn) next(origin string, digest [32]byte, now time.Time) uint32 {
 	d := hex.EncodeToString(digest[:])
-	last, known := s.zones[origin]
+	last, known := t.zones[origin]
 	if known && last.Digest == d {
-		return last.Serial, false
+		return last.Serial
 	}
-	serial = uint32(now.Unix())
+	serial := uint32(now.Unix())
 	if known && !serialGreater(serial, last.Serial) {
 		serial = last.Serial + 1
 	}
@@ -80,54 +110,85 @@ func (s *serialStore) next(origin string, digest [32]byte, now time.Time) (seria
 		// 0 confuses some secondaries; skip it.
 		serial = 1
 	}
-	s.zones[origin] = serialState{Serial: serial, Digest: d}
-	return serial, true
+	return serial
 }
 
-// forget drops zones no longer configured, so that a zone removed and
-// added back later starts from the clock (still above any old serial,
-// as time has passed).
-func (s *serialStore) keepOnly(origins map[string]bool) {
-	for o := range s.zones {
-		if !origins[o] {
-			delete(s.zones, o)
+// set records the serial a zone is served with.
+func (t *serialTxn) set(origin string, serial uint32, digest [32]byte, expire uint32) {
+	t.zones[origin] = serialState{Serial: serial, Digest: hex.EncodeToString(digest[:]), Expire: expire}
+}
+
+// retire marks the zones not in live as removed at now, and forgets those
+// removed longer ago than their SOA expire, when no secondary still serves
+// them, once the clock has passed their serial, so that a zone added back
+// then starts above it anyway. A clock that went backwards forgets nothing.
+func (t *serialTxn) retire(live map[string]bool, now time.Time) {
+	for o, st := range t.zones {
+		switch {
+		case live[o]:
+		case st.Removed == 0:
+			st.Removed = now.Unix()
+			t.zones[o] = st
+		case now.Unix()-st.Removed > int64(st.Expire) && serialGreater(uint32(now.Unix()), st.Serial):
+			delete(t.zones, o)
 		}
 	}
 }
 
-// save writes the state atomically: a temporary file beside it, synced,
-// then renamed over it.
-func (s *serialStore) save() error {
-	if s.path == "" {
-		return nil
+// commit makes t the store's state, writing the state file first when
+// the state changed. On error the store is unchanged: the caller must not
+// serve the version t belongs to.
+func (s *serialStore) commit(t *serialTxn) error {
+	if s.path != "" {
+		b, err := json.MarshalIndent(stateFile{
+			Comment: "SOA serials of grpc-config-dns serve; keep this file so that serials never go backwards",
+			Zones:   t.zones,
+		}, "", "  ")
+		if err != nil {
+			return err
+		}
+		b = append(b, '\n')
+		if !bytes.Equal(b, s.written) {
+			if err := s.write(s.path, b); err != nil {
+				return fmt.Errorf("writing serial state %s: %w", s.path, err)
+			}
+			s.written = b
+		}
 	}
-	b, err := json.MarshalIndent(stateFile{
-		Comment: "SOA serials of grpc-config-dns serve; keep this file so that serials never go backwards",
-		Zones:   s.zones,
-	}, "", "  ")
+	s.zones = t.zones
+	return nil
+}
+
+// writeFileAtomic replaces path with data: a temporary file beside it,
+// synced, renamed over it, and the directory synced, so that after a crash
+// or power loss the file holds either the old state or the new one.
+func writeFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(s.path), filepath.Base(s.path)+".tmp*")
-	if err != nil {
-		return fmt.Errorf("writing serial state: %w", err)
-	}
 	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(append(b, '\n')); err != nil {
+	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
-		return fmt.Errorf("writing serial state: %w", err)
+		return err
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return fmt.Errorf("writing serial state: %w", err)
+		return err
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("writing serial state: %w", err)
+		return err
 	}
-	if err := os.Rename(tmp.Name(), s.path); err != nil {
-		return fmt.Errorf("writing serial state: %w", err)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return err
 	}
-	return nil
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // NextSerial returns the SOA serial `serve` would publish for z (whose own
@@ -139,6 +200,5 @@ func NextSerial(stateFile string, origin string, digest [32]byte, now time.Time)
 	if err != nil {
 		return 0, err
 	}
-	serial, _ := s.next(origin, digest, now)
-	return serial, nil
+	return s.begin().next(origin, digest, now), nil
 }

@@ -3,21 +3,23 @@ package dnspub
 import (
 	"context"
 	"crypto/sha256"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/netip"
 	"os"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/wire"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
@@ -40,9 +42,14 @@ type Options struct {
 	// 0 means 1s, negative disables watching (SIGHUP still reloads).
 	WatchInterval time.Duration
 	// Debounce is how long a changed file must stay unchanged before it
-	// is loaded, so that a reload never reads a half-written file; 0 means
-	// 500ms.
+	// is loaded; 0 means 500ms.
 	Debounce time.Duration
+	// Settle is how long a file must stay unchanged before the watcher
+	// loads a change that could be a half-written file: one written in
+	// place that removes zones or services, or any change where the
+	// operating system cannot tell that the writer closed the file. 0 means
+	// 30s. See watch.go.
+	Settle time.Duration
 	// UDPWorkers is the number of UDP sockets and read loops; 0 means
 	// GOMAXPROCS.
 	UDPWorkers int
@@ -78,6 +85,18 @@ func formatDiagnostic(file string, d sc.Diagnostic) string {
 	return fmt.Sprintf("%s: %s: %s [%s]", loc, d.Severity, d.Message, d.Code)
 }
 
+// StateError is returned when a valid config is not published because
+// the SOA serials of its version could not be persisted (a full or
+// read-only disk): serving them could let serials go backwards after a
+// crash. The previous version keeps serving.
+type StateError struct{ Err error }
+
+func (e *StateError) Error() string {
+	return fmt.Sprintf("not publishing: %v; free space or fix the permissions of the state file (serve --state), then reload (or start again)", e.Err)
+}
+
+func (e *StateError) Unwrap() error { return e.Err }
+
 // Server is the authoritative DNS server. Create it with New, start it
 // with Start, stop it with Shutdown.
 type Server struct {
@@ -92,6 +111,8 @@ type Server struct {
 	lastHash [sha256.Size]byte // of the config text last loaded (or rejected)
 
 	notifier *notifier
+	// newTracker follows the config file for the watcher; tests replace it.
+	newTracker func(path string, log *slog.Logger) fileTracker
 
 	udp      udpListener
 	tcp      net.Listener
@@ -99,9 +120,12 @@ type Server struct {
 	done     chan struct{}
 	stopOnce sync.Once
 
-	connMu sync.Mutex
-	conns  map[net.Conn]struct{}
-	nconns atomic.Int64
+	connMu   sync.Mutex
+	conns    map[*tcpConn]struct{}
+	perGroup map[netip.Prefix]int // connections per client address group
+
+	// limiter keeps logs of unauthenticated, spoofable events bounded.
+	limiter *logLimiter
 }
 
 // snapshot is one published version of everything: immutable.
@@ -113,16 +137,37 @@ type snapshot struct {
 	keys    map[string]*config.Key
 }
 
-// zoneEntry is a zone's current version and the recent ones IXFR needs.
+// zoneEntry is a zone's current version and the differences from the
+// recent ones that IXFR sends.
 type zoneEntry struct {
 	cfg     *config.Zone
 	cur     *zone.Zone
-	history []*zone.Zone // older versions, oldest first
+	history []*ixfrStep // oldest first; the last one ends at cur
+}
+
+// ixfrStep is the difference between two consecutive versions of a zone.
+type ixfrStep struct {
+	from, to       *dns.SOA
+	deleted, added []dns.RR
+	bytes          int // of the records, uncompressed
 }
 
 // New loads the config and prepares the server; it binds nothing yet. An
 // invalid config returns a *ConfigError.
 func New(opts Options) (*Server, error) {
+	s, err := newServer(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.loadFirst(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// newServer is New without the first load, so that tests can inject
+// faults first.
+func newServer(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
@@ -131,6 +176,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Debounce == 0 {
 		opts.Debounce = 500 * time.Millisecond
+	}
+	if opts.Settle == 0 {
+		opts.Settle = 30 * time.Second
 	}
 	if opts.UDPWorkers <= 0 {
 		opts.UDPWorkers = runtime.GOMAXPROCS(0)
@@ -144,7 +192,8 @@ func New(opts Options) (*Server, error) {
 	case opts.StateFile == "" && opts.ConfigFile != "":
 		opts.StateFile = opts.ConfigFile + ".serial"
 	}
-	s := &Server{opts: opts, log: opts.Logger, done: make(chan struct{}), conns: map[net.Conn]struct{}{}}
+	s := &Server{opts: opts, log: opts.Logger, done: make(chan struct{}), conns: map[*tcpConn]struct{}{}, perGroup: map[netip.Prefix]int{},
+		newTracker: newFileTracker, limiter: newLogLimiter(10, time.Second)}
 	s.metrics = newMetrics(s.Serials)
 	if opts.Registerer != nil {
 		if err := s.metrics.register(opts.Registerer); err != nil {
@@ -156,14 +205,16 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.notifier = newNotifier(s.log, s.metrics)
+	return s, nil
+}
+
+func (s *Server) loadFirst() error {
 	text, err := s.readConfig()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	if _, err := s.load(text, "start"); err != nil {
-		return nil, err
-	}
-	return s, nil
+	_, err = s.load(text, "start", nil)
+	return err
 }
 
 func (s *Server) configName() string {
@@ -194,17 +245,25 @@ func (s *Server) Reload() error {
 		s.log.Error("reload failed; still serving the previous config", "config", s.configName(), "err", err)
 		return err
 	}
-	_, err = s.load(text, "reload")
+	_, err = s.load(text, "reload", nil)
 	return err
 }
 
 // load validates text and, if valid, builds and publishes a new snapshot.
-func (s *Server) load(text []byte, why string) (changed []string, err error) {
+// When hold is given and returns a reason for a valid config, nothing is
+// done and a *heldError returned.
+func (s *Server) load(text []byte, why string, hold func(*config.Config, *snapshot) string) (changed []string, err error) {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
-	s.lastHash = sha256.Sum256(text)
 	name := s.configName()
 	cfg, ds := config.Parse(text)
+	if cfg != nil && hold != nil {
+		if reason := hold(cfg, s.snap.Load()); reason != "" {
+			s.metrics.reloads.WithLabelValues("held").Inc()
+			return nil, &heldError{reason}
+		}
+	}
+	s.lastHash = sha256.Sum256(text)
 	for _, d := range ds {
 		level := slog.LevelWarn
 		if d.Severity == sc.Error {
@@ -222,7 +281,7 @@ func (s *Server) load(text []byte, why string) (changed []string, err error) {
 		return nil, &ConfigError{File: name, Diagnostics: ds}
 	}
 	old := s.snap.Load()
-	next, changed, err := s.build(cfg, old)
+	next, serials, changed, err := s.build(cfg, old)
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("rejected").Inc()
 		s.metrics.lastReload.Set(0)
@@ -235,16 +294,23 @@ func (s *Server) load(text []byte, why string) (changed []string, err error) {
 		s.log.Info("config reloaded; no zone changed", "config", name, "why", why)
 		return nil, nil
 	}
-	// Persist serials before serving them, so that a crash right after
-	// cannot make them go backwards.
-	if err := s.serials.save(); err != nil {
-		s.log.Error("cannot persist SOA serials; they may go backwards after a restart if the clock does", "err", err)
+	// Persist serials before serving them: a version whose serials cannot
+	// be kept could be followed, after a crash, by lower ones.
+	if err := s.serials.commit(serials); err != nil {
+		s.metrics.reloads.WithLabelValues("rejected").Inc()
+		s.metrics.stateErrors.Inc()
+		s.metrics.lastReload.Set(0)
+		s.lastHash = [sha256.Size]byte{} // try again on the next change or poll
+		if old != nil {
+			s.log.Error("cannot persist SOA serials: not publishing this version; the previous one keeps serving", "config", name, "version", old.version, "err", err)
+		}
+		return nil, &StateError{Err: err}
 	}
 	s.snap.Store(next)
 	s.metrics.reloads.WithLabelValues("accepted").Inc()
 	for _, origin := range changed {
 		ze := next.zones[origin]
-		s.log.Info("zone published", "zone", origin, "serial", ze.cur.Serial(), "records", len(ze.cur.Records)+1, "why", why)
+		s.log.Info("zone published", "zone", origin, "serial", ze.cur.Serial(), "records", ze.cur.Len()+1, "why", why)
 	}
 	s.log.Info("config loaded", "config", name, "version", next.version, "zones", len(next.zones), "changed", len(changed), "why", why)
 	s.notifier.update(next, changed)
@@ -282,59 +348,102 @@ func sameServing(a, b *snapshot) bool {
 	return true
 }
 
-// build makes the snapshot of cfg. Zones whose content did not change keep
-// their version (and serial); changed zones get a new serial and push the
-// previous version into their IXFR history.
-func (s *Server) build(cfg *config.Config, old *snapshot) (*snapshot, []string, error) {
+// build makes the snapshot of cfg and the serial state it needs, leaving
+// the server's untouched. Each zone's next version shares what did not
+// change with the current one (zone.Update), and the answer table is
+// edited for the names whose answers changed. Zones whose content did not
+// change keep their version (and serial); changed zones get a new serial
+// and a step in their IXFR history.
+func (s *Server) build(cfg *config.Config, old *snapshot) (*snapshot, *serialTxn, []string, error) {
 	next := &snapshot{cfg: cfg, zones: map[string]*zoneEntry{}, keys: map[string]*config.Key{}}
+	serials := s.serials.begin()
+	now := s.opts.Now()
+	var te *wire.Editor
 	if old != nil {
 		next.version = old.version + 1
+		te = old.table.Edit()
+	} else {
+		empty, _ := wire.New(wire.Options{})
+		te = empty.Edit()
+	}
+	if err := te.SetMaxUDPSize(cfg.Server.MaxUDPSize); err != nil {
+		return nil, nil, nil, err
 	}
 	for _, k := range cfg.Keys {
 		next.keys[k.Name] = k
 	}
 	var changed []string
-	var zones []*zone.Zone
 	origins := map[string]bool{}
 	for _, zc := range cfg.Zones {
 		origins[zc.Origin] = true
-		z := zone.New(zc, 0)
 		var prev *zoneEntry
+		var prevZone *zone.Zone
 		if old != nil {
-			prev = old.zones[zc.Origin]
+			if prev = old.zones[zc.Origin]; prev != nil {
+				prevZone = prev.cur
+			}
 		}
+		z, ch := zone.Update(prevZone, zc)
 		e := &zoneEntry{cfg: zc}
 		if prev != nil && prev.cur.Digest() == z.Digest() {
 			e.cur, e.history = prev.cur, prev.history
 		} else {
-			serial, _ := s.serials.next(zc.Origin, z.Digest(), s.opts.Now())
+			serial := serials.next(zc.Origin, z.Digest(), now)
 			if prev != nil && !serialGreater(serial, prev.cur.Serial()) {
 				// The state file was edited or the zone's content went back
 				// to an old digest: never go backwards while serving.
 				serial = prev.cur.Serial() + 1
 			}
 			e.cur = z.WithSerial(serial)
+			var names []string // every name, for a new zone
 			if prev != nil {
-				e.history = append(append([]*zone.Zone(nil), prev.history...), prev.cur)
+				names = ch.Owners
+				if zc.Transfer.Any() {
+					e.history = appendStep(prev.history, &ixfrStep{from: prev.cur.SOA, to: e.cur.SOA, deleted: ch.Deleted, added: ch.Added}, cfg.Server.IXFRHistory, e.cur.Bytes())
+				}
+			}
+			if err := te.SetZone(e.cur, names); err != nil {
+				return nil, nil, nil, err
 			}
 			changed = append(changed, zc.Origin)
 		}
-		if n := cfg.Server.IXFRHistory; len(e.history) > n {
-			e.history = e.history[len(e.history)-n:]
-		}
 		// The stored serial must be the served one (they differ only in
 		// the guard above).
-		s.serials.zones[zc.Origin] = serialState{Serial: e.cur.Serial(), Digest: fmt.Sprintf("%x", e.cur.Digest())}
+		serials.set(zc.Origin, e.cur.Serial(), e.cur.Digest(), zc.SOA.Expire)
 		next.zones[zc.Origin] = e
-		zones = append(zones, e.cur)
 	}
-	s.serials.keepOnly(origins)
-	t, err := wire.Build(zones, wire.Options{MaxUDPSize: cfg.Server.MaxUDPSize})
-	if err != nil {
-		return nil, nil, err
+	if old != nil {
+		for origin, ze := range old.zones {
+			if !origins[origin] {
+				te.RemoveZone(ze.cur)
+			}
+		}
 	}
-	next.table = t
-	return next, changed, nil
+	serials.retire(origins, now)
+	next.table = te.Table()
+	return next, serials, changed, nil
+}
+
+// appendStep adds a step to an IXFR history, keeping at most versions
+// steps, and no more than a zone's worth of bytes (zoneBytes, at least
+// 64 KiB): a longer chain of differences is no cheaper than a full
+// transfer, which IXFR then sends (RFC 1995 §4).
+func appendStep(history []*ixfrStep, step *ixfrStep, versions, zoneBytes int) []*ixfrStep {
+	for _, rr := range step.deleted {
+		step.bytes += dns.Len(rr)
+	}
+	for _, rr := range step.added {
+		step.bytes += dns.Len(rr)
+	}
+	out := append(slices.Clip(history), step)
+	total := 0
+	for i := len(out) - 1; i >= 0; i-- {
+		total += out[i].bytes
+		if len(out)-i > versions || total > max(zoneBytes, 64<<10) {
+			return out[i+1:]
+		}
+	}
+	return out
 }
 
 // Serials returns the SOA serial of every zone being served.
@@ -364,10 +473,11 @@ func (s *Server) Start() error {
 		s.serveTCP()
 	}()
 	if s.opts.ConfigFile != "" && s.opts.WatchInterval > 0 {
+		tr := s.newTracker(s.opts.ConfigFile, s.log)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			s.watch()
+			s.watch(tr)
 		}()
 	}
 	s.notifier.start(s.done)
@@ -449,49 +559,5 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.connMu.Unlock()
 		<-finished
 		return ctx.Err()
-	}
-}
-
-// watch polls the config file and reloads it once it has changed and then
-// stayed unchanged for the debounce interval.
-func (s *Server) watch() {
-	tick := time.NewTicker(s.opts.WatchInterval)
-	defer tick.Stop()
-	var pending [sha256.Size]byte
-	var pendingSince time.Time
-	for {
-		select {
-		case <-s.done:
-			return
-		case <-tick.C:
-		}
-		text, err := os.ReadFile(s.opts.ConfigFile)
-		if err != nil {
-			continue // being replaced, or gone: keep serving; the next poll sees it
-		}
-		h := sha256.Sum256(text)
-		s.reloadMu.Lock()
-		last := s.lastHash
-		s.reloadMu.Unlock()
-		if h == last {
-			pendingSince = time.Time{}
-			continue
-		}
-		if h != pending || pendingSince.IsZero() {
-			// Changed since the last poll: wait until it stays put.
-			pending, pendingSince = h, time.Now()
-			continue
-		}
-		if time.Since(pendingSince) < s.opts.Debounce {
-			continue
-		}
-		pendingSince = time.Time{}
-		s.log.Info("config file changed; reloading", "config", s.opts.ConfigFile)
-		if _, err := s.load(text, "file changed"); err != nil {
-			var ce *ConfigError
-			if !errors.As(err, &ce) {
-				s.log.Error("reload failed", "err", err)
-			}
-		}
 	}
 }

@@ -7,10 +7,48 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/wire"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
 )
+
+// TCP connections are a scarce resource that clients can hold without
+// sending anything (RFC 7766 §6.2.3). Three limits keep one client from
+// taking them all: a total (server.maxTCPConnections), a share per client
+// address (server.maxTCPConnectionsPerAddress; an IPv6 client counts by
+// its /64, which one host commonly holds whole), and, under pressure (three
+// quarters of the total in use), an idle timeout cut to pressureIdle for
+// every connection, including those already waiting.
+
+// pressureIdle is the idle timeout while connections are scarce.
+const pressureIdle = time.Second
+
+// tcpConn is a connection being served.
+type tcpConn struct {
+	net.Conn
+	group netip.Prefix
+	// idleSince is when the connection began to wait for a query (Unix
+	// nanoseconds), or 0 while a query is read or answered.
+	idleSince atomic.Int64
+}
+
+// addressGroup is what a client's connections count against.
+func addressGroup(a net.Addr) netip.Prefix {
+	ta, ok := a.(*net.TCPAddr)
+	if !ok {
+		return netip.Prefix{}
+	}
+	ip, _ := netip.AddrFromSlice(ta.IP)
+	ip = ip.Unmap()
+	bits := 32
+	if ip.Is6() {
+		bits = 64
+	}
+	p, _ := ip.Prefix(bits)
+	return p
+}
 
 // serveTCP accepts connections until the listener is closed.
 func (s *Server) serveTCP() {
@@ -23,45 +61,83 @@ func (s *Server) serveTCP() {
 			time.Sleep(10 * time.Millisecond) // out of file descriptors: let others close
 			continue
 		}
-		limit := int64(s.snap.Load().cfg.Server.MaxTCPConnections)
-		if s.nconns.Load() >= limit {
+		tc, why := s.admit(c)
+		if tc == nil {
 			c.Close()
+			s.metrics.tcpRefused.WithLabelValues(why).Inc()
+			if ok, n := s.limiter.allow("tcp-refused"); ok {
+				s.log.Warn("TCP connection refused", "peer", c.RemoteAddr().String(), "why", why, "similar_suppressed", n)
+			}
 			continue
 		}
-		s.track(c, true)
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer s.track(c, false)
-			s.serveConn(c)
+			defer s.release(tc)
+			s.serveConn(tc)
 		}()
 	}
 }
 
-func (s *Server) track(c net.Conn, add bool) {
+// admit counts a new connection in, or says why it is refused.
+func (s *Server) admit(c net.Conn) (*tcpConn, string) {
+	cfg := s.snap.Load().cfg.Server
+	tc := &tcpConn{Conn: c, group: addressGroup(c.RemoteAddr())}
 	s.connMu.Lock()
 	defer s.connMu.Unlock()
-	if add {
-		s.conns[c] = struct{}{}
-		s.nconns.Add(1)
-		s.metrics.tcpConns.Inc()
-		select {
-		case <-s.done:
-			c.SetReadDeadline(time.Now()) // shutting down: serve nothing more
-		default:
-		}
-		return
+	switch {
+	case len(s.conns) >= cfg.MaxTCPConnections:
+		return nil, "total"
+	case s.perGroup[tc.group] >= cfg.MaxTCPConnectionsPerAddress:
+		return nil, "per_address"
 	}
-	delete(s.conns, c)
-	s.nconns.Add(-1)
+	s.conns[tc] = struct{}{}
+	s.perGroup[tc.group]++
+	s.metrics.tcpConns.Inc()
+	select {
+	case <-s.done:
+		c.SetReadDeadline(time.Now()) // shutting down: serve nothing more
+	default:
+	}
+	if 4*len(s.conns) >= 3*cfg.MaxTCPConnections {
+		// Under pressure: connections already waiting get the short
+		// timeout too, counted from when they began to wait.
+		for o := range s.conns {
+			if since := o.idleSince.Load(); since != 0 {
+				o.SetReadDeadline(time.Unix(0, since).Add(pressureIdle))
+			}
+		}
+	}
+	return tc, ""
+}
+
+func (s *Server) release(tc *tcpConn) {
+	s.connMu.Lock()
+	defer s.connMu.Unlock()
+	delete(s.conns, tc)
+	if s.perGroup[tc.group]--; s.perGroup[tc.group] == 0 {
+		delete(s.perGroup, tc.group)
+	}
 	s.metrics.tcpConns.Dec()
+}
+
+// idleTimeout is how long a connection may wait for its next query, or for
+// the rest of one: the configured timeout, cut under pressure.
+func (s *Server) idleTimeout(cfg *config.Server) time.Duration {
+	s.connMu.Lock()
+	n := len(s.conns)
+	s.connMu.Unlock()
+	if 4*n >= 3*cfg.MaxTCPConnections {
+		return min(cfg.TCPIdleTimeout, pressureIdle)
+	}
+	return cfg.TCPIdleTimeout
 }
 
 // serveConn answers the queries of one TCP connection (RFC 7766): each
 // message is preceded by its two-byte length; queries may be pipelined and
 // are answered in order, and answers to queries already received are
 // written out together. The connection is closed after the idle timeout.
-func (s *Server) serveConn(c net.Conn) {
+func (s *Server) serveConn(c *tcpConn) {
 	defer c.Close()
 	var from netip.Addr
 	if ta, ok := c.RemoteAddr().(*net.TCPAddr); ok {
@@ -73,21 +149,24 @@ func (s *Server) serveConn(c net.Conn) {
 	out := make([]byte, 0, 65535)
 	var lenBuf [2]byte
 	for {
-		idle := s.snap.Load().cfg.Server.TCPIdleTimeout
+		cfg := &s.snap.Load().cfg.Server
 		select {
 		case <-s.done:
 			return
 		default:
 		}
 		if br.Buffered() < 2 {
-			c.SetReadDeadline(time.Now().Add(idle))
+			now := time.Now()
+			c.idleSince.Store(now.UnixNano())
+			c.SetReadDeadline(now.Add(s.idleTimeout(cfg)))
 		}
 		if _, err := io.ReadFull(br, lenBuf[:]); err != nil {
 			return
 		}
+		c.idleSince.Store(0)
 		n := int(binary.BigEndian.Uint16(lenBuf[:]))
 		// The rest of the message must follow promptly.
-		c.SetReadDeadline(time.Now().Add(idle))
+		c.SetReadDeadline(time.Now().Add(s.idleTimeout(cfg)))
 		if _, err := io.ReadFull(br, msg[:n]); err != nil {
 			return
 		}
@@ -102,12 +181,13 @@ func (s *Server) serveConn(c net.Conn) {
 		}
 		s.metrics.stats.count(protoTCP, &r)
 		if len(resp) > 0 {
-			binary.BigEndian.PutUint16(lenBuf[:], uint16(len(resp)))
-			bw.Write(lenBuf[:])
-			bw.Write(resp)
+			if err := writeFramed(bw, resp); err != nil {
+				s.log.Error("not answering over TCP", "peer", from, "err", err)
+				return
+			}
 		}
 		if br.Buffered() == 0 || bw.Buffered() > 8<<10 {
-			c.SetWriteDeadline(time.Now().Add(idle))
+			c.SetWriteDeadline(time.Now().Add(cfg.TCPIdleTimeout))
 			if err := bw.Flush(); err != nil {
 				return
 			}

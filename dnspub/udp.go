@@ -6,7 +6,7 @@ import (
 	"net"
 	"net/netip"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/wire"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
 )
 
 // udpListener is the set of UDP sockets on the listen address, each with

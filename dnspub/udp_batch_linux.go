@@ -5,9 +5,9 @@ package dnspub
 import (
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"net"
 	"net/netip"
-	"syscall"
 	"time"
 	"unsafe"
 )
@@ -21,9 +21,10 @@ import (
 //
 // Through the poller, every wake-up costs a recvmmsg that fails with
 // EAGAIN, an epoll_wait and a goroutine switch before the recvmmsg that
-// reads; a blocking call costs only the kernel's wake-up. Package syscall
-// is used directly: golang.org/x/net/ipv4's ReadBatch goes through the
-// poller and allocates an address per packet.
+// reads; a blocking call costs only the kernel's wake-up. System calls are
+// made directly: golang.org/x/net/ipv4's ReadBatch goes through the
+// poller and allocates an address per packet; golang.org/x/sys/unix gives
+// the system call numbers and constants.
 
 const (
 	batchSupported = true
@@ -34,15 +35,13 @@ const (
 	// idleWake is how often a worker with nothing to read wakes up to see
 	// whether the server is shutting down (shutdown also wakes it at once).
 	idleWake = 250 * time.Millisecond
-
-	msgWaitForOne = 0x10000 // MSG_WAITFORONE
 )
 
 var errBatchUnsupported = errors.New("recvmmsg not supported")
 
 // mmsghdr is struct mmsghdr of <sys/socket.h> on 64-bit Linux.
 type mmsghdr struct {
-	hdr syscall.Msghdr
+	hdr unix.Msghdr
 	len uint32
 	_   [4]byte
 }
@@ -66,7 +65,7 @@ func listenBatchUDP(addr string, n int) (*batchUDP, error) {
 			if len(l.fds) > 0 {
 				break // one socket still serves; more only add parallelism
 			}
-			if errors.Is(err, syscall.ENOSYS) {
+			if errors.Is(err, unix.ENOSYS) {
 				return nil, errBatchUnsupported
 			}
 			return nil, fmt.Errorf("listening on UDP %s: %w", addr, err)
@@ -82,53 +81,54 @@ func listenBatchUDP(addr string, n int) (*batchUDP, error) {
 
 // openUDP opens a blocking UDP socket with SO_REUSEPORT bound to ua.
 func openUDP(ua *net.UDPAddr) (int, *net.UDPAddr, error) {
-	family := syscall.AF_INET6
-	var sa syscall.Sockaddr
+	family := unix.AF_INET6
+	var sa unix.Sockaddr
 	if ip4 := ua.IP.To4(); ip4 != nil {
-		family = syscall.AF_INET
-		sa4 := &syscall.SockaddrInet4{Port: ua.Port}
+		family = unix.AF_INET
+		sa4 := &unix.SockaddrInet4{Port: ua.Port}
 		copy(sa4.Addr[:], ip4)
 		sa = sa4
 	} else {
-		sa6 := &syscall.SockaddrInet6{Port: ua.Port}
+		sa6 := &unix.SockaddrInet6{Port: ua.Port}
 		copy(sa6.Addr[:], ua.IP.To16()) // nil IP: [::], both families
 		sa = sa6
 	}
-	fd, err := syscall.Socket(family, syscall.SOCK_DGRAM|syscall.SOCK_CLOEXEC, 0)
+	fd, err := unix.Socket(family, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return -1, nil, err
 	}
 	fail := func(err error) (int, *net.UDPAddr, error) {
-		syscall.Close(fd)
+		unix.Close(fd)
 		return -1, nil, err
 	}
-	if err := syscall.SetsockoptInt(fd, syscall.SOL_SOCKET, soReusePort, 1); err != nil {
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_REUSEPORT, 1); err != nil {
 		return fail(err)
 	}
-	if family == syscall.AF_INET6 {
-		syscall.SetsockoptInt(fd, syscall.IPPROTO_IPV6, syscall.IPV6_V6ONLY, 0)
+	if family == unix.AF_INET6 {
+		unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_V6ONLY, 0)
 	}
 	if isWildcard(ua.IP) {
 		if err := setPktinfo(fd, family); err != nil {
 			return fail(err)
 		}
 	}
-	tv := syscall.NsecToTimeval(idleWake.Nanoseconds())
-	if err := syscall.SetsockoptTimeval(fd, syscall.SOL_SOCKET, syscall.SO_RCVTIMEO, &tv); err != nil {
+	setReceiveBuffer(fd)
+	tv := unix.NsecToTimeval(idleWake.Nanoseconds())
+	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		return fail(err)
 	}
-	if err := syscall.Bind(fd, sa); err != nil {
+	if err := unix.Bind(fd, sa); err != nil {
 		return fail(err)
 	}
-	got, err := syscall.Getsockname(fd)
+	got, err := unix.Getsockname(fd)
 	if err != nil {
 		return fail(err)
 	}
 	local := &net.UDPAddr{}
 	switch a := got.(type) {
-	case *syscall.SockaddrInet4:
+	case *unix.SockaddrInet4:
 		local.IP, local.Port = net.IP(append([]byte(nil), a.Addr[:]...)), a.Port
-	case *syscall.SockaddrInet6:
+	case *unix.SockaddrInet6:
 		local.IP, local.Port = net.IP(append([]byte(nil), a.Addr[:]...)), a.Port
 	}
 	return fd, local, nil
@@ -140,14 +140,14 @@ func (l *batchUDP) batched() bool      { return true }
 
 func (l *batchUDP) abort() {
 	for _, fd := range l.fds {
-		syscall.Close(fd)
+		unix.Close(fd)
 	}
 }
 
 // wake interrupts blocked reads: shutdown(2) makes recvmmsg return.
 func (l *batchUDP) wake() {
 	for _, fd := range l.fds {
-		syscall.Shutdown(fd, syscall.SHUT_RD)
+		unix.Shutdown(fd, unix.SHUT_RD)
 	}
 }
 
@@ -156,7 +156,7 @@ func (l *batchUDP) start(s *Server) {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
-			defer syscall.Close(fd)
+			defer unix.Close(fd)
 			s.serveBatch(fd, l.pktinfo)
 		}()
 	}
@@ -165,12 +165,12 @@ func (l *batchUDP) start(s *Server) {
 // udpBatch holds one worker's buffers and message headers, allocated once.
 type udpBatch struct {
 	rhdrs [batchSize]mmsghdr
-	riov  [batchSize]syscall.Iovec
-	names [batchSize]syscall.RawSockaddrInet6 // large enough for IPv4 too
+	riov  [batchSize]unix.Iovec
+	names [batchSize]unix.RawSockaddrInet6 // large enough for IPv4 too
 	in    [batchSize][]byte
 	out   [batchSize][]byte
 	shdrs [batchSize]mmsghdr
-	siov  [batchSize]syscall.Iovec
+	siov  [batchSize]unix.Iovec
 	// Control messages (PKTINFO) on wildcard sockets.
 	rctl [batchSize][pktinfoSpace]byte
 	sctl [batchSize][pktinfoSpace]byte
@@ -195,10 +195,10 @@ func newUDPBatch() *udpBatch {
 func (b *udpBatch) from(i int) netip.Addr {
 	sa := &b.names[i]
 	switch sa.Family {
-	case syscall.AF_INET:
-		sa4 := (*syscall.RawSockaddrInet4)(unsafe.Pointer(sa))
+	case unix.AF_INET:
+		sa4 := (*unix.RawSockaddrInet4)(unsafe.Pointer(sa))
 		return netip.AddrFrom4(sa4.Addr)
-	case syscall.AF_INET6:
+	case unix.AF_INET6:
 		return netip.AddrFrom16(sa.Addr)
 	}
 	return netip.Addr{}
@@ -213,14 +213,14 @@ func (s *Server) serveBatch(fd int, pktinfo bool) {
 		default:
 		}
 		for i := range batchSize {
-			b.rhdrs[i].hdr.Namelen = syscall.SizeofSockaddrInet6
+			b.rhdrs[i].hdr.Namelen = unix.SizeofSockaddrInet6
 			b.rhdrs[i].hdr.Flags = 0
 			if pktinfo {
 				b.rhdrs[i].hdr.Control = &b.rctl[i][0]
 				b.rhdrs[i].hdr.SetControllen(pktinfoSpace)
 			}
 		}
-		r, _, e := syscall.Syscall6(sysRECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.rhdrs[0])), batchSize, msgWaitForOne, 0, 0)
+		r, _, e := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.rhdrs[0])), batchSize, unix.MSG_WAITFORONE, 0, 0)
 		if e != 0 || r == 0 {
 			continue // EAGAIN after idleWake, EINTR, or woken by shutdown
 		}
@@ -228,7 +228,7 @@ func (s *Server) serveBatch(fd int, pktinfo bool) {
 		k := 0
 		for i := range n {
 			h := &b.rhdrs[i]
-			if h.hdr.Flags&syscall.MSG_TRUNC != 0 {
+			if h.hdr.Flags&unix.MSG_TRUNC != 0 {
 				continue
 			}
 			resp, ok := s.handleUDP(b.out[i][:0], b.in[i][:h.len], b.from(i))
@@ -251,9 +251,9 @@ func (s *Server) serveBatch(fd int, pktinfo bool) {
 			k++
 		}
 		for off := 0; off < k; {
-			r, _, e := syscall.Syscall6(sysSENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.shdrs[off])), uintptr(k-off), 0, 0, 0)
+			r, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.shdrs[off])), uintptr(k-off), 0, 0, 0)
 			switch {
-			case e == syscall.EINTR:
+			case e == unix.EINTR:
 			case e != 0:
 				off++ // the first message failed (unreachable client…): skip it
 			default:

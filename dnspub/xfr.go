@@ -3,6 +3,7 @@ package dnspub
 import (
 	"bufio"
 	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"strings"
 	"time"
@@ -10,8 +11,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/wire"
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
 )
 
 // The slow path: zone transfers and TSIG-signed queries. They are rare,
@@ -29,17 +29,21 @@ func (s *Server) slow(snap *snapshot, out, msg []byte, r wire.Result, tcp bool, 
 	}
 	var key *config.Key
 	var mac string
+	var origID uint16
 	if t := req.IsTsig(); t != nil {
 		k, terr := verifyTSIG(snap, msg, t)
 		if terr != dns.RcodeSuccess {
-			s.log.Warn("TSIG check failed", "peer", from, "key", t.Hdr.Name, "error", dns.RcodeToString[int(terr)], "qname", req.Question[0].Name)
+			s.metrics.tsigFailures.WithLabelValues(dns.RcodeToString[int(terr)]).Inc()
+			if ok, n := s.limiter.allow("tsig"); ok {
+				s.log.Warn("TSIG check failed", "peer", from, "key", t.Hdr.Name, "error", dns.RcodeToString[int(terr)], "qname", req.Question[0].Name, "similar_suppressed", n)
+			}
 			r.Rcode = dns.RcodeNotAuth
 			return tsigErrorReply(out, req, t, terr, k), r
 		}
-		key, mac = k, t.MAC
+		key, mac, origID = k, t.MAC, t.OrigId
 	}
 	if qt := req.Question[0].Qtype; qt == dns.TypeAXFR || qt == dns.TypeIXFR {
-		return s.transfer(snap, out, req, key, mac, tcp, from, w, r)
+		return s.transfer(snap, out, req, tsigChain{key, mac, origID}, tcp, from, w, r)
 	}
 	// A signed ordinary query: answer it without its TSIG, then sign.
 	stripped := append([]byte(nil), msg[:r.Query.TSIG]...)
@@ -53,14 +57,23 @@ func (s *Server) slow(snap *snapshot, out, msg []byte, r wire.Result, tcp bool, 
 	if err := m.Unpack(resp); err != nil {
 		return out[:0], wire.Result{Action: wire.Drop}
 	}
-	signed, _, err := sign(m, key, mac, false)
+	// Compressed as the unsigned answer was: validation sized it so.
+	m.Compress = true
+	chain := tsigChain{key, mac, origID}
+	signed, err := chain.sign(m, false)
 	if err == nil && !tcp && len(signed) > udpLimit(&r2.Query, snap.table.MaxUDPSize()) {
+		chain = tsigChain{key, mac, origID} // sign the new reply to the same request
 		// The TSIG record pushed the answer over the client's limit:
 		// send it truncated (and signed), and the client retries over TCP.
 		m.Answer, m.Ns, m.Extra = nil, nil, keepOPT(m.Extra)
 		m.Truncated = true
 		r2.Truncated = true
-		signed, _, err = sign(m, key, mac, false)
+		signed, err = chain.sign(m, false)
+	}
+	if err == nil && len(signed) > wire.MaxTCPSize {
+		// Validation sizes answers with the largest TSIG record; a bug
+		// guard, as over UDP: never a message its length cannot describe.
+		err = fmt.Errorf("the signed answer is %d bytes, more than a DNS message holds", len(signed))
 	}
 	if err != nil {
 		s.log.Error("signing a response failed", "err", err)
@@ -105,15 +118,45 @@ func verifyTSIG(snap *snapshot, raw []byte, t *dns.TSIG) (*config.Key, uint16) {
 	}
 }
 
-// sign packs m with a TSIG record of key, chained to the previous MAC
-// (the request's, or the previous message's in a transfer).
-func sign(m *dns.Msg, key *config.Key, prevMAC string, timersOnly bool) ([]byte, string, error) {
-	if key == nil {
-		b, err := m.Pack()
-		return b, "", err
+// tsigChain signs the replies to one request: with the request's key
+// (none for an unsigned request), each MAC chained to the previous one
+// (the request's, then each message's in a transfer, RFC 8945 §5.3.1).
+type tsigChain struct {
+	key *config.Key
+	mac string
+	// origID is the request's original ID, from its TSIG record. It
+	// differs from the header ID when a forwarder rewrote the latter.
+	origID uint16
+}
+
+// sign packs m and, with a key, signs it and advances the chain.
+// timersOnly signs all but the first message of a transfer that way.
+func (c *tsigChain) sign(m *dns.Msg, timersOnly bool) ([]byte, error) {
+	if c.key == nil {
+		return m.Pack()
 	}
-	m.SetTsig(key.Name, key.Algorithm, 300, time.Now().Unix())
-	return dns.TsigGenerate(m, key.Secret, prevMAC, timersOnly)
+	m.SetTsig(c.key.Name, c.key.Algorithm, 300, time.Now().Unix())
+	m.Extra[len(m.Extra)-1].(*dns.TSIG).OrigId = c.origID
+	b, mac, err := generateTSIG(m, c.key.Secret, c.mac, timersOnly)
+	if err != nil {
+		return nil, err
+	}
+	c.mac = mac
+	return b, nil
+}
+
+// generateTSIG is dns.TsigGenerate, keeping m's header ID. The MAC covers
+// the message with the TSIG's original ID in place of the header ID (RFC
+// 8945 §4.3.1), and TsigGenerate leaves that ID in the message it returns;
+// but the reply must carry the ID of the query as received, or a
+// forwarder that rewrote it cannot match the reply and drops it.
+func generateTSIG(m *dns.Msg, secret, prevMAC string, timersOnly bool) ([]byte, string, error) {
+	b, mac, err := dns.TsigGenerate(m, secret, prevMAC, timersOnly)
+	if err != nil {
+		return nil, "", err
+	}
+	binary.BigEndian.PutUint16(b, m.Id)
+	return b, mac, nil
 }
 
 // tsigErrorReply answers NOTAUTH with the TSIG error (RFC 8945 §5.2):
@@ -132,7 +175,7 @@ func tsigErrorReply(out []byte, req *dns.Msg, t *dns.TSIG, code uint16, k *confi
 		rr.OtherLen = 6
 		rr.OtherData = hex48(now)
 	}
-	b, _, err := dns.TsigGenerate(m, secret, mac, false)
+	b, _, err := generateTSIG(m, secret, mac, false)
 	if err != nil {
 		return out[:0]
 	}
@@ -176,7 +219,8 @@ func packOrNothing(out []byte, m *dns.Msg) []byte {
 }
 
 // transfer serves AXFR (RFC 5936) and IXFR (RFC 1995).
-func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, key *config.Key, mac string, tcp bool, from netip.Addr, w *bufio.Writer, r wire.Result) ([]byte, wire.Result) {
+func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, chain tsigChain, tcp bool, from netip.Addr, w *bufio.Writer, r wire.Result) ([]byte, wire.Result) {
+	key := chain.key
 	q := req.Question[0]
 	origin := strings.ToLower(q.Name)
 	kind := "axfr"
@@ -185,13 +229,15 @@ func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, key *config.
 	}
 	ze := snap.zones[origin]
 	refuse := func(rcode int, why string) ([]byte, wire.Result) {
-		s.log.Warn("zone transfer refused", "zone", origin, "type", strings.ToUpper(kind), "peer", from, "why", why)
+		if ok, n := s.limiter.allow("transfer-refused"); ok {
+			s.log.Warn("zone transfer refused", "zone", origin, "type", strings.ToUpper(kind), "peer", from, "why", why, "similar_suppressed", n)
+		}
 		s.metrics.transfers.WithLabelValues(kind, strings.ToLower(dns.RcodeToString[rcode])).Inc()
 		m := new(dns.Msg)
 		m.SetRcode(req, rcode)
 		s.echoOPT(snap, m, req)
 		r.Rcode = rcode
-		b, _, err := sign(m, key, mac, false)
+		b, err := chain.sign(m, false)
 		if err != nil {
 			return out[:0], r
 		}
@@ -242,20 +288,26 @@ func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, key *config.
 	}
 	first := true
 	var sent int
-	for _, chunk := range chunks(rrs) {
-		m := new(dns.Msg)
+	for _, chunk := range chunks(rrs, messageOverhead(req, key)) {
+		m := &dns.Msg{Compress: true} // as validation sized the records
 		m.SetReply(req)
 		m.Authoritative = true
 		m.Answer = chunk
 		s.echoOPT(snap, m, req)
-		b, nextMAC, err := sign(m, key, mac, !first)
+		b, err := chain.sign(m, !first)
+		if err == nil && len(b) > wire.MaxTCPSize {
+			// Config validation sizes every record with the largest TSIG
+			// record, so this is a bug guard: a message longer than its
+			// two-byte length prefix would corrupt the stream.
+			err = fmt.Errorf("a transfer message of %d bytes does not fit a DNS message", len(b))
+		}
 		if err != nil {
 			s.log.Error("zone transfer failed", "zone", origin, "err", err)
 			s.metrics.transfers.WithLabelValues(kind, "error").Inc()
 			r.Rcode = dns.RcodeServerFailure
 			return out[:0], r
 		}
-		mac, first = nextMAC, false
+		first = false
 		if !tcp {
 			out = append(out[:0], b...)
 			break
@@ -278,7 +330,13 @@ func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, key *config.
 	return out, r
 }
 
+// writeFramed writes one message over TCP with its length prefix (RFC
+// 1035 §4.2.2). A message the prefix cannot describe is refused rather
+// than sent with a wrapped length.
 func writeFramed(w *bufio.Writer, b []byte) error {
+	if len(b) > wire.MaxTCPSize {
+		return fmt.Errorf("a message of %d bytes does not fit a TCP length prefix", len(b))
+	}
 	var l [2]byte
 	binary.BigEndian.PutUint16(l[:], uint16(len(b)))
 	w.Write(l[:])
@@ -306,30 +364,44 @@ func ixfrRecords(ze *zoneEntry, client uint32) ([]dns.RR, string) {
 		return []dns.RR{cur.SOA}, "ixfr_current"
 	}
 	start := -1
-	for i, v := range ze.history {
-		if v.Serial() == client {
+	for i, step := range ze.history {
+		if step.from.Serial == client {
 			start = i
 		}
 	}
 	if start < 0 {
 		return cur.AXFR(), "ixfr_full"
 	}
-	versions := append(append([]*zone.Zone(nil), ze.history[start:]...), cur)
 	rrs := []dns.RR{cur.SOA}
-	for i := 0; i+1 < len(versions); i++ {
-		del, add := zone.Diff(versions[i], versions[i+1])
-		rrs = append(rrs, versions[i].SOA)
-		rrs = append(rrs, del...)
-		rrs = append(rrs, versions[i+1].SOA)
-		rrs = append(rrs, add...)
+	for _, step := range ze.history[start:] {
+		rrs = append(rrs, step.from)
+		rrs = append(rrs, step.deleted...)
+		rrs = append(rrs, step.to)
+		rrs = append(rrs, step.added...)
 	}
 	return append(rrs, cur.SOA), "ixfr"
 }
 
-// chunks splits records into groups that fit a message: at most ~60 KB
-// each, counted without compression so that the estimate is an upper bound.
-func chunks(rrs []dns.RR) [][]dns.RR {
-	const budget = 60000
+// messageOverhead is what a transfer message holds besides its records:
+// the header, the question, the OPT record when the query had one, and
+// the TSIG record when signed.
+func messageOverhead(req *dns.Msg, key *config.Key) int {
+	n := 12 + len(req.Question[0].Name) + 1 + 4
+	if req.IsEdns0() != nil {
+		n += 11
+	}
+	if key != nil {
+		n += key.SignatureLen()
+	}
+	return n
+}
+
+// chunks splits records into groups that fit a message with overhead
+// bytes of other content, each record counted without compression so that
+// the sum is an upper bound. A record too large to share a message gets
+// one of its own; validation makes sure it fits (compressed) there.
+func chunks(rrs []dns.RR, overhead int) [][]dns.RR {
+	budget := wire.MaxTCPSize - overhead
 	var out [][]dns.RR
 	start, size := 0, 0
 	for i, rr := range rrs {

@@ -215,7 +215,7 @@ func (c *dnsClient) exchange(ctx context.Context, server, name string, qtype uin
 		if err != nil {
 			return nil, true, fmt.Errorf("over TCP after an unreadable UDP answer: %v", err)
 		}
-		if err := checkReply(m, r); err != nil {
+		if err := checkReply(m, r, true); err != nil {
 			return nil, true, err
 		}
 		return r, true, nil
@@ -235,7 +235,7 @@ func (c *dnsClient) exchange(ctx context.Context, server, name string, qtype uin
 		}
 		tcp = true
 	}
-	if err := checkReply(m, r); err != nil {
+	if err := checkReply(m, r, tcp); err != nil {
 		return nil, tcp, err
 	}
 	return r, tcp, nil
@@ -275,10 +275,16 @@ func (c *dnsClient) exchangeOver(ctx context.Context, network, server string, m 
 }
 
 // checkReply rejects replies that do not answer m: a server that is
-// broken, or a spoofed packet that matched the ID by chance.
-func checkReply(m, r *dns.Msg) error {
+// broken, or a spoofed packet that matched the ID by chance. Over TCP a
+// truncated reply is a failure too: there is no bigger transport to retry
+// on, and its missing records say nothing about the name (taken as "no
+// record", it would withdraw a channel's config; gRFC A21 keeps it).
+func checkReply(m, r *dns.Msg, tcp bool) error {
 	if !r.Response {
 		return errors.New("reply is not a response (QR clear)")
+	}
+	if tcp && r.Truncated {
+		return errors.New("answer truncated (TC) over TCP")
 	}
 	if len(r.Question) != 1 || !strings.EqualFold(r.Question[0].Name, m.Question[0].Name) ||
 		r.Question[0].Qtype != m.Question[0].Qtype || r.Question[0].Qclass != m.Question[0].Qclass {

@@ -224,28 +224,28 @@ func TestLookupRejectsMismatchedReply(t *testing.T) {
 	r := new(dns.Msg)
 	r.SetQuestion("other.test.", dns.TypeA)
 	r.Response = true
-	if err := checkReply(m, r); err == nil {
+	if err := checkReply(m, r, false); err == nil {
 		t.Error("accepted a reply for another question")
 	}
 	r.SetQuestion("SVC.test.", dns.TypeA)
 	r.Response, r.Authoritative = true, true
-	if err := checkReply(m, r); err != nil {
+	if err := checkReply(m, r, false); err != nil {
 		t.Errorf("rejected a reply whose question differs only in case: %v", err)
 	}
 	// A lame referral (no answer, neither authoritative nor recursive)
 	// says nothing about the name: the next server is asked.
 	r.Authoritative = false
-	if err := checkReply(m, r); err == nil || !strings.Contains(err.Error(), "lame") {
+	if err := checkReply(m, r, false); err == nil || !strings.Contains(err.Error(), "lame") {
 		t.Errorf("accepted a lame referral: %v", err)
 	}
 	r.RecursionAvailable = true
-	if err := checkReply(m, r); err != nil {
+	if err := checkReply(m, r, false); err != nil {
 		t.Errorf("rejected a recursive server's empty answer: %v", err)
 	}
 	r.RecursionAvailable = false
 	r.Authoritative = true
 	r.Response = false
-	if err := checkReply(m, r); err == nil {
+	if err := checkReply(m, r, false); err == nil {
 		t.Error("accepted a query as a reply")
 	}
 }
@@ -300,5 +300,20 @@ func TestLookupConfig(t *testing.T) {
 	}
 	if _, err := LookupConfig(context.Background(), "ns.example", "svc.test"); err == nil {
 		t.Error("accepted a nameserver that is not an IP address")
+	}
+}
+
+// TestLookupTruncatedOverTCPFails: TC=1 over TCP means the server could
+// not send the answer, not that there is none (issue 11, item 5).
+func TestLookupTruncatedOverTCPFails(t *testing.T) {
+	s := dnstest.Start(t)
+	s.SetConfig("svc.test", 60, oneChoice(cfgA))
+	s.SetFault(dns.TypeTXT, dnstest.TruncateAll)
+	a, err := testClient(s.Addr).lookup(t.Context(), sc.OwnerPrefix+"svc.test", dns.TypeTXT)
+	if err == nil {
+		t.Fatalf("lookup = %+v, nil; want an error for a truncated TCP answer", a)
+	}
+	if !strings.Contains(err.Error(), "truncated") {
+		t.Errorf("error %q does not say the answer was truncated", err)
 	}
 }

@@ -184,8 +184,8 @@ func TestGRPCInvalidRecordAfterValidChangesNothing(t *testing.T) {
 		t.Fatalf("deadline %v", d)
 	}
 	for _, bad := range []string{
-		`[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"-1s"}]}}]`, // invalid config
-		`[{"serviceConfig":{}, "clientHostName":["x"]}]`,                       // unknown key
+		`[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"1m"}]}}]`, // invalid config
+		`[{"serviceConfig":{}, "clientHostName":["x"]}]`,                      // unknown key
 		`[{"serviceConfig":`, // not JSON
 	} {
 		e.dns.SetConfig("svc.test", 1, bad)

@@ -419,10 +419,10 @@ func (d *dnsResolver) evaluate(a *answer, err error) outcome {
 		why := d.skipped(ch, len(ch.List))
 		return outcome{kind: outNone, reason: fmt.Sprintf("no choice matches this client (%s): %s", d.describeClient(), strings.Join(why, "; "))}
 	}
-	if ds := ch.Validate(i); ds.HasErrors() {
-		return invalid(fmt.Errorf("choice %d's service config: %w", i, ds.Err()))
+	js, err := chosenConfig(ch, i)
+	if err != nil {
+		return invalid(err)
 	}
-	js := string(ch.GrpcGoConfig(i))
 	// Why the chosen one, and why not the earlier ones.
 	why := append(d.skipped(ch, i), ch.Why(d.sel, i).String())
 	reason := fmt.Sprintf("%s (%s)", strings.Join(why, "; "), d.describeClient())
@@ -452,6 +452,23 @@ func (d *dnsResolver) skipped(ch *sc.Choices, n int) []string {
 		why = append(why, fmt.Sprintf("choices %d to %d: skipped too", maxExplained, n-1))
 	}
 	return why
+}
+
+// chosenConfig validates the service config of choice i, the one this
+// client selected (gRFC A21: only it affects validation), and returns it in
+// the form grpc-go's parser reads as the spec means (sc.Choices.GrpcGoConfig).
+//
+// The rule (docs/rules.md): the resolver fails a record only when the spec
+// makes its chosen config invalid (an error of package serviceconfig), or
+// when grpc-go cannot take it even in that form (a policy the program has
+// not registered). It never fails a channel on a config that the spec and
+// grpc-go both accept; TestSpecAndGrpcGoAcceptedConfigsPass checks it on
+// every config of the corpus and of the peers' test suites.
+func chosenConfig(ch *sc.Choices, i int) (string, error) {
+	if ds := ch.Validate(i); ds.HasErrors() {
+		return "", fmt.Errorf("choice %d's service config: %w", i, ds.Err())
+	}
+	return string(ch.GrpcGoConfig(i)), nil
 }
 
 func (d *dnsResolver) describeClient() string {

@@ -799,3 +799,27 @@ func TestMaxRefreshAloneBelowDefaultMin(t *testing.T) {
 		t.Error("MinRefresh above MaxRefresh, both set: accepted")
 	}
 }
+
+// TestTruncatedTCPAnswerKeepsConfig: a channel with a published config
+// keeps it when the TXT answer comes back truncated over TCP too: that is
+// a failed lookup (gRFC A21: keep the last config), not "no record".
+func TestTruncatedTCPAnswerKeepsConfig(t *testing.T) {
+	s, target := zone(t)
+	s.SetConfig("svc.test", 1, oneChoice(cfgA))
+	cc, _ := buildFake(t, NewBuilder(refreshOptions()), target)
+	cc.waitFor(t, 5*time.Second, "with config A", func(u update) bool { return u.config == cfgA })
+	before := s.Count(dns.TypeTXT, "tcp")
+	s.SetFault(dns.TypeTXT, dnstest.TruncateAll)
+	deadline := time.Now().Add(5 * time.Second)
+	for s.Count(dns.TypeTXT, "tcp") < before+3 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s.Count(dns.TypeTXT, "tcp") < before+3 {
+		t.Fatalf("the resolver did not ask again over TCP")
+	}
+	for _, u := range cc.all() {
+		if u.config != cfgA {
+			t.Fatalf("the config changed after truncated TCP answers: %s", cc)
+		}
+	}
+}

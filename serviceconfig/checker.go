@@ -33,6 +33,16 @@ type checker struct {
 	// mistakes costs no more messages than one with a hundred.
 	shown   [2]int
 	omitted int
+	// refusers are the clients named as refusing the config by the
+	// diagnostics listed.
+	refusers client
+	// goText holds values grpc-go refuses or misreads in a form the spec
+	// gives the same meaning (a number written as a string, a policy name
+	// in capitals), with the JSON text grpc-go reads as the spec does; goDrop
+	// the member keys to leave out for it (an empty loadBalancingConfig,
+	// which is unset). GrpcGoConfig applies both.
+	goText []rewrite
+	goDrop []int32
 }
 
 // rewrite is a node and the canonical text grpc-go takes it for.
@@ -74,11 +84,22 @@ func (c *checker) pointer() string {
 // report records a diagnostic about node n (a value or a key node) at the
 // current path.
 func (c *checker) report(n int32, code, format string, args ...any) {
+	c.refuse(n, code, 0, format, args...)
+}
+
+// refuse records a warning about something the spec allows but the clients
+// in who reject (the compat gate and GrpcGoFailure ask whether grpc-go is
+// among them).
+func (c *checker) refuse(n int32, code string, who client, format string, args ...any) {
 	sev := severityOf(code)
 	if sev == Warning && c.errorsOnly {
 		return
 	}
-	if c.full(code) {
+	// Past the cap, a warning that names a client refusing the config is
+	// still listed when no listed one names it: GrpcGoFailure (the
+	// publisher's compat gate) asks the diagnostics which clients refuse
+	// the config, and must not lose the answer to the cap.
+	if c.full(code) && (who == 0 || who&^c.refusers == 0) {
 		if c.omitted < 0 {
 			c.omitted = len(c.diags)
 			c.diags = append(c.diags, Omitted(0, 0))
@@ -87,6 +108,7 @@ func (c *checker) report(n int32, code, format string, args ...any) {
 		return
 	}
 	c.shown[sev-Error]++
+	c.refusers |= who
 	off := -1
 	if n >= 0 {
 		off = int(c.t.Nodes[n].Start)
@@ -99,11 +121,12 @@ func (c *checker) report(n int32, code, format string, args ...any) {
 		}
 	}
 	c.diags = append(c.diags, Diagnostic{
-		Severity: sev,
-		Code:     code,
-		Message:  fmt.Sprintf(format, args...),
-		Path:     c.pointer(),
-		Offset:   off,
+		Severity:  sev,
+		Code:      code,
+		Message:   fmt.Sprintf(format, args...),
+		Path:      c.pointer(),
+		Offset:    off,
+		refusedBy: who,
 	})
 }
 
@@ -121,6 +144,14 @@ func quoteExcerpt(s string) string {
 		return strconv.Quote(s)
 	}
 	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:maxExcerpt-16]), len(s))
+}
+
+// excerptString is excerpt of a string.
+func excerptString(s string) string {
+	if len(s) <= maxExcerpt {
+		return s
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:maxExcerpt-16], len(s))
 }
 
 // maxExcerpt is the longest piece of the input quoted in a message.

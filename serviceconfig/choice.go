@@ -261,9 +261,13 @@ func (ch *Choices) CompactConfig(i int) []byte {
 // GrpcGoConfig returns choice i's service config as compact JSON in the
 // form that makes grpc-go's parser read what the spec says: status code
 // names upper-cased (gRFC A6 lets them be written in any case, grpc-go
-// rejects the whole config otherwise), and members whose name differs from
-// a known field only in case left out (the spec ignores them as unknown,
-// grpc-go's case-insensitive JSON would read them as the field).
+// rejects the whole config otherwise), numbers written as strings unquoted
+// (proto3 JSON allows them, encoding/json does not), a loadBalancingPolicy
+// in capitals lower-cased (grpc-go would fall back to pick_first), an empty
+// loadBalancingConfig left out (proto3 reads it as unset, grpc-go rejects
+// it), and members whose name differs from a known field only in case left
+// out (the spec ignores them as unknown, grpc-go's case-insensitive JSON
+// would read them as the field).
 func (ch *Choices) GrpcGoConfig(i int) []byte {
 	n := ch.List[i].configNode
 	if n < 0 {
@@ -274,14 +278,24 @@ func (ch *Choices) GrpcGoConfig(i int) []byte {
 	c := newChecker(ch.tree)
 	c.errorsOnly = true
 	validateServiceConfig(c, n)
-	if len(c.caseCodes) == 0 && len(c.caseFields) == 0 {
+	if len(c.caseCodes) == 0 && len(c.caseFields) == 0 && len(c.goText) == 0 && len(c.goDrop) == 0 {
 		return ch.CompactConfig(i)
 	}
 	drop := map[int32]string{}
 	for _, f := range c.caseFields {
 		drop[f.node] = ""
 	}
-	return appendEdited(ch.tree, nil, n, drop, nil, toMap(c.caseCodes))
+	for _, k := range c.goDrop {
+		drop[k] = ""
+	}
+	replace := make(map[int32]string, len(c.caseCodes)+len(c.goText))
+	for _, r := range c.caseCodes {
+		replace[r.node] = strconv.Quote(r.canon)
+	}
+	for _, r := range c.goText {
+		replace[r.node] = r.canon
+	}
+	return appendEdited(ch.tree, nil, n, drop, nil, replace)
 }
 
 // grpcGoView returns a service config as grpc-go reads it: members named
@@ -315,7 +329,7 @@ func toMap(rs []rewrite) map[int32]string {
 
 // appendEdited writes node i as compact JSON, leaving out the object
 // members whose key is in drop, renaming the keys in rename, and writing
-// the strings in replace with their new text.
+// the values in replace as the JSON text given.
 func appendEdited(t *jtree.Tree, dst []byte, i int32, drop, rename, replace map[int32]string) []byte {
 	n := &t.Nodes[i]
 	switch n.Kind {
@@ -351,7 +365,7 @@ func appendEdited(t *jtree.Tree, dst []byte, i int32, drop, rename, replace map[
 		return append(dst, '}')
 	}
 	if s, ok := replace[i]; ok {
-		return strconv.AppendQuote(dst, s)
+		return append(dst, s...)
 	}
 	return append(dst, t.Raw(i)...)
 }

@@ -54,6 +54,9 @@ type Diagnostic struct {
 	// omitted counts the errors and warnings left out, on the one
 	// diagnostic (code diagnostics-omitted) that stands for them.
 	omitted [2]int
+	// refusedBy, on a warning, names the clients that reject the whole
+	// config because of it although the spec allows it.
+	refusedBy client
 }
 
 func (d Diagnostic) String() string {

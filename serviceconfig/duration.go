@@ -8,12 +8,14 @@ import (
 // maxDurationSeconds is the range of google.protobuf.Duration.
 const maxDurationSeconds = 315_576_000_000
 
-// ParseDuration parses a google.protobuf.Duration in its JSON form: an
-// optional '-', decimal seconds with at most 9 fraction digits, and an 's'
-// ("1s", "0.25s", "-1.000000001s"). Values beyond the range of
-// time.Duration saturate, as gRPC clients do.
+// ParseDuration parses a google.protobuf.Duration in its proto3 JSON form:
+// an optional sign, decimal seconds with at most 9 fraction digits, and an
+// 's' ("1s", "0.25s", "-1.000000001s"). The mapping also accepts a missing
+// integer part (".5s"), a bare point ("1.s") and a '+' sign, as Go's
+// protojson does; lint warns about them because some clients do not.
+// Values beyond the range of time.Duration saturate, as gRPC clients do.
 func ParseDuration(s string) (time.Duration, error) {
-	sec, nanos, err := parseDurationParts(s)
+	sec, nanos, _, err := parseDurationParts(s)
 	if err != nil {
 		return 0, err
 	}
@@ -28,19 +30,34 @@ func ParseDuration(s string) (time.Duration, error) {
 	return time.Duration(sec)*time.Second + time.Duration(nanos), nil
 }
 
-// parseDurationParts returns seconds and nanoseconds, both with the sign.
-func parseDurationParts(s string) (sec, nanos int64, err error) {
+// durationForm says which of the unusual spellings proto3 JSON allows a
+// duration has.
+type durationForm uint8
+
+const (
+	formNoInteger durationForm = 1 << iota // ".5s"
+	formBarePoint                          // "1.s"
+	formPlus                               // "+1s"
+)
+
+// parseDurationParts returns seconds and nanoseconds, both with the sign,
+// and the unusual spellings the text uses.
+func parseDurationParts(s string) (sec, nanos int64, form durationForm, err error) {
 	orig := s
 	if len(s) == 0 || s[len(s)-1] != 's' || (len(s) > 1 && (s[len(s)-2] < '0' || s[len(s)-2] > '9') && s[len(s)-2] != '.') {
 		if d, err := time.ParseDuration(s); err == nil {
-			return 0, 0, fmt.Errorf("%q is not a duration: durations are seconds with an \"s\" suffix; write %q", orig, FormatDuration(d))
+			return 0, 0, 0, fmt.Errorf("%q is not a duration: durations are seconds with an \"s\" suffix; write %q", orig, FormatDuration(d))
 		}
-		return 0, 0, fmt.Errorf("%q is not a duration: write seconds with an \"s\" suffix, like \"1.5s\"", orig)
+		return 0, 0, 0, fmt.Errorf("%q is not a duration: write seconds with an \"s\" suffix, like \"1.5s\"", orig)
 	}
 	s = s[:len(s)-1]
 	neg := false
-	if len(s) > 0 && s[0] == '-' {
-		neg, s = true, s[1:]
+	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
+		neg = s[0] == '-'
+		if !neg {
+			form |= formPlus
+		}
+		s = s[1:]
 	}
 	i := 0
 	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
@@ -50,42 +67,47 @@ func parseDurationParts(s string) (sec, nanos int64, err error) {
 		sec = sec*10 + int64(s[i]-'0')
 		i++
 	}
-	if i == 0 {
-		return 0, 0, fmt.Errorf("%q is not a duration: it needs digits before the \"s\" (and before any '.'), like \"0.5s\"", orig)
-	}
+	intDigits := i
 	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
 		i++ // digits beyond the range; reported below
+		intDigits = i
 	}
 	if sec > maxDurationSeconds {
-		return 0, 0, fmt.Errorf("duration %q is out of range: at most %d seconds", orig, int64(maxDurationSeconds))
+		return 0, 0, 0, fmt.Errorf("duration %q is out of range: at most %d seconds", orig, int64(maxDurationSeconds))
 	}
+	fracDigits := 0
 	if i < len(s) && s[i] == '.' {
 		i++
-		digits := 0
 		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			if digits < 9 {
+			if fracDigits < 9 {
 				nanos = nanos*10 + int64(s[i]-'0')
 			}
-			digits++
+			fracDigits++
 			i++
 		}
-		if digits == 0 {
-			return 0, 0, fmt.Errorf("%q is not a duration: digits must follow the '.'", orig)
+		if fracDigits > 9 {
+			return 0, 0, 0, fmt.Errorf("duration %q has %d fraction digits: at most 9 (nanoseconds) are allowed", orig, fracDigits)
 		}
-		if digits > 9 {
-			return 0, 0, fmt.Errorf("duration %q has %d fraction digits: at most 9 (nanoseconds) are allowed", orig, digits)
+		if fracDigits == 0 {
+			form |= formBarePoint
 		}
-		for ; digits < 9; digits++ {
+		for d := fracDigits; d < 9; d++ {
 			nanos *= 10
 		}
 	}
+	if intDigits == 0 {
+		if fracDigits == 0 {
+			return 0, 0, 0, fmt.Errorf("%q is not a duration: it needs digits before the \"s\", like \"0.5s\"", orig)
+		}
+		form |= formNoInteger
+	}
 	if i != len(s) {
-		return 0, 0, fmt.Errorf("%q is not a duration: write seconds with an \"s\" suffix, like \"1.5s\" (no other units)", orig)
+		return 0, 0, 0, fmt.Errorf("%q is not a duration: write seconds with an \"s\" suffix, like \"1.5s\" (no other units)", orig)
 	}
 	if neg {
 		sec, nanos = -sec, -nanos
 	}
-	return sec, nanos, nil
+	return sec, nanos, form, nil
 }
 
 // FormatDuration writes d in the JSON form of google.protobuf.Duration

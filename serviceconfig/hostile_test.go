@@ -323,3 +323,24 @@ func TestAttributeMatchesReference(t *testing.T) {
 		}
 	}
 }
+
+// The cap on diagnostics does not hide from the publisher's compat gate
+// that grpc-go refuses a config: a warning naming a client that refuses
+// the config is listed even past the cap, when no listed one names it.
+func TestCapKeepsRefusals(t *testing.T) {
+	var b strings.Builder
+	for i := range 2 * MaxDiagnostics {
+		fmt.Fprintf(&b, `"f%d":1,`, i)
+	}
+	cfg := `{` + b.String() + `"retryThrottling":{"maxTokens":"10","tokenRatio":0.1}}`
+	ch, err := ParseChoices([]byte(`[{"serviceConfig":` + cfg + `}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reason, _ := ch.GrpcGoFailure(); !strings.Contains(reason, "written as a string") {
+		t.Errorf("GrpcGoFailure: %q", reason)
+	}
+	if got := string(ch.GrpcGoConfig(0)); !strings.Contains(got, `"maxTokens":10`) {
+		t.Errorf("GrpcGoConfig: %.100s", got)
+	}
+}

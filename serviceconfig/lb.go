@@ -1,240 +1,554 @@
 package serviceconfig
 
 import (
-	"slices"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
 )
 
-// lbPolicy describes a load-balancing policy that gRPC clients ship and that
-// makes sense in a DNS-published config. check validates its config object;
-// nil accepts any object.
+// lbPolicy is a load-balancing policy of the LoadBalancingConfig oneof of
+// service_config.proto: the spec knows every one of them, so a list naming
+// one is valid as far as the spec goes; clients says which gRPC clients
+// implement it under that name, so lint can say who cannot use it.
 type lbPolicy struct {
-	name   string
-	fields []string
-	check  func(c *checker, cfg int32)
+	name string
+	// clients implement the policy under this name in a client that reads
+	// DNS (grpc-go: a package the application imports; grpc-java: an
+	// artifact on the class path).
+	clients client
+	// emptyOK: an empty config is valid, so the policy may be named by the
+	// deprecated loadBalancingPolicy field (C-core's
+	// LoadBalancingPolicyExists(name, &requires_config)).
+	emptyOK bool
+	// xdsOnly policies get their addresses and settings from an xDS
+	// resolver; from DNS they leave the channel without working backends.
+	xdsOnly bool
+	check   func(c *checker, cfg int32)
 }
 
-// lbPolicies lists the policies gRPC clients know without xDS. Policies that
-// only xDS builds (cds, priority, xds_cluster_impl…) are left out: a DNS
-// record naming them alone would fail every client.
+// lbPolicies lists every policy of service_config.proto. Which clients
+// implement which (testdata/peers has the evidence):
+//   - grpc-js registers pick_first, round_robin and weighted_round_robin
+//     under these names; its outlier detection is "outlier_detection" and its
+//     xDS package's ring hash "ring_hash", names the spec does not know.
+//   - C-core has no least_request, and registers random subsetting as
+//     "random_subsetting" with a snake_case config.
+//   - grpc-go registers outlier_detection_experimental and the xDS policies
+//     only with its xds package, which DNS clients do not import.
 var lbPolicies []lbPolicy
 
+// The table is filled in init: the policies' checks look themselves up.
 func init() {
 	lbPolicies = []lbPolicy{
-		{name: "pick_first", fields: []string{"shuffleAddressList"}, check: func(c *checker, cfg int32) {
-			lbFields(c, cfg, "pick_first", map[string]jtree.Kind{"shuffleAddressList": jtree.Bool})
-		}},
-		{name: "round_robin", fields: nil, check: func(c *checker, cfg int32) {
-			lbFields(c, cfg, "round_robin", nil)
-		}},
-		{name: "weighted_round_robin", check: checkWRR},
-		{name: "least_request_experimental", check: checkLeastRequest},
-		{name: "ring_hash_experimental", check: checkRingHash},
-		{name: "grpclb", check: func(c *checker, cfg int32) {
-			lbFields(c, cfg, "grpclb", map[string]jtree.Kind{"childPolicy": jtree.Array, "serviceName": jtree.String})
-		}},
-		{name: "rls_experimental", check: func(c *checker, cfg int32) {
-			for _, req := range []string{"routeLookupConfig", "childPolicy", "childPolicyConfigTargetFieldName"} {
-				if c.t.Get(cfg, req) < 0 {
-					c.report(cfg, "lb-policy-config", "rls_experimental config is missing %s", req)
-				}
-			}
-		}},
-		{name: "outlier_detection_experimental", check: func(c *checker, cfg int32) {
-			v := c.t.Get(cfg, "childPolicy")
-			if v < 0 {
-				c.report(cfg, "lb-policy-config", "outlier_detection_experimental config is missing childPolicy")
-				return
-			}
-			c.pushKey(keyNodeOf(c.t, cfg, v))
-			validateLBConfigList(c, v)
-			c.pop()
-		}},
+		{name: "pick_first", clients: allClients, emptyOK: true, check: checkPickFirst},
+		{name: "round_robin", clients: allClients, emptyOK: true, check: checkRoundRobin},
+		{name: "weighted_round_robin", clients: allClients, emptyOK: true, check: checkWRR},
+		{name: "least_request_experimental", clients: clientGo | clientJava, emptyOK: true, check: checkLeastRequest},
+		{name: "ring_hash_experimental", clients: clientGo | clientCore | clientJava, emptyOK: true, check: checkRingHash},
+		{name: "grpclb", clients: clientGo | clientCore | clientJava, emptyOK: true, check: checkGrpclb},
+		{name: "rls_experimental", clients: clientGo | clientCore | clientJava, check: checkRLS},
+		{name: "outlier_detection_experimental", clients: clientCore | clientJava, check: checkOutlierDetection},
+		{name: "random_subsetting_experimental", clients: clientGo | clientJava, check: checkRandomSubsetting},
+		{name: "priority_experimental", clients: clientCore, xdsOnly: true, check: checkPriority},
+		{name: "weighted_target_experimental", clients: clientCore, xdsOnly: true, check: checkWeightedTarget},
+		{name: "xds_cluster_manager_experimental", clients: clientCore, xdsOnly: true, check: checkClusterManager},
+		{name: "cds_experimental", clients: clientCore, xdsOnly: true, check: checkCds},
+		{name: "xds_cluster_impl_experimental", clients: clientCore, xdsOnly: true, check: checkXdsClusterImpl},
+		{name: "override_host_experimental", xdsOnly: true, check: checkOverrideHost("override_host_experimental")},
+		{name: "xds_override_host_experimental", clients: clientCore, xdsOnly: true, check: checkOverrideHost("xds_override_host_experimental")},
+		{name: "xds_wrr_locality_experimental", clients: clientCore, xdsOnly: true, check: checkWrrLocality},
+		// Deprecated in service_config.proto; no client registers them today.
+		{name: "xds_cluster_resolver_experimental", xdsOnly: true},
+		{name: "lrs_experimental", xdsOnly: true},
+		{name: "eds_experimental", xdsOnly: true},
+		{name: "xds", xdsOnly: true},
+		{name: "xds_experimental", xdsOnly: true},
 	}
-}
-
-func lookupLBPolicy(name string) *lbPolicy {
+	lbPolicyIndex = make(map[string]*lbPolicy, len(lbPolicies))
 	for i := range lbPolicies {
-		if lbPolicies[i].name == name {
-			return &lbPolicies[i]
+		lbPolicyIndex[lbPolicies[i].name] = &lbPolicies[i]
+		if !lbPolicies[i].xdsOnly {
+			usableNames = append(usableNames, lbPolicies[i].name)
 		}
 	}
-	return nil
 }
 
-func lbPolicyNames() []string {
-	out := make([]string, len(lbPolicies))
-	for i, p := range lbPolicies {
-		out[i] = p.name
+var (
+	lbPolicyIndex map[string]*lbPolicy
+	// usableNames are the policies worth suggesting for a typo: those
+	// some client can use from DNS.
+	usableNames []string
+)
+
+// lbList says how a list of LoadBalancingConfig entries is read where it
+// appears.
+type lbList struct {
+	what string
+	// emptyIsUnset: an empty list is the same as an absent field (proto3
+	// has no other way to say it), and the field is optional.
+	emptyIsUnset bool
+	// allowed narrows the policies a parent accepts as its child (grpclb:
+	// "Currently, the only supported values are round_robin and
+	// pick_first"); nil allows every policy of the spec.
+	allowed []string
+	// clients read this list: every client for loadBalancingConfig, those
+	// implementing the parent policy for a child list.
+	clients client
+}
+
+var topLevelList = lbList{what: "loadBalancingConfig", emptyIsUnset: true, clients: allClients}
+
+func (l *lbList) allows(name string) *lbPolicy {
+	p := lbPolicyIndex[name]
+	if p == nil || (l.allowed != nil && !contains(l.allowed, name)) {
+		return nil
+	}
+	return p
+}
+
+// validateLBConfigList checks a list of LoadBalancingConfig entries. The
+// spec (service_config.proto, LoadBalancingConfig): clients "iterate
+// through the list in order and stop at the first policy that they
+// support"; "If the config for the first supported policy is invalid, the
+// whole service config is invalid"; "If the list doesn't contain any
+// supported policy, the whole service config is invalid". Which policy is
+// first depends on the client, so the spec's choice (the first policy of
+// the spec) is checked with errors, and each client's own choice, when it
+// differs, with a warning naming that client.
+func validateLBConfigList(c *checker, v int32, l lbList) {
+	t := c.t
+	if !c.want(v, jtree.Array, "lb-config", l.what) {
+		return
+	}
+	if t.Nodes[v].Len == 0 {
+		switch {
+		case !l.emptyIsUnset:
+			c.report(v, "lb-config", "%s is an empty list: it must name a policy, like [{\"round_robin\":{}}]", l.what)
+		case l.clients == allClients:
+			// gRFC A24: "If unset, will use whatever algorithm is specified
+			// by the balancer", distinct from "If none are supported".
+			c.refuse(v, "lb-config-empty", clientGo|clientCore, "loadBalancingConfig is an empty list, which proto3 reads as unset (the default policy, or loadBalancingPolicy), as grpc-java and grpc-js do; grpc-go and C-core reject the whole config: remove the field")
+		}
+		return
+	}
+	type entry struct {
+		node, key, cfg int32
+		p              *lbPolicy
+	}
+	var entries []entry
+	chosen := -1
+	malformed := false
+	c.elements(v, func(i int, e int32) {
+		ent := entry{node: e, key: -1, cfg: -1}
+		defer func() { entries = append(entries, ent) }()
+		problem := ""
+		// grpc-js validates the shape of every entry, grpc-java also that
+		// each config is an object.
+		who := clientJava | clientJS
+		switch {
+		case t.Nodes[e].Kind != jtree.Object:
+			problem = "must be an object naming one policy, like {\"round_robin\":{}}, not " + describeKind(t, e)
+		case t.Nodes[e].Len != 1:
+			problem = "must hold exactly one policy, like {\"round_robin\":{}}; list alternatives as separate entries, most preferred first"
+		default:
+			ent.key = t.Nodes[e].First
+			ent.cfg = t.Nodes[ent.key].Next
+			if t.Nodes[ent.cfg].Kind != jtree.Object {
+				problem = "holds a policy whose config is " + describeKind(t, ent.cfg) + ": a policy's config must be an object, like {}"
+				who = clientJava
+			}
+		}
+		if problem != "" {
+			malformed = true
+			if chosen < 0 {
+				// Every client examines the entries up to the one it uses.
+				c.report(e, "lb-config", "a %s entry %s", l.what, problem)
+			} else if who &= l.clients; who != 0 {
+				c.refuse(e, "lb-fallback-config", who, "this %s entry %s: clients stop at the first policy they support, but %s %s every entry and %s the whole config", l.what, problem, who, who.verb("checks", "check"), who.verb("rejects", "reject"))
+			}
+			ent.key = -1
+			return
+		}
+		ent.p = l.allows(t.Str(ent.key))
+		if ent.p != nil && chosen < 0 {
+			chosen = i
+		}
+	})
+	if chosen < 0 {
+		if !malformed {
+			reportNoKnownPolicy(c, v, l)
+		}
+		return
+	}
+	ch := entries[chosen]
+	c.pushIdx(chosen)
+	c.pushKey(ch.key)
+	if ch.p.xdsOnly {
+		c.report(ch.key, "lb-policy-xds", "%s is an xDS policy: it takes its cluster and endpoints from an xDS resolver, so a channel that reads this record from DNS has no usable backends; name a policy such as round_robin first", ch.p.name)
+	}
+	if ch.p.check != nil {
+		ch.p.check(c, ch.cfg)
+	}
+	c.pop()
+	c.pop()
+
+	// Each client's own choice.
+	var none client
+	fallbacks := map[int]client{}
+	for bit := client(1); bit&allClients != 0; bit <<= 1 {
+		if l.clients&bit == 0 {
+			continue
+		}
+		idx := -1
+		for i, e := range entries {
+			if e.p != nil && e.p.clients&bit != 0 {
+				idx = i
+				break
+			}
+			if e.key < 0 && i > chosen && bit&(clientJava|clientJS) == 0 {
+				break // a malformed entry stops the others; already said
+			}
+		}
+		switch {
+		case idx < 0:
+			none |= bit
+		case idx != chosen:
+			fallbacks[idx] |= bit
+		}
+	}
+	if none != 0 {
+		reportUnsupported(c, v, l, none, entries[chosen].p.name)
+	}
+	idxs := make([]int, 0, len(fallbacks))
+	for i := range fallbacks {
+		idxs = append(idxs, i)
+	}
+	sort.Ints(idxs)
+	for _, i := range idxs {
+		e := entries[i]
+		if e.p.check == nil {
+			continue
+		}
+		sub := &checker{t: c.t, path: append([]seg(nil), c.path...)}
+		sub.pushIdx(i)
+		sub.pushKey(e.key)
+		e.p.check(sub, e.cfg)
+		for _, d := range sub.diags {
+			if d.Severity == Error {
+				who := fallbacks[i]
+				c.pushIdx(i)
+				c.pushKey(e.key)
+				c.refuse(e.key, "lb-fallback-config", who, "%s %s %s, so %s %s %s and %s the whole config: %s (at %s)", who, who.verb("lacks", "lack"), entries[chosen].p.name, who, who.verb("uses", "use"), e.p.name, who.verb("rejects", "reject"), d.Message, d.Path)
+				c.pop()
+				c.pop()
+				break
+			}
+		}
+	}
+}
+
+func reportNoKnownPolicy(c *checker, v int32, l lbList) {
+	t := c.t
+	var names []string
+	for e := t.Nodes[v].First; e >= 0; e = t.Nodes[e].Next {
+		if t.Nodes[e].Kind == jtree.Object && t.Nodes[e].Len == 1 {
+			names = append(names, t.Str(t.Nodes[e].First))
+		}
+	}
+	known := usableNames
+	if l.allowed != nil {
+		known = l.allowed
+	}
+	msg := l.what + " names no policy of the gRPC spec (" + strings.Join(quoteAll(names), ", ") + "), so every client rejects the config"
+	for _, n := range names {
+		if s := Suggest(n, known); s != "" {
+			c.report(v, "lb-no-known-policy", "%s: did you mean %q?", msg, s)
+			return
+		}
+	}
+	c.report(v, "lb-no-known-policy", "%s; add one it can use, such as {\"round_robin\":{}} (%s)", msg, strings.Join(known, ", "))
+}
+
+// reportUnsupported says which clients implement none of the policies of a
+// list. grpc-js falls back to pick_first where the others reject.
+func reportUnsupported(c *checker, v int32, l lbList, none client, first string) {
+	reject := none &^ clientJS
+	var parts []string
+	if reject != 0 {
+		parts = append(parts, reject.String()+" "+reject.verb("rejects", "reject")+" the whole config")
+	}
+	if none&clientJS != 0 {
+		parts = append(parts, "grpc-js uses pick_first instead")
+	}
+	c.refuse(v, "lb-policy-unsupported", reject, "%s %s none of the policies of %s (the spec's choice is %s): %s; add a policy every client has, like {\"round_robin\":{}}, as the last entry", none, none.verb("implements", "implement"), l.what, first, strings.Join(parts, ", and "))
+}
+
+func quoteAll(ss []string) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = `"` + s + `"`
 	}
 	return out
 }
 
-// validateLBConfigList checks a loadBalancingConfig list: each entry an
-// object with exactly one policy; at least one policy known to clients.
-// Clients use the first entry they know, so that entry's config is checked.
-func validateLBConfigList(c *checker, v int32) {
-	t := c.t
-	if !c.want(v, jtree.Array, "lb-config", "loadBalancingConfig") {
-		return
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
 	}
-	known := false
-	c.elements(v, func(_ int, e int32) {
-		if !c.want(e, jtree.Object, "lb-config", "a loadBalancingConfig entry") {
-			return
-		}
-		// An entry that names a known policy counts as one even when it is
-		// malformed: that is a different problem, reported on its own.
-		for k := t.Nodes[e].First; k >= 0; k = t.Nodes[t.Nodes[k].Next].Next {
-			if lookupLBPolicy(t.Str(k)) != nil {
-				known = true
-			}
-		}
-		if t.Nodes[e].Len != 1 {
-			c.report(e, "lb-config", "a loadBalancingConfig entry must hold exactly one policy, like {\"round_robin\":{}}, not %d; list alternatives as separate entries, most preferred first", t.Nodes[e].Len)
-			return
-		}
-		k := t.Nodes[e].First
-		cfg := t.Nodes[k].Next
-		c.pushKey(k)
-		defer c.pop()
-		if !c.want(cfg, jtree.Object, "lb-config", "the config of policy "+string(t.Raw(k))) {
-			return
-		}
-		p := lookupLBPolicy(t.Str(k))
-		if p == nil {
-			return
-		}
-		// Every known entry is checked, not only the first: a client that
-		// lacks the first policy falls back to the next one.
-		if p.check != nil {
-			p.check(c, cfg)
-		}
-	})
-	if !known && t.Nodes[v].Len > 0 {
-		msg := "loadBalancingConfig names no policy gRPC clients know, so they reject the config; add a fallback such as {\"round_robin\":{}} (known: " + strings.Join(lbPolicyNames(), ", ") + ")"
-		if e := t.Nodes[v].First; t.Nodes[e].Kind == jtree.Object && t.Nodes[e].Len == 1 {
-			if s := Suggest(t.Str(t.Nodes[e].First), lbPolicyNames()); s != "" {
-				msg = "loadBalancingConfig names no policy gRPC clients know: did you mean \"" + s + "\"?"
-			}
-		}
-		c.report(v, "lb-no-known-policy", "%s", msg)
-	}
-	if t.Nodes[v].Len == 0 {
-		c.report(v, "lb-config", "loadBalancingConfig is an empty list: name a policy, like [{\"round_robin\":{}}], or remove the field")
-	}
+	return false
 }
 
-// validateLBPolicy checks the deprecated loadBalancingPolicy field.
-func validateLBPolicy(c *checker, v int32) {
+// validateLBPolicy checks the deprecated loadBalancingPolicy field, which
+// service_config.proto keeps as the enum LoadBalancingPolicy (ROUND_ROBIN)
+// and clients read as a policy name: C-core and grpc-java lower-case it and
+// accept any policy whose empty config is valid; grpc-go looks the name up
+// as written and falls back to pick_first when it has no such policy;
+// grpc-js ignores the field. gRFC A21 makes an unknown name invalid.
+// moot says loadBalancingConfig is set, so clients do not use the name.
+func validateLBPolicy(c *checker, v int32, moot bool) {
 	t := c.t
 	if !c.want(v, jtree.String, "lb-policy", "loadBalancingPolicy") {
 		return
 	}
 	name := t.Str(v)
-	switch name {
-	case "pick_first", "round_robin":
+	lower := strings.ToLower(name)
+	p := lbPolicyIndex[lower]
+	if p == nil {
+		msg := "loadBalancingPolicy " + string(t.Raw(v)) + " is not a policy gRPC clients know (gRFC A21: an unknown policy makes the config invalid)"
+		if s := Suggest(lower, usableNames); s != "" {
+			msg += ": did you mean \"" + s + "\"?"
+		} else {
+			msg += "; use \"round_robin\" or \"pick_first\""
+		}
+		c.report(v, "lb-policy", "%s", msg)
 		return
 	}
-	if p := lookupLBPolicy(strings.ToLower(name)); p != nil && (p.name == "pick_first" || p.name == "round_robin") {
-		c.report(v, "lb-policy", "loadBalancingPolicy %q must be lower-case: write %q", name, p.name)
+	if !p.emptyOK {
+		c.report(v, "lb-policy", "loadBalancingPolicy %s names %s, which needs a config: clients reject it here; use \"loadBalancingConfig\":[{%q:{...}}]", t.Raw(v), p.name, p.name)
 		return
 	}
-	if lookupLBPolicy(name) != nil {
-		c.report(v, "lb-policy", "loadBalancingPolicy %q cannot be configured this way: use \"loadBalancingConfig\":[{%q:{}}]", name, name)
+	if moot {
 		return
 	}
-	msg := "loadBalancingPolicy " + string(t.Raw(v)) + " is not a policy gRPC clients know: use \"round_robin\" or \"pick_first\""
-	if s := Suggest(name, []string{"round_robin", "pick_first"}); s != "" {
-		msg = "loadBalancingPolicy " + string(t.Raw(v)) + " is not a policy gRPC clients know: did you mean \"" + s + "\"?"
+	var reject client
+	var notes []string
+	if name != lower {
+		c.goText = append(c.goText, rewrite{v, strconv.Quote(lower)})
+		if lower != "pick_first" {
+			notes = append(notes, "grpc-go looks policy names up as written and uses pick_first instead of "+lower)
+		}
 	}
-	c.report(v, "lb-policy", "%s", msg)
+	if lacking := allClients &^ clientJS &^ p.clients; lacking != 0 {
+		if lacking&clientGo != 0 && name == lower {
+			notes = append(notes, "grpc-go lacks "+lower+" and uses pick_first instead")
+		}
+		if r := lacking &^ clientGo; r != 0 {
+			reject = r
+			notes = append(notes, r.String()+" "+r.verb("lacks", "lack")+" "+lower+" and "+r.verb("rejects", "reject")+" the whole config")
+		}
+	}
+	if lower != "pick_first" {
+		notes = append(notes, "grpc-js ignores loadBalancingPolicy and uses pick_first")
+	}
+	if len(notes) == 0 {
+		return
+	}
+	fix := "write \"loadBalancingConfig\":[{\"" + lower + "\":{}}], which every client reads alike"
+	if name != lower && lower != "pick_first" {
+		fix = "write \"" + lower + "\", or better " + fix[len("write "):]
+	}
+	c.refuse(v, "lb-policy-compat", reject, "loadBalancingPolicy %s is valid, but %s; %s", t.Raw(v), strings.Join(notes, "; "), fix)
 }
 
-// lbFields checks that cfg holds only the given fields with the given kinds.
-func lbFields(c *checker, cfg int32, policy string, fields map[string]jtree.Kind) {
+// pfield is a known member of a policy's config and its check.
+type pfield struct {
+	name  string
+	check func(c *checker, v int32)
+}
+
+// policyFields checks the members of a policy's config: each known one
+// with its function, the rest reported as unknown. A slice, not a map:
+// lint builds these tables for every config it checks.
+func policyFields(c *checker, cfg int32, policy string, fields []pfield) {
 	t := c.t
-	names := make([]string, 0, len(fields))
-	for n := range fields {
-		names = append(names, n)
-	}
-	slices.Sort(names)
-	c.members(cfg, func(k, v int32) {
-		want, ok := fields[t.Str(k)]
-		switch {
-		case !ok:
-			c.unknownField(k, "unknown-field", policy+" config", names)
-		case t.Is(k, "childPolicy"):
-			validateLBConfigList(c, v)
-		default:
-			c.want(v, want, "lb-policy-config", policy+"."+t.Str(k))
+	c.fields(cfg, func(k, v int32) {
+		for _, f := range fields {
+			if t.Is(k, f.name) {
+				f.check(c, v)
+				return
+			}
 		}
+		names := make([]string, len(fields))
+		for i, f := range fields {
+			names[i] = f.name
+		}
+		sort.Strings(names)
+		c.unknownField(k, "unknown-field", policy+" config", names)
 	})
 }
 
+// require reports the required members of obj that are absent or null.
+func require(c *checker, obj int32, what string, names ...string) {
+	var missing []string
+	for _, n := range names {
+		if c.field(obj, n) < 0 {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) > 0 {
+		c.report(obj, "lb-policy-config", "%s is missing %s, which it requires", what, joinAnd(missing))
+	}
+}
+
+func joinAnd(m []string) string {
+	switch len(m) {
+	case 0:
+		return ""
+	case 1:
+		return m[0]
+	}
+	return strings.Join(m[:len(m)-1], ", ") + " and " + m[len(m)-1]
+}
+
+func boolField(what string) func(c *checker, v int32) {
+	return func(c *checker, v int32) { c.want(v, jtree.Bool, "lb-policy-config", what) }
+}
+
+func stringField(what string) func(c *checker, v int32) {
+	return func(c *checker, v int32) { c.want(v, jtree.String, "lb-policy-config", what) }
+}
+
+// durationField checks a Duration field of a policy config whose spec
+// allows negative values; refuseNeg names the clients that reject them.
+func durationField(what string, refuseNeg client) func(c *checker, v int32) {
+	return func(c *checker, v int32) {
+		if d, ok := duration(c, v, what); ok && d.neg() {
+			refuseNeg := negRefusers(d, refuseNeg)
+			c.refuse(v, "duration-negative", refuseNeg, "%s %s is negative: the spec does not forbid it, but %s %s the whole config; write a positive duration", what, c.t.Raw(v), refuseNeg, refuseNeg.verb("rejects", "reject"))
+		}
+	}
+}
+
+// nonNegDuration checks a Duration field that the spec says must not be
+// negative.
+func nonNegDuration(what, src string) func(c *checker, v int32) {
+	return func(c *checker, v int32) {
+		if d, ok := duration(c, v, what); ok && d.neg() {
+			c.report(v, "lb-policy-config", "%s %s must not be negative (%s)", what, c.t.Raw(v), src)
+		}
+	}
+}
+
+// checkPickFirst: PickFirstConfig (gRFC A62).
+func checkPickFirst(c *checker, cfg int32) {
+	policyFields(c, cfg, "pick_first", []pfield{
+		{"shuffleAddressList", boolField("pick_first.shuffleAddressList")},
+	})
+}
+
+// checkRoundRobin: RoundRobinConfig has no fields.
+func checkRoundRobin(c *checker, cfg int32) {
+	policyFields(c, cfg, "round_robin", nil)
+}
+
+// checkWRR: WeightedRoundRobinLbConfig (gRFC A58, A114): "Configuration is
+// rejected if [errorUtilizationPenalty] is negative". The periods may be
+// anything; C-core rejects negative durations everywhere.
 func checkWRR(c *checker, cfg int32) {
-	t := c.t
-	c.members(cfg, func(k, v int32) {
-		switch {
-		case t.Is(k, "enableOobLoadReport"):
-			c.want(v, jtree.Bool, "lb-policy-config", "weighted_round_robin.enableOobLoadReport")
-		case t.Is(k, "oobReportingPeriod"), t.Is(k, "blackoutPeriod"), t.Is(k, "weightExpirationPeriod"), t.Is(k, "weightUpdatePeriod"):
-			if d, ok := duration(c, v, "weighted_round_robin."+t.Str(k)); ok && d.neg() {
-				c.report(v, "lb-policy-config", "weighted_round_robin.%s must not be negative", t.Str(k))
+	period := func(name string) func(*checker, int32) {
+		return durationField("weighted_round_robin."+name, clientCore)
+	}
+	policyFields(c, cfg, "weighted_round_robin", []pfield{
+		{"enableOobLoadReport", boolField("weighted_round_robin.enableOobLoadReport")},
+		{"oobReportingPeriod", period("oobReportingPeriod")},
+		{"blackoutPeriod", period("blackoutPeriod")},
+		{"weightExpirationPeriod", period("weightExpirationPeriod")},
+		{"weightUpdatePeriod", period("weightUpdatePeriod")},
+		// gRFC A114: repeated string; names a client cannot use are skipped.
+		{"metricNamesForComputingUtilization", func(c *checker, v int32) {
+			if c.want(v, jtree.Array, "lb-policy-config", "weighted_round_robin.metricNamesForComputingUtilization") {
+				c.elements(v, func(_ int, e int32) { c.want(e, jtree.String, "lb-policy-config", "a metric name") })
 			}
-		case t.Is(k, "errorUtilizationPenalty"):
-			if c.want(v, jtree.Number, "lb-policy-config", "weighted_round_robin.errorUtilizationPenalty") {
-				if f, ok := t.Float(v); !ok || f < 0 {
-					c.report(v, "lb-policy-config", "weighted_round_robin.errorUtilizationPenalty must not be negative")
-				}
+		}},
+		{"errorUtilizationPenalty", func(c *checker, v int32) {
+			if n, ok := c.protoNumber(v, "weighted_round_robin.errorUtilizationPenalty", "lb-policy-config", numFloat, clientGo); ok && !(n.f >= 0) {
+				c.report(v, "lb-policy-config", "weighted_round_robin.errorUtilizationPenalty must not be negative (gRFC A58), not %s", c.t.Raw(v))
 			}
-		default:
-			c.unknownField(k, "unknown-field", "weighted_round_robin config", []string{"enableOobLoadReport", "oobReportingPeriod", "blackoutPeriod", "weightExpirationPeriod", "weightUpdatePeriod", "errorUtilizationPenalty"})
-		}
+		}},
 	})
 }
 
+// checkLeastRequest: gRFC A48: "If choice_count < 2, the config will be
+// rejected"; above 10 it is treated as 10.
 func checkLeastRequest(c *checker, cfg int32) {
-	t := c.t
-	c.members(cfg, func(k, v int32) {
-		if !t.Is(k, "choiceCount") {
-			c.unknownField(k, "unknown-field", "least_request_experimental config", []string{"choiceCount"})
-			return
-		}
-		if n, ok := t.Int(v); c.kind(v) != jtree.Number || !ok || n < 2 {
-			c.report(v, "lb-policy-config", "least_request_experimental.choiceCount must be a whole number of at least 2 (clients cap it at 10), not %s", describeKind(t, v))
-		}
+	policyFields(c, cfg, "least_request_experimental", []pfield{
+		{"choiceCount", func(c *checker, v int32) {
+			if n, ok := c.protoNumber(v, "least_request_experimental.choiceCount", "lb-policy-config", numUint64, clientGo); ok && n.i < 2 {
+				c.report(v, "lb-policy-config", "least_request_experimental.choiceCount must be at least 2 (gRFC A48; clients cap it at 10), not %s", c.t.Raw(v))
+			}
+		}},
 	})
 }
 
-// ringHashMax is the largest ring gRPC clients build (gRFC A42).
+// ringHashMax is the largest ring gRPC clients accept (gRFC A42: "values
+// above 8M will be NACKed").
 const ringHashMax = 8 * 1024 * 1024
 
+// The defaults of minRingSize and maxRingSize (gRFC A42's LB policy
+// config): a minRingSize above 4096 needs an explicit maxRingSize.
+const (
+	ringHashDefaultMin = 1024
+	ringHashDefaultMax = 4096
+)
+
+// checkRingHash: RingHashLoadBalancingConfig (gRFC A42, A76).
 func checkRingHash(c *checker, cfg int32) {
 	t := c.t
 	var minSize, maxSize int64 = -1, -1
-	c.members(cfg, func(k, v int32) {
-		switch {
-		case t.Is(k, "minRingSize"), t.Is(k, "maxRingSize"):
-			n, ok := t.Int(v)
-			if c.kind(v) != jtree.Number || !ok || n < 1 || n > ringHashMax {
-				c.report(v, "lb-policy-config", "ring_hash_experimental.%s must be a whole number from 1 to %d, not %s", t.Str(k), ringHashMax, describeKind(t, v))
+	size := func(name string, dst *int64) func(*checker, int32) {
+		return func(c *checker, v int32) {
+			what := "ring_hash_experimental." + name
+			n, ok := c.protoNumber(v, what, "lb-policy-config", numUint64, clientGo)
+			if !ok {
 				return
 			}
-			if t.Is(k, "minRingSize") {
-				minSize = n
-			} else {
-				maxSize = n
+			if n.i == 0 {
+				// proto3: 0 is the field unset, so the default applies.
+				c.refuse(v, "proto-default-value", clientCore|clientJava, "%s is 0, which proto3 reads as unset (the default, %d), but C-core and grpc-java reject the whole config; leave the field out", what, map[string]int{"minRingSize": ringHashDefaultMin, "maxRingSize": ringHashDefaultMax}[name])
+				return
 			}
-		case t.Is(k, "requestHashHeader"):
-			c.want(v, jtree.String, "lb-policy-config", "ring_hash_experimental.requestHashHeader")
-		default:
-			c.unknownField(k, "unknown-field", "ring_hash_experimental config", []string{"minRingSize", "maxRingSize", "requestHashHeader"})
+			if n.i > ringHashMax {
+				c.report(v, "lb-policy-config", "%s must be at most %d (gRFC A42: \"values above 8M will be NACKed\"), not %s", what, ringHashMax, t.Raw(v))
+				return
+			}
+			*dst = n.i
 		}
+	}
+	policyFields(c, cfg, "ring_hash_experimental", []pfield{
+		{"minRingSize", size("minRingSize", &minSize)},
+		{"maxRingSize", size("maxRingSize", &maxSize)},
+		{"requestHashHeader", func(c *checker, v int32) {
+			if !c.want(v, jtree.String, "lb-policy-config", "ring_hash_experimental.requestHashHeader") {
+				return
+			}
+			// gRFC A76: "if the request_hash_header field contains a value
+			// that is not a valid header name, then the configuration is
+			// rejected", and so is a binary (-bin) header.
+			h := strings.ToLower(t.Str(v))
+			switch {
+			case h == "":
+			case !validHeaderName(h):
+				c.report(v, "lb-policy-config", "ring_hash_experimental.requestHashHeader %s is not a valid header name (gRFC A76): use lower-case letters, digits, '-', '_' and '.'", t.Raw(v))
+			case strings.HasSuffix(h, "-bin"):
+				c.report(v, "lb-policy-config", "ring_hash_experimental.requestHashHeader %s names a binary header, which gRFC A76 rejects: hash on a text header", t.Raw(v))
+			}
+		}},
 	})
-	// Defaults from gRFC A42: an absent bound still constrains the other.
+	// An absent bound still constrains the other through its default.
 	if minSize < 0 && maxSize < 0 {
 		return
 	}
@@ -250,17 +564,106 @@ func checkRingHash(c *checker, cfg int32) {
 	}
 }
 
-// The defaults of minRingSize and maxRingSize (gRFC A42's LB policy
-// config; grpc-go 1.85 balancer/ringhash): a minRingSize above 4096 needs
-// an explicit maxRingSize.
-const (
-	ringHashDefaultMin = 1024
-	ringHashDefaultMax = 4096
-)
-
 func defaultNote(v int64) string {
 	if v < 0 {
 		return ", the default"
 	}
 	return ""
+}
+
+// validHeaderName: an HTTP/2 header name as gRPC metadata keys are written,
+// lower-case tokens of [0-9a-z-_.].
+func validHeaderName(h string) bool {
+	if h == "" {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		b := h[i]
+		if !(b >= 'a' && b <= 'z' || b >= '0' && b <= '9' || b == '-' || b == '_' || b == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// checkGrpclb: GrpcLbConfig. Its childPolicy is optional ("If unset,
+// defaults to round_robin"), and "Currently, the only supported values are
+// round_robin and pick_first".
+func checkGrpclb(c *checker, cfg int32) {
+	policyFields(c, cfg, "grpclb", []pfield{
+		{"childPolicy", func(c *checker, v int32) {
+			validateLBConfigList(c, v, lbList{what: "grpclb.childPolicy", emptyIsUnset: true,
+				allowed: []string{"round_robin", "pick_first"}, clients: lbPolicyIndex["grpclb"].clients})
+		}},
+		{"serviceName", stringField("grpclb.serviceName")},
+		// Read by grpc-java only, which rejects a negative timeout.
+		{"initialFallbackTimeout", durationField("grpclb.initialFallbackTimeout", clientJava)},
+	})
+}
+
+// checkOutlierDetection: OutlierDetectionLoadBalancingConfig, validated as
+// gRFC A50 says: durations non-negative, the four percentages at most 100,
+// and a child policy.
+func checkOutlierDetection(c *checker, cfg int32) {
+	const src = "gRFC A50"
+	pct := func(what string) func(*checker, int32) {
+		return func(c *checker, v int32) {
+			if n, ok := c.protoNumber(v, what, "lb-policy-config", numUint32, 0); ok && n.i > 100 {
+				c.report(v, "lb-policy-config", "%s must be at most 100 (%s), not %s", what, src, c.t.Raw(v))
+			}
+		}
+	}
+	count := func(what string) func(*checker, int32) {
+		return func(c *checker, v int32) { c.protoNumber(v, what, "lb-policy-config", numUint32, 0) }
+	}
+	ejection := func(what string, fields []pfield) func(*checker, int32) {
+		return func(c *checker, v int32) {
+			if c.want(v, jtree.Object, "lb-policy-config", what) {
+				policyFields(c, v, what, fields)
+			}
+		}
+	}
+	const od = "outlier_detection_experimental."
+	policyFields(c, cfg, "outlier_detection_experimental", []pfield{
+		{"interval", nonNegDuration(od+"interval", src)},
+		{"baseEjectionTime", nonNegDuration(od+"baseEjectionTime", src)},
+		{"maxEjectionTime", nonNegDuration(od+"maxEjectionTime", src)},
+		{"maxEjectionPercent", pct(od + "maxEjectionPercent")},
+		{"successRateEjection", ejection(od+"successRateEjection", []pfield{
+			{"stdevFactor", count(od + "successRateEjection.stdevFactor")},
+			{"enforcementPercentage", pct(od + "successRateEjection.enforcementPercentage")},
+			{"minimumHosts", count(od + "successRateEjection.minimumHosts")},
+			{"requestVolume", count(od + "successRateEjection.requestVolume")},
+		})},
+		{"failurePercentageEjection", ejection(od+"failurePercentageEjection", []pfield{
+			{"threshold", pct(od + "failurePercentageEjection.threshold")},
+			{"enforcementPercentage", pct(od + "failurePercentageEjection.enforcementPercentage")},
+			{"minimumHosts", count(od + "failurePercentageEjection.minimumHosts")},
+			{"requestVolume", count(od + "failurePercentageEjection.requestVolume")},
+		})},
+		{"childPolicy", childPolicy("outlier_detection_experimental")},
+	})
+	require(c, cfg, "outlier_detection_experimental", "childPolicy")
+}
+
+// childPolicy checks the required child policy list of a parent policy.
+func childPolicy(parent string) func(*checker, int32) {
+	return func(c *checker, v int32) {
+		validateLBConfigList(c, v, lbList{what: parent + ".childPolicy", clients: lbPolicyIndex[parent].clients})
+	}
+}
+
+// checkRandomSubsetting: RandomSubsettingLoadBalancingConfig (gRFC A68):
+// subsetSize "is required and must be greater than 0"; the child policy
+// "is required".
+func checkRandomSubsetting(c *checker, cfg int32) {
+	policyFields(c, cfg, "random_subsetting_experimental", []pfield{
+		{"subsetSize", func(c *checker, v int32) {
+			if n, ok := c.protoNumber(v, "random_subsetting_experimental.subsetSize", "lb-policy-config", numUint32, clientGo); ok && n.i < 1 {
+				c.report(v, "lb-policy-config", "random_subsetting_experimental.subsetSize must be greater than 0 (gRFC A68)")
+			}
+		}},
+		{"childPolicy", childPolicy("random_subsetting_experimental")},
+	})
+	require(c, cfg, "random_subsetting_experimental", "subsetSize", "childPolicy")
 }

@@ -392,7 +392,7 @@ func lintChoiceList(c *checker, ch *Choices) {
 	if !catchAll && len(ch.List) > 0 {
 		last := ch.List[len(ch.List)-1].node
 		c.pushIdx(len(ch.List) - 1)
-		c.report(last, "choices-no-catch-all", "no choice matches every client: a client that matches none gets no config from this record, and grpc-go and grpc-js then fail the channel (UNAVAILABLE) while our resolver, C-core and grpc-java use the channel's default config; end the list with a choice without criteria, like {\"serviceConfig\":{}}")
+		c.refuse(last, "choices-no-catch-all", clientGo|clientJS, "no choice matches every client: a client that matches none gets no config from this record, and grpc-go and grpc-js then fail the channel (UNAVAILABLE) while our resolver, C-core and grpc-java use the channel's default config; end the list with a choice without criteria, like {\"serviceConfig\":{}}")
 		c.pop()
 	}
 	for i := range ch.List {
@@ -406,8 +406,15 @@ func lintChoiceList(c *checker, ch *Choices) {
 		}
 		for _, key := range []string{keyClientLanguage, keyClientHostname} {
 			if v := t.Get(x.node, key); v >= 0 && t.Nodes[v].Kind == jtree.Array && t.Nodes[v].Len == 0 {
+				// gRFC A2 matches all; so do C-core's current resolver and
+				// grpc-java. grpc-go and grpc-js match none, and fail the
+				// channel when no later choice takes them.
+				var who client
+				if !ch.laterCatchAll(i) {
+					who = clientGo | clientJS
+				}
 				c.pushKey(keyNodeOf(t, x.node, v))
-				c.report(v, "choice-empty-list", "an empty %s list matches every client under gRFC A2, but grpc-go, grpc-js and C-core match none (and grpc-go and grpc-js fail the channel when no later choice matches): remove the field to match every client", key)
+				c.refuse(v, "choice-empty-list", who, "an empty %s list matches every client under gRFC A2 (C-core and grpc-java agree), but grpc-go and grpc-js match none (and fail the channel when no later choice matches them): remove the field to match every client", key)
 				c.pop()
 			}
 		}
@@ -611,6 +618,17 @@ func locate(ds Diagnostics, text []byte) {
 			ds[i].related = 0
 		}
 	}
+}
+
+// laterCatchAll reports whether a choice after i has no criterion at all,
+// so that every client, however it reads criteria, selects it.
+func (ch *Choices) laterCatchAll(i int) bool {
+	for _, x := range ch.List[i+1:] {
+		if x.ClientLanguage == nil && x.ClientHostname == nil && (x.Percentage < 0 || x.Percentage == 100) && x.Constraints == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // matchesEveryone reports whether the choice has no criterion that can fail

@@ -56,14 +56,11 @@ func (ch *Choices) GrpcGoFailure() (reason string, choice int) {
 
 // grpcGoRejects says why grpc-go's parser would reject a service config,
 // or returns "": it checks what grpc-go reads (field names in any case
-// taken for the field) with our rules. grpc-go rejects lower-case status
-// codes in a retryPolicy; it ignores hedgingPolicy altogether.
+// taken for the field) with our rules, and finds an error or a warning that
+// names grpc-go among the clients that refuse the config.
 func grpcGoRejects(cfg []byte) string {
 	for _, d := range ValidateServiceConfig(grpcGoView(cfg)) {
-		switch {
-		case d.Severity == Error:
-			return d.Message
-		case d.Code == "status-code-case" && strings.Contains(d.Path, "/retryPolicy/"):
+		if d.Severity == Error || d.refusedBy&clientGo != 0 {
 			return d.Message
 		}
 	}

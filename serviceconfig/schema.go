@@ -76,7 +76,7 @@ func schemaFindings(t *jtree.Tree, k Kind) []schemaFinding {
 	if k == KindServiceConfig {
 		sch = s.config
 	}
-	err = sch.Validate(schemaInstance(t, 0))
+	err = sch.Validate(dropNulls(schemaInstance(t, 0)))
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
 		return nil
@@ -84,6 +84,26 @@ func schemaFindings(t *jtree.Tree, k Kind) []schemaFinding {
 	var out []schemaFinding
 	s.collect(ve, map[[2]string]string{}, &out)
 	return out
+}
+
+// dropNulls removes the object members whose value is null: proto3 JSON
+// reads them as absent, and the Go rules say what clients do with them.
+func dropNulls(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			if e == nil {
+				delete(x, k)
+			} else {
+				x[k] = dropNulls(e)
+			}
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = dropNulls(e)
+		}
+	}
+	return v
 }
 
 // schemaDiagnostics returns every finding of the schema as a diagnostic.

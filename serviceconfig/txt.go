@@ -208,8 +208,11 @@ func sizeDiagnostics(owner string, strs []string) Diagnostics {
 		return Diagnostics{{Severity: severityOf(code), Code: code, Offset: -1, Message: msg}}
 	}
 	switch {
-	case plain > MaxMessageSize:
-		return mk("txt-too-large", fmt.Sprintf("the answer would be %d bytes %s, more than a DNS message can hold (%d); shrink the config or split it across services", plain, where, MaxMessageSize))
+	case edns > MaxMessageSize:
+		// Sized with the OPT record: the answer as an EDNS client gets it
+		// over TCP. One that fits only without it reaches such clients as
+		// TC=1 with no records, over TCP too.
+		return mk("txt-too-large", fmt.Sprintf("the answer would be %d bytes %s with the EDNS OPT record, more than a DNS message can hold (%d); shrink the config or split it across services", edns, where, MaxMessageSize))
 	case edns > SafeEDNSSize:
 		return mk("txt-size-edns", fmt.Sprintf("the answer is %d bytes %s, above the %d-byte EDNS buffer most resolvers advertise: clients get it truncated and retry over TCP; keep the record under about %d bytes of JSON", edns, where, SafeEDNSSize, SafeEDNSSize-(edns-RDataLen(strs))-len(Attribute)-1-len(strs)))
 	case plain > PlainUDPSize:

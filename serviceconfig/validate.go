@@ -23,10 +23,12 @@ func ValidateServiceConfig(config []byte) Diagnostics {
 	return c.diags
 }
 
-var serviceConfigFields = []string{"loadBalancingConfig", "loadBalancingPolicy", "methodConfig", "retryThrottling", "healthCheckConfig"}
+var serviceConfigFields = []string{"loadBalancingConfig", "loadBalancingPolicy", "methodConfig", "retryThrottling", "healthCheckConfig", "connectionScaling"}
 
 // validateServiceConfig checks the service config object at node v against
-// the gRPC service config (service_config.proto and gRFCs A6, A21, A24).
+// the ServiceConfig message of service_config.proto and the gRFCs that
+// define its fields (A6, A21, A24 and the LB policies'). Every rule says
+// where it comes from; docs/rules.md says how severities are chosen.
 func validateServiceConfig(c *checker, v int32) {
 	t := c.t
 	if !c.want(v, jtree.Object, "service-config-type", "a service config") {
@@ -34,14 +36,22 @@ func validateServiceConfig(c *checker, v int32) {
 	}
 	var lbPolicyKey, lbConfig int32 = -1, -1
 	names := make(map[string]int32)
-	c.members(v, func(k, val int32) {
+	// A non-empty loadBalancingConfig makes loadBalancingPolicy moot.
+	lbSet := false
+	if l := c.field(v, "loadBalancingConfig"); l >= 0 && t.Nodes[l].Kind == jtree.Array && t.Nodes[l].Len > 0 {
+		lbSet = true
+	}
+	c.fields(v, func(k, val int32) {
 		switch {
 		case t.Is(k, "loadBalancingConfig"):
 			lbConfig = val
-			validateLBConfigList(c, val)
+			validateLBConfigList(c, val, topLevelList)
+			if t.Nodes[val].Kind == jtree.Array && t.Nodes[val].Len == 0 {
+				c.goDrop = append(c.goDrop, k)
+			}
 		case t.Is(k, "loadBalancingPolicy"):
 			lbPolicyKey = k
-			validateLBPolicy(c, val)
+			validateLBPolicy(c, val, lbSet)
 		case t.Is(k, "methodConfig"):
 			if !c.want(val, jtree.Array, "method-config", "methodConfig") {
 				return
@@ -50,8 +60,9 @@ func validateServiceConfig(c *checker, v int32) {
 		case t.Is(k, "retryThrottling"):
 			validateRetryThrottling(c, val)
 		case t.Is(k, "healthCheckConfig"):
+			// gRFC A17: HealthCheckConfig {StringValue service_name}.
 			if c.want(val, jtree.Object, "health-check-config", "healthCheckConfig") {
-				c.members(val, func(k2, v2 int32) {
+				c.fields(val, func(k2, v2 int32) {
 					if t.Is(k2, "serviceName") {
 						c.want(v2, jtree.String, "health-check-config", "healthCheckConfig.serviceName")
 						return
@@ -59,11 +70,24 @@ func validateServiceConfig(c *checker, v int32) {
 					c.unknownField(k2, "unknown-field", "healthCheckConfig", []string{"serviceName"})
 				})
 			}
+		case t.Is(k, "connectionScaling"):
+			// gRFC A105: ConnectionScaling {UInt32Value
+			// max_connections_per_subchannel}; read by C-core only.
+			if c.want(val, jtree.Object, "wrong-type", "connectionScaling") {
+				c.fields(val, func(k2, v2 int32) {
+					if t.Is(k2, "maxConnectionsPerSubchannel") {
+						c.protoNumber(v2, "connectionScaling.maxConnectionsPerSubchannel", "wrong-type", numUint32, 0)
+						return
+					}
+					c.unknownField(k2, "unknown-field", "connectionScaling", []string{"maxConnectionsPerSubchannel"})
+				})
+			}
 		default:
 			c.unknownField(k, "unknown-field", "the service config", serviceConfigFields)
 		}
 	})
-	if lbPolicyKey >= 0 && lbConfig >= 0 {
+	// An empty loadBalancingConfig is unset, and the policy then counts.
+	if lbPolicyKey >= 0 && lbConfig >= 0 && t.Nodes[lbConfig].Kind == jtree.Array && t.Nodes[lbConfig].Len > 0 {
 		c.pushKey(lbPolicyKey)
 		c.report(lbPolicyKey, "lb-policy-ignored", "loadBalancingPolicy is ignored because loadBalancingConfig is also set; remove one of them")
 		c.pop()
@@ -79,7 +103,7 @@ func validateMethodConfig(c *checker, mc int32, names map[string]int32) {
 	}
 	var retryKey, hedgingKey int32 = -1, -1
 	hasName := false
-	c.members(mc, func(k, v int32) {
+	c.fields(mc, func(k, v int32) {
 		switch {
 		case t.Is(k, "name"):
 			hasName = true
@@ -87,8 +111,10 @@ func validateMethodConfig(c *checker, mc int32, names map[string]int32) {
 		case t.Is(k, "waitForReady"):
 			c.want(v, jtree.Bool, "wrong-type", "waitForReady")
 		case t.Is(k, "timeout"):
+			// A Duration; nothing in the spec forbids a negative one.
 			if d, ok := duration(c, v, "timeout"); ok && d.neg() {
-				c.report(v, "timeout", "timeout %s is negative: write a positive duration like \"1.5s\", or remove it for no timeout", t.Raw(v))
+				who := negRefusers(d, clientCore|clientJS)
+				c.refuse(v, "timeout", who, "timeout %s is negative: the spec does not forbid it, but %s %s the whole config, and the clients that take it fail every call at once; write a positive duration like \"1.5s\", or remove it for no timeout", t.Raw(v), who, who.verb("rejects", "reject"))
 			}
 		case t.Is(k, "maxRequestMessageBytes"), t.Is(k, "maxResponseMessageBytes"):
 			messageSize(c, k, v)
@@ -105,9 +131,12 @@ func validateMethodConfig(c *checker, mc int32, names map[string]int32) {
 		}
 	})
 	if !hasName {
-		c.report(mc, "method-name-missing", "this methodConfig entry has no \"name\" list, so it applies to no call; add \"name\":[{}] to make it the default for every method")
+		// service_config.proto: "MethodConfig without names (empty list)
+		// will be skipped"; grpc-js throws on it.
+		c.refuse(mc, "method-name-missing", clientJS, "this methodConfig entry has no \"name\" list, so it applies to no call (and grpc-js rejects the whole config); add \"name\":[{}] to make it the default for every method")
 	}
 	if retryKey >= 0 && hedgingKey >= 0 {
+		// service_config.proto: oneof retry_or_hedging_policy; gRFC A6.
 		c.pushKey(hedgingKey)
 		c.report(hedgingKey, "retry-and-hedging", "a methodConfig may set retryPolicy or hedgingPolicy, not both (gRFC A6); remove one")
 		c.pop()
@@ -115,7 +144,9 @@ func validateMethodConfig(c *checker, mc int32, names map[string]int32) {
 }
 
 // validateNames checks a methodConfig name list and records each name in
-// names, so that a name used twice anywhere in the config is reported.
+// names, so that a name used twice anywhere in the config is reported
+// (service_config.proto: "Each name entry must be unique across the entire
+// ServiceConfig").
 func validateNames(c *checker, v int32, names map[string]int32) {
 	t := c.t
 	if !c.want(v, jtree.Array, "method-name", "methodConfig name") {
@@ -131,7 +162,9 @@ func validateNames(c *checker, v int32, names map[string]int32) {
 		service, method := "", ""
 		serviceNode, methodNode := int32(-1), int32(-1)
 		ok := true
-		c.members(n, func(k, val int32) {
+		// service_config.proto: "In JSON representation, value \"\", value
+		// `null`, and not present are the same".
+		c.fields(n, func(k, val int32) {
 			switch {
 			case t.Is(k, "service"):
 				if ok = ok && c.want(val, jtree.String, "method-name", "service"); ok {
@@ -149,16 +182,16 @@ func validateNames(c *checker, v int32, names map[string]int32) {
 			return
 		}
 		if service == "" && method != "" {
+			// "If the 'service' field is empty, the 'method' field must be
+			// empty".
 			c.report(methodNode, "method-name", "method %q is named without a service: set \"service\" too (a method name alone matches nothing)", method)
 			return
 		}
+		// A '/' is legal in the spec but builds a path no call has.
 		if strings.Contains(service, "/") {
-			c.report(serviceNode, "method-name", "service %q contains '/': write the fully-qualified service name, like \"pkg.Service\", and the method separately", service)
-			return
-		}
-		if strings.Contains(method, "/") {
-			c.report(methodNode, "method-name", "method %q contains '/': write the method name alone, like \"Get\"", method)
-			return
+			c.report(serviceNode, "method-name-slash", "service %q contains '/', so the name matches no call: write the fully-qualified service name, like \"pkg.Service\", and the method separately", service)
+		} else if strings.Contains(method, "/") {
+			c.report(methodNode, "method-name-slash", "method %q contains '/', so the name matches no call: write the method name alone, like \"Get\"", method)
 		}
 		key := service + "/" + method
 		what := fmt.Sprintf("method %s/%s", service, method)
@@ -179,10 +212,21 @@ func validateNames(c *checker, v int32, names map[string]int32) {
 // durationValue is a parsed google.protobuf.Duration.
 type durationValue struct{ sec, nanos int64 }
 
-func (d durationValue) neg() bool      { return d.sec < 0 || d.nanos < 0 }
+func (d durationValue) neg() bool { return d.sec < 0 || d.nanos < 0 }
+
+// negRefusers narrows the clients that reject negative values of a field
+// to those that reject the negative duration d: C-core rejects negative
+// seconds but reads "-0.5s" as 0.5 s, its seconds being "-0".
+func negRefusers(d durationValue, who client) client {
+	if d.sec < 0 {
+		return who
+	}
+	return who &^ clientCore
+}
 func (d durationValue) positive() bool { return d.sec > 0 || d.nanos > 0 }
 
-// duration checks that v is a duration string and returns it.
+// duration checks that v is a google.protobuf.Duration in its proto3 JSON
+// form and returns it.
 func duration(c *checker, v int32, name string) (durationValue, bool) {
 	t := c.t
 	if t.Nodes[v].Kind != jtree.String {
@@ -194,10 +238,24 @@ func duration(c *checker, v int32, name string) (durationValue, bool) {
 		return durationValue{}, false
 	}
 	str := t.Str(v)
-	sec, nanos, err := parseDurationParts(str)
+	sec, nanos, form, err := parseDurationParts(str)
 	if err != nil {
 		c.report(v, "duration", "%s: %v", name, err)
 		return durationValue{}, false
+	}
+	if form != 0 {
+		// What each client's duration parser does with these spellings.
+		var who client
+		var what string
+		switch {
+		case form&formNoInteger != 0:
+			who, what = clientCore|clientJava|clientJS, "has no digits before the point"
+		case form&formBarePoint != 0:
+			who, what = clientCore|clientJS, "ends its number with a bare point"
+		default:
+			who, what = clientJS, "starts with '+'"
+		}
+		c.refuse(v, "duration-form", who, "%s %s %s: proto3 JSON allows it (grpc-go reads it), but %s %s the whole config; write %q", name, t.Raw(v), what, who, who.verb("rejects", "reject"), FormatDuration(time.Duration(sec)*time.Second+time.Duration(nanos)))
 	}
 	if digits := fractionDigits(str[:len(str)-1]); digits > 0 && digits < 9 {
 		c.shortFractions = append(c.shortFractions, v)
@@ -206,63 +264,52 @@ func duration(c *checker, v int32, name string) (durationValue, bool) {
 	return durationValue{sec, nanos}, true
 }
 
-// messageSize checks maxRequestMessageBytes and maxResponseMessageBytes: a
-// non-negative integer. gRPC clients cap values above their int range.
+// messageSize checks maxRequestMessageBytes and maxResponseMessageBytes:
+// google.protobuf.UInt32Value.
 func messageSize(c *checker, k, v int32) {
 	t := c.t
 	name := t.Str(k)
-	if t.Nodes[v].Kind != jtree.Number {
-		hint := ""
-		if t.Nodes[v].Kind == jtree.String {
-			hint = "; drop the quotes (grpc-go rejects numbers written as strings)"
-		}
-		c.report(v, "message-size", "%s must be a number of bytes, not %s%s", name, describeKind(t, v), hint)
-		return
-	}
-	n, ok := t.Int(v)
-	if !ok {
-		if t.IsInteger(v) && t.Raw(v)[0] != '-' {
-			return // larger than int64: clients saturate
-		}
-		c.report(v, "message-size", "%s must be a whole number of bytes, not %s", name, t.Raw(v))
-		return
-	}
-	if n < 0 {
-		c.report(v, "message-size", "%s must not be negative (got %d)", name, n)
+	n, ok := c.protoNumber(v, name, "message-size", numUint32, clientGo)
+	if ok && n.i > math.MaxInt32 {
+		c.refuse(v, "number-range", clientJava, "%s %s fits the spec's uint32, but grpc-java reads it as a signed 32-bit int and rejects the whole config; write at most %d", name, t.Raw(v), math.MaxInt32)
 	}
 }
 
 var retryPolicyFields = []string{"maxAttempts", "initialBackoff", "maxBackoff", "backoffMultiplier", "retryableStatusCodes", "perAttemptRecvTimeout"}
 
+// validateRetryPolicy applies gRFC A6's "Validation of retryPolicy".
 func validateRetryPolicy(c *checker, v int32) {
 	t := c.t
 	if !c.want(v, jtree.Object, "retry-policy", "retryPolicy") {
 		return
 	}
 	seen := map[string]bool{}
-	c.members(v, func(k, val int32) {
+	c.fields(v, func(k, val int32) {
 		switch {
 		case t.Is(k, "maxAttempts"):
 			seen["maxAttempts"] = true
 			maxAttempts(c, val, "retry-policy", "retryPolicy")
-		case t.Is(k, "initialBackoff"), t.Is(k, "maxBackoff"), t.Is(k, "perAttemptRecvTimeout"):
+		case t.Is(k, "initialBackoff"), t.Is(k, "maxBackoff"):
+			// A6 rule 2: "MUST have a duration value greater than 0".
 			name := t.Str(k)
 			seen[name] = true
 			if d, ok := duration(c, val, name); ok && !d.positive() {
-				c.report(val, "retry-policy", "retryPolicy.%s must be greater than zero, not %s", name, t.Raw(val))
+				c.report(val, "retry-policy", "retryPolicy.%s must be greater than zero (gRFC A6), not %s", name, t.Raw(val))
 			}
+		case t.Is(k, "perAttemptRecvTimeout"):
+			perAttemptRecvTimeout(c, val)
 		case t.Is(k, "backoffMultiplier"):
+			// A6 rule 3: "MUST be a JSON number greater than 0".
 			seen["backoffMultiplier"] = true
-			if !c.want(val, jtree.Number, "retry-policy", "retryPolicy.backoffMultiplier") {
-				return
-			}
-			if f, ok := t.Float(val); !ok || !(f > 0) || math.IsInf(f, 0) {
-				c.report(val, "retry-policy", "retryPolicy.backoffMultiplier must be a number greater than zero, not %s", t.Raw(val))
+			if n, ok := c.protoNumber(val, "retryPolicy.backoffMultiplier", "retry-policy", numFloat, clientGo|clientJS); ok && (!(n.f > 0) || math.IsInf(n.f, 0)) {
+				c.report(val, "retry-policy", "retryPolicy.backoffMultiplier must be a number greater than zero (gRFC A6), not %s", t.Raw(val))
 			}
 		case t.Is(k, "retryableStatusCodes"):
+			// A6 rule 4: "MUST be specified as a JSON array of status codes
+			// and be non-empty".
 			seen["retryableStatusCodes"] = true
-			if n := statusCodes(c, val, "retryableStatusCodes", "retry-policy"); n == 0 && t.Nodes[val].Kind == jtree.Array {
-				c.report(val, "retry-policy", "retryPolicy.retryableStatusCodes must name at least one status code, like [\"UNAVAILABLE\"]")
+			if n := statusCodes(c, val, "retryableStatusCodes", "retry-policy", true); n == 0 && t.Nodes[val].Kind == jtree.Array {
+				c.report(val, "retry-policy", "retryPolicy.retryableStatusCodes must name at least one status code, like [\"UNAVAILABLE\"] (gRFC A6)")
 			}
 		default:
 			c.unknownField(k, "unknown-field", "retryPolicy", retryPolicyFields)
@@ -273,25 +320,53 @@ func validateRetryPolicy(c *checker, v int32) {
 	}
 }
 
+// perAttemptRecvTimeout is in neither gRFC A6 nor service_config.proto, so
+// the spec ignores it; grpc-java reads it (and rejects a negative or
+// malformed one), and C-core when hedging is enabled (and rejects anything
+// but a positive duration). Its problems are warnings naming them.
+func perAttemptRecvTimeout(c *checker, v int32) {
+	t := c.t
+	const what = "retryPolicy.perAttemptRecvTimeout"
+	who, why := client(0), ""
+	if t.Nodes[v].Kind != jtree.String {
+		who, why = clientCore|clientJava, "is not a duration string"
+	} else if sec, nanos, form, err := parseDurationParts(t.Str(v)); err != nil {
+		who, why = clientCore|clientJava, "is not a duration"
+	} else if d := (durationValue{sec, nanos}); d.neg() {
+		who, why = clientCore|clientJava, "is negative"
+	} else if !d.positive() {
+		who, why = clientCore, "is zero"
+	} else if form != 0 {
+		who, why = clientCore|clientJava, "is spelled in a way they do not read"
+	}
+	if who != 0 {
+		c.refuse(v, "retry-per-attempt-timeout", who, "%s %s %s: the spec does not define the field (so it is ignored there), but %s %s it and %s the whole config", what, t.Raw(v), why, who, who.verb("reads", "read"), who.verb("rejects", "reject"))
+	}
+}
+
 var hedgingPolicyFields = []string{"maxAttempts", "hedgingDelay", "nonFatalStatusCodes"}
 
+// validateHedgingPolicy applies gRFC A6's "Validation of hedgingPolicy".
+// grpc-go and C-core do not implement hedging and ignore the field.
 func validateHedgingPolicy(c *checker, v int32) {
 	t := c.t
 	if !c.want(v, jtree.Object, "hedging-policy", "hedgingPolicy") {
 		return
 	}
 	hasMax := false
-	c.members(v, func(k, val int32) {
+	c.fields(v, func(k, val int32) {
 		switch {
 		case t.Is(k, "maxAttempts"):
 			hasMax = true
 			maxAttempts(c, val, "hedging-policy", "hedgingPolicy")
 		case t.Is(k, "hedgingDelay"):
+			// A6 rule 2 asks only for a Duration: negative is legal.
+			// C-core does not read hedgingPolicy.
 			if d, ok := duration(c, val, "hedgingDelay"); ok && d.neg() {
-				c.report(val, "hedging-policy", "hedgingPolicy.hedgingDelay must not be negative, not %s", t.Raw(val))
+				c.refuse(val, "duration-negative", clientJava|clientJS, "hedgingPolicy.hedgingDelay %s is negative: gRFC A6 does not forbid it, but grpc-java and grpc-js reject the whole config; write \"0s\" to send every attempt at once", t.Raw(val))
 			}
 		case t.Is(k, "nonFatalStatusCodes"):
-			statusCodes(c, val, "nonFatalStatusCodes", "hedging-policy")
+			statusCodes(c, val, "nonFatalStatusCodes", "hedging-policy", false)
 		default:
 			c.unknownField(k, "unknown-field", "hedgingPolicy", hedgingPolicyFields)
 		}
@@ -301,22 +376,24 @@ func validateHedgingPolicy(c *checker, v int32) {
 	}
 }
 
+// maxAttempts: gRFC A6 rule 1, "MUST be a JSON integer value greater than
+// 1. Values greater than 5 are treated as 5 without being considered a
+// validation error" (a uint32 in service_config.proto).
 func maxAttempts(c *checker, v int32, code, policy string) {
 	t := c.t
-	n, ok := t.Int(v)
-	if t.Nodes[v].Kind != jtree.Number || !ok {
-		if t.IsInteger(v) && t.Raw(v)[0] != '-' {
-			ok, n = true, math.MaxInt64
-		} else {
-			c.report(v, code, "%s.maxAttempts must be a whole number greater than 1, not %s", policy, describeKind(t, v))
-			return
-		}
+	strict := clientGo | clientJS
+	if policy == "hedgingPolicy" {
+		strict = clientJS // grpc-go ignores hedgingPolicy
 	}
-	if n < 2 {
-		c.report(v, code, "%s.maxAttempts must be greater than 1 (it counts the original attempt), not %d", policy, n)
+	n, ok := c.protoNumber(v, policy+".maxAttempts", code, numUint64, strict)
+	if !ok {
 		return
 	}
-	if n > 5 {
+	if n.i < 2 {
+		c.report(v, code, "%s.maxAttempts must be greater than 1 (it counts the original attempt), not %s", policy, t.Raw(v))
+		return
+	}
+	if n.i > 5 {
 		c.report(v, "max-attempts-capped", "%s.maxAttempts %s is above 5: gRPC clients cap it at 5 unless configured otherwise; write 5", policy, t.Raw(v))
 	}
 }
@@ -328,30 +405,49 @@ var statusCodeNames = []string{
 	"INTERNAL", "UNAVAILABLE", "DATA_LOSS", "UNAUTHENTICATED",
 }
 
-// statusCodes checks a list of status codes (names or numbers 0..16) and
-// returns its length.
-func statusCodes(c *checker, v int32, name, code string) int {
+// statusCodes checks a list of status codes and returns its length. gRFC
+// A6: "Each status code MUST be a valid gRPC status code and specified in
+// the integer form or the case-insensitive string form". retry says the
+// list is a retryPolicy's, which grpc-go and C-core read; they ignore
+// hedgingPolicy.
+func statusCodes(c *checker, v int32, name, code string, retry bool) int {
 	t := c.t
 	if !c.want(v, jtree.Array, code, name) {
 		return -1
 	}
+	caseRefusers, numberRefusers := clientJava, client(0)
+	if retry {
+		caseRefusers, numberRefusers = clientGo|clientCore|clientJava, clientCore
+	}
 	c.elements(v, func(_ int, e int32) {
 		switch t.Nodes[e].Kind {
 		case jtree.Number:
-			if n, ok := t.Int(e); !ok || n < 0 || n > 16 {
+			n, ok := t.Int(e)
+			if !ok || n < 0 || n > 16 {
 				c.report(e, "status-code", "%s is not a gRPC status code: numbers run from 0 (OK) to 16 (UNAUTHENTICATED)", t.Raw(e))
+				return
+			}
+			if n == 0 {
+				c.refuse(e, "status-code-ok", clientJava, "status code 0 (OK) in %s: gRFC A6 allows it, but a call that ends OK is never retried, and grpc-java rejects the whole config; remove it", name)
+				return
+			}
+			if numberRefusers != 0 {
+				c.refuse(e, "status-code-number", numberRefusers, "status code %s is written as a number: gRFC A6 allows it, but C-core reads only names and rejects the whole config; write %q", t.Raw(e), statusCodeNames[n])
 			}
 		case jtree.String:
 			s := t.Str(e)
 			for _, n := range statusCodeNames {
 				if s == n {
+					if n == "OK" {
+						c.refuse(e, "status-code-ok", clientJava, "status code \"OK\" in %s: gRFC A6 allows it, but a call that ends OK is never retried, and grpc-java rejects the whole config; remove it", name)
+					}
 					return
 				}
 			}
 			for _, n := range statusCodeNames {
 				if strings.EqualFold(s, n) {
 					c.caseCodes = append(c.caseCodes, rewrite{e, n})
-					c.report(e, "status-code-case", "status code %q is not upper-case: gRFC A6 allows it, but grpc-go, C-core and grpc-java reject the whole config; write %q", s, n)
+					c.refuse(e, "status-code-case", caseRefusers, "status code %q is not upper-case: gRFC A6 allows any case, but %s %s the whole config (grpc-js accepts it); write %q", s, caseRefusers, caseRefusers.verb("rejects", "reject"), n)
 					return
 				}
 			}
@@ -373,32 +469,42 @@ func statusCodes(c *checker, v int32, name, code string) int {
 	return int(t.Nodes[v].Len)
 }
 
+// validateRetryThrottling applies gRFC A6's "Validation of retryThrottling".
 func validateRetryThrottling(c *checker, v int32) {
 	t := c.t
 	if !c.want(v, jtree.Object, "retry-throttling", "retryThrottling") {
 		return
 	}
 	hasMax, hasRatio := false, false
-	c.members(v, func(k, val int32) {
+	c.fields(v, func(k, val int32) {
 		switch {
 		case t.Is(k, "maxTokens"):
+			// Rule 1: "MUST be a JSON integer value in the range (0, 1000]".
 			hasMax = true
-			n, ok := t.Int(val)
-			if t.Nodes[val].Kind != jtree.Number || !ok || n <= 0 || n > 1000 {
-				c.report(val, "retry-throttling", "retryThrottling.maxTokens must be a whole number in 1..1000, not %s", describeKind(t, val))
+			if n, ok := c.protoNumber(val, "retryThrottling.maxTokens", "retry-throttling", numUint32, clientGo|clientJS); ok && (n.i <= 0 || n.i > 1000) {
+				c.report(val, "retry-throttling", "retryThrottling.maxTokens must be a whole number in 1..1000 (gRFC A6), not %s", t.Raw(val))
 			}
 		case t.Is(k, "tokenRatio"):
+			// Rule 2: "MUST be a JSON floating point greater than 0. Decimal
+			// places beyond 3 are ignored."
 			hasRatio = true
-			if !c.want(val, jtree.Number, "retry-throttling", "retryThrottling.tokenRatio") {
+			n, ok := c.protoNumber(val, "retryThrottling.tokenRatio", "retry-throttling", numFloat, clientGo|clientJS)
+			if !ok {
 				return
 			}
-			f, ok := t.Float(val)
-			if !ok || !(f > 0) || math.IsInf(f, 0) {
-				c.report(val, "retry-throttling", "retryThrottling.tokenRatio must be a number greater than zero, not %s", t.Raw(val))
+			if !(n.f > 0) || math.IsInf(n.f, 0) {
+				c.report(val, "retry-throttling", "retryThrottling.tokenRatio must be a number greater than zero (gRFC A6), not %s", t.Raw(val))
 				return
 			}
-			if raw := string(t.Raw(val)); strings.ContainsAny(raw, "eE") || fractionDigits(raw) > 3 {
-				c.report(val, "retry-throttling", "retryThrottling.tokenRatio %s has more than 3 decimal places, which gRPC clients do not support; round it (e.g. 0.1)", t.Raw(val))
+			raw := string(t.Raw(val))
+			if t.Nodes[val].Kind == jtree.String {
+				raw = t.Str(val)
+			}
+			switch {
+			case strings.ContainsAny(raw, "eE"):
+				c.refuse(val, "token-ratio-precision", clientCore, "retryThrottling.tokenRatio %s has an exponent: C-core reads tokenRatio digit by digit and rejects the whole config; write it in decimal, like 0.1", excerptString(raw))
+			case fractionDigits(raw) > 3:
+				c.report(val, "token-ratio-precision", "retryThrottling.tokenRatio %s has more than 3 decimal places: gRFC A6 ignores the rest (C-core and grpc-js do), but grpc-go and grpc-java use every digit; write %s", excerptString(raw), excerptString(truncateDecimals(raw, 3)))
 			}
 		default:
 			c.unknownField(k, "unknown-field", "retryThrottling", []string{"maxTokens", "tokenRatio"})
@@ -410,6 +516,13 @@ func validateRetryThrottling(c *checker, v int32) {
 	if !hasRatio {
 		c.report(v, "retry-throttling", "retryThrottling is missing tokenRatio, which gRFC A6 requires")
 	}
+}
+
+func truncateDecimals(raw string, n int) string {
+	if i := strings.IndexByte(raw, '.'); i >= 0 && len(raw)-i-1 > n {
+		return raw[:i+1+n]
+	}
+	return raw
 }
 
 // missingFields lists the required fields not in seen, as "a, b and c".

@@ -9,7 +9,7 @@ import (
 
 func TestDNSInputs(t *testing.T) {
 	s := dnstest.Start(t)
-	s.SetConfig("svc.test", 60, `[{"clientLanguage":["java"],"serviceConfig":{"loadBalancingPolicy":"round_robin"}},{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"1s"}]}}]`)
+	s.SetConfig("svc.test", 60, `[{"clientLanguage":["java"],"serviceConfig":{"loadBalancingConfig":[{"round_robin":{}}]}},{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"1s"}]}}]`)
 	s.SetConfig("bad.test", 60, `[{"serviceConfig":{},"clientHostName":["x"]}]`)
 	s.SetTXT("_grpc_config.spf.test", 60, []string{"v=spf1 -all"})
 	big := `[{"serviceConfig":{"methodConfig":[{"name":[{"service":"a.B","method":"` + strings.Repeat("m", 2000) + `"}],"timeout":"1s"}]}}]`
@@ -32,7 +32,7 @@ func TestDNSInputs(t *testing.T) {
 		{"lint over TCP", []string{"lint", in(s.Addr, "big.test")}, 0, "txt-size-edns", "", 1},
 		{"lint json", []string{"lint", "--format", "json", in(s.Addr, "svc.test")}, 0, `"valid": true`, "", 0},
 		{"select", []string{"select", "--bucket", "10", in(s.Addr, "svc.test")}, 0, `{"methodConfig":[{"name":[{}],"timeout":"1s"}]}`, "", 0},
-		{"select java", []string{"select", "--language", "JAVA", in(s.Addr, "svc.test")}, 0, `{"loadBalancingPolicy":"round_robin"}`, "", 0},
+		{"select java", []string{"select", "--language", "JAVA", in(s.Addr, "svc.test")}, 0, `{"loadBalancingConfig":[{"round_robin":{}}]}`, "", 0},
 		{"select explain", []string{"select", "--explain", "--bucket", "3", in(s.Addr, "svc.test")}, 0, "", "choice 0: skipped", 0},
 		{"no server", []string{"lint", "dns:///svc.test"}, 2, "", "name the nameserver", 0},
 		{"no name", []string{"lint", "dns://" + s.Addr + "/"}, 2, "", "want one host name", 0},

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/httpserve"
 )
 
 func init() { extraCommands = append(extraCommands, serveCmd) }
@@ -38,8 +39,9 @@ secondaries and NOTIFY to them on every change.
 Without --config, a built-in example zone (example.test.) is served:
   dig @127.0.0.1 -p 5353 TXT _grpc_config.echo.example.test
 
-The config is reloaded on SIGHUP and when the file changes; an invalid
-config is logged and the previous one keeps serving. SOA serials are kept
+The config is reloaded on SIGHUP and when the file changes (a file being
+written is never loaded: write it by rename, or see docs/publisher.md); an
+invalid config is logged and the previous one keeps serving. SOA serials are kept
 in FILE.serial (--state) so that they never go backwards. SIGTERM or
 SIGINT stops the server gracefully. --metrics serves Prometheus metrics at
 http://ADDR/metrics.
@@ -104,18 +106,19 @@ func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel 
 	if err := srv.Start(); err != nil {
 		return usageErr("%v", err)
 	}
-	var hs *http.Server
+	var hs *httpserve.Server
 	if metricsAddr != "" {
-		ln, err := net.Listen("tcp", metricsAddr)
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		// Timeouts and a connection bound: held connections must not use
+		// up the descriptors the DNS server needs.
+		hs, err = httpserve.Listen(metricsAddr, mux, httpserve.Limits{MaxConns: 16})
 		if err != nil {
 			srv.Shutdown(context.Background())
 			return usageErr("metrics: %v", err)
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		hs = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		go hs.Serve(ln)
-		log.Info("metrics", "url", "http://"+ln.Addr().String()+"/metrics")
+		go hs.Serve()
+		log.Info("metrics", "url", "http://"+hs.Addr().String()+"/metrics")
 	}
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {

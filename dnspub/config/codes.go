@@ -51,6 +51,8 @@ var codes = []sc.CodeInfo{
 	{Code: "udp-size", Severity: sc.Error, Summary: "maxUDPSize is outside 512..65535"},
 	{Code: "udp-size-fragmentation", Severity: sc.Warning, Summary: "maxUDPSize above 1232 risks IP fragmentation (DNS flag day 2020)"},
 	{Code: "server-option", Severity: sc.Error, Summary: "a server option is out of range"},
+	{Code: "srv-port", Severity: sc.Error, Summary: "a service port is not a whole number from 1 to 65535"},
+	{Code: "srv-no-address", Severity: sc.Error, Summary: "a service names a port but has no addresses for its SRV record to point at"},
 }
 
 var codeIndex = func() map[string]sc.CodeInfo {

@@ -31,6 +31,10 @@ type Server struct {
 	TCPIdleTimeout time.Duration
 	// MaxTCPConnections bounds concurrent TCP connections.
 	MaxTCPConnections int
+	// MaxTCPConnectionsPerAddress bounds the TCP connections of one client
+	// address (an IPv4 address, or an IPv6 /64, which one host commonly
+	// holds whole), so that one client cannot take every slot.
+	MaxTCPConnectionsPerAddress int
 	// IXFRHistory is how many past versions of each zone are kept to
 	// answer IXFR; older serials get a full transfer.
 	IXFRHistory int
@@ -41,7 +45,11 @@ const (
 	DefaultMaxUDPSize        = sc.SafeEDNSSize
 	DefaultTCPIdleTimeout    = 10 * time.Second
 	DefaultMaxTCPConnections = 1024
-	DefaultIXFRHistory       = 16
+	// DefaultMaxTCPConnectionsPerAddress leaves room for 16 busy clients
+	// at the default MaxTCPConnections; secondaries and resolvers use one
+	// or a few connections each.
+	DefaultMaxTCPConnectionsPerAddress = 64
+	DefaultIXFRHistory                 = 16
 )
 
 // Key is a TSIG key (RFC 8945).
@@ -52,6 +60,29 @@ type Key struct {
 	Algorithm string
 	// Secret is the shared secret, base64-encoded.
 	Secret string
+}
+
+// SignatureLen is the size of the TSIG record that signs a message with
+// k (RFC 8945 §4.2; names uncompressed, no other data): what a signed
+// answer or transfer message adds to the unsigned one.
+func (k *Key) SignatureLen() int {
+	return wireLen(k.Name) + 10 + wireLen(k.Algorithm) + 6 + 2 + 2 + tsigAlgorithms[k.Algorithm] + 2 + 2 + 2
+}
+
+// SignatureLen is the size of the largest TSIG record a key of c adds to
+// a message, or 0 without keys. Any key may sign a query, and transfers
+// carry one record per message at worst, so every answer must fit a DNS
+// message with this much to spare.
+func (c *Config) SignatureLen() int {
+	return maxSignatureLen(c.Keys)
+}
+
+func maxSignatureLen(keys []*Key) int {
+	n := 0
+	for _, k := range keys {
+		n = max(n, k.SignatureLen())
+	}
+	return n
 }
 
 // Zone is one zone the publisher is authoritative for.
@@ -115,7 +146,10 @@ type Nameserver struct {
 type Service struct {
 	Name      string
 	Addresses []netip.Addr
-	TTL       uint32
+	// Port, when not 0, is the port the service listens on, published as
+	// an SRV record at _grpc._tcp.<Name> whose target is Name.
+	Port uint16
+	TTL  uint32
 	// Value is the compact JSON choice list to publish, or nil.
 	Value []byte
 	// TXT is the TXT record at _grpc_config.<Name>: "grpc_config=" and
@@ -128,6 +162,13 @@ type Service struct {
 // TXTOwner is the owner name of the service's TXT record.
 func (s *Service) TXTOwner() string { return sc.OwnerPrefix + s.Name }
 
+// SRVPrefix is what the owner name of a service's SRV record starts with:
+// the gRPC service name and the transport, as RFC 2782 names them.
+const SRVPrefix = "_grpc._tcp."
+
+// SRVOwner is the owner name of the service's SRV record.
+func (s *Service) SRVOwner() string { return SRVPrefix + s.Name }
+
 // Transfer says who may transfer the zone and whom to notify.
 type Transfer struct {
 	// Allow lists the prefixes that may transfer the zone.
@@ -138,6 +179,9 @@ type Transfer struct {
 	// Notify lists the secondaries told of every change (RFC 1996).
 	Notify []netip.AddrPort
 }
+
+// Any reports whether anyone may transfer the zone.
+func (t *Transfer) Any() bool { return len(t.Allow) > 0 || t.Key != "" }
 
 // Allowed reports whether addr may transfer the zone (before any TSIG check).
 func (t *Transfer) Allowed(addr netip.Addr) bool {
@@ -183,6 +227,8 @@ func (d *doc) config(root *yaml.Node) *Config {
 		TCPIdleTimeout:    DefaultTCPIdleTimeout,
 		MaxTCPConnections: DefaultMaxTCPConnections,
 		IXFRHistory:       DefaultIXFRHistory,
+
+		MaxTCPConnectionsPerAddress: DefaultMaxTCPConnectionsPerAddress,
 	}}
 	var zonesNode, keysNode *yaml.Node
 	var zonesPath, keysPath string
@@ -202,6 +248,7 @@ func (d *doc) config(root *yaml.Node) *Config {
 			}
 		}
 	}
+	d.sigLen = maxSignatureLen(cfg.Keys)
 	if zonesNode == nil {
 		d.report(root, "", "missing-field", "the config has no zones: add a zones: list with at least one zone (see testdata/publisher/example.yaml)")
 		return nil
@@ -262,6 +309,11 @@ func (d *doc) server(n *yaml.Node, path string, s *Server) {
 		{"maxTCPConnections", func(_, v *yaml.Node, p string) {
 			if x, ok := d.integer(v, p, "maxTCPConnections", "server-option", 1, 1<<20); ok {
 				s.MaxTCPConnections = x
+			}
+		}},
+		{"maxTCPConnectionsPerAddress", func(_, v *yaml.Node, p string) {
+			if x, ok := d.integer(v, p, "maxTCPConnectionsPerAddress", "server-option", 1, 1<<20); ok {
+				s.MaxTCPConnectionsPerAddress = x
 			}
 		}},
 		{"ixfrHistory", func(_, v *yaml.Node, p string) {
@@ -653,7 +705,7 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 	e := svcEntry{path: path}
 	var bareHostNode *yaml.Node
 	var bareHost, compatBareHost *bool
-	var nameNode, choicesNode, configNode *yaml.Node
+	var nameNode, choicesNode, configNode, portNode *yaml.Node
 	var choicesPath, configPath string
 	ok := true
 	present := d.object(n, path, "a service", []field{
@@ -662,6 +714,11 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 			var aok bool
 			s.Addresses, aok = d.addresses(v, p, "service")
 			ok = ok && aok
+		}},
+		{"port", func(_, v *yaml.Node, p string) {
+			x, pok := d.integer(v, p, "the service port", "srv-port", 1, 65535)
+			s.Port, ok = uint16(x), ok && pok
+			portNode = v
 		}},
 		{"ttl", func(_, v *yaml.Node, p string) {
 			x, tok := d.duration(v, p, "the service ttl", 0, MaxTTL)
@@ -717,15 +774,28 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 	case wireLen(sc.OwnerPrefix+name) > maxNameWire:
 		d.report(nameNode, path+"/name", "name-syntax", "service name %s is too long: %s%s would be %d bytes in DNS wire format, more than %d", name, sc.OwnerPrefix, name, wireLen(sc.OwnerPrefix+name), maxNameWire)
 		return e
+	case s.Port != 0 && wireLen(SRVPrefix+name) > maxNameWire:
+		d.report(nameNode, path+"/name", "name-syntax", "service name %s is too long for its port: %s%s would be %d bytes in DNS wire format, more than %d", name, SRVPrefix, name, wireLen(SRVPrefix+name), maxNameWire)
+		return e
+	case s.Port != 0 && len(s.Addresses) == 0:
+		d.report(portNode, path+"/port", "srv-no-address", "service %s names a port but has no addresses: its SRV record (%s%s) would point at a name without any; add addresses: or remove port:", name, SRVPrefix, name)
+		ok = false
 	}
 	if n := len(s.Addresses); n > 0 {
-		// Answer size: header, question, and n compressed A/AAAA records.
-		size := 12 + wireLen(name) + 4
+		// The A and the AAAA answer as served: header, question, the
+		// compressed records, the OPT record, and a TSIG record when keys
+		// may sign it.
+		var v4, v6 int
 		for _, a := range s.Addresses {
-			size += 12 + len(a.AsSlice())
+			if a.Is4() {
+				v4++
+			} else {
+				v6++
+			}
 		}
+		size := 12 + wireLen(name) + 4 + max(v4*(12+4), v6*(12+16)) + optLen + d.sigLen
 		if size > sc.MaxMessageSize {
-			d.report(nameNode, path+"/addresses", "answer-too-large", "service %s has %d addresses, an answer of %d bytes: a DNS message holds at most %d", name, n, size, sc.MaxMessageSize)
+			d.report(nameNode, path+"/addresses", "answer-too-large", "service %s has %d addresses, an answer of %d bytes%s: a DNS message holds at most %d", name, n, size, d.signedNote(), sc.MaxMessageSize)
 			ok = false
 		}
 	}
@@ -817,6 +887,12 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 		diag.Path, diag.Line, diag.Column, diag.Offset = loc.Path, loc.Line, loc.Column, loc.Offset
 		d.add(diag)
 		tooLarge = tooLarge || diag.Severity == sc.Error
+	}
+	if !tooLarge && d.sigLen > 0 {
+		if size := sc.ResponseSize(s.TXTOwner(), sc.EncodeTXT(value), true) + d.sigLen; size > sc.MaxMessageSize {
+			d.report(n, path, "answer-too-large", "the TXT answer at %s would be %d bytes%s: a DNS message holds at most %d; shrink the config or split it across services", s.TXTOwner(), size, d.signedNote(), sc.MaxMessageSize)
+			tooLarge = true
+		}
 	}
 	if tooLarge {
 		return nil
@@ -987,4 +1063,15 @@ func parseAddrPort(s string) (netip.AddrPort, error) {
 		return netip.AddrPort{}, fmt.Errorf("port 0 cannot receive a NOTIFY")
 	}
 	return ap, nil
+}
+
+// optLen is the size of the OPT record an answer to an EDNS query carries.
+const optLen = 11
+
+// signedNote completes a size message when TSIG keys are configured.
+func (d *doc) signedNote() string {
+	if d.sigLen == 0 {
+		return " with the EDNS OPT record"
+	}
+	return fmt.Sprintf(" with the EDNS OPT record and the %d-byte TSIG record that signs it (transfers and signed queries)", d.sigLen)
 }

@@ -37,6 +37,9 @@ type doc struct {
 	src   []byte
 	lines []int // byte offset where each line starts
 	ds    sc.Diagnostics
+	// sigLen is the largest TSIG record a configured key adds to an
+	// answer (0 without keys): answers are sized with it.
+	sigLen int
 }
 
 func newDoc(src []byte) *doc {

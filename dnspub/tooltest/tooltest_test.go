@@ -62,6 +62,10 @@ func need(t *testing.T, tools ...string) {
 // config is the publisher config of the tool tests. notify is the
 // secondary's address ("" for none).
 func pubConfig(notify string, echoAddr string) string {
+	return pubConfigPadded(notify, echoAddr, hugePadding)
+}
+
+func pubConfigPadded(notify string, echoAddr string, hugePadding int) string {
 	n := ""
 	if notify != "" {
 		n = `, notify: ["` + notify + `"]`
@@ -77,6 +81,7 @@ zones:
     services:
       - name: echo
         addresses: [` + echoAddr + `, "2001:db8::1"]
+        port: 50051
         ttl: 30
         choices:
           - clientLanguage: [GO]
@@ -87,8 +92,27 @@ zones:
       - name: big
         serviceConfig:
           methodConfig: [{name: [{service: ` + strings.Repeat("x", 1250) + `}]}]
+      - name: huge
+        serviceConfig:
+          methodConfig: [{name: [{service: ` + strings.Repeat("h", hugePadding) + `}]}]
 `
 }
+
+// hugePadding makes the TXT record of service huge the largest the
+// publisher accepts with the TSIG key configured, so that every tool sees
+// an answer and signed transfers of near 64 KiB.
+var hugePadding = func() int {
+	lo, hi := 0, 65535 // accepted, refused
+	for hi-lo > 1 {
+		hugePadding := (lo + hi) / 2
+		if cfg, _ := config.Parse([]byte(pubConfigPadded("", "192.0.2.1", hugePadding))); cfg != nil {
+			lo = hugePadding
+		} else {
+			hi = hugePadding
+		}
+	}
+	return lo
+}()
 
 type lockedBuffer struct {
 	mu sync.Mutex
@@ -246,6 +270,7 @@ func TestDigAndKdig(t *testing.T) {
 		// 1.3 KB without EDNS: truncated, and dig retries over TCP.
 		{[]string{"TXT", "_grpc_config.big.example.test", "+noedns", "+ignore"}, []string{`flags: qr aa tc;`, `ANSWER: 0,`}},
 		{[]string{"TXT", "_grpc_config.big.example.test", "+noedns"}, []string{`Truncated, retrying in TCP mode`, `ANSWER: 1,`, `\(TCP\)`}},
+		{[]string{"SRV", "_grpc._tcp.echo.example.test"}, []string{`(?m)^_grpc\._tcp\.echo\.example\.test\.\s+30\s+IN\s+SRV\s+0 0 50051 echo\.example\.test\.$`, `(?m)^echo\.example\.test\.\s+30\s+IN\s+A\s+192\.0\.2\.1$`}},
 		{[]string{"A", "nope.example.test"}, []string{`status: NXDOMAIN`, `flags: qr aa;`, `(?m)^example\.test\.\s+60\s+IN\s+SOA\s+ns1\.example\.test\. hostmaster\.example\.test\.`}},
 		{[]string{"A", "example.org"}, []string{`status: REFUSED`}},
 	}
@@ -265,6 +290,10 @@ func TestDigAndKdig(t *testing.T) {
 		{[]string{"TXT", "_grpc_config.big.example.test", "+noedns", "+ignore"}, []string{`Flags: qr aa tc;`}},
 		{[]string{"TXT", "_grpc_config.big.example.test", "+tcp"}, []string{`ANSWER: 1;`}},
 		{[]string{"A", "nope.example.test"}, []string{`status: NXDOMAIN`, `AUTHORITY: 1`, `SOA\s+ns1\.example\.test\.`}},
+		// The largest record: whole over TCP to an EDNS client, and in a
+		// signed AXFR (a message of nearly 64 KiB with its TSIG).
+		{[]string{"TXT", "_grpc_config.huge.example.test", "+tcp", "+edns=0"}, []string{`ANSWER: 1;`, `\(TCP\)`}},
+		{[]string{"AXFR", "example.test", "-y", "hmac-sha256:xfr-key:" + secret}, []string{`(?m)^_grpc_config\.huge\.example\.test\.\s+60\s+IN\s+TXT`, `(?m)^xfr-key\.\s+0\s+ANY\s+TSIG\s+hmac-sha256\. .* NOERROR 0$`, `Received \d+ B \(\d+ messages`}},
 	}
 	for _, c := range kdig {
 		out := run(t, "kdig", append([]string{"@" + p.host, "-p", p.port, "+norec"}, c.args...)...)
@@ -416,6 +445,8 @@ func sameAnswers(t *testing.T, ours, theirs string) {
 	}{
 		{"_grpc_config.echo.example.test.", dns.TypeTXT},
 		{"_grpc_config.big.example.test.", dns.TypeTXT},
+		{"_grpc_config.huge.example.test.", dns.TypeTXT},
+		{"_grpc._tcp.echo.example.test.", dns.TypeSRV},
 		{"echo.example.test.", dns.TypeA},
 		{"echo.example.test.", dns.TypeAAAA},
 		{"example.test.", dns.TypeSOA},

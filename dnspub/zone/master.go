@@ -22,8 +22,9 @@ func (z *Zone) WriteMasterFile(w io.Writer, comment string) error {
 		}
 	}
 	fmt.Fprintf(bw, "$ORIGIN %s\n", z.Origin)
+	records := z.Records()
 	width := len("@")
-	for _, rr := range z.Records {
+	for _, rr := range records {
 		width = max(width, len(z.rel(rr.Header().Name)))
 	}
 	soa := z.SOA
@@ -35,14 +36,10 @@ func (z *Zone) WriteMasterFile(w io.Writer, comment string) error {
 	fmt.Fprintf(bw, "%s%-10d ; expire\n", indent, soa.Expire)
 	fmt.Fprintf(bw, "%s%-10d ; minimum (negative-caching TTL)\n", indent, soa.Minttl)
 	fmt.Fprintf(bw, "%s)\n", indent)
-	for _, rr := range z.Records {
+	for _, rr := range records {
 		h := rr.Header()
 		prefix := fmt.Sprintf("%-*s %7d IN %-5s ", width, z.rel(h.Name), h.Ttl, dns.TypeToString[h.Rrtype])
 		switch r := rr.(type) {
-		case *dns.A:
-			fmt.Fprintf(bw, "%s%s\n", prefix, r.A)
-		case *dns.AAAA:
-			fmt.Fprintf(bw, "%s%s\n", prefix, r.AAAA)
 		case *dns.NS:
 			fmt.Fprintf(bw, "%s%s\n", prefix, z.rel(r.Ns))
 		case *dns.TXT:
@@ -61,8 +58,9 @@ func (z *Zone) WriteMasterFile(w io.Writer, comment string) error {
 				fmt.Fprintf(bw, "%s%s%s\n", pad, sc.FormatTXT([]string{s}), end)
 			}
 		default:
-			// Not produced by New; written in miekg's presentation format.
-			fmt.Fprintf(bw, "%s\n", rr.String())
+			// Every other type in its presentation format (RFC 1035 §5.1;
+			// names absolute): no list of types to keep up to date.
+			fmt.Fprintf(bw, "%s%s\n", prefix, strings.TrimPrefix(rr.String(), h.String()))
 		}
 	}
 	return bw.Flush()

@@ -1,22 +1,29 @@
 // Package zone is the record model of the publisher: one immutable version
-// of a zone (its SOA and every other record, in canonical order) built from
-// a validated config. It writes RFC 1035 master files, computes the content
-// digest that decides whether a reload changed a zone, and computes the
-// differences between versions that IXFR sends.
+// of a zone (its SOA and every other record) built from a validated config.
+// It writes RFC 1035 master files, computes the content digest that decides
+// whether a reload changed a zone, and the differences between versions
+// that IXFR sends.
+//
+// A zone is made of units: the records of one service, and those of the
+// zone's nameservers. The next version of a zone (Update) shares every unit
+// whose config did not change with the previous one, so that a change to
+// one service of 100 000 costs that service: its records, the names they
+// touch, and the digest, kept as a sum over records.
 //
 // The package does no I/O beyond writing to the io.Writer it is given.
 package zone
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
-	"net/netip"
 	"slices"
 	"strings"
 
 	"github.com/miekg/dns"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/cow"
 )
 
 // Zone is one version of a zone. It is never modified once built.
@@ -25,17 +32,56 @@ type Zone struct {
 	Origin string
 	// SOA is the zone's SOA record, serial included.
 	SOA *dns.SOA
-	// Records holds every record but the SOA, in canonical order (RFC 4034
-	// §6: by owner name, then type, then data).
-	Records []dns.RR
 
+	units  cow.Map[*unit]  // by key: apexKey, or the service's name
+	owners cow.Map[*owner] // names with records, and empty non-terminals
+	// refs lists, for each host an NS or SRV record of the zone names,
+	// the owners of those records: their answers carry its addresses.
+	refs   cow.Map[[]string]
+	count  int // records, SOA aside
+	bytes  int // of the records, uncompressed
+	sum    digestSum
 	digest [sha256.Size]byte
+}
+
+// owner is what a name of the zone holds.
+type owner struct {
+	units []string // keys of the units with records at the name, sorted
+	below int      // names with records strictly below it
+}
+
+// Change is what Update changed.
+type Change struct {
+	// Owners lists the names whose answers may differ: names that gained
+	// or lost records or existence, and the owners of records that name
+	// them as a host.
+	Owners []string
+	// Deleted and Added are the records removed and added (the SOA aside),
+	// as an IXFR difference sequence carries them (RFC 1995 §4).
+	Deleted, Added []dns.RR
 }
 
 // New builds the records of a zone from its validated config, with the
 // given SOA serial.
 func New(c *config.Zone, serial uint32) *Zone {
+	z, _ := Update(nil, c)
+	return z.WithSerial(serial)
+}
+
+// Update returns the version of zone c that follows prev (nil for none),
+// sharing every unit of prev whose config did not change, and what
+// changed. Its serial is prev's; give it its own with WithSerial.
+//
+// Each service of c that did not change is replaced in c by the one prev
+// was built from, so that the two versions share it and the one just
+// parsed can be collected.
+func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 	z := &Zone{Origin: c.Origin}
+	var serial uint32
+	if prev != nil {
+		*z = *prev
+		serial = prev.SOA.Serial
+	}
 	z.SOA = &dns.SOA{
 		Hdr:     hdr(c.Origin, dns.TypeSOA, c.TTL),
 		Ns:      c.SOA.MName,
@@ -46,46 +92,34 @@ func New(c *config.Zone, serial uint32) *Zone {
 		Expire:  c.SOA.Expire,
 		Minttl:  c.SOA.Minimum,
 	}
-	for _, ns := range c.Nameservers {
-		z.Records = append(z.Records, &dns.NS{Hdr: hdr(c.Origin, dns.TypeNS, c.TTL), Ns: ns.Name})
-		z.Records = append(z.Records, addressRecords(ns.Name, c.TTL, ns.Addresses)...)
+	ed := &editor{z: z, units: z.units.Edit(), owners: z.owners.Edit(), refs: z.refs.Edit(), touched: map[string]bool{}}
+	keep := map[string]bool{apexKey: true}
+	kept := 1 // units of prev that c keeps: the apex, and services below
+	ed.put(apexUnit(c))
+	for i, s := range c.Services {
+		keep[s.Name] = true
+		old, ok := ed.units.Get(s.Name)
+		if ok {
+			kept++
+		}
+		if ok && old.src != nil && sameService(old.src, s) {
+			c.Services[i] = old.src
+			continue
+		}
+		ed.put(serviceUnit(s))
 	}
-	for _, s := range c.Services {
-		z.Records = append(z.Records, addressRecords(s.Name, s.TTL, s.Addresses)...)
-		if s.TXT != nil {
-			z.Records = append(z.Records, &dns.TXT{Hdr: hdr(s.TXTOwner(), dns.TypeTXT, s.TTL), Txt: escapeAll(s.TXT)})
-			if s.Compat.BareHost {
-				z.Records = append(z.Records, &dns.TXT{Hdr: hdr(s.Name, dns.TypeTXT, s.TTL), Txt: escapeAll(s.TXT)})
+	if prev != nil && kept < prev.units.Len() {
+		for key := range prev.units.All() {
+			if !keep[key] {
+				ed.remove(key)
 			}
 		}
 	}
-	slices.SortFunc(z.Records, compareRR)
-	z.Records = slices.CompactFunc(z.Records, func(a, b dns.RR) bool { return compareRR(a, b) == 0 })
-	z.digest = z.computeDigest()
-	return z
+	return ed.finish()
 }
 
-func hdr(name string, t uint16, ttl uint32) dns.RR_Header {
-	return dns.RR_Header{Name: name, Rrtype: t, Class: dns.ClassINET, Ttl: ttl}
-}
-
-func addressRecords(name string, ttl uint32, addrs []netip.Addr) []dns.RR {
-	var out []dns.RR
-	for _, a := range addrs {
-		if a.Is4() {
-			out = append(out, &dns.A{Hdr: hdr(name, dns.TypeA, ttl), A: a.AsSlice()})
-		} else {
-			out = append(out, &dns.AAAA{Hdr: hdr(name, dns.TypeAAAA, ttl), AAAA: a.AsSlice()})
-		}
-	}
-	return out
-}
-
-// Serial is the zone's SOA serial.
-func (z *Zone) Serial() uint32 { return z.SOA.Serial }
-
-// WithSerial returns a copy of z with another SOA serial; the records are
-// shared, as neither version changes them.
+// WithSerial returns a copy of z with another SOA serial; everything else
+// is shared, as neither version changes it.
 func (z *Zone) WithSerial(serial uint32) *Zone {
 	c := *z
 	soa := *z.SOA
@@ -94,57 +128,304 @@ func (z *Zone) WithSerial(serial uint32) *Zone {
 	return &c
 }
 
+// Serial is the zone's SOA serial.
+func (z *Zone) Serial() uint32 { return z.SOA.Serial }
+
+// Len is the number of records, the SOA aside.
+func (z *Zone) Len() int { return z.count }
+
+// Bytes is the size of the records in wire format, uncompressed: about
+// what a full transfer sends.
+func (z *Zone) Bytes() int { return z.bytes }
+
 // Digest identifies the zone's content: every record and every SOA field
 // but the serial. Two versions with the same digest serve the same answers,
 // so a reload that keeps it publishes no change and keeps the serial.
 func (z *Zone) Digest() [sha256.Size]byte { return z.digest }
 
-func (z *Zone) computeDigest() [sha256.Size]byte {
-	h := sha256.New()
-	soa := *z.SOA
-	soa.Serial = 0
-	fmt.Fprintln(h, soa.String())
-	for _, rr := range z.Records {
-		fmt.Fprintln(h, rr.String())
+// NegativeTTL is the TTL of the SOA in negative answers (RFC 2308 §5): the
+// smaller of the SOA's TTL and its MINIMUM field.
+func (z *Zone) NegativeTTL() uint32 { return min(z.SOA.Hdr.Ttl, z.SOA.Minttl) }
+
+// Records returns every record but the SOA, in canonical order (RFC 4034
+// §6: by owner name, then type, then data).
+func (z *Zone) Records() []dns.RR {
+	out := make([]dns.RR, 0, z.count)
+	for _, u := range z.units.All() {
+		out = append(out, u.records()...)
 	}
-	var d [sha256.Size]byte
-	h.Sum(d[:0])
-	return d
+	slices.SortFunc(out, compareRR)
+	return out
 }
 
 // AXFR returns the records of a full zone transfer (RFC 5936): the SOA,
 // every other record, and the SOA again.
 func (z *Zone) AXFR() []dns.RR {
-	out := make([]dns.RR, 0, len(z.Records)+2)
+	out := make([]dns.RR, 0, z.count+2)
 	out = append(out, z.SOA)
-	out = append(out, z.Records...)
+	out = append(out, z.Records()...)
 	return append(out, z.SOA)
 }
 
-// NegativeTTL is the TTL of the SOA in negative answers (RFC 2308 §5): the
-// smaller of the SOA's TTL and its MINIMUM field.
-func (z *Zone) NegativeTTL() uint32 { return min(z.SOA.Hdr.Ttl, z.SOA.Minttl) }
+// RecordsAt returns the records at name, the SOA included at the origin,
+// in canonical order.
+func (z *Zone) RecordsAt(name string) []dns.RR {
+	var out []dns.RR
+	if name == z.Origin {
+		out = append(out, z.SOA)
+	}
+	o, ok := z.owners.Get(name)
+	if !ok {
+		return out
+	}
+	for _, key := range o.units {
+		u, _ := z.units.Get(key)
+		for _, rr := range u.records() {
+			if rr.Header().Name == name {
+				out = append(out, rr)
+			}
+		}
+	}
+	slices.SortFunc(out, compareRR)
+	return slices.CompactFunc(out, func(a, b dns.RR) bool { return compareRR(a, b) == 0 })
+}
 
-// Diff returns the records to delete from and add to from to get to, as
-// an IXFR sequence carries them (RFC 1995 §4). A changed TTL is a deletion
-// and an addition.
-func Diff(from, to *Zone) (deleted, added []dns.RR) {
+// Exists reports whether name is in the zone: it holds records, or names
+// below it do (an empty non-terminal, RFC 8020).
+func (z *Zone) Exists(name string) bool {
+	if name == z.Origin {
+		return true
+	}
+	_, ok := z.owners.Get(name)
+	return ok
+}
+
+// Names yields every name of the zone: the origin, the names holding
+// records, and the empty non-terminals.
+func (z *Zone) Names() []string {
+	out := []string{z.Origin}
+	for name := range z.owners.All() {
+		if name != z.Origin {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// AdditionalTarget is the host an answer with rr names, whose addresses
+// go in the additional section when the zone holds them (RFC 1034 §3.6.2
+// and §4.3.2 for NS and MX, RFC 2782 for SRV): the one rule of
+// additional-section processing, whatever the type.
+func AdditionalTarget(rr dns.RR) (string, bool) {
+	switch r := rr.(type) {
+	case *dns.NS:
+		return r.Ns, true
+	case *dns.MX:
+		return r.Mx, true
+	case *dns.SRV:
+		return r.Target, true
+	}
+	return "", false
+}
+
+// editor builds the next version of a zone.
+type editor struct {
+	z       *Zone
+	units   *cow.Editor[*unit]
+	owners  *cow.Editor[*owner]
+	refs    *cow.Editor[[]string]
+	touched map[string]bool
+	change  Change
+}
+
+// put adds u, replacing the unit of the same key, if its records differ.
+func (ed *editor) put(u *unit) {
+	old, had := ed.units.Get(u.key)
+	var oldRecords []dns.RR
+	if had {
+		oldRecords = old.records()
+	}
+	records := u.records()
+	if had && old.sum == u.sum && slices.EqualFunc(oldRecords, records, func(a, b dns.RR) bool { return compareRR(a, b) == 0 }) {
+		// Same records from a config that differs otherwise: keep the
+		// new config, for sameService to compare against next time.
+		ed.units.Set(u.key, u)
+		return
+	}
+	if had {
+		ed.unlink(old, oldRecords)
+	}
+	ed.units.Set(u.key, u)
+	ed.link(u, records)
+	del, add := diffRecords(oldRecords, records)
+	ed.change.Deleted = append(ed.change.Deleted, del...)
+	ed.change.Added = append(ed.change.Added, add...)
+}
+
+func (ed *editor) remove(key string) {
+	old, ok := ed.units.Get(key)
+	if !ok {
+		return
+	}
+	records := old.records()
+	ed.unlink(old, records)
+	ed.units.Delete(key)
+	ed.change.Deleted = append(ed.change.Deleted, records...)
+}
+
+// link adds u, whose records are records, to the counts, the owner index
+// and the refs.
+func (ed *editor) link(u *unit, records []dns.RR) {
+	ed.z.count += u.count
+	ed.z.bytes += u.bytes
+	ed.z.sum.add(u.sum)
+	for _, name := range owners(records) {
+		o := ed.ownerCopy(name)
+		i, _ := slices.BinarySearch(o.units, u.key)
+		o.units = slices.Insert(o.units, i, u.key)
+		ed.owners.Set(name, o)
+		ed.touch(name)
+		if len(o.units) == 1 {
+			ed.ancestors(name, +1)
+		}
+	}
+	for _, rr := range records {
+		if host, ok := AdditionalTarget(rr); ok {
+			list, _ := ed.refs.Get(host)
+			ed.refs.Set(host, append(slices.Clip(list), rr.Header().Name))
+		}
+	}
+}
+
+// unlink removes u, whose records are records, from the counts, the index
+// and the refs.
+func (ed *editor) unlink(u *unit, records []dns.RR) {
+	ed.z.count -= u.count
+	ed.z.bytes -= u.bytes
+	ed.z.sum.sub(u.sum)
+	for _, name := range owners(records) {
+		o := ed.ownerCopy(name)
+		if i, found := slices.BinarySearch(o.units, u.key); found {
+			o.units = slices.Delete(o.units, i, i+1)
+		}
+		ed.touch(name)
+		if len(o.units) == 0 {
+			ed.ancestors(name, -1)
+		}
+		if len(o.units) == 0 && o.below == 0 {
+			ed.owners.Delete(name)
+		} else {
+			ed.owners.Set(name, o)
+		}
+	}
+	for _, rr := range records {
+		if host, ok := AdditionalTarget(rr); ok {
+			list, _ := ed.refs.Get(host)
+			if i := slices.Index(list, rr.Header().Name); i >= 0 {
+				list = slices.Delete(slices.Clone(list), i, i+1)
+			}
+			if len(list) == 0 {
+				ed.refs.Delete(host)
+			} else {
+				ed.refs.Set(host, list)
+			}
+		}
+	}
+}
+
+// ancestors adds d to the count of names with records below each
+// ancestor of name inside the zone (the origin aside, which always
+// exists), creating and deleting empty non-terminals (RFC 8020).
+func (ed *editor) ancestors(name string, d int) {
+	for p, ok := parentName(name); ok && p != ed.z.Origin && dns.IsSubDomain(ed.z.Origin, p); p, ok = parentName(p) {
+		o := ed.ownerCopy(p)
+		o.below += d
+		if len(o.units) == 0 && (o.below == 0 || o.below == d) {
+			ed.touch(p) // an empty non-terminal appears or goes
+		}
+		if len(o.units) == 0 && o.below == 0 {
+			ed.owners.Delete(p)
+		} else {
+			ed.owners.Set(p, o)
+		}
+	}
+}
+
+// ownerCopy returns a copy of the owner entry of name, or a new one.
+func (ed *editor) ownerCopy(name string) *owner {
+	o := &owner{}
+	if old, ok := ed.owners.Get(name); ok {
+		o.units = slices.Clone(old.units)
+		o.below = old.below
+	}
+	return o
+}
+
+func (ed *editor) touch(name string) { ed.touched[name] = true }
+
+func (ed *editor) finish() (*Zone, *Change) {
+	z := ed.z
+	z.units, z.owners, z.refs = ed.units.Map(), ed.owners.Map(), ed.refs.Map()
+	for name := range ed.touched {
+		// Answers that carry the addresses of a changed name change too.
+		if list, ok := z.refs.Get(name); ok {
+			for _, o := range list {
+				ed.touched[o] = true
+			}
+		}
+	}
+	for name := range ed.touched {
+		ed.change.Owners = append(ed.change.Owners, name)
+	}
+	slices.Sort(ed.change.Owners)
+	z.digest = z.computeDigest()
+	return z, &ed.change
+}
+
+// computeDigest hashes the SOA fields but the serial with the sum of the
+// records' hashes.
+func (z *Zone) computeDigest() [sha256.Size]byte {
+	h := sha256.New()
+	soa := *z.SOA
+	soa.Serial = 0
+	fmt.Fprintln(h, soa.String())
+	var b [32]byte
+	for i, v := range z.sum {
+		binary.BigEndian.PutUint64(b[8*i:], v)
+	}
+	h.Write(b[:])
+	var d [sha256.Size]byte
+	h.Sum(d[:0])
+	return d
+}
+
+func parentName(name string) (string, bool) {
+	off, end := dns.NextLabel(name, 0)
+	if end {
+		return "", false
+	}
+	return name[off:], true
+}
+
+// diffRecords returns the records of from missing in to, and of to
+// missing in from; both are in canonical order.
+func diffRecords(from, to []dns.RR) (deleted, added []dns.RR) {
 	i, j := 0, 0
-	for i < len(from.Records) || j < len(to.Records) {
+	for i < len(from) || j < len(to) {
 		switch {
-		case j == len(to.Records):
-			deleted = append(deleted, from.Records[i])
+		case j == len(to):
+			deleted = append(deleted, from[i])
 			i++
-		case i == len(from.Records):
-			added = append(added, to.Records[j])
+		case i == len(from):
+			added = append(added, to[j])
 			j++
 		default:
-			switch c := compareRR(from.Records[i], to.Records[j]); {
+			switch c := compareRR(from[i], to[j]); {
 			case c < 0:
-				deleted = append(deleted, from.Records[i])
+				deleted = append(deleted, from[i])
 				i++
 			case c > 0:
-				added = append(added, to.Records[j])
+				added = append(added, to[j])
 				j++
 			default:
 				i++
@@ -153,6 +434,13 @@ func Diff(from, to *Zone) (deleted, added []dns.RR) {
 		}
 	}
 	return deleted, added
+}
+
+// Diff returns the records to delete from and add to from to get to, as
+// an IXFR sequence carries them (RFC 1995 §4). A changed TTL is a deletion
+// and an addition.
+func Diff(from, to *Zone) (deleted, added []dns.RR) {
+	return diffRecords(from.Records(), to.Records())
 }
 
 // compareRR orders records canonically: owner name (RFC 4034 §6.1), type,
@@ -172,6 +460,12 @@ func compareRR(a, b dns.RR) int {
 }
 
 func rdata(rr dns.RR) string {
+	switch r := rr.(type) {
+	case *dns.A:
+		return string(r.A.To4())
+	case *dns.AAAA:
+		return string(r.AAAA.To16())
+	}
 	s := rr.String()
 	h := rr.Header().String()
 	return strings.TrimPrefix(s, h)
@@ -181,12 +475,31 @@ func rdata(rr dns.RR) string {
 // from the right, so that a zone's apex sorts first and each name's
 // children follow it.
 func CompareNames(a, b string) int {
-	la := dns.SplitDomainName(a)
-	lb := dns.SplitDomainName(b)
-	for i, j := len(la)-1, len(lb)-1; i >= 0 && j >= 0; i, j = i-1, j-1 {
-		if c := strings.Compare(la[i], lb[j]); c != 0 {
+	for {
+		la, ra, oka := lastLabel(a)
+		lb, rb, okb := lastLabel(b)
+		switch {
+		case !oka && !okb:
+			return 0
+		case !oka:
+			return -1
+		case !okb:
+			return 1
+		}
+		if c := strings.Compare(la, lb); c != 0 {
 			return c
 		}
+		a, b = ra, rb
 	}
-	return len(la) - len(lb)
+}
+
+// lastLabel splits the last label off an absolute name ("a.b." → "b",
+// "a."); ok is false for the root.
+func lastLabel(name string) (label, rest string, ok bool) {
+	name = strings.TrimSuffix(name, ".")
+	if name == "" {
+		return "", "", false
+	}
+	i := strings.LastIndexByte(name, '.')
+	return name[i+1:], name[:i+1], true
 }

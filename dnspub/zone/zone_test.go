@@ -2,6 +2,7 @@ package zone
 
 import (
 	"bytes"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -37,7 +38,7 @@ func TestMasterFileRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var want []string
-	for _, rr := range z.AXFR()[:len(z.Records)+1] {
+	for _, rr := range z.AXFR()[:z.Len()+1] {
 		want = append(want, rr.String())
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -88,7 +89,7 @@ func TestTXTEscaping(t *testing.T) {
 	text := bytes.Replace(config.Example, []byte("service: helloworld.Greeter"), []byte(`service: "hello\\\"world\u00e9.Greeter"`), 1)
 	z := exampleZone(t, text, 1)
 	var txt *dns.TXT
-	for _, rr := range z.Records {
+	for _, rr := range z.Records() {
 		if rr.Header().Name == "_grpc_config.greeter.example.test." {
 			txt = rr.(*dns.TXT)
 		}
@@ -105,5 +106,14 @@ func TestTXTEscaping(t *testing.T) {
 	}
 	if got := strings.Join(RawTXT(txt), ""); got != want {
 		t.Errorf("RawTXT = %q", got)
+	}
+}
+
+// TestSameServiceComparesEveryField: a field added to config.Service must
+// be compared by sameService, or Update could share a service that
+// differs in it.
+func TestSameServiceComparesEveryField(t *testing.T) {
+	if n := reflect.TypeOf(config.Service{}).NumField(); n != 7 {
+		t.Errorf("config.Service has %d fields: compare the new ones in sameService, then update this count", n)
 	}
 }

@@ -42,6 +42,9 @@ const (
 	// Oversize answers over UDP in full, ignoring the client's EDNS size
 	// (a broken server); TCP is answered normally.
 	Oversize
+	// TruncateAll answers with TC set and no records over UDP and TCP
+	// alike: a server (or a middlebox) that cannot send the answer at all.
+	TruncateAll
 )
 
 // Query is one query the server received.
@@ -307,8 +310,8 @@ func (s *Server) serve(w dns.ResponseWriter, req *dns.Msg) {
 			rc = dns.RcodeRefused
 		}
 		m.SetRcode(req, rc)
-	case Truncate:
-		if network == "udp" {
+	case Truncate, TruncateAll:
+		if network == "udp" || fault == TruncateAll {
 			m.Answer, m.Ns, m.Extra = nil, nil, nil
 			m.Truncated = true
 		}

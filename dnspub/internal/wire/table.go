@@ -3,9 +3,11 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"maps"
 
 	"github.com/miekg/dns"
 
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/cow"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
 )
 
@@ -20,11 +22,12 @@ type Options struct {
 const DefaultMaxUDPSize = 1232
 
 // Table holds the precomputed answers of a set of zones. It is immutable
-// and safe for concurrent use.
+// and safe for concurrent use; Edit makes the next version, which shares
+// every answer it does not rebuild.
 type Table struct {
 	// nodes maps lower-case wire-format names to their answers; empty
 	// non-terminals are nodes too, so that they answer NODATA (RFC 8020).
-	nodes map[string]*node
+	nodes cow.Map[*node]
 	// zones maps lower-case wire-format origins to their zones.
 	zones  map[string]*zoneInfo
 	maxUDP int
@@ -33,8 +36,12 @@ type Table struct {
 type zoneInfo struct {
 	origin string
 	// nxSOA is the zone's SOA record without its owner name (type, class,
-	// TTL = negative TTL, RDLENGTH, uncompressed RDATA); an NXDOMAIN answer
+	// TTL = negative TTL, RDLENGTH, uncompressed RDATA); a negative answer
 	// prefixes it with a pointer to the zone's name inside the question.
+	// It is the only part of the table that a new serial changes, besides
+	// the apex's answers: NODATA and NXDOMAIN answers are assembled with it
+	// per query, so that a change of one service does not rebuild every
+	// name's NODATA answer.
 	nxSOA []byte
 }
 
@@ -42,56 +49,138 @@ type zoneInfo struct {
 // and the question in lower case.
 type template struct {
 	full []byte
-	// minimal is full without the additional section (NS glue), used when
-	// full does not fit; nil when there is no additional section.
+	// minimal is full without the additional section, used when full does
+	// not fit; nil when there is no additional section.
 	minimal []byte
 }
 
-// Record types with a precomputed answer at a node.
-var slotTypes = [...]uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeNS, dns.TypeSOA}
-
-const nslots = len(slotTypes)
-
-func slot(t uint16) int {
-	switch t {
-	case dns.TypeA:
-		return 0
-	case dns.TypeAAAA:
-		return 1
-	case dns.TypeTXT:
-		return 2
-	case dns.TypeNS:
-		return 3
-	case dns.TypeSOA:
-		return 4
-	}
-	return -1
+type node struct {
+	// apex is the offset of the zone's origin in the node's name, whose
+	// zone answers NODATA.
+	apex uint8
+	// answers holds the answer to each record type the name has, by type.
+	// A name has a handful of types at most, so a scan beats a map.
+	answers []typedAnswer
+	// anyT answers ANY with one RRset, the one of the lowest type (RFC
+	// 8482 §4.1); nil when the name has none.
+	anyT *template
 }
 
-type node struct {
-	zone   *zoneInfo
-	byType [nslots]*template
-	// anyT answers ANY with one RRset (RFC 8482 §4.1); nodata when the
-	// node has none.
-	anyT   *template
-	nodata *template
+type typedAnswer struct {
+	qtype uint16
+	tm    *template
+}
+
+// lookup returns the answer to qtype: its RRset, or nil for NODATA.
+func (n *node) lookup(qtype uint16) *template {
+	if qtype == typeANY {
+		return n.anyT
+	}
+	for i := range n.answers {
+		if n.answers[i].qtype == qtype {
+			return n.answers[i].tm
+		}
+	}
+	return nil
+}
+
+// New returns an empty table.
+func New(opts Options) (*Table, error) {
+	e := (&Table{zones: map[string]*zoneInfo{}}).Edit()
+	if err := e.SetMaxUDPSize(opts.MaxUDPSize); err != nil {
+		return nil, err
+	}
+	return e.Table(), nil
 }
 
 // Build precomputes the answers of zones. Zones must not nest.
 func Build(zones []*zone.Zone, opts Options) (*Table, error) {
-	t := &Table{nodes: map[string]*node{}, zones: map[string]*zoneInfo{}, maxUDP: opts.MaxUDPSize}
-	if t.maxUDP == 0 {
-		t.maxUDP = DefaultMaxUDPSize
+	t, err := New(opts)
+	if err != nil {
+		return nil, err
 	}
-	if t.maxUDP < MinUDPSize || t.maxUDP > MaxTCPSize {
-		return nil, fmt.Errorf("wire: MaxUDPSize %d is outside %d..%d", t.maxUDP, MinUDPSize, MaxTCPSize)
-	}
+	e := t.Edit()
 	for _, z := range zones {
-		if err := t.addZone(z); err != nil {
+		if err := e.SetZone(z, nil); err != nil {
 			return nil, err
 		}
 	}
-	return t, nil
+	return e.Table(), nil
+}
+
+// Editor builds the next version of a Table.
+type Editor struct {
+	nodes  *cow.Editor[*node]
+	zones  map[string]*zoneInfo
+	maxUDP int
+}
+
+// Edit starts the next version of t.
+func (t *Table) Edit() *Editor {
+	return &Editor{nodes: t.nodes.Edit(), zones: maps.Clone(t.zones), maxUDP: t.maxUDP}
+}
+
+// SetZone puts version z of a zone in the table, rebuilding the answers of
+// names (those whose answers changed since the version the table holds;
+// nil for every name of z) and of the apex (the SOA changes with every
+// version). Names that left the zone are removed.
+func (e *Editor) SetZone(z *zone.Zone, names []string) error {
+	originKey, err := wireName(z.Origin)
+	if err != nil {
+		return err
+	}
+	neg := *z.SOA
+	neg.Hdr.Ttl = z.NegativeTTL()
+	buf := make([]byte, dns.Len(&neg)+16)
+	n, err := dns.PackRR(&neg, buf, 0, nil, false)
+	if err != nil {
+		return fmt.Errorf("wire: zone %s: SOA: %v", z.Origin, err)
+	}
+	e.zones[originKey] = &zoneInfo{origin: z.Origin, nxSOA: buf[len(originKey):n:n]}
+	if names == nil {
+		names = z.Names()
+	}
+	if err := e.setName(z, z.Origin, originKey); err != nil {
+		return err
+	}
+	for _, name := range names {
+		if name == z.Origin {
+			continue
+		}
+		if err := e.setName(z, name, originKey); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RemoveZone takes z, a version of a zone the table holds, out of it.
+func (e *Editor) RemoveZone(z *zone.Zone) {
+	for _, name := range z.Names() {
+		if key, err := wireName(name); err == nil {
+			e.nodes.Delete(key)
+		}
+	}
+	if key, err := wireName(z.Origin); err == nil {
+		delete(e.zones, key)
+	}
+}
+
+// SetMaxUDPSize changes the EDNS buffer cap (Options.MaxUDPSize).
+func (e *Editor) SetMaxUDPSize(n int) error {
+	if n == 0 {
+		n = DefaultMaxUDPSize
+	}
+	if n < MinUDPSize || n > MaxTCPSize {
+		return fmt.Errorf("wire: MaxUDPSize %d is outside %d..%d", n, MinUDPSize, MaxTCPSize)
+	}
+	e.maxUDP = n
+	return nil
+}
+
+// Table returns the version built. The Editor must not be used afterwards.
+func (e *Editor) Table() *Table {
+	return &Table{nodes: e.nodes.Map(), zones: e.zones, maxUDP: e.maxUDP}
 }
 
 func wireName(name string) (string, error) {
@@ -103,114 +192,52 @@ func wireName(name string) (string, error) {
 	return string(buf[:n]), nil
 }
 
-func (t *Table) addZone(z *zone.Zone) error {
-	key, err := wireName(z.Origin)
+// setName rebuilds the answers of name from z, or removes it when it is
+// no longer in z.
+func (e *Editor) setName(z *zone.Zone, name, originKey string) error {
+	key, err := wireName(name)
 	if err != nil {
 		return err
 	}
-	if _, dup := t.zones[key]; dup {
-		return fmt.Errorf("wire: zone %s given twice", z.Origin)
+	if !z.Exists(name) {
+		e.nodes.Delete(key)
+		return nil
 	}
-	zi := &zoneInfo{origin: z.Origin}
-	t.zones[key] = zi
-
-	neg := *z.SOA
-	neg.Hdr.Ttl = z.NegativeTTL()
-	buf := make([]byte, dns.Len(&neg)+16)
-	n, err := dns.PackRR(&neg, buf, 0, nil, false)
-	if err != nil {
-		return fmt.Errorf("wire: zone %s: SOA: %v", z.Origin, err)
-	}
-	zi.nxSOA = buf[len(key):n]
-
-	// Group the records by owner and type, in canonical order.
-	type rrsets struct {
-		name  string
-		types map[uint16][]dns.RR
-		order []uint16
-	}
-	var owners []*rrsets
-	byName := map[string]*rrsets{}
-	for _, rr := range z.AXFR()[:len(z.Records)+1] {
-		h := rr.Header()
-		s := byName[h.Name]
-		if s == nil {
-			s = &rrsets{name: h.Name, types: map[uint16][]dns.RR{}}
-			byName[h.Name] = s
-			owners = append(owners, s)
+	nd := &node{apex: uint8(len(key) - len(originKey))}
+	rrs := z.RecordsAt(name) // canonical: grouped by type, ascending
+	for i := 0; i < len(rrs); {
+		typ := rrs[i].Header().Rrtype
+		j := i
+		for j < len(rrs) && rrs[j].Header().Rrtype == typ {
+			j++
 		}
-		if _, ok := s.types[h.Rrtype]; !ok {
-			s.order = append(s.order, h.Rrtype)
-		}
-		s.types[h.Rrtype] = append(s.types[h.Rrtype], rr)
-	}
-	// Empty non-terminals: every ancestor of an owner up to the origin.
-	for _, s := range owners[:len(owners):len(owners)] {
-		for name := s.name; name != z.Origin; {
-			parent, ok := parentName(name)
-			if !ok {
-				break
-			}
-			name = parent
-			if byName[name] == nil {
-				e := &rrsets{name: name, types: map[uint16][]dns.RR{}}
-				byName[name] = e
-				owners = append(owners, e)
-			}
-		}
-	}
-	soa := []dns.RR{&neg}
-	for _, s := range owners {
-		key, err := wireName(s.name)
-		if err != nil {
-			return err
-		}
-		if _, dup := t.nodes[key]; dup {
-			return fmt.Errorf("wire: name %s belongs to two zones", s.name)
-		}
-		nd := &node{zone: zi}
-		nd.nodata, err = packTemplate(s.name, 0, nil, soa, nil)
-		if err != nil {
-			return err
-		}
-		for _, typ := range s.order {
-			var glue []dns.RR
-			if typ == dns.TypeNS {
-				for _, rr := range s.types[typ] {
-					if target := byName[rr.(*dns.NS).Ns]; target != nil {
-						glue = append(glue, target.types[dns.TypeA]...)
-						glue = append(glue, target.types[dns.TypeAAAA]...)
+		set := rrs[i:j:j]
+		i = j
+		var glue []dns.RR
+		for _, rr := range set {
+			if host, ok := zone.AdditionalTarget(rr); ok {
+				for _, t := range [...]uint16{dns.TypeA, dns.TypeAAAA} {
+					for _, a := range z.RecordsAt(host) {
+						if a.Header().Rrtype == t {
+							glue = append(glue, a)
+						}
 					}
 				}
 			}
-			tm, err := packTemplate(s.name, typ, s.types[typ], nil, glue)
-			if err != nil {
+		}
+		tm, err := packTemplate(name, typ, set, nil, glue)
+		if err != nil {
+			return err
+		}
+		nd.answers = append(nd.answers, typedAnswer{typ, tm})
+		if nd.anyT == nil {
+			if nd.anyT, err = packTemplate(name, typeANY, set, nil, nil); err != nil {
 				return err
 			}
-			if i := slot(typ); i >= 0 {
-				nd.byType[i] = tm
-			}
 		}
-		nd.anyT = nd.nodata
-		for _, typ := range slotTypes {
-			if rrs := s.types[typ]; rrs != nil {
-				if nd.anyT, err = packTemplate(s.name, typeANY, rrs, nil, nil); err != nil {
-					return err
-				}
-				break
-			}
-		}
-		t.nodes[key] = nd
 	}
+	e.nodes.Set(key, nd)
 	return nil
-}
-
-func parentName(name string) (string, bool) {
-	off, end := dns.NextLabel(name, 0)
-	if end {
-		return "", false
-	}
-	return name[off:], true
 }
 
 func packTemplate(name string, qtype uint16, answer, ns, extra []dns.RR) (*template, error) {
@@ -223,8 +250,10 @@ func packTemplate(name string, qtype uint16, answer, ns, extra []dns.RR) (*templ
 	if err != nil {
 		return nil, fmt.Errorf("wire: %s %s: %v", name, dns.TypeToString[qtype], err)
 	}
-	if len(full) > MaxTCPSize {
-		return nil, fmt.Errorf("wire: the %s answer at %s is %d bytes, more than a DNS message holds", dns.TypeToString[qtype], name, len(full))
+	if len(full)+optRRLen > MaxTCPSize {
+		// Sized as an EDNS client gets it: one that fits only without the
+		// OPT record would reach such clients as TC=1 over TCP.
+		return nil, fmt.Errorf("wire: the %s answer at %s is %d bytes with the OPT record, more than a DNS message holds", dns.TypeToString[qtype], name, len(full)+optRRLen)
 	}
 	tm := &template{full: full}
 	if len(extra) > 0 {
@@ -333,16 +362,16 @@ func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) ([]byte, Result) {
 		}
 		key[i] = c
 	}
-	if nd := t.nodes[string(key)]; nd != nil {
-		tm := nd.nodata
-		if q.QType == typeANY {
-			tm = nd.anyT
-		} else if i := slot(q.QType); i >= 0 && nd.byType[i] != nil {
-			tm = nd.byType[i]
+	if nd, ok := t.nodes.GetBytes(key); ok {
+		if tm := nd.lookup(q.QType); tm != nil {
+			resp, trunc := t.fromTemplate(dst, msg, q, tm, limit)
+			r.Truncated = trunc
+			r.Rcode = int(resp[3] & 0xf)
+			return resp, *r
 		}
-		resp, trunc := t.fromTemplate(dst, msg, q, tm, limit)
+		// NODATA, with the SOA of the zone as it is now.
+		resp, trunc := t.negative(dst, msg, q, t.zones[string(key[nd.apex:])], int(nd.apex), RcodeSuccess, limit)
 		r.Truncated = trunc
-		r.Rcode = int(resp[3] & 0xf)
 		return resp, *r
 	}
 	// Not a name we hold: NXDOMAIN in the closest enclosing zone, or
@@ -351,7 +380,7 @@ func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) ([]byte, Result) {
 	for i := 0; i < len(key); i += int(key[i]) + 1 {
 		if zi := t.zones[string(key[i:])]; zi != nil {
 			r.Rcode = RcodeNXDomain
-			resp, trunc := t.nxdomain(dst, msg, q, zi, i, limit)
+			resp, trunc := t.negative(dst, msg, q, zi, i, RcodeNXDomain, limit)
 			r.Truncated = trunc
 			return resp, *r
 		}
@@ -397,11 +426,11 @@ func (t *Table) truncated(dst, msg []byte, q *Query, flags2, flags3 byte) []byte
 	return t.appendOPT(resp, q, RcodeSuccess)
 }
 
-// nxdomain assembles an NXDOMAIN answer with the zone's SOA in the
-// authority section (RFC 2308 §2.1), its owner a pointer to the zone's
-// name at offset apex of the question name.
-func (t *Table) nxdomain(dst, msg []byte, q *Query, zi *zoneInfo, apex, limit int) ([]byte, bool) {
-	const flags2, flags3 = 0x84, RcodeNXDomain // QR, AA
+// negative assembles an NXDOMAIN or NODATA answer with the zone's SOA in
+// the authority section (RFC 2308 §2.1, §2.2), its owner a pointer to the
+// zone's name at offset apex of the question name.
+func (t *Table) negative(dst, msg []byte, q *Query, zi *zoneInfo, apex, rcode, limit int) ([]byte, bool) {
+	flags2, flags3 := byte(0x84), byte(rcode) // QR, AA
 	opt := 0
 	if q.EDNS {
 		opt = optRRLen

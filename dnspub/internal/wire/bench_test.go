@@ -35,7 +35,7 @@ func BenchmarkRespond(b *testing.B) {
 func BenchmarkPackPerQuery(b *testing.B) {
 	_, zs := testTable(b, 4096)
 	var txt dns.RR
-	for _, rr := range zs[0].Records {
+	for _, rr := range zs[0].Records() {
 		if rr.Header().Name == "_grpc_config.big.example.test." {
 			txt = rr
 		}

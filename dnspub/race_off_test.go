@@ -1,0 +1,5 @@
+//go:build !race
+
+package dnspub
+
+const raceEnabled = false

@@ -1,0 +1,223 @@
+package dnspub
+
+import (
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+)
+
+// The file watcher must never publish a half-written config: a prefix of
+// a YAML file, cut at a line boundary, is often a valid config with zones,
+// services or choices missing, and publishing it would answer REFUSED or
+// NXDOMAIN and make every secondary copy the truncated zone. A poll alone
+// cannot tell a writer that paused from one that finished, so the watcher
+// asks the operating system how the file changed (fileTracker):
+//
+//   - replaced atomically (renamed over, or a symlink in its path swapped,
+//     as editors that save by rename and Kubernetes ConfigMaps do): the new
+//     file is complete; it is loaded once it has been quiet for Debounce;
+//   - written in place while a writer still holds it open after writing:
+//     held, however long the writer pauses;
+//   - written in place and closed by every writer: loaded after Debounce,
+//     unless it removes zones or services (what a prefix looks like, and
+//     what a writer that appends in several opens leaves between them):
+//     then it must have been quiet for Settle;
+//   - how it changed is unknown (no inotify, an overflowed event queue, a
+//     file created in place whose close we may have missed): every change
+//     waits for Settle.
+//
+// SIGHUP (Server.Reload) loads the file as it is, at once.
+
+// changeKind is how the config file's content last changed.
+type changeKind uint8
+
+const (
+	// changeNone: no change observed since the watcher settled; a content
+	// change without an event came from a swap elsewhere in the path.
+	changeNone changeKind = iota
+	changeReplaced
+	changeInPlace
+	changeUnknown
+)
+
+func (k changeKind) String() string {
+	return [...]string{"none", "replaced", "in place", "unknown"}[k]
+}
+
+// fileState is what a fileTracker saw happen to the file.
+type fileState struct {
+	// writing: a writer has written and not closed the file.
+	writing bool
+	kind    changeKind
+	// seq counts events, so that settle forgets only what was read.
+	seq uint64
+	// last is when the last event arrived.
+	last time.Time
+}
+
+// fileTracker follows how the config file changes.
+type fileTracker interface {
+	state() fileState
+	// settle marks the content read when state().seq was seq as loaded.
+	settle(seq uint64)
+	close()
+}
+
+// pollTracker is the tracker where the OS tells nothing: every change is
+// of unknown kind.
+type pollTracker struct{}
+
+func (pollTracker) state() fileState { return fileState{kind: changeUnknown} }
+func (pollTracker) settle(uint64)    {}
+func (pollTracker) close()           {}
+
+// errHeld is returned by load when its hold function kept the config back.
+type heldError struct{ reason string }
+
+func (e *heldError) Error() string { return "held: " + e.reason }
+
+// removals describes the zones and services that serving cfg instead of
+// old would remove, or "" for none.
+func removals(cfg *config.Config, old *snapshot) string {
+	if old == nil {
+		return ""
+	}
+	next := map[string]map[string]bool{}
+	for _, z := range cfg.Zones {
+		names := map[string]bool{}
+		for _, svc := range z.Services {
+			names[svc.Name] = true
+		}
+		next[z.Origin] = names
+	}
+	var zones, services []string
+	for origin, ze := range old.zones {
+		names, ok := next[origin]
+		if !ok {
+			zones = append(zones, origin)
+			continue
+		}
+		for _, svc := range ze.cfg.Services {
+			if !names[svc.Name] {
+				services = append(services, svc.Name)
+			}
+		}
+	}
+	if len(zones)+len(services) == 0 {
+		return ""
+	}
+	slices.Sort(zones)
+	slices.Sort(services)
+	var parts []string
+	if len(zones) > 0 {
+		parts = append(parts, fmt.Sprintf("%d zones (%s)", len(zones), abbreviate(zones)))
+	}
+	if len(services) > 0 {
+		parts = append(parts, fmt.Sprintf("%d services (%s)", len(services), abbreviate(services)))
+	}
+	return "it removes " + strings.Join(parts, " and ")
+}
+
+func abbreviate(names []string) string {
+	if len(names) <= 5 {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:5], ", ") + ", …"
+}
+
+// watch polls the config file and loads it when it has changed and the
+// rules above say it is complete.
+func (s *Server) watch(tr fileTracker) {
+	defer tr.close()
+	tick := time.NewTicker(s.opts.WatchInterval)
+	defer tick.Stop()
+	var (
+		pending      [sha256.Size]byte
+		pendingSince time.Time
+		told         string // what was last logged about pending
+		retryAt      time.Time
+		retryDelay   time.Duration
+	)
+	tell := func(msg string, args ...any) {
+		if key := fmt.Sprint(pending, msg); key != told {
+			told = key
+			s.log.Info(msg, append([]any{"config", s.opts.ConfigFile}, args...)...)
+		}
+	}
+	for {
+		select {
+		case <-s.done:
+			return
+		case <-tick.C:
+		}
+		now := time.Now()
+		st := tr.state()
+		text, err := os.ReadFile(s.opts.ConfigFile)
+		if err != nil {
+			continue // being replaced, or gone: keep serving; the next poll sees it
+		}
+		h := sha256.Sum256(text)
+		s.reloadMu.Lock()
+		last := s.lastHash
+		s.reloadMu.Unlock()
+		if h == last {
+			pendingSince = time.Time{}
+			if !st.writing {
+				tr.settle(st.seq)
+			}
+			continue
+		}
+		if h != pending || pendingSince.IsZero() {
+			pending, pendingSince = h, now
+			continue
+		}
+		if st.writing {
+			tell("config file changed but a writer still has it open; waiting for it to close the file (or SIGHUP to load it as it is)")
+			continue
+		}
+		if now.Before(retryAt) {
+			continue
+		}
+		quietSince := pendingSince
+		if st.last.After(quietSince) {
+			quietSince = st.last
+		}
+		quiet := now.Sub(quietSince)
+		if quiet < s.opts.Debounce {
+			continue
+		}
+		var hold func(*config.Config, *snapshot) string
+		switch st.kind {
+		case changeUnknown:
+			if quiet < s.opts.Settle {
+				tell("config file changed in a way the watcher cannot see the end of; loading it once it has been unchanged for a while (or on SIGHUP); write it by rename to load it at once", "wait", s.opts.Settle)
+				continue
+			}
+		case changeInPlace:
+			if quiet < s.opts.Settle {
+				hold = func(cfg *config.Config, old *snapshot) string { return removals(cfg, old) }
+			}
+		}
+		_, err = s.load(text, "file changed ("+st.kind.String()+")", hold)
+		var held *heldError
+		var se *StateError
+		switch {
+		case errors.As(err, &held):
+			tell("config file written in place holds back a change: "+held.reason+", as a half-written file would; loading it once the file has been unchanged for a while (or on SIGHUP)", "wait", s.opts.Settle)
+			continue
+		case errors.As(err, &se):
+			retryDelay = min(max(2*retryDelay, time.Second), time.Minute)
+			retryAt = now.Add(retryDelay)
+		default:
+			retryDelay = 0
+		}
+		pendingSince = time.Time{}
+		tr.settle(st.seq)
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !linux
+
+package dnspub
+
+import "testing"
+
+func haveInotify(*testing.T) bool { return false }

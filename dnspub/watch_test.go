@@ -1,0 +1,321 @@
+package dnspub
+
+import (
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+)
+
+// realConfig is testdata/publisher/production.yaml, with NOTIFY kept on
+// loopback.
+func realConfig(t testing.TB) string {
+	t.Helper()
+	b, err := os.ReadFile("../testdata/publisher/production.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := strings.Replace(string(b), `notify: [10.0.1.53, "10.0.1.54:53"]`, `notify: []`, 1)
+	if s == string(b) {
+		t.Fatal("production.yaml changed: update realConfig")
+	}
+	return s
+}
+
+// watchOptions makes the watcher fast: polls every 10ms, Debounce and
+// Settle as given.
+func watchOptions(debounce, settle time.Duration) func(*Options) {
+	return func(o *Options) {
+		o.WatchInterval = 10 * time.Millisecond
+		o.Debounce = debounce
+		o.Settle = settle
+	}
+}
+
+// servedNames lists every zone and service of the version being served.
+func servedNames(s *Server) map[string]bool {
+	out := map[string]bool{}
+	for origin, ze := range s.snap.Load().zones {
+		out[origin] = true
+		for _, svc := range ze.cfg.Services {
+			out[svc.Name] = true
+		}
+	}
+	return out
+}
+
+// watchServed calls check on the version being served every few
+// milliseconds until the returned stop is called.
+func watchServed(t *testing.T, s *Server, check func(v *snapshot)) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for {
+			check(s.snap.Load())
+			select {
+			case <-done:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// writeStalled writes content to path line by line, pausing after every
+// line. With reopen, each line is appended by a new open and close (a
+// shell loop of `echo … >> file`); otherwise one open holds the file.
+func writeStalled(t *testing.T, path, content string, pause time.Duration, reopen bool) {
+	t.Helper()
+	lines := strings.SplitAfter(content, "\n")
+	if !reopen {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range lines {
+			if _, err := f.WriteString(l); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(pause)
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if err := os.Truncate(path, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range lines {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.WriteString(l)
+		f.Close()
+		time.Sleep(pause)
+	}
+}
+
+// TestStalledWriterIsNeverServed: a writer that pauses at every line
+// boundary of a real config, each pause longer than both Debounce and
+// Settle, holding the file open: no prefix is ever loaded, whatever it
+// would have published, and the whole file is loaded once it is closed
+// (issue 11, item 1).
+func TestStalledWriterIsNeverServed(t *testing.T) {
+	if !haveInotify(t) {
+		t.Skip("needs inotify: without it the watcher cannot see a writer that still holds the file")
+	}
+	old := realConfig(t)
+	ts := startServer(t, old, watchOptions(10*time.Millisecond, 30*time.Millisecond))
+	serial := func() uint32 { return ts.Serials()["svc.example.com."] }
+	first := serial()
+	version := ts.snap.Load().version
+	var changed []string
+	var mu sync.Mutex
+	stop := watchServed(t, ts.Server, func(v *snapshot) {
+		if v.version != version {
+			mu.Lock()
+			changed = append(changed, v.cfg.Zones[0].Origin)
+			mu.Unlock()
+		}
+	})
+	next := strings.Replace(old, "10.1.0.20", "10.1.0.21", 1)
+	writeStalled(t, ts.file, next, 50*time.Millisecond, false)
+	stop()
+	if len(changed) > 0 || strings.Contains(ts.logs.String(), "config rejected") {
+		t.Fatalf("a partial file was loaded while the writer held it (%d versions):\n%s", len(changed), ts.logs.String())
+	}
+	waitFor(t, "the complete file", func() bool {
+		r := ts.ask("udp", "ledger.svc.example.com.", dns.TypeA, 0)
+		return len(r.Answer) == 1 && r.Answer[0].(*dns.A).A.String() == "10.1.0.21"
+	})
+	if !serialGreater(serial(), first) {
+		t.Errorf("serial %d after the change, was %d", serial(), first)
+	}
+	if !strings.Contains(ts.logs.String(), "a writer still has it open") {
+		t.Errorf("the wait was not logged")
+	}
+}
+
+// TestAppendingWriterNeverRemovesWhatIsServed: a writer that appends the
+// file in many opens closes it between its parts, so each part looks
+// finished; but a part that would remove zones or services is held for
+// Settle, so nothing served ever disappears mid-write.
+func TestAppendingWriterNeverRemovesWhatIsServed(t *testing.T) {
+	old := realConfig(t)
+	ts := startServer(t, old, watchOptions(20*time.Millisecond, 5*time.Second))
+	want := servedNames(ts.Server)
+	var missing []string
+	var mu sync.Mutex
+	stop := watchServed(t, ts.Server, func(*snapshot) {
+		for name := range want {
+			if !servedNames(ts.Server)[name] {
+				mu.Lock()
+				missing = append(missing, name)
+				mu.Unlock()
+			}
+		}
+	})
+	next := strings.Replace(old, "10.1.0.20", "10.1.0.21", 1)
+	writeStalled(t, ts.file, next, 40*time.Millisecond, true)
+	waitFor(t, "the complete file", func() bool {
+		r := ts.ask("udp", "ledger.svc.example.com.", dns.TypeA, 0)
+		return len(r.Answer) == 1 && r.Answer[0].(*dns.A).A.String() == "10.1.0.21"
+	})
+	stop()
+	if len(missing) > 0 {
+		t.Errorf("served versions lacked %v during the write", missing)
+	}
+}
+
+// removeLedger is old without its last service.
+func removeLedger(old string) string {
+	i := strings.Index(old, "      - name: ledger")
+	return old[:i]
+}
+
+// TestInPlaceRemovalWaitsForSettle: a change written in place (one open,
+// closed) that removes a service is held until the file has been quiet
+// for Settle, and says so; Reload (SIGHUP) loads it at once.
+func TestInPlaceRemovalWaitsForSettle(t *testing.T) {
+	old := realConfig(t)
+	ts := startServer(t, old, watchOptions(20*time.Millisecond, 800*time.Millisecond))
+	start := time.Now()
+	if err := os.WriteFile(ts.file, []byte(removeLedger(old)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the hold to be logged", func() bool {
+		return strings.Contains(ts.logs.String(), "holds back a change: it removes 1 services (ledger.svc.example.com.)")
+	})
+	if !servedNames(ts.Server)["ledger.svc.example.com."] {
+		t.Fatalf("removed after %v, before Settle", time.Since(start))
+	}
+	waitFor(t, "the removal after Settle", func() bool { return !servedNames(ts.Server)["ledger.svc.example.com."] })
+	if d := time.Since(start); d < 800*time.Millisecond {
+		t.Errorf("loaded after %v, before Settle", d)
+	}
+
+	// Put it back in place (not a removal: loaded after Debounce), remove
+	// it again, and reload by hand.
+	os.WriteFile(ts.file, []byte(old), 0o644)
+	waitFor(t, "ledger back", func() bool { return servedNames(ts.Server)["ledger.svc.example.com."] })
+	os.WriteFile(ts.file, []byte(removeLedger(old)), 0o644)
+	if err := ts.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if servedNames(ts.Server)["ledger.svc.example.com."] {
+		t.Error("Reload did not load the file as it is")
+	}
+}
+
+// TestAtomicReplacementLoadsAtOnce: a file renamed over the config, or a
+// Kubernetes-style symlink swap, is complete: even a removal is loaded
+// after Debounce, not Settle.
+func TestAtomicReplacementLoadsAtOnce(t *testing.T) {
+	if !haveInotify(t) {
+		t.Skip("needs inotify: without it every change waits for Settle")
+	}
+	old := realConfig(t)
+	t.Run("rename", func(t *testing.T) {
+		ts := startServer(t, old, watchOptions(20*time.Millisecond, time.Minute))
+		ts.write(removeLedger(old))
+		waitFor(t, "the removal", func() bool { return !servedNames(ts.Server)["ledger.svc.example.com."] })
+	})
+	t.Run("symlink swap", func(t *testing.T) {
+		// The layout of a Kubernetes ConfigMap volume.
+		dir := t.TempDir()
+		for v, content := range []string{old, removeLedger(old)} {
+			d := filepath.Join(dir, "..v"+string(rune('1'+v)))
+			os.Mkdir(d, 0o755)
+			os.WriteFile(filepath.Join(d, "publisher.yaml"), []byte(content), 0o644)
+		}
+		os.Symlink("..v1", filepath.Join(dir, "..data"))
+		os.Symlink("..data/publisher.yaml", filepath.Join(dir, "publisher.yaml"))
+		ts := startServer(t, "", func(o *Options) {
+			watchOptions(20*time.Millisecond, time.Minute)(o)
+			o.ConfigFile = filepath.Join(dir, "publisher.yaml")
+			o.StateFile = filepath.Join(t.TempDir(), "state")
+		})
+		os.Symlink("..v2", filepath.Join(dir, "..data_tmp"))
+		if err := os.Rename(filepath.Join(dir, "..data_tmp"), filepath.Join(dir, "..data")); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, "the removal", func() bool { return !servedNames(ts.Server)["ledger.svc.example.com."] })
+	})
+}
+
+// TestUnseenWriterWaitsForSettle: where the watcher cannot see writers
+// (no inotify), every change waits for Settle.
+func TestUnseenWriterWaitsForSettle(t *testing.T) {
+	old := realConfig(t)
+	ts := startServerWith(t, old, watchOptions(20*time.Millisecond, 600*time.Millisecond), func(s *Server) {
+		s.newTracker = func(string, *slog.Logger) fileTracker { return pollTracker{} }
+	})
+	start := time.Now()
+	ts.write(strings.Replace(old, "10.1.0.20", "10.1.0.21", 1))
+	waitFor(t, "the change", func() bool {
+		r := ts.ask("udp", "ledger.svc.example.com.", dns.TypeA, 0)
+		return r.Answer[0].(*dns.A).A.String() == "10.1.0.21"
+	})
+	if d := time.Since(start); d < 600*time.Millisecond {
+		t.Errorf("loaded after %v, before Settle", d)
+	}
+}
+
+// TestWatcherRetriesAfterStateFailure: a version refused because its
+// serials could not be written is loaded by the watcher once the disk
+// recovers, without a SIGHUP.
+func TestWatcherRetriesAfterStateFailure(t *testing.T) {
+	old := realConfig(t)
+	ts := startServer(t, old, watchOptions(20*time.Millisecond, time.Minute))
+	var mu sync.Mutex
+	failing := true
+	ts.reloadMu.Lock()
+	ts.serials.write = func(p string, b []byte) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return errDiskFull
+		}
+		return writeFileAtomic(p, b)
+	}
+	ts.reloadMu.Unlock()
+	ts.write(strings.Replace(old, "10.1.0.20", "10.1.0.21", 1))
+	waitFor(t, "the failure", func() bool { return strings.Contains(ts.logs.String(), "cannot persist SOA serials") })
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	waitFor(t, "the retry", func() bool {
+		r := ts.ask("udp", "ledger.svc.example.com.", dns.TypeA, 0)
+		return r.Answer[0].(*dns.A).A.String() == "10.1.0.21"
+	})
+}
+
+// TestRemovals names what a config removes from the version served.
+func TestRemovals(t *testing.T) {
+	old := realConfig(t)
+	ts := startServer(t, old, nil)
+	cfg, _ := config.Parse([]byte(removeLedger(old)))
+	if got := removals(cfg, ts.snap.Load()); got != "it removes 1 services (ledger.svc.example.com.)" {
+		t.Errorf("removals = %q", got)
+	}
+	cfg, _ = config.Parse([]byte(strings.Replace(old, "origin: svc.example.com.", "origin: svc2.example.com.", 1)))
+	if got := removals(cfg, ts.snap.Load()); got != "it removes 1 zones (svc.example.com.)" {
+		t.Errorf("removals = %q", got)
+	}
+	cfg, _ = config.Parse([]byte(old))
+	if got := removals(cfg, ts.snap.Load()); got != "" {
+		t.Errorf("removals = %q", got)
+	}
+}

@@ -1,0 +1,163 @@
+package zone
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"net/netip"
+	"slices"
+
+	"github.com/miekg/dns"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+)
+
+// apexKey is the key of the unit of the zone's nameservers: no service
+// name (absolute, with a final dot) can be it.
+const apexKey = ""
+
+// unit is the records one service, or the zone's nameservers, contribute.
+// A service's unit keeps the config they are made from, not the records:
+// they are made again when they are needed (a change to the unit, the
+// answers of its names, a transfer), so that a zone of 100 000 services
+// holds each service's data once.
+type unit struct {
+	key string
+	// src is the config the service's records are made from (nil for the
+	// apex): an equal config makes equal records (sameService).
+	src *config.Service
+	// apex holds the records of the nameservers' unit.
+	apex  []dns.RR
+	sum   digestSum
+	count int // records
+	bytes int // of the records, uncompressed
+}
+
+func newUnit(key string, src *config.Service, records []dns.RR) *unit {
+	u := &unit{key: key, src: src, count: len(records)}
+	if src == nil {
+		u.apex = records
+	}
+	for _, rr := range records {
+		u.sum.add(recordHash(rr))
+		u.bytes += dns.Len(rr)
+	}
+	return u
+}
+
+// records returns the unit's records, in canonical order.
+func (u *unit) records() []dns.RR {
+	if u.src == nil {
+		return u.apex
+	}
+	return serviceRecords(u.src)
+}
+
+// owners returns the distinct owner names of records, which are in
+// canonical order.
+func owners(records []dns.RR) []string {
+	var out []string
+	for _, rr := range records {
+		if n := rr.Header().Name; len(out) == 0 || out[len(out)-1] != n {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func canonical(records []dns.RR) []dns.RR {
+	slices.SortFunc(records, compareRR)
+	return slices.CompactFunc(records, func(a, b dns.RR) bool { return compareRR(a, b) == 0 })
+}
+
+func serviceUnit(s *config.Service) *unit { return newUnit(s.Name, s, serviceRecords(s)) }
+
+// serviceRecords makes the records of a service, in canonical order: its
+// addresses, its SRV record when it names a port, its TXT record (and the
+// copy at its own name for grpc-js). Every field read here is compared by
+// sameService.
+func serviceRecords(s *config.Service) []dns.RR {
+	rrs := addressRecords(s.Name, s.TTL, s.Addresses)
+	if s.Port != 0 {
+		// RFC 2782: priority and weight 0, the one target the service.
+		rrs = append(rrs, &dns.SRV{Hdr: hdr(s.SRVOwner(), dns.TypeSRV, s.TTL), Port: s.Port, Target: s.Name})
+	}
+	if s.TXT != nil {
+		rrs = append(rrs, &dns.TXT{Hdr: hdr(s.TXTOwner(), dns.TypeTXT, s.TTL), Txt: escapeAll(s.TXT)})
+		if s.Compat.BareHost {
+			rrs = append(rrs, &dns.TXT{Hdr: hdr(s.Name, dns.TypeTXT, s.TTL), Txt: escapeAll(s.TXT)})
+		}
+	}
+	return canonical(rrs)
+}
+
+// sameService reports whether two configs of a service are equal, every
+// field: then they make the same records, and either can stand for the
+// other (Update shares the older one).
+func sameService(a, b *config.Service) bool {
+	return a.Name == b.Name && a.TTL == b.TTL && a.Port == b.Port && a.Compat == b.Compat &&
+		slices.Equal(a.Addresses, b.Addresses) && slices.Equal(a.TXT, b.TXT) &&
+		(a.TXT == nil) == (b.TXT == nil) && bytes.Equal(a.Value, b.Value)
+}
+
+// apexUnit makes the zone's NS records and the addresses of the
+// nameservers inside the zone (glue).
+func apexUnit(c *config.Zone) *unit {
+	var rrs []dns.RR
+	for _, ns := range c.Nameservers {
+		rrs = append(rrs, &dns.NS{Hdr: hdr(c.Origin, dns.TypeNS, c.TTL), Ns: ns.Name})
+		rrs = append(rrs, addressRecords(ns.Name, c.TTL, ns.Addresses)...)
+	}
+	return newUnit(apexKey, nil, canonical(rrs))
+}
+
+func hdr(name string, t uint16, ttl uint32) dns.RR_Header {
+	return dns.RR_Header{Name: name, Rrtype: t, Class: dns.ClassINET, Ttl: ttl}
+}
+
+func addressRecords(name string, ttl uint32, addrs []netip.Addr) []dns.RR {
+	var out []dns.RR
+	for _, a := range addrs {
+		if a.Is4() {
+			out = append(out, &dns.A{Hdr: hdr(name, dns.TypeA, ttl), A: a.AsSlice()})
+		} else {
+			out = append(out, &dns.AAAA{Hdr: hdr(name, dns.TypeAAAA, ttl), AAAA: a.AsSlice()})
+		}
+	}
+	return out
+}
+
+// digestSum is a hash of a multiset of records: the sum, lane by lane
+// modulo 2^64, of their SHA-256 hashes. A unit's sum is added to or taken
+// from the zone's when it changes, so the digest of a zone of 100 000
+// services costs nothing to keep up to date.
+type digestSum [4]uint64
+
+func (s *digestSum) add(o digestSum) {
+	for i := range s {
+		s[i] += o[i]
+	}
+}
+
+func (s *digestSum) sub(o digestSum) {
+	for i := range s {
+		s[i] -= o[i]
+	}
+}
+
+// recordHash hashes a record in uncompressed wire format (owner, type,
+// class, TTL, data).
+func recordHash(rr dns.RR) digestSum {
+	buf := make([]byte, dns.Len(rr)+1)
+	n, err := dns.PackRR(rr, buf, 0, nil, false)
+	if err != nil {
+		// The config was validated; hash the text rather than fail.
+		buf, n = []byte(rr.String()), len(rr.String())
+	}
+	h := sha256.Sum256(buf[:n])
+	var s digestSum
+	for i := range s {
+		s[i] = binary.BigEndian.Uint64(h[8*i:])
+	}
+	return s
+}

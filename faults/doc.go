@@ -1,0 +1,22 @@
+// Package faults injects the faults a configuration server must survive
+// into the real `grpc-config-dns` binary, on loopback, and checks that it
+// never serves wrong data and that no SOA serial ever goes backwards:
+//
+//   - a writer that rewrites the config in place and stalls mid-file,
+//     longer than the watcher's poll and debounce;
+//   - kill -9 at random moments of reloads, then a restart;
+//   - a zone removed, the server killed, the zone added back;
+//   - the serial state on a full disk and on a read-only disk (a small
+//     tmpfs, so root is needed: these tests skip otherwise);
+//   - a DNS server that answers with TC=1 over TCP too, to `select`.
+//
+// Faults caught inside one process (a writer that stalls at every line,
+// signed transfers of near-64 KiB records, truncated answers at the resolver,
+// hostile packets) are tested next to the code, under plain `go test`.
+//
+// The tests are behind the build tag faults, because they build the binary,
+// mount file systems and kill processes. Run them with ./run.sh (as root in
+// CI), which requires every test to run:
+//
+//	faults/run.sh
+package faults
