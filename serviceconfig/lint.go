@@ -341,7 +341,7 @@ func lintChoiceList(c *checker, ch *Choices) {
 			c.pushIdx(elementIndex(t, 0, ch.List[i].node))
 			k := keyNodeOf(t, ch.List[i].node, v)
 			c.pushKey(k)
-			c.report(k, "choice-extension-key", "dynamicParameterConstraints is an extension only our resolver reads: grpc-java and grpc-js reject the whole record because of the unknown key, and grpc-go and C-core ignore it, so they may pick a variant meant for other clients; serve such records only to clients that use our resolver")
+			c.report(k, "choice-extension-key", "dynamicParameterConstraints is an extension only our resolver reads: grpc-java and grpc-js reject the whole record because of the unknown key when they come to this choice (they check the choices up to the first that matches them), and grpc-go and C-core ignore it, so they may pick a variant meant for other clients; serve such records only to clients that use our resolver")
 			c.pop()
 			c.pop()
 			break
