@@ -184,6 +184,7 @@ func (c *checker) fields(obj int32, f func(k, v int32)) {
 		v := t.Nodes[k].Next
 		c.pushKey(k)
 		if t.Nodes[v].Kind == jtree.Null {
+			c.nullMembers = append(c.nullMembers, k)
 			c.refuse(v, "null-value", clientJava|clientJS, "%s is null, which proto3 JSON reads as absent (C-core and grpc-go agree), but grpc-java and grpc-js reject the whole config; remove the member", t.Raw(k))
 		} else {
 			f(k, v)

@@ -178,8 +178,9 @@ var cases = []*testCase{
 		Lint: []string{"status-code-ok"}, Intent: applied, Want: map[string]string{grpcJava: fails}},
 	{Host: "number-string", Title: "`\"maxAttempts\": \"3\"`, a number as a string", Choices: choices(choice("", numberString)), Compat: "{allowGrpcGoFailure: true}",
 		Lint: []string{"number-string"}, Intent: applied, Want: map[string]string{grpcGo: fails, grpcJS: jsRace, grpcJava: fails}},
-	{Host: "null-method", Title: "`\"method\": null` in a methodConfig name", Choices: choices(choice("", nullMethod)),
-		Lint: []string{"null-value"}, Intent: applied, Want: map[string]string{grpcJS: jsRace, grpcJava: fails}},
+	{Host: "null-method", Title: "`\"method\": null` in a methodConfig name (`compat: {omitNulls: false}`)", Choices: choices(choice("", nullMethod)), Compat: "{omitNulls: false}",
+		Lint: []string{"null-value"}, Intent: applied, Want: map[string]string{grpcJS: jsRace, grpcJava: fails}, Fix: "null-omitted"},
+	{Host: "null-omitted", Title: "the same, published as by default (`omitNulls: true`): without the null member", Choices: choices(choice("", nullMethod)), Intent: applied},
 
 	{Host: "short-durations", Title: "durations as written (`\"0.5s\"`)", Choices: choices(choice("", fullConfig("0.5s"))), Compat: "{nineDigitDurations: false}",
 		Lint: []string{"duration-fraction"}, Intent: applied, Want: map[string]string{grpcJS: timesOut, grpcPy: timesOut}, Fix: "nine-digits"},
