@@ -530,6 +530,16 @@ func javaUsable(classpath string) error {
 	if !canUnshareMounts || os.Geteuid() != 0 {
 		return fmt.Errorf("the suite must run as root on Linux: grpc-java asks the nameservers of /etc/resolv.conf, so its JVM gets a resolv.conf of its own in a mount namespace of its own")
 	}
+	// What clientCmd does, with /etc/resolv.conf bound over itself: it
+	// needs the file, the mount command and the right to mount.
+	try := exec.Command("/bin/sh", "-c", "mount --bind /etc/resolv.conf /etc/resolv.conf")
+	try.SysProcAttr = inOwnMountNamespace(dieWithParent())
+	if out, err := try.CombinedOutput(); err != nil {
+		if out = bytes.TrimSpace(out); len(out) > 0 {
+			err = fmt.Errorf("%v: %s", err, out)
+		}
+		return fmt.Errorf("cannot bind a file over /etc/resolv.conf in a mount namespace of its own, as the JVM needs (%v)", err)
+	}
 	return nil
 }
 
