@@ -21,6 +21,10 @@ type checker struct {
 	// shortFractions collects the duration strings with 1 to 8 fraction
 	// digits, which grpc-js misreads, for NineDigitDurations.
 	shortFractions []int32
+	// nullMembers collects the key nodes of the members whose value is
+	// null where proto3 JSON reads null as absent, which grpc-java and
+	// grpc-js reject, for OmitNulls.
+	nullMembers []int32
 	// caseCodes collects the status code names that are not upper-case,
 	// which grpc-go rejects, and caseFields the member names that differ
 	// from a known field only in case, which grpc-go reads as that field:

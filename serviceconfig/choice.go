@@ -370,6 +370,35 @@ func appendEdited(t *jtree.Tree, dst []byte, i int32, drop, rename, replace map[
 	return append(dst, t.Raw(i)...)
 }
 
+// OmitNulls returns a choice list (JSON) without the members of its
+// service configs whose value is null: proto3 JSON reads null as the
+// field's default, the same as an absent member (so do our resolver,
+// grpc-go and C-core), but grpc-java and grpc-js reject the whole config
+// (null-value; the interop suite's null-method case). YAML writes null for
+// an empty value (`method:`), so publishers meet it without meaning to.
+// Everything else is kept byte for byte. The value must be a valid,
+// compact choice list.
+func OmitNulls(value []byte) ([]byte, error) {
+	t, err := jtree.Parse(value)
+	if err != nil {
+		return nil, Diagnostics{syntaxDiagnostic(err)}.Err()
+	}
+	c := newChecker(t)
+	c.errorsOnly = true
+	validateChoiceConfigs(c, parseChoices(c))
+	if err := c.diags.Err(); err != nil {
+		return nil, err
+	}
+	if len(c.nullMembers) == 0 {
+		return value, nil
+	}
+	drop := make(map[int32]string, len(c.nullMembers))
+	for _, k := range c.nullMembers {
+		drop[k] = ""
+	}
+	return appendEdited(t, make([]byte, 0, len(value)), 0, drop, nil, nil), nil
+}
+
 // NineDigitDurations returns a choice list (JSON) with every duration of
 // its service configs written with exactly 9 fraction digits when it has
 // any ("0.1s" becomes "0.100000000s"): the form grpc-js, which takes the

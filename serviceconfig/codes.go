@@ -26,7 +26,7 @@ var codes = []CodeInfo{
 
 	// JSON text.
 	{"json-syntax", Error, "the text is not valid JSON", "gRFC A2/A21: a record that does not parse is invalid"},
-	{"json-duplicate-key", Error, "an object has two members with the same name", "RFC 8259 leaves it undefined; C-core and grpc-java reject, grpc-go and grpc-js take the last: our semantics (README, Semantics) make it invalid"},
+	{"json-duplicate-key", Error, "an object has two members with the same name", "RFC 8259 leaves it undefined; C-core and grpc-java 1.68.1 and later reject, grpc-go, grpc-js and older grpc-java (1.41, measured) take the last: our semantics (README, Semantics) make it invalid"},
 	{"json-too-deep", Error, "JSON nested deeper than any service config needs", "a resource bound: no valid config nests that deep"},
 	{"non-ascii", Error, "TXT records are ASCII; the config holds other bytes", "gRFC A2: \"the contents of the service config are also ASCII\""},
 
@@ -46,7 +46,7 @@ var codes = []CodeInfo{
 	{"choices-type", Error, "the grpc_config value is not a JSON list of choices", "gRFC A2: the value is a JSON list of choices"},
 	{"choices-empty", Error, "the list of choices is empty", "gRFC A2: \"A list of one or more service config choices\" (every client reads it as no config)"},
 	{"choice-type", Error, "a choice is not a JSON object", "gRFC A2: each choice is an object"},
-	{"choice-unknown-key", Error, "a choice has a key gRFC A2 does not define", "gRFC A2: \"If any unexpected field name is present in this object, the entire config is considered invalid\" (grpc-go and C-core ignore the key)"},
+	{"choice-unknown-key", Error, "a choice has a key gRFC A2 does not define", "gRFC A2: \"If any unexpected field name is present in this object, the entire config is considered invalid\" (grpc-go and C-core ignore the key; grpc-java and grpc-js check only the choices up to the one they pick)"},
 	{"choice-client-language", Error, "clientLanguage is not a list of strings", "gRFC A2: [string]"},
 	{"choice-client-hostname", Error, "clientHostname is not a list of strings", "gRFC A2: [string]"},
 	{"choice-percentage", Error, "percentage is not an integer from 0 to 100", "gRFC A2: \"All other numbers are considered invalid\""},
@@ -63,7 +63,7 @@ var codes = []CodeInfo{
 	{"dynparams-analysis-incomplete", Warning, "the variant analysis gave up; some findings may be missing", "says lint could not finish"},
 	{"choice-unreachable", Warning, "no client can ever select this choice: earlier choices take every client it matches", "valid, probably not meant"},
 	{"choices-no-catch-all", Warning, "no choice matches every client: grpc-go and grpc-js fail the channel when none matches", "valid (gRFC A21: no match means no config), but grpc-go and grpc-js fail the channel"},
-	{"choice-extension-key", Warning, "a choice uses dynamicParameterConstraints, which other gRPC clients reject or ignore", "our extension: grpc-java and grpc-js reject the record, grpc-go and C-core ignore the key"},
+	{"choice-extension-key", Warning, "a choice uses dynamicParameterConstraints, which other gRPC clients reject or ignore", "our extension: grpc-java and grpc-js reject the record when they come to the choice (they stop at the first that matches), grpc-go and C-core ignore the key"},
 	{"choice-language-case", Warning, "clientLanguage names Go in a case grpc-go does not match (it compares with \"GO\")", "valid (gRFC A2: case-insensitive), but grpc-go compares exactly"},
 
 	// Service config.
@@ -71,7 +71,7 @@ var codes = []CodeInfo{
 	{"unknown-field", Warning, "a field gRPC does not define (ignored by clients)", "gRFC A21: \"unknown fields do not affect validation\"; probably a typo"},
 	{"field-case", Warning, "a field name differs from a known one only in case: grpc-go reads it, other clients ignore it", "valid (an unknown field), but grpc-go's case-insensitive JSON reads it as the field"},
 	{"null-value", Warning, "a field is null, which proto3 JSON reads as absent: grpc-java and grpc-js reject it", "valid (proto3 JSON: null is the default value; service_config.proto says so of names), but grpc-java and grpc-js throw"},
-	{"number-string", Warning, "a number is written as a JSON string: valid proto3 JSON, but grpc-go (and grpc-js where it reads the field) reject it", "valid (proto3 JSON accepts numbers as strings; C-core and grpc-java read them), but grpc-go and grpc-js reject"},
+	{"number-string", Warning, "a number is written as a JSON string: valid proto3 JSON, but grpc-go (and grpc-js where it reads the field) reject it", "valid (proto3 JSON accepts numbers as strings; C-core and grpc-java 1.43 and later read them), but grpc-go, grpc-js and older grpc-java (1.41, measured) reject"},
 	{"number-form", Warning, "a whole number is written with a fraction or exponent (3.0, 1e2): grpc-go and C-core reject it", "valid proto3 JSON, but grpc-go and C-core parse integers strictly"},
 	{"number-range", Warning, "a number the spec allows but a client cannot hold (grpc-java's signed 32-bit message sizes)", "valid (uint32), but grpc-java rejects values above 2147483647"},
 	{"wrong-type", Error, "a field has the wrong JSON type", "service_config.proto gives every field a type"},

@@ -57,7 +57,7 @@ func (c *checker) protoNumber(v int32, what, code string, k numKind, strict clie
 			c.goText = append(c.goText, rewrite{v, goNumberText(raw, k)})
 		}
 		if strict != 0 {
-			c.refuse(v, "number-string", strict, "%s is written as a string, %s: proto3 JSON allows it and C-core and grpc-java read it, but %s %s the whole config; drop the quotes", what, t.Raw(v), strict, strict.verb("rejects", "reject"))
+			c.refuse(v, "number-string", strict, "%s is written as a string, %s: proto3 JSON allows it and C-core and grpc-java 1.43 and later read it, but %s %s the whole config (so does grpc-java before 1.43); drop the quotes", what, t.Raw(v), strict, strict.verb("rejects", "reject"))
 		}
 	default:
 		c.report(v, code, "%s must be a number, not %s", what, describeKind(t, v))
@@ -184,6 +184,7 @@ func (c *checker) fields(obj int32, f func(k, v int32)) {
 		v := t.Nodes[k].Next
 		c.pushKey(k)
 		if t.Nodes[v].Kind == jtree.Null {
+			c.nullMembers = append(c.nullMembers, k)
 			c.refuse(v, "null-value", clientJava|clientJS, "%s is null, which proto3 JSON reads as absent (C-core and grpc-go agree), but grpc-java and grpc-js reject the whole config; remove the member", t.Raw(k))
 		} else {
 			f(k, v)

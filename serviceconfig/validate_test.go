@@ -273,3 +273,23 @@ func TestNineDigitDurations(t *testing.T) {
 		t.Error("an invalid value was accepted")
 	}
 }
+
+func TestOmitNulls(t *testing.T) {
+	in := `[{"clientLanguage":["GO"],"serviceConfig":{"retryThrottling":null}},{"serviceConfig":{"methodConfig":[{"name":[{"service":"s","method":null}],"timeout":"1s","waitForReady":null}],"loadBalancingConfig":[{"pick_first":{"shuffleAddressList":null}}]}}]`
+	want := `[{"clientLanguage":["GO"],"serviceConfig":{}},{"serviceConfig":{"methodConfig":[{"name":[{"service":"s"}],"timeout":"1s"}],"loadBalancingConfig":[{"pick_first":{}}]}}]`
+	got, err := OmitNulls([]byte(in))
+	if err != nil || string(got) != want {
+		t.Fatalf("got %s, %v\nwant %s", got, err, want)
+	}
+	// Lint has nothing left to say about grpc-java and grpc-js.
+	if _, ds := Lint(got, LintOptions{}); len(ds) != 0 {
+		t.Errorf("lint: %v", ds)
+	}
+	// Nothing to drop: the value itself.
+	if got, err := OmitNulls([]byte(want)); err != nil || string(got) != want {
+		t.Errorf("without nulls: got %s, %v", got, err)
+	}
+	if _, err := OmitNulls([]byte(`[{"serviceConfig":{"methodConfig":[{"timeout":"1m"}]}}]`)); err == nil {
+		t.Error("an invalid value was accepted")
+	}
+}

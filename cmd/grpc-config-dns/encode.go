@@ -9,9 +9,9 @@ import (
 )
 
 func encodeCmd(e *env) *cobra.Command {
-	nineDigits := true
+	nineDigits, omitNulls := true, true
 	cmd := &cobra.Command{
-		Use:   "encode [--nine-digit-durations=false] INPUT",
+		Use:   "encode [--nine-digit-durations=false] [--omit-nulls=false] INPUT",
 		Short: "Print the TXT RDATA that publishes a config, as quoted strings of at most 255 bytes",
 		Long: `Validate INPUT (a choice list, a service config, or a TXT record) and print
 the TXT record that publishes it: "grpc_config=" and the compact JSON, cut
@@ -24,21 +24,25 @@ The record is the one serve publishes for the same choices: compact JSON,
 dynamic parameter constraints in camelCase, and every duration with a
 fraction written with 9 digits ("0.1s" becomes "0.100000000s", which grpc-js
 would otherwise read as 1 ns; --nine-digit-durations=false keeps them as
-written, like the publisher's compat: {nineDigitDurations: false}).
+written, like the publisher's compat: {nineDigitDurations: false}), and
+without the members whose value is null, which proto3 JSON reads as absent
+but grpc-java and grpc-js reject (--omit-nulls=false keeps them, like
+compat: {omitNulls: false}).
 The record's size (strings, RDATA, and the DNS answer for a typical owner
 name) and any warning (such as an answer too large for UDP) go to stderr.
 
 Exit status: 0 encoded; 1 the input is invalid; 2 usage or I/O error.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.encode(args[0], nineDigits)
+			return e.encode(args[0], nineDigits, omitNulls)
 		},
 	}
 	cmd.Flags().BoolVar(&nineDigits, "nine-digit-durations", true, "write every duration with a fraction with 9 digits, as serve does by default")
+	cmd.Flags().BoolVar(&omitNulls, "omit-nulls", true, "leave out the members whose value is null, as serve does by default")
 	return cmd
 }
 
-func (e *env) encode(arg string, nineDigits bool) error {
+func (e *env) encode(arg string, nineDigits, omitNulls bool) error {
 	in, err := e.readInput(arg)
 	if err != nil {
 		return err
@@ -67,7 +71,7 @@ func (e *env) encode(arg string, nineDigits bool) error {
 		}
 	}
 	for _, d := range ds {
-		if d.Code == "duration-fraction" && nineDigits {
+		if d.Code == "duration-fraction" && nineDigits || d.Code == "null-value" && omitNulls {
 			continue // rewritten below, as the publisher does
 		}
 		if sc.IsSizeCode(d.Code) && !ds.HasErrors() {
@@ -82,6 +86,14 @@ func (e *env) encode(arg string, nineDigits bool) error {
 		v, err := sc.NineDigitDurations(value)
 		if err != nil {
 			// Lint applies every rule NineDigitDurations does.
+			return &exitError{code: exitInvalid, err: fmt.Errorf("%s: %v", name, err)}
+		}
+		value = v
+	}
+	if omitNulls {
+		v, err := sc.OmitNulls(value)
+		if err != nil {
+			// Lint applies every rule OmitNulls does.
 			return &exitError{code: exitInvalid, err: fmt.Errorf("%s: %v", name, err)}
 		}
 		value = v

@@ -106,6 +106,10 @@ type Compat struct {
 	// nine fraction digits ("0.100000000s"): grpc-js takes the digits after
 	// the point as nanoseconds, so it reads "0.1s" as 1 ns. Default true.
 	NineDigitDurations bool
+	// OmitNulls leaves out the members of a published config whose value
+	// is null, which proto3 JSON reads as absent but grpc-java and grpc-js
+	// reject (YAML writes null for an empty value). Default true.
+	OmitNulls bool
 	// BareHost also publishes the TXT record at the service's own name,
 	// where grpc-js looks for it (it does not ask _grpc_config.<host>).
 	BareHost bool
@@ -117,7 +121,7 @@ type Compat struct {
 }
 
 // DefaultCompat is the compat: of a zone that sets none.
-var DefaultCompat = Compat{NineDigitDurations: true}
+var DefaultCompat = Compat{NineDigitDurations: true, OmitNulls: true}
 
 // SOA holds the zone's SOA fields; the serial is managed by the server.
 type SOA struct {
@@ -838,6 +842,9 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 		if diag.Code == "duration-fraction" && s.Compat.NineDigitDurations {
 			continue // the publisher writes every duration with 9 digits
 		}
+		if diag.Code == "null-value" && s.Compat.OmitNulls {
+			continue // the publisher leaves the member out
+		}
 		if sc.IsSizeCode(diag.Code) {
 			continue // sized below, on the record as published
 		}
@@ -869,6 +876,10 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 		if s.Compat.NineDigitDurations {
 			// grpc-js reads "0.1s" as 1 ns: publish the form every client reads.
 			value, err = sc.NineDigitDurations(value)
+		}
+		if err == nil && s.Compat.OmitNulls {
+			// grpc-java and grpc-js reject a null, which is the member absent.
+			value, err = sc.OmitNulls(value)
 		}
 	}
 	if err == nil {
@@ -935,6 +946,7 @@ func (d *doc) compat(n *yaml.Node, path string, base Compat) (Compat, map[string
 	}
 	d.object(n, path, "compat", []field{
 		flag("nineDigitDurations", &base.NineDigitDurations),
+		flag("omitNulls", &base.OmitNulls),
 		flag("bareHost", &base.BareHost),
 		flag("allowGrpcGoFailure", &base.AllowGrpcGoFailure),
 	})
