@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -15,6 +16,8 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 )
 
 // zonesConfig publishes the zones of versions: origin → content version.
@@ -283,4 +286,26 @@ func testCounter(t *testing.T, c prometheus.Counter) float64 {
 		t.Fatal(err)
 	}
 	return m.GetCounter().GetValue()
+}
+
+// TestHugeConfigRefusedUnread: a config file larger than any the
+// publisher reads is refused from its size, before it is read.
+func TestHugeConfigRefusedUnread(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "p.yaml")
+	f, err := os.Create(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Truncate(config.MaxConfigSize + 1) // sparse: nothing to read
+	f.Close()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	_, err = New(Options{ConfigFile: file, Listen: "127.0.0.1:0", WatchInterval: -1, Logger: discardLogger()})
+	runtime.ReadMemStats(&after)
+	if err == nil || !strings.Contains(err.Error(), "64 MiB") {
+		t.Fatalf("New = %v, want the size refused", err)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+		t.Errorf("%d bytes allocated: the file was read", grew)
+	}
 }

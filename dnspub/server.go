@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/netip"
@@ -228,9 +229,32 @@ func (s *Server) readConfig() ([]byte, error) {
 	if s.opts.ConfigFile == "" {
 		return config.Example, nil
 	}
-	b, err := os.ReadFile(s.opts.ConfigFile)
+	b, err := readConfigFile(s.opts.ConfigFile)
 	if err != nil {
 		return nil, fmt.Errorf("reading config: %w", err)
+	}
+	return b, nil
+}
+
+// readConfigFile reads a config file, refusing one larger than the
+// publisher reads before reading it: a huge file would otherwise be held
+// in memory whole before config.Parse refused it.
+func readConfigFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	tooLarge := fmt.Errorf("%s is larger than the %d bytes (64 MiB) a publisher config may have: split its zones across several publishers", path, config.MaxConfigSize)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > config.MaxConfigSize {
+		return nil, tooLarge
+	}
+	b, err := io.ReadAll(io.LimitReader(f, config.MaxConfigSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > config.MaxConfigSize {
+		return nil, tooLarge
 	}
 	return b, nil
 }

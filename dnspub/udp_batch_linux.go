@@ -112,6 +112,7 @@ func openUDP(ua *net.UDPAddr) (int, *net.UDPAddr, error) {
 			return fail(err)
 		}
 	}
+	setReceiveBuffer(fd)
 	tv := unix.NsecToTimeval(idleWake.Nanoseconds())
 	if err := unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
 		return fail(err)

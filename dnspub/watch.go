@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -158,9 +157,11 @@ func (s *Server) watch(tr fileTracker) {
 		}
 		now := time.Now()
 		st := tr.state()
-		text, err := os.ReadFile(s.opts.ConfigFile)
+		text, err := readConfigFile(s.opts.ConfigFile)
 		if err != nil {
-			continue // being replaced, or gone: keep serving; the next poll sees it
+			// Being replaced, or gone, or too large: keep serving; the
+			// next poll sees it again (SIGHUP says why).
+			continue
 		}
 		h := sha256.Sum256(text)
 		s.reloadMu.Lock()

@@ -8,7 +8,10 @@
 //   - a zone removed, the server killed, the zone added back;
 //   - the serial state on a full disk and on a read-only disk (a small
 //     tmpfs, so root is needed: these tests skip otherwise);
-//   - a DNS server that answers with TC=1 over TCP too, to `select`.
+//   - a DNS server that answers with TC=1 over TCP too, to `select`;
+//   - hostile inputs to `lint` (a 60 MB file of one-letter values, 40 000
+//     choices, a million-digit number…) and hostile 58 KB answers to
+//     `select`, each bounded in time and peak memory.
 //
 // Faults caught inside one process (a writer that stalls at every line,
 // signed transfers of near-64 KiB records, truncated answers at the resolver,

@@ -21,12 +21,25 @@ type checker struct {
 	// shortFractions collects the duration strings with 1 to 8 fraction
 	// digits, which grpc-js misreads, for NineDigitDurations.
 	shortFractions []int32
+	// nullMembers collects the key nodes of the members whose value is
+	// null where proto3 JSON reads null as absent, which grpc-java and
+	// grpc-js reject, for OmitNulls.
+	nullMembers []int32
 	// caseCodes collects the status code names that are not upper-case,
 	// which grpc-go rejects, and caseFields the member names that differ
 	// from a known field only in case, which grpc-go reads as that field:
 	// GrpcGoConfig and grpcGoFailure rewrite them to see what grpc-go sees.
 	caseCodes  []rewrite
 	caseFields []rewrite
+	// shown counts the errors and warnings in diags; past MaxDiagnostics
+	// of a severity, report only counts them on the diagnostic at index
+	// omitted (-1 until there is one), so that an input with thousands of
+	// mistakes costs no more messages than one with a hundred.
+	shown   [2]int
+	omitted int
+	// refusers are the clients named as refusing the config by the
+	// diagnostics listed.
+	refusers client
 	// goText holds values grpc-go refuses or misreads in a form the spec
 	// gives the same meaning (a number written as a string, a policy name
 	// in capitals), with the JSON text grpc-go reads as the spec does; goDrop
@@ -50,7 +63,7 @@ type seg struct {
 }
 
 func newChecker(t *jtree.Tree) *checker {
-	return &checker{t: t, path: make([]seg, 0, 16)}
+	return &checker{t: t, path: make([]seg, 0, 16), omitted: -1}
 }
 
 func (c *checker) pushKey(k int32) { c.path = append(c.path, seg{key: k}) }
@@ -86,9 +99,30 @@ func (c *checker) refuse(n int32, code diagCode, who client, format string, args
 	if sev == Warning && c.errorsOnly {
 		return
 	}
+	// Past the cap, a warning that names a client refusing the config is
+	// still listed when no listed one names it: grpcGoFailure (the
+	// publisher's compat gate) asks the diagnostics which clients refuse
+	// the config, and must not lose the answer to the cap.
+	if c.full(code) && (who == 0 || who&^c.refusers == 0) {
+		if c.omitted < 0 {
+			c.omitted = len(c.diags)
+			c.diags = append(c.diags, Omitted(0, 0))
+		}
+		c.diags[c.omitted].omitted[sev-Error]++
+		return
+	}
+	c.shown[sev-Error]++
+	c.refusers |= who
 	off := -1
 	if n >= 0 {
 		off = int(c.t.Nodes[n].Start)
+	}
+	for i, a := range args {
+		// Raw JSON goes into messages as written: a hostile number or
+		// string must not make every message as long as the record.
+		if b, ok := a.([]byte); ok {
+			args[i] = excerpt(b)
+		}
 	}
 	c.diags = append(c.diags, Diagnostic{
 		Severity:  sev,
@@ -98,6 +132,42 @@ func (c *checker) refuse(n int32, code diagCode, who client, format string, args
 		Offset:    off,
 		refusedBy: who,
 	})
+}
+
+// full reports whether diagnostics of code's severity are no longer
+// listed, only counted: callers skip the work of building a message (a
+// "did you mean") that would not be shown.
+func (c *checker) full(code diagCode) bool {
+	sev := code.severity()
+	return c.shown[sev-Error] >= MaxDiagnostics
+}
+
+// quoteExcerpt is %q of s, shortened like excerpt when s is long.
+func quoteExcerpt(s string) string {
+	if len(s) <= maxExcerpt {
+		return strconv.Quote(s)
+	}
+	return fmt.Sprintf("%s… (%d bytes)", strconv.Quote(s[:maxExcerpt-16]), len(s))
+}
+
+// excerptString is excerpt of a string.
+func excerptString(s string) string {
+	if len(s) <= maxExcerpt {
+		return s
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:maxExcerpt-16], len(s))
+}
+
+// maxExcerpt is the longest piece of the input quoted in a message.
+const maxExcerpt = 64
+
+// excerpt returns raw text for a message, shortened when long: what a
+// reader needs to recognise the value, and how long it is.
+func excerpt(b []byte) string {
+	if len(b) <= maxExcerpt {
+		return string(b)
+	}
+	return fmt.Sprintf("%s… (%d bytes)", b[:maxExcerpt-16], len(b))
 }
 
 func (c *checker) kind(n int32) jtree.Kind { return c.t.Nodes[n].Kind }
@@ -137,7 +207,11 @@ func (c *checker) unknownField(k int32, code diagCode, where string, known []str
 			return
 		}
 	}
-	msg := fmt.Sprintf("unknown field %q in %s", name, where)
+	if c.full(code) || c.errorsOnly && code.severity() == Warning {
+		c.report(k, code, "") // not shown: skip the suggestion
+		return
+	}
+	msg := fmt.Sprintf("unknown field %s in %s", quoteExcerpt(name), where)
 	if s := Suggest(name, known); s != "" {
 		msg += fmt.Sprintf(": did you mean %q?", s)
 	} else {
@@ -185,7 +259,7 @@ func describeKind(t *jtree.Tree, v int32) string {
 	case jtree.Null:
 		return "null"
 	case jtree.Bool, jtree.Number:
-		return fmt.Sprintf("%s %s", n.Kind, t.Raw(v))
+		return fmt.Sprintf("%s %s", n.Kind, excerpt(t.Raw(v)))
 	case jtree.String:
 		raw := t.Raw(v)
 		if len(raw) > 40 {

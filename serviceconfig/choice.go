@@ -27,6 +27,9 @@ type Choice struct {
 	ServiceConfig []byte
 
 	node, configNode int32
+	// elem is the choice's index in the JSON list, which counts elements
+	// that are not choices (List leaves them out).
+	elem int
 }
 
 // Choices is a parsed grpc_config value: the list of choices, first match
@@ -98,7 +101,9 @@ func parseChoices(c *checker) *Choices {
 			c.report(e, codeChoiceType, "choice %d must be an object with a serviceConfig, not %s", i, describeKind(t, e))
 			return
 		}
-		ch.List = append(ch.List, parseChoice(c, e))
+		x := parseChoice(c, e)
+		x.elem = i
+		ch.List = append(ch.List, x)
 	})
 	return ch
 }
@@ -124,9 +129,13 @@ func parseChoice(c *checker, obj int32) Choice {
 			ch.configNode = v
 			ch.ServiceConfig = t.Raw(v)
 		default:
-			name := t.Str(k)
-			msg := "unknown key %q in a choice: gRFC A2 makes the whole record invalid"
-			if s := Suggest(name, choiceKeys); s != "" {
+			if c.full(codeChoiceUnknownKey) {
+				c.report(k, codeChoiceUnknownKey, "") // counted only
+				return
+			}
+			name := quoteExcerpt(t.Str(k))
+			msg := "unknown key %s in a choice: gRFC A2 makes the whole record invalid"
+			if s := Suggest(t.Str(k), choiceKeys); s != "" {
 				c.report(k, codeChoiceUnknownKey, msg+"; did you mean %q?", name, s)
 			} else {
 				c.report(k, codeChoiceUnknownKey, msg+"; choices may only hold clientLanguage, percentage, clientHostname, serviceConfig and dynamicParameterConstraints", name)
@@ -145,7 +154,7 @@ func stringList(c *checker, v int32, code diagCode, name string) []string {
 	t := c.t
 	if t.Nodes[v].Kind != jtree.Array {
 		hint := ""
-		if t.Nodes[v].Kind == jtree.String {
+		if t.Nodes[v].Kind == jtree.String && t.Nodes[v].End-t.Nodes[v].Start <= maxExcerpt {
 			hint = "; write [" + string(t.Raw(v)) + "]"
 		}
 		c.report(v, code, "%s must be a list of strings, not %s%s", name, describeKind(t, v), hint)
@@ -201,26 +210,14 @@ func (ch *Choices) Validate(i int) Diagnostics {
 	if cfg < 0 {
 		return nil
 	}
-	c.pushIdx(elementIndex(ch.tree, 0, ch.List[i].node))
+	c.pushIdx(ch.List[i].elem)
 	c.pushKey(keyNodeOf(ch.tree, ch.List[i].node, cfg))
 	validateServiceConfig(c, cfg)
 	if ch.src != nil {
 		ch.src.place(c.diags, firstSignificant(ch.src.text))
 	}
 	c.diags.Sort()
-	return c.diags
-}
-
-// elementIndex returns the index of element e in array arr.
-func elementIndex(t *jtree.Tree, arr, e int32) int {
-	i := 0
-	for x := t.Nodes[arr].First; x >= 0; x = t.Nodes[x].Next {
-		if x == e {
-			return i
-		}
-		i++
-	}
-	return -1
+	return c.diags.Capped()
 }
 
 // keyNodeOf returns the key node whose value is v in object obj.
@@ -279,7 +276,9 @@ func (ch *Choices) CompactConfig(i int) []byte {
 		return ch.List[i].config()
 	}
 	if n := ch.List[i].configNode; n >= 0 {
-		return ch.tree.AppendCompact(nil, n)
+		// Sized once: the compact form is never longer than the text.
+		nd := &ch.tree.Nodes[n]
+		return ch.tree.AppendCompact(make([]byte, 0, nd.End-nd.Start), n)
 	}
 	return []byte("{}")
 }
@@ -295,10 +294,23 @@ func (ch *Choices) CompactConfig(i int) []byte {
 // out (the spec ignores them as unknown, grpc-go's case-insensitive JSON
 // would read them as the field).
 func (ch *Choices) GrpcGoConfig(i int) []byte {
-	js := ch.CompactConfig(i)
-	t, c := checkConfig(js)
-	if c == nil || len(c.caseCodes) == 0 && len(c.caseFields) == 0 && len(c.goText) == 0 && len(c.goDrop) == 0 {
-		return js
+	if ch.tree == nil {
+		if p, err := ch.parsed(); err == nil {
+			return p.GrpcGoConfig(i)
+		}
+		return ch.List[i].config()
+	}
+	n := ch.List[i].configNode
+	if n < 0 {
+		return []byte("{}")
+	}
+	// The choice list's own tree: no second parse of the config. Only
+	// what grpc-go misreads is wanted, not the warnings.
+	c := newChecker(ch.tree)
+	c.errorsOnly = true
+	validateServiceConfig(c, n)
+	if len(c.caseCodes) == 0 && len(c.caseFields) == 0 && len(c.goText) == 0 && len(c.goDrop) == 0 {
+		return ch.CompactConfig(i)
 	}
 	drop := map[int32]string{}
 	for _, f := range c.caseFields {
@@ -314,7 +326,7 @@ func (ch *Choices) GrpcGoConfig(i int) []byte {
 	for _, r := range c.goText {
 		replace[r.node] = r.canon
 	}
-	return appendEdited(t, nil, 0, drop, nil, replace)
+	return appendEdited(ch.tree, nil, n, drop, nil, replace)
 }
 
 // parsed returns a Choices built by hand, without a parse tree, parsed
@@ -443,7 +455,36 @@ func appendEdited(t *jtree.Tree, dst []byte, i int32, drop, rename, replace map[
 	return append(dst, t.Raw(i)...)
 }
 
-// nineDigitDurations returns a choice list (JSON) with every duration of
+// OmitNulls returns a choice list (JSON) without the members of its
+// service configs whose value is null: proto3 JSON reads null as the
+// field's default, the same as an absent member (so do our resolver,
+// grpc-go and C-core), but grpc-java and grpc-js reject the whole config
+// (null-value; the interop suite's null-method case). YAML writes null for
+// an empty value (`method:`), so publishers meet it without meaning to.
+// Everything else is kept byte for byte. The value must be a valid,
+// compact choice list.
+func omitNulls(value []byte) ([]byte, error) {
+	t, err := jtree.Parse(value)
+	if err != nil {
+		return nil, Diagnostics{syntaxDiagnostic(err)}.Err()
+	}
+	c := newChecker(t)
+	c.errorsOnly = true
+	validateChoiceConfigs(c, parseChoices(c))
+	if err := c.diags.Err(); err != nil {
+		return nil, err
+	}
+	if len(c.nullMembers) == 0 {
+		return value, nil
+	}
+	drop := make(map[int32]string, len(c.nullMembers))
+	for _, k := range c.nullMembers {
+		drop[k] = ""
+	}
+	return appendEdited(t, make([]byte, 0, len(value)), 0, drop, nil, nil), nil
+}
+
+// NineDigitDurations returns a choice list (JSON) with every duration of
 // its service configs written with exactly 9 fraction digits when it has
 // any ("0.1s" becomes "0.100000000s"): the form grpc-js, which takes the
 // fraction digits as nanoseconds, reads correctly, and every other client

@@ -23,8 +23,12 @@ type diagCode uint8
 
 // The codes, in documentation order.
 const (
+	// The input as a whole.
+	codeInputTooLarge diagCode = iota + 1
+	codeDiagnosticsOmitted
+
 	// JSON text.
-	codeJSONSyntax diagCode = iota + 1
+	codeJSONSyntax
 	codeJSONDuplicateKey
 	codeJSONTooDeep
 	codeNonASCII
@@ -122,9 +126,13 @@ const (
 // an error in one place and a warning in another. Codes are part of the
 // public contract: never rename one, only add.
 var codes = [numCodes]CodeInfo{
+	// The input as a whole.
+	codeInputTooLarge:      {"input-too-large", Error, "the input is larger than any record DNS can carry could be written in (1 MiB of text), or than the publisher reads (64 MiB)", "a resource bound: a DNS message holds 65 535 bytes, so no larger record can be served, and 1 MiB of text is room for any way of writing one"},
+	codeDiagnosticsOmitted: {"diagnostics-omitted", Warning, "more problems than are listed per input: the rest are counted, not shown", "not a problem of its own: at most 100 diagnostics are listed per input, errors first"},
+
 	// JSON text.
 	codeJSONSyntax:       {"json-syntax", Error, "the text is not valid JSON", "gRFC A2/A21: a record that does not parse is invalid"},
-	codeJSONDuplicateKey: {"json-duplicate-key", Error, "an object has two members with the same name", "RFC 8259 leaves it undefined; C-core and grpc-java reject, grpc-go and grpc-js take the last: our semantics (README, Semantics) make it invalid"},
+	codeJSONDuplicateKey: {"json-duplicate-key", Error, "an object has two members with the same name", "RFC 8259 leaves it undefined; C-core and grpc-java 1.68.1 and later reject, grpc-go, grpc-js and older grpc-java (1.41, measured) take the last: our semantics (README, Semantics) make it invalid"},
 	codeJSONTooDeep:      {"json-too-deep", Error, "JSON nested deeper than any service config needs", "a resource bound: no valid config nests that deep"},
 	codeNonASCII:         {"non-ascii", Error, "TXT records are ASCII; the config holds other bytes", "gRFC A2: \"the contents of the service config are also ASCII\""},
 
@@ -144,7 +152,7 @@ var codes = [numCodes]CodeInfo{
 	codeChoicesType:                 {"choices-type", Error, "the grpc_config value is not a JSON list of choices", "gRFC A2: the value is a JSON list of choices"},
 	codeChoicesEmpty:                {"choices-empty", Error, "the list of choices is empty", "gRFC A2: \"A list of one or more service config choices\" (every client reads it as no config)"},
 	codeChoiceType:                  {"choice-type", Error, "a choice is not a JSON object", "gRFC A2: each choice is an object"},
-	codeChoiceUnknownKey:            {"choice-unknown-key", Error, "a choice has a key gRFC A2 does not define", "gRFC A2: \"If any unexpected field name is present in this object, the entire config is considered invalid\" (grpc-go and C-core ignore the key)"},
+	codeChoiceUnknownKey:            {"choice-unknown-key", Error, "a choice has a key gRFC A2 does not define", "gRFC A2: \"If any unexpected field name is present in this object, the entire config is considered invalid\" (grpc-go and C-core ignore the key; grpc-java and grpc-js check only the choices up to the one they pick)"},
 	codeChoiceClientLanguage:        {"choice-client-language", Error, "clientLanguage is not a list of strings", "gRFC A2: [string]"},
 	codeChoiceClientHostname:        {"choice-client-hostname", Error, "clientHostname is not a list of strings", "gRFC A2: [string]"},
 	codeChoicePercentage:            {"choice-percentage", Error, "percentage is not an integer from 0 to 100", "gRFC A2: \"All other numbers are considered invalid\""},
@@ -161,7 +169,7 @@ var codes = [numCodes]CodeInfo{
 	codeDynParamsAnalysisIncomplete: {"dynparams-analysis-incomplete", Warning, "the variant analysis gave up; some findings may be missing", "says lint could not finish"},
 	codeChoiceUnreachable:           {"choice-unreachable", Warning, "no client can ever select this choice: earlier choices take every client it matches", "valid, probably not meant"},
 	codeChoicesNoCatchAll:           {"choices-no-catch-all", Warning, "no choice matches every client: grpc-go and grpc-js fail the channel when none matches", "valid (gRFC A21: no match means no config), but grpc-go and grpc-js fail the channel"},
-	codeChoiceExtensionKey:          {"choice-extension-key", Warning, "a choice uses dynamicParameterConstraints, which other gRPC clients reject or ignore", "our extension: grpc-java and grpc-js reject the record, grpc-go and C-core ignore the key"},
+	codeChoiceExtensionKey:          {"choice-extension-key", Warning, "a choice uses dynamicParameterConstraints, which other gRPC clients reject or ignore", "our extension: grpc-java and grpc-js reject the record when they come to the choice (they stop at the first that matches), grpc-go and C-core ignore the key"},
 	codeGrpcGoChannelFailure:        {"grpc-go-channel-failure", Error, "grpc-go clients (its built-in dns resolver) would fail their channel on the record: refused unless allowed (compat.allowGrpcGoFailure, encode --allow-grpc-go-failure)", "the publisher's compat gate (docs/rules.md#severity): valid by the spec, but published only when allowed"},
 	codeChoiceLanguageCase:          {"choice-language-case", Warning, "clientLanguage names Go in a case grpc-go does not match (it compares with \"GO\")", "valid (gRFC A2: case-insensitive), but grpc-go compares exactly"},
 
@@ -170,7 +178,7 @@ var codes = [numCodes]CodeInfo{
 	codeUnknownField:           {"unknown-field", Warning, "a field gRPC does not define (ignored by clients)", "gRFC A21: \"unknown fields do not affect validation\"; probably a typo"},
 	codeFieldCase:              {"field-case", Warning, "a field name differs from a known one only in case: grpc-go reads it, other clients ignore it", "valid (an unknown field), but grpc-go's case-insensitive JSON reads it as the field"},
 	codeNullValue:              {"null-value", Warning, "a field is null, which proto3 JSON reads as absent: grpc-java and grpc-js reject it", "valid (proto3 JSON: null is the default value; service_config.proto says so of names), but grpc-java and grpc-js throw"},
-	codeNumberString:           {"number-string", Warning, "a number is written as a JSON string: valid proto3 JSON, but grpc-go (and grpc-js where it reads the field) reject it", "valid (proto3 JSON accepts numbers as strings; C-core and grpc-java read them), but grpc-go and grpc-js reject"},
+	codeNumberString:           {"number-string", Warning, "a number is written as a JSON string: valid proto3 JSON, but grpc-go (and grpc-js where it reads the field) reject it", "valid (proto3 JSON accepts numbers as strings; C-core and grpc-java 1.43 and later read them), but grpc-go, grpc-js and older grpc-java (1.41, measured) reject"},
 	codeNumberForm:             {"number-form", Warning, "a whole number is written with a fraction or exponent (3.0, 1e2): grpc-go and C-core reject it", "valid proto3 JSON, but grpc-go and C-core parse integers strictly"},
 	codeNumberRange:            {"number-range", Warning, "a number the spec allows but a client cannot hold (grpc-java's signed 32-bit message sizes)", "valid (uint32), but grpc-java rejects values above 2147483647"},
 	codeWrongType:              {"wrong-type", Error, "a field has the wrong JSON type", "service_config.proto gives every field a type"},

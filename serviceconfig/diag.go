@@ -51,6 +51,9 @@ type Diagnostic struct {
 	// related is 1 + the offset of a second place the message refers to
 	// (the first of two duplicate keys), or 0.
 	related int
+	// omitted counts the errors and warnings left out, on the one
+	// diagnostic (code diagnostics-omitted) that stands for them.
+	omitted [2]int
 	// refusedBy, on a warning, names the clients that reject the whole
 	// config because of it although the spec allows it.
 	refusedBy client
@@ -87,9 +90,19 @@ func (ds Diagnostics) Err() error {
 	return &InvalidError{Diagnostics: ds}
 }
 
-// Sort orders diagnostics by position, then errors before warnings, then code.
+// Sort orders diagnostics by position, then errors before warnings, then
+// code. The count of omitted diagnostics, if any, comes last.
 func (ds Diagnostics) Sort() {
 	slices.SortStableFunc(ds, func(a, b Diagnostic) int {
+		if ao, bo := a.Code == omittedCode, b.Code == omittedCode; ao || bo {
+			switch {
+			case ao == bo:
+				return 0
+			case ao:
+				return 1
+			}
+			return -1
+		}
 		if c := cmp.Compare(a.Line, b.Line); c != 0 {
 			return c
 		}
@@ -134,6 +147,77 @@ func (e *InvalidError) errorCount() int {
 		if d.Severity == Error {
 			n++
 		}
+		n += d.omitted[0]
 	}
 	return n
+}
+
+// MaxDiagnostics is the most diagnostics reported about one input, besides
+// the one that counts the others. An input with more repeats a few
+// mistakes many times: the first ones say what to fix, and building every
+// message would cost a hostile input's author nothing and us time and
+// memory in proportion to the input.
+const MaxDiagnostics = 100
+
+// omittedCode is the code of the diagnostic that stands for those left out.
+var omittedCode = codeDiagnosticsOmitted.String()
+
+// Omitted returns the diagnostic that stands for errors and warnings left
+// out of a report. [Diagnostics.Capped] merges several into one.
+func Omitted(errors, warnings int) Diagnostic {
+	return Diagnostic{Severity: codeDiagnosticsOmitted.severity(), Code: omittedCode, Offset: -1,
+		Message: omittedMessage(errors, warnings), omitted: [2]int{errors, warnings}}
+}
+
+// OmittedCounts returns the errors and warnings a diagnostics-omitted
+// diagnostic stands for (0, 0 for any other).
+func (d Diagnostic) OmittedCounts() (errors, warnings int) {
+	return d.omitted[0], d.omitted[1]
+}
+
+func omittedMessage(errors, warnings int) string {
+	return fmt.Sprintf("%d more error(s) and %d more warning(s) are not shown: at most %d diagnostics are reported per input, errors first; fix these and check again", errors, warnings, MaxDiagnostics)
+}
+
+// Capped returns ds cut to MaxDiagnostics diagnostics, errors kept before
+// warnings (so that an invalid input still shows an error), in their
+// order, followed by one diagnostic that counts what was left out (its
+// own and any such count already in ds). ds is returned as is when
+// nothing needs to be left out.
+func (ds Diagnostics) Capped() Diagnostics {
+	var nErr, nWarn, summaries int
+	for _, d := range ds {
+		switch {
+		case d.Code == omittedCode:
+			summaries++
+		case d.Severity == Error:
+			nErr++
+		default:
+			nWarn++
+		}
+	}
+	if summaries == 0 && nErr+nWarn <= MaxDiagnostics {
+		return ds
+	}
+	keepErr := min(nErr, MaxDiagnostics)
+	keepWarn := min(nWarn, MaxDiagnostics-keepErr)
+	more := [2]int{nErr - keepErr, nWarn - keepWarn}
+	out := make(Diagnostics, 0, keepErr+keepWarn+1)
+	for _, d := range ds {
+		switch {
+		case d.Code == omittedCode:
+			more[0] += d.omitted[0]
+			more[1] += d.omitted[1]
+		case d.Severity == Error && keepErr > 0:
+			out = append(out, d)
+			keepErr--
+		case d.Severity != Error && keepWarn > 0:
+			out = append(out, d)
+			keepWarn--
+		}
+	}
+	if more[0]+more[1] > 0 {
+		out = append(out, Omitted(more[0], more[1]))
+	}
+	return out
 }

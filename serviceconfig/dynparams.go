@@ -77,7 +77,11 @@ func parseConstraints(c *checker, v int32, depth int) *constraints.Expr {
 				e = &constraints.Expr{Op: constraints.Not, Args: []*constraints.Expr{arg}}
 			}
 		default:
-			msg := fmt.Sprintf("unknown field %q in a dynamic parameter constraint", name)
+			if c.full(code) {
+				c.report(k, code, "") // counted only
+				return
+			}
+			msg := fmt.Sprintf("unknown field %s in a dynamic parameter constraint", quoteExcerpt(name))
 			if s := Suggest(normalizeName(name), lowerAll(constraintFields)); s != "" {
 				s = constraintFields[slices.Index(lowerAll(constraintFields), s)]
 				msg += fmt.Sprintf(": did you mean %q?", s)
@@ -147,8 +151,13 @@ func parseSingleConstraint(c *checker, v int32) *constraints.Expr {
 				ok = false
 			}
 		default:
+			if c.full(code) {
+				c.report(k, code, "") // counted only
+				ok = false
+				return
+			}
 			name := t.Str(k)
-			msg := fmt.Sprintf("unknown field %q in a constraint", name)
+			msg := fmt.Sprintf("unknown field %s in a constraint", quoteExcerpt(name))
 			if s := Suggest(name, []string{"key", "value", "exists"}); s != "" {
 				msg += fmt.Sprintf(": did you mean %q?", s)
 			} else {

@@ -65,7 +65,7 @@ func DetectKind(text []byte) Kind {
 	case '"':
 		return KindTXT
 	}
-	if _, ok, _ := attributeValue(string(firstLine(trimmed))); ok {
+	if _, ok, _ := attribute(firstLine(trimmed)); ok {
 		return KindTXT
 	}
 	if zoneLineRE.Match(firstSignificantLine(trimmed)) {
@@ -78,9 +78,45 @@ func DetectKind(text []byte) Kind {
 }
 
 // hasTopLevelZones reports whether a JSON object has a top-level "zones".
+// Beyond MaxRecordText the object can only be a publisher config, and
+// parsing megabytes to say so costs more than the answer: a scan for the
+// member name, written without escapes, decides.
 func hasTopLevelZones(b []byte) bool {
+	if len(b) > MaxRecordText {
+		return scanTopLevelKey(b, `"zones"`)
+	}
 	t, err := jtree.Parse(b)
 	return err == nil && t.Nodes[0].Kind == jtree.Object && t.Get(0, "zones") >= 0
+}
+
+// scanTopLevelKey reports whether the JSON object b has a member named
+// key (quoted, as written) at its top level, without parsing it.
+func scanTopLevelKey(b []byte, key string) bool {
+	depth := 0
+	expectKey := false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; c {
+		case '"':
+			start := i
+			for i++; i < len(b) && b[i] != '"'; i++ {
+				if b[i] == '\\' {
+					i++
+				}
+			}
+			if depth == 1 && expectKey && i < len(b) && string(b[start:i+1]) == key {
+				return true
+			}
+			expectKey = false
+		case '{', '[':
+			depth++
+			expectKey = c == '{' && depth == 1
+		case '}', ']':
+			depth--
+		case ',':
+			expectKey = depth == 1
+		}
+	}
+	return false
 }
 
 func firstLine(b []byte) []byte {

@@ -8,6 +8,21 @@ import (
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
 )
 
+// MaxRecordText is the longest input read as one record: a TXT record, a
+// choice list or a service config, as text or JSON. A DNS message holds
+// at most 65 535 bytes, so no record can carry more than about 64 KB; its
+// presentation form writes a byte in up to four characters (\DDD) and
+// pretty-printed JSON adds indentation, so 1 MiB (16 × 64 KiB) leaves room
+// for any way of writing a record that fits, and cuts off inputs that
+// could never be served before any work proportional to them. Between
+// 64 KB and 1 MiB, lint reads the input and reports txt-too-large.
+const MaxRecordText = 1 << 20
+
+func recordTooLarge(n int, what string) Diagnostic {
+	return Diagnostic{Severity: codeInputTooLarge.severity(), Code: codeInputTooLarge.String(), Offset: 0,
+		Message: fmt.Sprintf("the input is %d bytes %s, more than the %d (1 MiB) any record can be written in: a DNS message holds at most %d bytes, so it could never be served; split the config across services, or give a publisher config (zones:) to check many records", n, what, MaxRecordText, MaxMessageSize)}
+}
+
 // LintOptions tunes [Lint] and [LintRecords].
 type LintOptions struct {
 	// Owner is the record's owner name (_grpc_config.<host>.), used to size
@@ -25,24 +40,27 @@ type LintOptions struct {
 func Lint(text []byte, opts LintOptions) (Kind, Diagnostics) {
 	k := DetectKind(text)
 	var ds Diagnostics
-	switch k {
-	case KindPublisher:
+	switch {
+	case k == KindPublisher:
 		return k, nil
-	case KindUnknown:
+	case len(text) > MaxRecordText:
+		ds = Diagnostics{recordTooLarge(len(text), "of text")}
+	case k == KindUnknown:
 		ds = Diagnostics{unknownKind(text)}
-	case KindChoices, KindServiceConfig:
+	case k == KindChoices, k == KindServiceConfig:
 		ds = lintValue(text, k, nil, opts.Owner)
-	case KindTXT:
+	case k == KindTXT:
 		ds = lintTXTText(text, opts)
 	}
 	for i := range ds {
-		if ds[i].Offset < 0 {
+		if ds[i].Offset < 0 && ds[i].Code != omittedCode {
 			// About the whole record (its size, say): placed at its start.
 			ds[i].Offset = firstSignificant(text)
 		}
 	}
-	locate(ds, text)
 	ds.Sort()
+	ds = ds.Capped()
+	locate(ds, text)
 	return k, ds
 }
 
@@ -50,9 +68,16 @@ func Lint(text []byte, opts LintOptions) (Kind, Diagnostics) {
 // lookup returned them. Diagnostics carry offsets into the decoded value
 // but no line or column.
 func LintRecords(records [][]string, opts LintOptions) Diagnostics {
+	n := 0
+	for _, r := range records {
+		n += RDataLen(r)
+	}
+	if n > MaxRecordText {
+		return Diagnostics{recordTooLarge(n, "of TXT data")}
+	}
 	ds := lintRecordSet(records, nil, opts)
 	ds.Sort()
-	return ds
+	return ds.Capped()
 }
 
 // unknownKind is the diagnostic for an input that is none of the kinds.
@@ -86,9 +111,12 @@ type offsetMap func(int) int
 // built value from another text (a YAML file) map offsets back themselves.
 // owner, when known, sizes the DNS answer.
 func lintJSON(value []byte, k Kind, owner string) Diagnostics {
+	if len(value) > MaxRecordText {
+		return Diagnostics{recordTooLarge(len(value), "of JSON")}
+	}
 	ds := lintValue(value, k, nil, owner)
 	ds.Sort()
-	return ds
+	return ds.Capped()
 }
 
 // lintValue checks a JSON choice list or service config. offs maps value
@@ -117,7 +145,7 @@ func lintValue(value []byte, k Kind, offs offsetMap, owner string, strs ...strin
 		} else {
 			validateServiceConfig(c, 0)
 		}
-		ds = append(ds, mergeSchema(c.diags, schemaDiagnostics(t, k))...)
+		ds = append(ds, mergeSchema(t, c.diags, schemaFindings(t, k))...)
 		if len(strs) == 0 && k == KindChoices {
 			strs = EncodeTXT(t.AppendCompact(nil, 0))
 		} else if len(strs) == 0 {
@@ -143,7 +171,7 @@ func lintValue(value []byte, k Kind, offs offsetMap, owner string, strs ...strin
 func validateChoiceConfigs(c *checker, ch *Choices) {
 	for i := range ch.List {
 		if cfg := ch.List[i].configNode; cfg >= 0 {
-			c.pushIdx(elementIndex(c.t, 0, ch.List[i].node))
+			c.pushIdx(ch.List[i].elem)
 			c.pushKey(keyNodeOf(c.t, ch.List[i].node, cfg))
 			validateServiceConfig(c, cfg)
 			c.pop()
@@ -159,10 +187,10 @@ func lintChoiceList(c *checker, ch *Choices) {
 	// each of them does with it.
 	for i := range ch.List {
 		if v := t.Get(ch.List[i].node, keyDynamicParameterConstraints); v >= 0 {
-			c.pushIdx(elementIndex(t, 0, ch.List[i].node))
+			c.pushIdx(ch.List[i].elem)
 			k := keyNodeOf(t, ch.List[i].node, v)
 			c.pushKey(k)
-			c.report(k, codeChoiceExtensionKey, "dynamicParameterConstraints is an extension only our resolver reads: grpc-java and grpc-js reject the whole record because of the unknown key, and grpc-go and C-core ignore it, so they may pick a variant meant for other clients; serve such records only to clients that use our resolver")
+			c.report(k, codeChoiceExtensionKey, "dynamicParameterConstraints is an extension only our resolver reads: grpc-java and grpc-js reject the whole record because of the unknown key when they come to this choice (they check the choices up to the first that matches them), and grpc-go and C-core ignore it, so they may pick a variant meant for other clients; serve such records only to clients that use our resolver")
 			c.pop()
 			c.pop()
 			break
@@ -183,7 +211,7 @@ func lintChoiceList(c *checker, ch *Choices) {
 	}
 	for i := range ch.List {
 		x := &ch.List[i]
-		c.pushIdx(elementIndex(t, 0, x.node))
+		c.pushIdx(x.elem)
 		if x.Percentage == 0 {
 			v := t.Get(x.node, keyPercentage)
 			c.pushKey(keyNodeOf(t, x.node, v))
@@ -228,10 +256,8 @@ func lintTXTText(text []byte, opts LintOptions) Diagnostics {
 	trimmed := firstSignificant(text)
 	// Raw form: the attribute and a JSON value, as one logical string.
 	if text[trimmed] != '"' && !zoneLineRE.Match(firstSignificantLine(text)) {
-		line := text[trimmed:]
-		v, _, exact := attributeValue(string(firstLine(line)))
-		eq := len(firstLine(line)) - len(v)
-		start := trimmed + eq
+		eq, _, exact := attribute(firstLine(text[trimmed:]))
+		start := trimmed + eq + 1
 		var ds Diagnostics
 		if !exact {
 			ds = append(ds, spellingDiagnostic(trimmed))
@@ -268,14 +294,14 @@ func textRecords(text []byte) ([][]string, *presentation, *Diagnostic) {
 // lintRecordSet checks the records at one owner name. p, when not nil,
 // holds where each byte came from in the user's text.
 func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagnostics {
-	found, ds := configRecord(records, p)
+	found, other, others, ds := configRecord(records, p)
 	if found < 0 {
 		code := noRecordCode(records)
 		return append(ds, Diagnostic{Severity: code.severity(), Code: code.String(), Offset: p.start(0), Message: noRecordMessage(records)})
 	}
-	if len(records) > 1 {
-		ds = append(ds, Diagnostic{Severity: codeTXTOtherRecords.severity(), Code: codeTXTOtherRecords.String(), Offset: p.start(otherThan(found, len(records))),
-			Message: fmt.Sprintf("%d other TXT record(s) share this name: our resolver, C-core and grpc-java ignore them, but grpc-go joins every TXT record at the name and fails to parse the result; publish the config alone at _grpc_config.<host>", len(records)-1)})
+	if others > 0 {
+		ds = append(ds, Diagnostic{Severity: codeTXTOtherRecords.severity(), Code: codeTXTOtherRecords.String(), Offset: p.start(other),
+			Message: fmt.Sprintf("%d other TXT record(s) share this name: our resolver, C-core, grpc-java and grpc-js ignore them, but grpc-go joins every TXT record at the name and fails to parse the result; publish the config alone at _grpc_config.<host>", others)})
 	}
 	value, offs := recordBytes(records[found], found, p)
 	for i, b := range value {
@@ -304,11 +330,12 @@ func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagno
 }
 
 // configRecord finds the record that holds the config (the first whose
-// first string starts with the attribute, or -1), and reports strings
-// too long for TXT, a second such record, and an attribute spelt in a way
-// other clients miss.
-func configRecord(records [][]string, p *presentation) (found int, ds Diagnostics) {
-	found = -1
+// first string starts with the attribute, or -1) and the records that hold
+// none (the first of them, and how many), and reports strings too long for
+// TXT, a second config record, and an attribute spelt in a way other
+// clients miss.
+func configRecord(records [][]string, p *presentation) (found, other, others int, ds Diagnostics) {
+	found, other = -1, -1
 	for r, strs := range records {
 		for s, str := range strs {
 			if len(str) > maxStringLen {
@@ -320,16 +347,21 @@ func configRecord(records [][]string, p *presentation) (found int, ds Diagnostic
 					Message: fmt.Sprintf("string %d of record %d is %d bytes long: a TXT string holds at most %d; split it into several strings (clients join them)", s, r, len(str), maxStringLen)})
 			}
 		}
-		if len(strs) == 0 {
-			continue
+		ok, exact := false, false
+		if len(strs) > 0 {
+			_, ok, exact = attributeValue(strs[0])
 		}
-		_, ok, exact := attributeValue(strs[0])
 		if !ok {
+			if other < 0 {
+				other = r
+			}
+			others++
 			continue
 		}
 		if found >= 0 {
+			// Measured by the interop suite (two-configs).
 			ds = append(ds, Diagnostic{Severity: codeTXTMultipleConfig.severity(), Code: codeTXTMultipleConfig.String(), Offset: p.start(r),
-				Message: fmt.Sprintf("records %d and %d both start with grpc_config=: clients cannot tell which to use, so the config is invalid; publish exactly one", found, r)})
+				Message: fmt.Sprintf("records %d and %d both start with grpc_config=: the clients disagree on which to use (C-core and grpc-js read the first, grpc-java joins their choice lists, grpc-go fails to parse them), so the config is invalid; publish exactly one", found, r)})
 			continue
 		}
 		found = r
@@ -337,7 +369,7 @@ func configRecord(records [][]string, p *presentation) (found int, ds Diagnostic
 			ds = append(ds, spellingDiagnostic(p.start(r)))
 		}
 	}
-	return found, ds
+	return found, other, others, ds
 }
 
 // recordBytes joins the strings of record r after the attribute, and,
@@ -356,13 +388,6 @@ func recordBytes(strs []string, r int, p *presentation) (value []byte, offs []in
 		}
 	}
 	return value, offs
-}
-
-func otherThan(found, n int) int {
-	if found == 0 && n > 1 {
-		return 1
-	}
-	return 0
 }
 
 func noRecordCode(records [][]string) diagCode {

@@ -95,7 +95,7 @@ func Choose(a Answer, c Client) Outcome {
 	out := Outcome{Choices: ch, Choice: ch.Select(c)}
 	if out.Choice < 0 {
 		out.Result = NoConfig
-		out.Reason = fmt.Sprintf("no choice matches this client (%s): %s", c, explainFirst(ch, c, len(ch.List)))
+		out.Reason = fmt.Sprintf("no choice matches this client (%s): %s", c, strings.Join(skipped(ch, c, len(ch.List)), "; "))
 		return out
 	}
 	if ds := ch.Validate(out.Choice); ds.HasErrors() {
@@ -108,7 +108,8 @@ func Choose(a Answer, c Client) Outcome {
 	out.ServiceConfig = ch.CompactConfig(out.Choice)
 	out.GrpcGoConfig = ch.GrpcGoConfig(out.Choice)
 	// Why the chosen one, and why not the earlier ones.
-	out.Reason = fmt.Sprintf("%s (%s)", explainFirst(ch, c, out.Choice+1), c)
+	why := append(skipped(ch, c, out.Choice), ch.Why(c, out.Choice).String())
+	out.Reason = fmt.Sprintf("%s (%s)", strings.Join(why, "; "), c)
 	return out
 }
 
@@ -136,15 +137,22 @@ func (a Answer) choices() (ch *Choices, ds Diagnostics, none string) {
 	return ch, ds, ""
 }
 
-// explainFirst explains, in one line, why each of the first n choices
-// matched c or not.
-func explainFirst(ch *Choices, c Client, n int) string {
-	verdicts := ch.Explain(c)[:n]
-	why := make([]string, len(verdicts))
-	for i, v := range verdicts {
-		why[i] = v.String()
+// maxExplained is how many skipped choices a reason explains one by one.
+// A record may hold thousands; a sentence for each, on every resolution,
+// would cost many times the record.
+const maxExplained = 8
+
+// skipped explains why the first n choices did not match c, the first
+// maxExplained of them one by one.
+func skipped(ch *Choices, c Client, n int) []string {
+	why := make([]string, 0, min(n, maxExplained)+2)
+	for j := range min(n, maxExplained) {
+		why = append(why, ch.Why(c, j).String())
 	}
-	return strings.Join(why, "; ")
+	if n > maxExplained {
+		why = append(why, fmt.Sprintf("choices %d to %d: skipped too", maxExplained, n-1))
+	}
+	return why
 }
 
 // String describes the client as selection sees it: language, bucket,

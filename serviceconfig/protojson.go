@@ -57,7 +57,7 @@ func (c *checker) protoNumber(v int32, what string, code diagCode, k numKind, st
 			c.goText = append(c.goText, rewrite{v, goNumberText(raw, k)})
 		}
 		if strict != 0 {
-			c.refuse(v, codeNumberString, strict, "%s is written as a string, %s: proto3 JSON allows it and C-core and grpc-java read it, but %s %s the whole config; drop the quotes", what, t.Raw(v), strict, strict.verb("rejects", "reject"))
+			c.refuse(v, codeNumberString, strict, "%s is written as a string, %s: proto3 JSON allows it and C-core and grpc-java 1.43 and later read it, but %s %s the whole config (so does grpc-java before 1.43); drop the quotes", what, t.Raw(v), strict, strict.verb("rejects", "reject"))
 		}
 	default:
 		c.report(v, code, "%s must be a number, not %s", what, describeKind(t, v))
@@ -65,7 +65,7 @@ func (c *checker) protoNumber(v int32, what string, code diagCode, k numKind, st
 	}
 	f, err := strconv.ParseFloat(raw, 64)
 	if err != nil && !math.IsInf(f, 0) {
-		c.report(v, code, "%s must be a number, not %s", what, raw)
+		c.report(v, code, "%s must be a number, not %s", what, excerptString(raw))
 		return n, false
 	}
 	n.f = f
@@ -82,13 +82,13 @@ func (c *checker) protoNumber(v int32, what string, code diagCode, k numKind, st
 	}
 	if !plain {
 		if f != math.Trunc(f) || math.IsInf(f, 0) {
-			c.report(v, code, "%s must be a whole number, not %s", what, raw)
+			c.report(v, code, "%s must be a whole number, not %s", what, excerptString(raw))
 			return n, false
 		}
 		if t.Nodes[v].Kind == jtree.Number {
 			c.goText = append(c.goText, rewrite{v, strconv.FormatFloat(f, 'f', -1, 64)})
 		}
-		c.refuse(v, codeNumberForm, clientGo|clientCore, "%s %s is a whole number written with a fraction or exponent: proto3 JSON allows it, but grpc-go and C-core reject the whole config; write %s", what, raw, strconv.FormatFloat(f, 'f', -1, 64))
+		c.refuse(v, codeNumberForm, clientGo|clientCore, "%s %s is a whole number written with a fraction or exponent: proto3 JSON allows it, but grpc-go and C-core reject the whole config; write %s", what, excerptString(raw), strconv.FormatFloat(f, 'f', -1, 64))
 	}
 	n.whole = true
 	switch {
@@ -111,7 +111,7 @@ func (c *checker) protoNumber(v int32, what string, code diagCode, k numKind, st
 		lo, hi = math.MinInt64, math.MaxInt64
 	}
 	if f < lo || f > hi {
-		c.report(v, code, "%s %s is out of range for its proto type (%s to %s)", what, raw, strconv.FormatFloat(lo, 'f', -1, 64), strconv.FormatFloat(hi, 'f', -1, 64))
+		c.report(v, code, "%s %s is out of range for its proto type (%s to %s)", what, excerptString(raw), strconv.FormatFloat(lo, 'f', -1, 64), strconv.FormatFloat(hi, 'f', -1, 64))
 		return n, false
 	}
 	return n, true
@@ -184,6 +184,7 @@ func (c *checker) fields(obj int32, f func(k, v int32)) {
 		v := t.Nodes[k].Next
 		c.pushKey(k)
 		if t.Nodes[v].Kind == jtree.Null {
+			c.nullMembers = append(c.nullMembers, k)
 			c.refuse(v, codeNullValue, clientJava|clientJS, "%s is null, which proto3 JSON reads as absent (C-core and grpc-go agree), but grpc-java and grpc-js reject the whole config; remove the member", t.Raw(k))
 		} else {
 			f(k, v)

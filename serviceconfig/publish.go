@@ -36,6 +36,12 @@ type PublishOptions struct {
 	// duration-fraction warning is then not reported: the record as
 	// published has none.
 	NineDigitDurations bool
+	// OmitNulls leaves out the members of the service configs whose value
+	// is null: proto3 JSON reads null as the field's default, the same as
+	// an absent member, but grpc-java and grpc-js reject the whole config
+	// (YAML writes null for an empty value). The null-value warning is
+	// then not reported.
+	OmitNulls bool
 	// AllowGrpcGoFailure publishes a record although a client that uses
 	// grpc-go's own dns resolver would fail its channel on it (no choice it
 	// matches, or a chosen config it rejects: the model of grpc-go in grpcgo.go).
@@ -67,6 +73,8 @@ func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 		switch {
 		case d.Code == codeDurationFraction.String() && opts.NineDigitDurations:
 			continue // rewritten below
+		case d.Code == codeNullValue.String() && opts.OmitNulls:
+			continue // left out below
 		case isSizeCode(d.Code):
 			continue // sized below, on the record as published
 		}
@@ -76,10 +84,16 @@ func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 		return nil, out
 	}
 	value := r.ch.Compact()
-	if opts.NineDigitDurations {
-		v, err := nineDigitDurations(value)
+	for _, rewrite := range []struct {
+		on bool
+		f  func([]byte) ([]byte, error)
+	}{{opts.NineDigitDurations, nineDigitDurations}, {opts.OmitNulls, omitNulls}} {
+		if !rewrite.on {
+			continue
+		}
+		v, err := rewrite.f(value)
 		if err != nil {
-			// Lint applies every rule NineDigitDurations does.
+			// Lint applies every rule the rewrites do.
 			return nil, append(out, r.placed(err.(*InvalidError).Diagnostics)...)
 		}
 		value = v

@@ -19,7 +19,13 @@ import (
 func choicesFromText(text []byte) (*Choices, Diagnostics) {
 	src := &source{text: text}
 	var value []byte
-	switch DetectKind(text) {
+	k := DetectKind(text)
+	if k != KindPublisher && len(text) > MaxRecordText {
+		ds := Diagnostics{recordTooLarge(len(text), "of text")}
+		locate(ds, text)
+		return nil, ds
+	}
+	switch k {
 	case KindChoices:
 		value = text
 	case KindServiceConfig:
@@ -89,6 +95,7 @@ func (s *source) place(ds Diagnostics, whole int) {
 			}
 		}
 		switch {
+		case d.Code == omittedCode:
 		case d.Offset < 0:
 			d.Offset = whole
 		case s.offs != nil:

@@ -3,6 +3,7 @@ package serviceconfig
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"net/url"
 	"strconv"
@@ -52,9 +53,20 @@ var loadSchema = sync.OnceValues(func() (*compiledSchema, error) {
 
 var schemaPrinter = message.NewPrinter(language.English)
 
-// schemaDiagnostics validates the tree against the schema for kind
+// schemaFinding is one failure of the schema, before its message is
+// built: lint lists at most MaxDiagnostics, and an input can fail the
+// schema at every value.
+type schemaFinding struct {
+	e     *jsonschema.ValidationError
+	code  diagCode
+	loc   []string
+	atKey bool
+	path  string
+}
+
+// schemaFindings validates the tree against the schema for kind
 // (KindChoices or KindServiceConfig).
-func schemaDiagnostics(t *jtree.Tree, k Kind) Diagnostics {
+func schemaFindings(t *jtree.Tree, k Kind) []schemaFinding {
 	s, err := loadSchema()
 	if err != nil {
 		// The schema is embedded and tested; failing to compile it is a bug.
@@ -64,13 +76,13 @@ func schemaDiagnostics(t *jtree.Tree, k Kind) Diagnostics {
 	if k == KindServiceConfig {
 		sch = s.config
 	}
-	err = sch.Validate(dropNulls(t.Any(0)))
+	err = sch.Validate(dropNulls(schemaInstance(t, 0)))
 	var ve *jsonschema.ValidationError
 	if !errors.As(err, &ve) {
 		return nil
 	}
-	var out Diagnostics
-	s.collect(t, ve, &out)
+	var out []schemaFinding
+	s.collect(ve, map[[2]string]diagCode{}, &out)
 	return out
 }
 
@@ -94,47 +106,70 @@ func dropNulls(v any) any {
 	return v
 }
 
-func (s *compiledSchema) collect(t *jtree.Tree, e *jsonschema.ValidationError, out *Diagnostics) {
+// schemaDiagnostics returns every finding of the schema as a diagnostic.
+func schemaDiagnostics(t *jtree.Tree, k Kind) Diagnostics {
+	var out Diagnostics
+	for _, f := range schemaFindings(t, k) {
+		out = append(out, f.diagnostic(t))
+	}
+	return out
+}
+
+func (s *compiledSchema) collect(e *jsonschema.ValidationError, codes map[[2]string]diagCode, out *[]schemaFinding) {
 	switch k := e.ErrorKind.(type) {
 	case *kind.Schema, *kind.Group, *kind.AllOf, *kind.Reference:
 		for _, c := range e.Causes {
-			s.collect(t, c, out)
+			s.collect(c, codes, out)
 		}
 		return
 	case *kind.AdditionalProperties:
 		for _, p := range k.Properties {
 			loc := append(append([]string(nil), e.InstanceLocation...), p)
-			s.add(t, e, loc, true, out)
+			s.add(e, loc, true, codes, out)
 		}
 		return
 	}
 	// anyOf, oneOf, not and every leaf: one diagnostic for this value.
-	s.add(t, e, e.InstanceLocation, false, out)
+	s.add(e, e.InstanceLocation, false, codes, out)
 }
 
-func (s *compiledSchema) add(t *jtree.Tree, e *jsonschema.ValidationError, loc []string, atKey bool, out *Diagnostics) {
+func (s *compiledSchema) add(e *jsonschema.ValidationError, loc []string, atKey bool, codes map[[2]string]diagCode, out *[]schemaFinding) {
 	kw := e.ErrorKind.KeywordPath()
 	if _, ok := e.ErrorKind.(*kind.Not); ok {
 		kw = []string{"not"} // the library reports no keyword for not
 	}
-	code := s.codeFor(e.SchemaURL, kw)
-	node := nodeAt(t, loc, atKey)
+	keyword := ""
+	if len(kw) > 0 {
+		keyword = kw[0]
+	}
+	// Many values fail the same subschema: find its code once.
+	key := [2]string{e.SchemaURL, keyword}
+	code, ok := codes[key]
+	if !ok {
+		code = s.codeFor(e.SchemaURL, keyword)
+		codes[key] = code
+	}
+	*out = append(*out, schemaFinding{e: e, code: code, loc: loc, atKey: atKey, path: pointerOf(loc)})
+}
+
+func (f *schemaFinding) diagnostic(t *jtree.Tree) Diagnostic {
+	node := nodeAt(t, f.loc, f.atKey)
 	off := -1
 	if node >= 0 {
 		off = int(t.Nodes[node].Start)
 	}
-	*out = append(*out, Diagnostic{
-		Severity: code.severity(),
-		Code:     code.String(),
-		Message:  e.ErrorKind.LocalizedString(schemaPrinter) + " (JSON Schema)",
-		Path:     pointerOf(loc),
+	return Diagnostic{
+		Severity: f.code.severity(),
+		Code:     f.code.String(),
+		Message:  f.e.ErrorKind.LocalizedString(schemaPrinter) + " (JSON Schema)",
+		Path:     f.path,
 		Offset:   off,
-	})
+	}
 }
 
 // codeFor finds the diagnostic code of a failure: x-codes[keyword] or
 // x-code on the failing subschema, or on the nearest enclosing one.
-func (s *compiledSchema) codeFor(schemaURL string, kw []string) diagCode {
+func (s *compiledSchema) codeFor(schemaURL string, keyword string) diagCode {
 	_, frag, _ := strings.Cut(schemaURL, "#")
 	frag, _ = url.PathUnescape(frag)
 	var segs []string
@@ -142,10 +177,6 @@ func (s *compiledSchema) codeFor(schemaURL string, kw []string) diagCode {
 		for _, p := range strings.Split(strings.TrimPrefix(frag, "/"), "/") {
 			segs = append(segs, strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~"))
 		}
-	}
-	keyword := ""
-	if len(kw) > 0 {
-		keyword = kw[0]
 	}
 	for n := len(segs); n >= 0; n-- {
 		obj, ok := lookupPointer(s.doc, segs[:n]).(map[string]any)
@@ -244,16 +275,206 @@ func covers(a, b Diagnostic) bool {
 
 // mergeSchema adds the schema's findings that the Go rules did not make.
 // The Go rules say the same things more precisely, so their message wins.
-func mergeSchema(goDiags, schema Diagnostics) Diagnostics {
-	out := goDiags
-next:
-	for _, s := range schema {
-		for _, g := range goDiags {
-			if covers(g, s) {
-				continue next
+// Messages are built for the first MaxDiagnostics findings of each
+// severity; the rest are counted.
+func mergeSchema(t *jtree.Tree, goDiags Diagnostics, findings []schemaFinding) Diagnostics {
+	// A finding is covered by a Go diagnostic of its code at its value, at
+	// a value inside it, or at one around it (see covers): index the Go
+	// diagnostics' paths and their ancestors, so that the check costs the
+	// depth of a path, not the number of diagnostics.
+	type codePath struct{ code, path string }
+	at := make(map[codePath]bool, len(goDiags))
+	around := make(map[codePath]bool, len(goDiags))
+	for _, g := range goDiags {
+		at[codePath{g.Code, g.Path}] = true
+		for p := g.Path; ; {
+			i := strings.LastIndexByte(p, '/')
+			if i < 0 {
+				break
 			}
+			p = p[:i]
+			around[codePath{g.Code, p}] = true
 		}
-		out = append(out, s)
+	}
+	covered := func(f *schemaFinding) bool {
+		if around[codePath{f.code.String(), f.path}] {
+			return true
+		}
+		for p := f.path; ; {
+			if at[codePath{f.code.String(), p}] {
+				return true
+			}
+			i := strings.LastIndexByte(p, '/')
+			if i < 0 {
+				return false
+			}
+			p = p[:i]
+		}
+	}
+	out := goDiags
+	var shown, more [2]int
+	for i := range findings {
+		f := &findings[i]
+		if covered(f) {
+			continue
+		}
+		sev := f.code.severity() - Error
+		if shown[sev] >= MaxDiagnostics {
+			more[sev]++
+			continue
+		}
+		shown[sev]++
+		out = append(out, f.diagnostic(t))
+	}
+	if more[0]+more[1] > 0 {
+		out = append(out, Omitted(more[0], more[1]))
 	}
 	return out
+}
+
+// schemaInstance converts node i to the values the schema library takes,
+// as jtree's Any does, but with every long number replaced by a short one
+// the schema judges alike (see schemaNumber): the library reads numbers
+// as big.Rat, and a number of a million digits costs it seconds.
+func schemaInstance(t *jtree.Tree, i int32) any {
+	n := &t.Nodes[i]
+	switch n.Kind {
+	case jtree.Number:
+		return json.Number(schemaNumber(t.Raw(i)))
+	case jtree.Array:
+		out := make([]any, 0, n.Len)
+		for e := n.First; e >= 0; e = t.Nodes[e].Next {
+			out = append(out, schemaInstance(t, e))
+		}
+		return out
+	case jtree.Object:
+		out := make(map[string]any, n.Len)
+		for k := n.First; k >= 0; {
+			v := t.Nodes[k].Next
+			out[t.Str(k)] = schemaInstance(t, v)
+			k = t.Nodes[v].Next
+		}
+		return out
+	}
+	return t.Any(i)
+}
+
+// maxSchemaNumber is the longest number literal given to the schema as
+// written. Longer ones carry more digits than any field can use.
+const maxSchemaNumber = 64
+
+// schemaNumber returns raw, a JSON number, or when it is long a short
+// number with the same sign, the same integer-ness, and the same order
+// with respect to every integer of magnitude below 1e30, which covers
+// every bound the schema sets: a stand-in for the checks of "type":
+// "integer", minimum, maximum and exclusiveMinimum, made in time linear in
+// the length of raw.
+func schemaNumber(raw []byte) string {
+	if len(raw) <= maxSchemaNumber {
+		return string(raw)
+	}
+	s := raw
+	neg := s[0] == '-'
+	if neg {
+		s = s[1:]
+	}
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	intPart := s[:i]
+	var frac []byte
+	if i < len(s) && s[i] == '.' {
+		j := i + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		frac, i = s[i+1:j], j
+	}
+	// The exponent, saturated: beyond ±1e9 the value is out of every
+	// range anyway.
+	exp := 0
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		eneg := false
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			eneg = s[i] == '-'
+			i++
+		}
+		for ; i < len(s); i++ {
+			if exp < 1e9 {
+				exp = exp*10 + int(s[i]-'0')
+			}
+		}
+		if eneg {
+			exp = -exp
+		}
+	}
+	// The value is 0.D × 10^point, D the significant digits without
+	// leading or trailing zeros.
+	digits := func(k int) byte {
+		if k < len(intPart) {
+			return intPart[k]
+		}
+		return frac[k-len(intPart)]
+	}
+	total := len(intPart) + len(frac)
+	lead := 0
+	for lead < total && digits(lead) == '0' {
+		lead++
+	}
+	if lead == total {
+		return "0"
+	}
+	last := total - 1
+	for digits(last) == '0' {
+		last--
+	}
+	point := len(intPart) + exp - lead
+	sig := last - lead + 1
+	sign := ""
+	if neg {
+		sign = "-"
+	}
+	const big = 30
+	switch {
+	case point > big:
+		// Beyond every bound; a fraction, if any, keeps it from being an
+		// integer.
+		if sig > point {
+			return sign + "1" + strings.Repeat("0", big+1) + ".5"
+		}
+		return sign + "1e" + strconv.Itoa(big+1)
+	case point < -big:
+		return sign + "1e-" + strconv.Itoa(big+1)
+	}
+	var b strings.Builder
+	b.WriteString(sign)
+	if point <= 0 {
+		b.WriteString("0")
+	}
+	for k := 0; k < point; k++ {
+		if k < sig {
+			b.WriteByte(digits(lead + k))
+		} else {
+			b.WriteByte('0')
+		}
+	}
+	if sig > point {
+		// A fraction: keep its first digits, and a last 1 when more were
+		// dropped, so that the stand-in lies between the same integers.
+		b.WriteByte('.')
+		for k := point; k < 0; k++ {
+			b.WriteByte('0')
+		}
+		from := max(point, 0)
+		n := min(sig-from, big)
+		for k := from; k < from+n; k++ {
+			b.WriteByte(digits(lead + k))
+		}
+		if from+n < sig {
+			b.WriteByte('1')
+		}
+	}
+	return b.String()
 }

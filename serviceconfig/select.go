@@ -3,7 +3,6 @@ package serviceconfig
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -97,71 +96,91 @@ func (ch *Choices) Explain(c Client) []Verdict {
 	out := make([]Verdict, len(ch.List))
 	selected := false
 	for i := range ch.List {
-		x := &ch.List[i]
-		v := Verdict{Index: i, Matched: true}
-		add := func(ok bool, reason string) {
-			if !ok {
-				v.Matched = false
-				reason = "NO: " + reason
-			}
-			v.Reasons = append(v.Reasons, reason)
-		}
-		switch {
-		case x.ClientLanguage == nil:
-			add(true, "any language (no clientLanguage)")
-		case len(x.ClientLanguage) == 0:
-			add(true, "any language (empty clientLanguage)")
-		default:
-			ok := x.languageMatches(c.Language)
-			verb := "includes"
-			if !ok {
-				verb = "does not include"
-			}
-			add(ok, fmt.Sprintf("clientLanguage %s %s %q", quoteList(x.ClientLanguage), verb, c.Language))
-		}
-		if x.Percentage < 0 {
-			add(true, "any bucket (no percentage)")
-		} else {
-			ok := x.percentageMatches(c.Bucket)
-			rel := "<="
-			if !ok {
-				rel = ">"
-			}
-			add(ok, fmt.Sprintf("bucket %d %s percentage %d", c.Bucket, rel, x.Percentage))
-		}
-		switch {
-		case x.ClientHostname == nil:
-			add(true, "any host (no clientHostname)")
-		case len(x.ClientHostname) == 0:
-			add(true, "any host (empty clientHostname)")
-		default:
-			ok := x.hostnameMatches(c.Hostname)
-			verb := "includes"
-			if !ok {
-				verb = "does not include"
-			}
-			add(ok, fmt.Sprintf("clientHostname %s %s %q", quoteList(x.ClientHostname), verb, c.Hostname))
-		}
-		if x.Constraints != nil {
-			ok := x.Constraints.Match(c.Params)
-			verb := "match"
-			if !ok {
-				verb = "do not match"
-			}
-			add(ok, fmt.Sprintf("dynamic parameters %s %s %s", FormatParams(c.Params), verb, x.Constraints))
-		}
-		if v.Matched && !selected {
-			v.Selected, selected = true, true
-		}
-		out[i] = v
+		out[i] = ch.verdict(c, i, selected)
+		selected = selected || out[i].Selected
 	}
 	return out
 }
 
+// Why returns the verdict of choice i alone for client c, as Explain
+// gives it: a resolver explains the choice it took without writing a
+// sentence for each of thousands before it.
+func (ch *Choices) Why(c Client, i int) Verdict {
+	return ch.verdict(c, i, ch.Select(c) < i)
+}
+
+// verdict explains choice i; earlier is whether an earlier choice was
+// selected.
+func (ch *Choices) verdict(c Client, i int, earlier bool) Verdict {
+	x := &ch.List[i]
+	v := Verdict{Index: i, Matched: true}
+	add := func(ok bool, reason string) {
+		if !ok {
+			v.Matched = false
+			reason = "NO: " + reason
+		}
+		v.Reasons = append(v.Reasons, reason)
+	}
+	switch {
+	case x.ClientLanguage == nil:
+		add(true, "any language (no clientLanguage)")
+	case len(x.ClientLanguage) == 0:
+		add(true, "any language (empty clientLanguage)")
+	default:
+		ok := x.languageMatches(c.Language)
+		verb := "includes"
+		if !ok {
+			verb = "does not include"
+		}
+		add(ok, fmt.Sprintf("clientLanguage %s %s %q", quoteList(x.ClientLanguage), verb, c.Language))
+	}
+	if x.Percentage < 0 {
+		add(true, "any bucket (no percentage)")
+	} else {
+		ok := x.percentageMatches(c.Bucket)
+		rel := "<="
+		if !ok {
+			rel = ">"
+		}
+		add(ok, fmt.Sprintf("bucket %d %s percentage %d", c.Bucket, rel, x.Percentage))
+	}
+	switch {
+	case x.ClientHostname == nil:
+		add(true, "any host (no clientHostname)")
+	case len(x.ClientHostname) == 0:
+		add(true, "any host (empty clientHostname)")
+	default:
+		ok := x.hostnameMatches(c.Hostname)
+		verb := "includes"
+		if !ok {
+			verb = "does not include"
+		}
+		add(ok, fmt.Sprintf("clientHostname %s %s %q", quoteList(x.ClientHostname), verb, c.Hostname))
+	}
+	if x.Constraints != nil {
+		ok := x.Constraints.Match(c.Params)
+		verb := "match"
+		if !ok {
+			verb = "do not match"
+		}
+		add(ok, fmt.Sprintf("dynamic parameters %s %s %s", FormatParams(c.Params), verb, x.Constraints))
+	}
+	v.Selected = v.Matched && !earlier
+	return v
+}
+
+// maxQuoted is how many entries of a list a verdict quotes: a list of
+// thousands of hostnames is not read, and writing it for every choice and
+// every resolution would cost its size each time.
+const maxQuoted = 10
+
 func quoteList(l []string) string {
-	q := make([]string, len(l))
-	for i, s := range l {
-		q[i] = strconv.Quote(s)
+	q := make([]string, 0, min(len(l), maxQuoted+1))
+	for _, s := range l[:min(len(l), maxQuoted)] {
+		q = append(q, quoteExcerpt(s))
+	}
+	if len(l) > maxQuoted {
+		q = append(q, fmt.Sprintf("… %d more", len(l)-maxQuoted))
 	}
 	return "[" + strings.Join(q, ", ") + "]"
 }

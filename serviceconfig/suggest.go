@@ -50,9 +50,9 @@ func editDistance(a, b string) int {
 		}
 		return 1 << 20
 	}
-	prev2 := make([]int, len(b)+1)
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
+	// Rows on the stack: Suggest runs for every unknown name of an input.
+	var rows [3][65]int
+	prev2, prev, cur := rows[0][:len(b)+1], rows[1][:len(b)+1], rows[2][:len(b)+1]
 	for j := range prev {
 		prev[j] = j
 	}

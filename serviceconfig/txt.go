@@ -72,38 +72,56 @@ func DecodeTXT(records [][]string) ([]byte, error) {
 // starts with exactly "grpc_config=", the only spelling other gRPC clients
 // recognise.
 func attributeValue(s string) (value string, ok, exact bool) {
-	if strings.HasPrefix(s, attrName+"=") {
-		return s[len(attrName)+1:], true, true
+	eq, ok, exact := attribute(s)
+	if !ok {
+		return "", false, false
+	}
+	return s[eq+1:], true, exact
+}
+
+// attribute is attributeValue for text of any length, in either form: it
+// returns the index of the '=' that ends the attribute. It allocates
+// nothing and stops as soon as the name cannot be grpc_config, so that a
+// first line of megabytes costs nothing to rule out.
+func attribute[T ~string | ~[]byte](s T) (eq int, ok, exact bool) {
+	if len(s) > len(attrName) && string(s[:len(attrName)+1]) == attrName+"=" {
+		return len(attrName), true, true
 	}
 	// RFC 1464 §2: a back-quote quotes the next character; the first
 	// unquoted '=' ends the name; unquoted leading and trailing blanks of the
 	// name are ignored; names compare case-insensitively.
-	var name []byte
-	trailing := 0 // unquoted blanks at the end of name so far
+	var name [len(attrName)]byte
+	n := 0
+	blanks := 0 // unquoted blanks after the name so far
+	add := func(c byte) bool {
+		if blanks > 0 || n == len(name) {
+			return false // a blank inside, or too long: not grpc_config
+		}
+		name[n] = c
+		n++
+		return true
+	}
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c == '`' && i+1 < len(s):
 			i++
-			name = append(name, s[i])
-			trailing = 0
-		case c == '=':
-			name = name[:len(name)-trailing]
-			if strings.EqualFold(string(name), attrName) {
-				return s[i+1:], true, false
+			if !add(s[i]) {
+				return 0, false, false
 			}
-			return "", false, false
-		case (c == ' ' || c == '\t') && len(name) == 0:
+		case c == '=':
+			return i, strings.EqualFold(string(name[:n]), attrName), false
+		case (c == ' ' || c == '\t') && n == 0:
 			// leading blank
 		case c == ' ' || c == '\t':
-			name = append(name, c)
-			trailing++
+			blanks++
 		default:
-			name = append(name, c)
-			trailing = 0
+			if !add(c) {
+				return 0, false, false
+			}
 		}
 	}
-	return "", false, false
+	return 0, false, false
 }
 
 // EncodeTXT returns the strings of the TXT record that publishes value (a

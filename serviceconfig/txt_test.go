@@ -162,3 +162,34 @@ func TestEscapeTXTStringRoundTrip(t *testing.T) {
 		t.Errorf("trailing backslash: %q", got)
 	}
 }
+
+// txt-other-records is about records that are no config (grpc-go joins them
+// into the JSON); a second grpc_config= record is txt-multiple-config's, and
+// its message says what the clients measured by the interop suite do.
+func TestLintRecordsOtherAndMultiple(t *testing.T) {
+	cfg := []string{`grpc_config=[{"serviceConfig":{}}]`}
+	for _, tc := range []struct {
+		name    string
+		records [][]string
+		want    map[string]string // code → a substring of its message
+	}{
+		{"SPF beside", [][]string{{"v=spf1 -all"}, cfg}, map[string]string{"txt-other-records": "1 other TXT record(s)"}},
+		{"two configs", [][]string{cfg, cfg}, map[string]string{"txt-multiple-config": "grpc-java joins their choice lists"}},
+		{"two configs and an empty record", [][]string{cfg, {}, cfg}, map[string]string{"txt-multiple-config": "records 0 and 2", "txt-other-records": "1 other TXT record(s)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string]string{}
+			for _, d := range LintRecords(tc.records, LintOptions{}) {
+				got[d.Code] = d.Message
+			}
+			if len(got) != len(tc.want) {
+				t.Errorf("codes %v, want %v", got, tc.want)
+			}
+			for code, sub := range tc.want {
+				if !strings.Contains(got[code], sub) {
+					t.Errorf("%s: %q, want it to contain %q", code, got[code], sub)
+				}
+			}
+		})
+	}
+}

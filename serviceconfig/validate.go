@@ -451,6 +451,10 @@ func statusCodes(c *checker, v int32, name string, code diagCode, retry bool) in
 					return
 				}
 			}
+			if c.full(codeStatusCode) {
+				c.report(e, codeStatusCode, "") // counted only: skip the suggestion
+				return
+			}
 			msg := fmt.Sprintf("%q is not a gRPC status code name", s)
 			if sug := Suggest(s, statusCodeNames); sug != "" {
 				msg += fmt.Sprintf(": did you mean %q?", sug)
@@ -498,9 +502,9 @@ func validateRetryThrottling(c *checker, v int32) {
 			}
 			switch {
 			case strings.ContainsAny(raw, "eE"):
-				c.refuse(val, codeTokenRatioPrecision, clientCore, "retryThrottling.tokenRatio %s has an exponent: C-core reads tokenRatio digit by digit and rejects the whole config; write it in decimal, like 0.1", raw)
+				c.refuse(val, codeTokenRatioPrecision, clientCore, "retryThrottling.tokenRatio %s has an exponent: C-core reads tokenRatio digit by digit and rejects the whole config; write it in decimal, like 0.1", excerptString(raw))
 			case fractionDigits(raw) > 3:
-				c.report(val, codeTokenRatioPrecision, "retryThrottling.tokenRatio %s has more than 3 decimal places: gRFC A6 ignores the rest (C-core and grpc-js do), but grpc-go and grpc-java use every digit; write %s", raw, truncateDecimals(raw, 3))
+				c.report(val, codeTokenRatioPrecision, "retryThrottling.tokenRatio %s has more than 3 decimal places: gRFC A6 ignores the rest (C-core and grpc-js do), but grpc-go and grpc-java use every digit; write %s", excerptString(raw), excerptString(truncateDecimals(raw, 3)))
 			}
 		default:
 			c.unknownField(k, codeUnknownField, "retryThrottling", []string{"maxTokens", "tokenRatio"})

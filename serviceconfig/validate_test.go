@@ -219,6 +219,9 @@ func FuzzLint(f *testing.F) {
 	f.Add([]byte(`{"methodConfig":[{"name":[{"service":"a"}],"retryPolicy":{"maxAttempts":2}}]}`))
 	f.Fuzz(func(t *testing.T, text []byte) {
 		_, ds := Lint(text, LintOptions{})
+		if len(ds) > MaxDiagnostics+1 {
+			t.Fatalf("%d diagnostics", len(ds))
+		}
 		lines := bytes.Count(text, []byte("\n")) + 1
 		for _, d := range ds {
 			if _, ok := lookupCode(d.Code); !ok || d.Message == "" {
@@ -304,5 +307,25 @@ func TestParserCodesRegistered(t *testing.T) {
 		if info, ok := lookupCode(d.Code); !ok || info.Severity != d.Severity {
 			t.Errorf("%.20q: code %q (%v) is not registered as such", in, d.Code, d.Severity)
 		}
+	}
+}
+
+func TestOmitNulls(t *testing.T) {
+	in := `[{"clientLanguage":["GO"],"serviceConfig":{"retryThrottling":null}},{"serviceConfig":{"methodConfig":[{"name":[{"service":"s","method":null}],"timeout":"1s","waitForReady":null}],"loadBalancingConfig":[{"pick_first":{"shuffleAddressList":null}}]}}]`
+	want := `[{"clientLanguage":["GO"],"serviceConfig":{}},{"serviceConfig":{"methodConfig":[{"name":[{"service":"s"}],"timeout":"1s"}],"loadBalancingConfig":[{"pick_first":{}}]}}]`
+	got, err := omitNulls([]byte(in))
+	if err != nil || string(got) != want {
+		t.Fatalf("got %s, %v\nwant %s", got, err, want)
+	}
+	// Lint has nothing left to say about grpc-java and grpc-js.
+	if _, ds := Lint(got, LintOptions{}); len(ds) != 0 {
+		t.Errorf("lint: %v", ds)
+	}
+	// Nothing to drop: the value itself.
+	if got, err := omitNulls([]byte(want)); err != nil || string(got) != want {
+		t.Errorf("without nulls: got %s, %v", got, err)
+	}
+	if _, err := omitNulls([]byte(`[{"serviceConfig":{"methodConfig":[{"timeout":"1m"}]}}]`)); err == nil {
+		t.Error("an invalid value was accepted")
 	}
 }

@@ -20,9 +20,13 @@ import (
 // every choice in three-valued logic on partial assignments and prunes as
 // soon as the answer is decided, so it never enumerates the space blindly.
 
-// analysisBudget bounds the search steps of one lint run. Realistic
-// records need a few thousand; beyond the budget lint says it gave up.
-const analysisBudget = 2_000_000
+// analysisBudget bounds the work of one lint run's variant analysis, in
+// steps: one per search node, per choice evaluated and per constraint
+// node evaluated, so that the cost is bounded whatever the shape of the
+// record (many choices make each evaluation of "no earlier choice matches"
+// long, not the search deep). Realistic records need a few hundred
+// thousand; beyond the budget lint says it gave up.
+const analysisBudget = 20_000_000
 
 type tri uint8
 
@@ -54,6 +58,8 @@ type dimension struct {
 	kind int
 	key  int // dimParam: index into space.keys
 	size int
+	// order is the order in which the search tries the values.
+	order []int
 }
 
 // space is the abstract client space of one record.
@@ -64,13 +70,27 @@ type space struct {
 	values       [][]string // per key; then "other" and "absent"
 	dims         []dimension
 	choices      []vchoice
+	// The index of each language, hostname and value (per key) in the
+	// lists above.
+	langIndex, hostIndex, keyIndex map[string]int
+	valueIndex                     []map[string]int
+	// all and params list the dimensions of every search over all
+	// criteria, and over the parameters alone.
+	all, params []int
+	// steps is what is left of analysisBudget.
+	steps int
+	// scratch is the assignment searches work on.
+	scratch assignment
 }
 
 // vchoice is a choice compiled against the space.
 type vchoice struct {
-	index      int // position in the record
-	langs      []bool
-	hosts      []bool
+	index int // position in the record
+	// langs and hosts are the sorted indexes of the languages and
+	// hostnames the choice names, nil when it names none: sets of the size
+	// of the choice's own lists, not of the record's.
+	langs      []int
+	hosts      []int
 	percentage int
 	expr       *vexpr // nil: no constraints
 }
@@ -86,22 +106,37 @@ func (sp *space) other(key int) int  { return len(sp.values[key]) }
 func (sp *space) absent(key int) int { return len(sp.values[key]) + 1 }
 
 func newSpace(list []Choice) *space {
-	sp := &space{}
-	keyIndex := map[string]int{}
+	sp := &space{langIndex: map[string]int{}, hostIndex: map[string]int{}, keyIndex: map[string]int{}, steps: analysisBudget}
+	keyIndex := sp.keyIndex
+	addKey := func(k string) int {
+		ki, ok := keyIndex[k]
+		if !ok {
+			ki = len(sp.keys)
+			keyIndex[k] = ki
+			sp.keys = append(sp.keys, k)
+			sp.values = append(sp.values, nil)
+			sp.valueIndex = append(sp.valueIndex, map[string]int{})
+		}
+		return ki
+	}
 	var pcts []int
+	seenPct := map[int]bool{}
 	for i := range list {
 		ch := &list[i]
 		for _, l := range ch.ClientLanguage {
-			if l := strings.ToLower(l); !slices.Contains(sp.langs, l) {
+			if l := strings.ToLower(l); !hasIndex(sp.langIndex, l) {
+				sp.langIndex[l] = len(sp.langs)
 				sp.langs = append(sp.langs, l)
 			}
 		}
 		for _, h := range ch.ClientHostname {
-			if !slices.Contains(sp.hosts, h) {
+			if !hasIndex(sp.hostIndex, h) {
+				sp.hostIndex[h] = len(sp.hosts)
 				sp.hosts = append(sp.hosts, h)
 			}
 		}
-		if ch.Percentage > 0 && ch.Percentage < 100 && !slices.Contains(pcts, ch.Percentage) {
+		if ch.Percentage > 0 && ch.Percentage < 100 && !seenPct[ch.Percentage] {
+			seenPct[ch.Percentage] = true
 			pcts = append(pcts, ch.Percentage)
 		}
 		if ch.Constraints != nil {
@@ -109,32 +144,23 @@ func newSpace(list []Choice) *space {
 			// prints the same from run to run.
 			values := ch.Constraints.Values()
 			for _, k := range slices.Sorted(maps.Keys(values)) {
-				vs := values[k]
-				if _, ok := keyIndex[k]; !ok {
-					keyIndex[k] = len(sp.keys)
-					sp.keys = append(sp.keys, k)
-					sp.values = append(sp.values, nil)
-				}
-				for _, v := range vs {
-					ki := keyIndex[k]
-					if !slices.Contains(sp.values[ki], v) {
+				ki := addKey(k)
+				for _, v := range values[k] {
+					if !hasIndex(sp.valueIndex[ki], v) {
+						sp.valueIndex[ki][v] = len(sp.values[ki])
 						sp.values[ki] = append(sp.values[ki], v)
 					}
 				}
 			}
 			for _, k := range ch.Constraints.Keys() {
-				if _, ok := keyIndex[k]; !ok {
-					keyIndex[k] = len(sp.keys)
-					sp.keys = append(sp.keys, k)
-					sp.values = append(sp.values, nil)
-				}
+				addKey(k)
 			}
 		}
 	}
 	slices.Sort(pcts)
 	sp.buckets = append(pcts, 100)
 	for i := range list {
-		sp.choices = append(sp.choices, sp.compile(i, &list[i], keyIndex))
+		sp.choices = append(sp.choices, sp.compile(i, &list[i]))
 	}
 	sp.dims = append(sp.dims,
 		dimension{kind: dimLang, size: len(sp.langs) + 1},
@@ -143,39 +169,51 @@ func newSpace(list []Choice) *space {
 	for k := range sp.keys {
 		sp.dims = append(sp.dims, dimension{kind: dimParam, key: k, size: len(sp.values[k]) + 2})
 	}
+	for i := range sp.dims {
+		sp.dims[i].order = sp.valueOrder(sp.dims[i])
+		sp.all = append(sp.all, i)
+		if i >= paramBase {
+			sp.params = append(sp.params, i)
+		}
+	}
 	return sp
 }
 
-func (sp *space) compile(i int, ch *Choice, keyIndex map[string]int) vchoice {
+func hasIndex(m map[string]int, s string) bool {
+	_, ok := m[s]
+	return ok
+}
+
+func (sp *space) compile(i int, ch *Choice) vchoice {
 	vc := vchoice{index: i, percentage: ch.Percentage}
 	if len(ch.ClientLanguage) > 0 {
-		vc.langs = make([]bool, len(sp.langs)+1)
 		for _, l := range ch.ClientLanguage {
-			vc.langs[slices.Index(sp.langs, strings.ToLower(l))] = true
+			vc.langs = append(vc.langs, sp.langIndex[strings.ToLower(l)])
 		}
+		slices.Sort(vc.langs)
 	}
 	if len(ch.ClientHostname) > 0 {
-		vc.hosts = make([]bool, len(sp.hosts)+1)
 		for _, h := range ch.ClientHostname {
-			vc.hosts[slices.Index(sp.hosts, h)] = true
+			vc.hosts = append(vc.hosts, sp.hostIndex[h])
 		}
+		slices.Sort(vc.hosts)
 	}
 	if ch.Constraints != nil {
-		vc.expr = sp.compileExpr(ch.Constraints, keyIndex)
+		vc.expr = sp.compileExpr(ch.Constraints)
 	}
 	return vc
 }
 
-func (sp *space) compileExpr(e *constraints.Expr, keyIndex map[string]int) *vexpr {
+func (sp *space) compileExpr(e *constraints.Expr) *vexpr {
 	v := &vexpr{op: e.Op}
 	if e.Op == constraints.Value || e.Op == constraints.Exists {
-		v.key = keyIndex[e.Key]
+		v.key = sp.keyIndex[e.Key]
 		if e.Op == constraints.Value {
-			v.val = slices.Index(sp.values[v.key], e.Value)
+			v.val = sp.valueIndex[v.key][e.Value]
 		}
 	}
 	for _, a := range e.Args {
-		v.args = append(v.args, sp.compileExpr(a, keyIndex))
+		v.args = append(v.args, sp.compileExpr(a))
 	}
 	return v
 }
@@ -184,6 +222,7 @@ func (sp *space) compileExpr(e *constraints.Expr, keyIndex map[string]int) *vexp
 type assignment []int
 
 func (sp *space) evalExpr(e *vexpr, a assignment, base int) tri {
+	sp.steps--
 	switch e.op {
 	case constraints.Value, constraints.Exists:
 		v := a[base+e.key]
@@ -240,6 +279,7 @@ func (sp *space) evalParams(c *vchoice, a assignment) tri {
 
 // eval evaluates every criterion of choice c.
 func (sp *space) eval(c *vchoice, a assignment) tri {
+	sp.steps--
 	r := triTrue
 	and := func(t tri) bool {
 		if t == triFalse {
@@ -251,13 +291,14 @@ func (sp *space) eval(c *vchoice, a assignment) tri {
 		}
 		return true
 	}
-	member := func(set []bool, v int) tri {
+	member := func(set []int, v int) tri {
 		switch {
 		case set == nil:
 			return triTrue
 		case v < 0:
 			return triUnknown
-		case set[v]:
+		}
+		if _, found := slices.BinarySearch(set, v); found {
 			return triTrue
 		}
 		return triFalse
@@ -282,23 +323,34 @@ func (sp *space) eval(c *vchoice, a assignment) tri {
 
 // searcher looks for an assignment that makes goal true.
 type searcher struct {
-	sp    *space
-	goal  func(assignment) tri
-	dims  []int // dimension indexes to assign, in order
-	order func(d dimension) []int
+	sp   *space
+	goal func(assignment) tri
+	dims []int // dimension indexes to assign, in order
+	// named, when set, tries only the values the constraints name.
+	named bool
 	// maxPresent limits how many parameter keys may be present (-1: no
 	// limit), to find the smallest witness.
 	maxPresent int
-	steps      *int
 	gaveUp     bool
 	a          assignment
 }
 
+// exhausted reports whether the analysis budget is spent.
+func (sp *space) exhausted() bool { return sp.steps <= 0 }
+
+// run searches. The assignment it returns is valid until the next search.
 func (s *searcher) run() (assignment, bool) {
-	s.a = make(assignment, len(s.sp.dims))
+	// One assignment serves every search, and clearing it counts against
+	// the budget: a record of thousands of keys has thousands of
+	// dimensions, and thousands of pairs of variants to search.
+	if s.sp.scratch == nil {
+		s.sp.scratch = make(assignment, len(s.sp.dims))
+	}
+	s.a = s.sp.scratch
 	for i := range s.a {
 		s.a[i] = -1
 	}
+	s.sp.steps -= len(s.a)
 	if s.dfs(0, 0) {
 		return s.a, true
 	}
@@ -306,11 +358,11 @@ func (s *searcher) run() (assignment, bool) {
 }
 
 func (s *searcher) dfs(i, present int) bool {
-	if *s.steps <= 0 {
+	if s.sp.exhausted() {
 		s.gaveUp = true
 		return false
 	}
-	*s.steps--
+	s.sp.steps--
 	switch s.goal(s.a) {
 	case triFalse:
 		return false
@@ -322,7 +374,11 @@ func (s *searcher) dfs(i, present int) bool {
 	}
 	di := s.dims[i]
 	d := s.sp.dims[di]
-	for _, v := range s.order(d) {
+	order := d.order
+	if s.named {
+		order = order[:len(s.sp.values[d.key])]
+	}
+	for _, v := range order {
 		p := present
 		if d.kind == dimParam && v != s.sp.absent(d.key) {
 			p++
@@ -362,9 +418,9 @@ func (sp *space) valueOrder(d dimension) []int {
 
 // minimalWitness finds a satisfying assignment with as few parameter keys
 // present as possible.
-func (sp *space) minimalWitness(goal func(assignment) tri, dims []int, steps *int) (assignment, bool, bool) {
+func (sp *space) minimalWitness(goal func(assignment) tri, dims []int) (assignment, bool, bool) {
 	for maxPresent := 0; maxPresent <= len(sp.keys); maxPresent++ {
-		s := &searcher{sp: sp, goal: goal, dims: dims, order: sp.valueOrder, maxPresent: maxPresent, steps: steps}
+		s := &searcher{sp: sp, goal: goal, dims: dims, maxPresent: maxPresent}
 		a, ok := s.run()
 		if ok {
 			return a, true, false
@@ -374,22 +430,6 @@ func (sp *space) minimalWitness(goal func(assignment) tri, dims []int, steps *in
 		}
 	}
 	return nil, false, false
-}
-
-func (sp *space) allDims() []int {
-	out := make([]int, len(sp.dims))
-	for i := range out {
-		out[i] = i
-	}
-	return out
-}
-
-func (sp *space) paramDims() []int {
-	out := make([]int, len(sp.keys))
-	for i := range out {
-		out[i] = paramBase + i
-	}
-	return out
 }
 
 // formatParams writes the parameter part of an assignment: {env=test},
@@ -410,17 +450,19 @@ func (sp *space) formatParams(a assignment) string {
 }
 
 // lintVariants adds the TP2 best-practice checks and choice reachability.
+// Its searches share one budget (analysisBudget); each loop stops when it
+// is spent, so that a record of thousands of choices costs the budget, not
+// the square of its length.
 func lintVariants(c *checker, ch *Choices) {
 	if len(ch.List) == 0 {
 		return
 	}
 	sp := newSpace(ch.List)
-	steps := analysisBudget
 	gaveUp := false
 	t := c.t
 
 	at := func(i int, key string, code diagCode, format string, args ...any) {
-		c.pushIdx(elementIndex(t, 0, ch.List[i].node))
+		c.pushIdx(ch.List[i].elem)
 		n := ch.List[i].node
 		if key != "" {
 			if v := t.Get(n, key); v >= 0 {
@@ -436,65 +478,76 @@ func lintVariants(c *checker, ch *Choices) {
 	}
 
 	var variants []int
+	keys := map[int][]string{} // per variant, sorted
 	for i := range ch.List {
 		if ch.List[i].Constraints != nil {
 			variants = append(variants, i)
+			keys[i] = ch.List[i].Constraints.Keys()
 		}
 	}
 
 	// Keysets: all variants constrain the same keys (TP2 best practice).
 	if len(variants) > 1 {
-		var union []string
+		constrainedBy := map[string][]int{} // key → the variants constraining it
 		for _, i := range variants {
-			for _, k := range ch.List[i].Constraints.Keys() {
-				if !slices.Contains(union, k) {
-					union = append(union, k)
-				}
+			for _, k := range keys[i] {
+				constrainedBy[k] = append(constrainedBy[k], i)
 			}
 		}
-		slices.Sort(union)
+		union := slices.Sorted(maps.Keys(constrainedBy))
 		for _, i := range variants {
-			keys := ch.List[i].Constraints.Keys()
+			own := keys[i]
+			if len(own) == len(union) {
+				continue // a subset of the union, as large: all of it
+			}
+			if c.full(codeDynParamsKeyset) {
+				at(i, keyDynamicParameterConstraints, codeDynParamsKeyset, "") // counted only
+				continue
+			}
 			var missing []string
 			for _, k := range union {
-				if !slices.Contains(keys, k) {
+				if _, found := slices.BinarySearch(own, k); !found {
 					missing = append(missing, k)
 				}
 			}
-			if len(missing) == 0 {
-				continue
-			}
 			var others []int
-			for _, j := range variants {
-				for _, k := range ch.List[j].Constraints.Keys() {
-					if j != i && slices.Contains(missing, k) && !slices.Contains(others, j) {
-						others = append(others, j)
-					}
-				}
+			for _, k := range missing {
+				others = append(others, constrainedBy[k]...)
 			}
+			slices.Sort(others)
+			others = slices.Compact(others)
 			what := "choice"
 			if len(others) > 1 {
 				what = "choices"
 			}
 			at(i, keyDynamicParameterConstraints, codeDynParamsKeyset,
 				"choice %d constrains %s but not %s, which %s %s constrain%s: TP2 asks every variant to constrain the same keys, so that a client sending a new key cannot match two variants; constrain %s here too (for clients that do not send it yet: {\"notConstraints\":{\"constraint\":{\"key\":%q,\"exists\":{}}}})",
-				i, quoteKeys(keys), quoteKeys(missing), what, joinInts(others), map[bool]string{true: "s", false: ""}[len(others) == 1], quoteKeys(missing), missing[0])
+				i, quoteKeys(own), quoteKeys(missing), what, joinInts(others), map[bool]string{true: "s", false: ""}[len(others) == 1], quoteKeys(missing), missing[0])
 		}
 	}
 
 	// Overlaps: two variants that match the same parameters.
+pairs:
 	for x, i := range variants {
 		for _, j := range variants[x+1:] {
+			if sp.exhausted() {
+				gaveUp = true
+				break pairs
+			}
 			ci, cj := &sp.choices[i], &sp.choices[j]
 			goal := func(a assignment) tri { return triAnd(sp.eval(ci, a), sp.eval(cj, a)) }
 			// Most pairs are disjoint: prove that with one search before
 			// looking for the smallest witness of an overlap.
-			any := &searcher{sp: sp, goal: goal, dims: sp.allDims(), order: sp.valueOrder, maxPresent: -1, steps: &steps}
+			any := &searcher{sp: sp, goal: goal, dims: sp.all, maxPresent: -1}
 			if _, ok := any.run(); !ok {
 				gaveUp = gaveUp || any.gaveUp
 				continue
 			}
-			a, ok, gave := sp.minimalWitness(goal, sp.allDims(), &steps)
+			if c.full(codeDynParamsOverlap) {
+				at(j, keyDynamicParameterConstraints, codeDynParamsOverlap, "") // counted only
+				continue
+			}
+			a, ok, gave := sp.minimalWitness(goal, sp.all)
 			gaveUp = gaveUp || gave
 			if ok {
 				at(j, keyDynamicParameterConstraints, codeDynParamsOverlap,
@@ -506,7 +559,9 @@ func lintVariants(c *checker, ch *Choices) {
 
 	// Gap: a parameter set over the named keys and values that no variant
 	// serves. A choice without constraints serves every parameter set.
-	if len(variants) > 0 && len(variants) == len(ch.List) {
+	if len(variants) > 0 && len(variants) == len(ch.List) && sp.exhausted() {
+		gaveUp = true
+	} else if len(variants) > 0 && len(variants) == len(ch.List) {
 		goal := func(a assignment) tri {
 			r := triTrue
 			for k := range sp.choices {
@@ -519,14 +574,7 @@ func lintVariants(c *checker, ch *Choices) {
 			}
 			return r
 		}
-		named := func(d dimension) []int {
-			out := make([]int, len(sp.values[d.key]))
-			for i := range out {
-				out[i] = i
-			}
-			return out
-		}
-		s := &searcher{sp: sp, goal: goal, dims: sp.paramDims(), order: named, maxPresent: -1, steps: &steps}
+		s := &searcher{sp: sp, goal: goal, dims: sp.params, named: true, maxPresent: -1}
 		if a, ok := s.run(); ok {
 			at(0, "", codeDynParamsGap,
 				"no choice matches parameters %s, so a client sending them gets no service config from this record (TP2: have a variant for every value clients send); add the missing variant, or a last choice without dynamicParameterConstraints",
@@ -539,6 +587,10 @@ func lintVariants(c *checker, ch *Choices) {
 	for j := range sp.choices {
 		if ch.List[j].Percentage == 0 || isEmptyOr(ch.List[j].Constraints) {
 			continue // already reported on its own
+		}
+		if sp.exhausted() {
+			gaveUp = true
+			break
 		}
 		cj := &sp.choices[j]
 		earlier := sp.choices[:j]
@@ -555,7 +607,7 @@ func lintVariants(c *checker, ch *Choices) {
 			}
 			return r
 		}
-		s := &searcher{sp: sp, goal: goal, dims: sp.allDims(), order: sp.valueOrder, maxPresent: -1, steps: &steps}
+		s := &searcher{sp: sp, goal: goal, dims: sp.all, maxPresent: -1}
 		if _, ok := s.run(); ok {
 			continue
 		}
@@ -563,8 +615,13 @@ func lintVariants(c *checker, ch *Choices) {
 			gaveUp = true
 			break
 		}
+		if c.full(codeChoiceUnreachable) {
+			// Not shown: skip the searches that would explain it.
+			at(j, "", codeChoiceUnreachable, "") // counted only
+			continue
+		}
 		// Unreachable: name the earlier choice that covers it alone, if any.
-		self := &searcher{sp: sp, goal: func(a assignment) tri { return sp.eval(cj, a) }, dims: sp.allDims(), order: sp.valueOrder, maxPresent: -1, steps: &steps}
+		self := &searcher{sp: sp, goal: func(a assignment) tri { return sp.eval(cj, a) }, dims: sp.all, maxPresent: -1}
 		if _, ok := self.run(); !ok && !self.gaveUp {
 			at(j, "", codeChoiceUnreachable, "choice %d can never be selected: its criteria contradict each other, so no client matches it; fix or remove it", j)
 			continue
@@ -572,9 +629,13 @@ func lintVariants(c *checker, ch *Choices) {
 		var by []int
 		for i := range earlier {
 			ci := &earlier[i]
-			cover := &searcher{sp: sp, goal: func(a assignment) tri { return triAnd(sp.eval(cj, a), triNot(sp.eval(ci, a))) }, dims: sp.allDims(), order: sp.valueOrder, maxPresent: -1, steps: &steps}
+			cover := &searcher{sp: sp, goal: func(a assignment) tri { return triAnd(sp.eval(cj, a), triNot(sp.eval(ci, a))) }, dims: sp.all, maxPresent: -1}
 			if _, ok := cover.run(); !ok && !cover.gaveUp {
 				by = []int{i}
+				break
+			}
+			if sp.exhausted() {
+				gaveUp = true
 				break
 			}
 		}
@@ -584,9 +645,13 @@ func lintVariants(c *checker, ch *Choices) {
 		}
 		for i := range earlier {
 			ci := &earlier[i]
-			both := &searcher{sp: sp, goal: func(a assignment) tri { return triAnd(sp.eval(cj, a), sp.eval(ci, a)) }, dims: sp.allDims(), order: sp.valueOrder, maxPresent: -1, steps: &steps}
+			both := &searcher{sp: sp, goal: func(a assignment) tri { return triAnd(sp.eval(cj, a), sp.eval(ci, a)) }, dims: sp.all, maxPresent: -1}
 			if _, ok := both.run(); ok {
 				by = append(by, i)
+			}
+			if sp.exhausted() {
+				gaveUp = true
+				break
 			}
 		}
 		at(j, "", codeChoiceUnreachable, "choice %d can never be selected: every client it matches is taken first by choices %s together; remove it, or move it earlier", j, joinInts(by))
@@ -630,21 +695,31 @@ func describeCatchAll(ch *Choice) string {
 	return ""
 }
 
+// maxListed is how many keys or choices a message names; the rest are
+// counted, so that a message stays short whatever the record.
+const maxListed = 10
+
 func quoteKeys(keys []string) string {
-	q := make([]string, len(keys))
-	for i, k := range keys {
-		q[i] = fmt.Sprintf("%q", k)
-	}
-	if len(q) == 0 {
+	if len(keys) == 0 {
 		return "no key"
+	}
+	q := make([]string, 0, min(len(keys), maxListed))
+	for _, k := range keys[:min(len(keys), maxListed)] {
+		q = append(q, quoteExcerpt(k))
+	}
+	if len(keys) > maxListed {
+		return strings.Join(q, ", ") + fmt.Sprintf(" and %d more", len(keys)-maxListed)
 	}
 	return strings.Join(q, ", ")
 }
 
 func joinInts(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = fmt.Sprint(x)
+	s := make([]string, 0, min(len(xs), maxListed))
+	for _, x := range xs[:min(len(xs), maxListed)] {
+		s = append(s, fmt.Sprint(x))
+	}
+	if len(xs) > maxListed {
+		return strings.Join(s, ", ") + fmt.Sprintf(" and %d more", len(xs)-maxListed)
 	}
 	if len(s) <= 1 {
 		return strings.Join(s, "")

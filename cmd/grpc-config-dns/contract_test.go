@@ -45,6 +45,17 @@ func TestEncodePublishesWhatServeWould(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, `\"0.1s\"`) || !strings.Contains(errs, "[duration-fraction]") {
 		t.Errorf("--nine-digit-durations=false: exit %d, %s%s; want the duration as written and the warning", code, out, errs)
 	}
+	// A null member is left out (grpc-java and grpc-js reject it), unless
+	// --omit-nulls=false.
+	withNull := `[{"serviceConfig":{"methodConfig":[{"name":[{"service":"s","method":null}],"waitForReady":true}]}}]`
+	code, out, errs = runStdin(t, withNull, "encode", "-")
+	if code != exitOK || strings.Contains(out, "null") || strings.Contains(errs, "null-value") {
+		t.Errorf("encode of a null member: exit %d, %s%s; want it left out, without a warning", code, out, errs)
+	}
+	code, out, errs = runStdin(t, withNull, "encode", "--omit-nulls=false", "-")
+	if code != exitOK || !strings.Contains(out, `\"method\":null`) || !strings.Contains(errs, "[null-value]") {
+		t.Errorf("--omit-nulls=false: exit %d, %s%s; want the null kept and the warning", code, out, errs)
+	}
 }
 
 func TestSelectWithoutRecordIsNoConfig(t *testing.T) {

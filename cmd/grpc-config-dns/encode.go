@@ -9,9 +9,9 @@ import (
 )
 
 func encodeCmd(e *env) *cobra.Command {
-	opts := sc.PublishOptions{NineDigitDurations: true}
+	opts := sc.PublishOptions{NineDigitDurations: true, OmitNulls: true}
 	cmd := &cobra.Command{
-		Use:   "encode [--nine-digit-durations=false] [--allow-grpc-go-failure] INPUT",
+		Use:   "encode [--nine-digit-durations=false] [--omit-nulls=false] [--allow-grpc-go-failure] INPUT",
 		Short: "Print the TXT RDATA that publishes a config, as quoted strings of at most 255 bytes",
 		Long: `Validate INPUT (a choice list, a service config, or a TXT record) and print
 the TXT record that publishes it: "grpc_config=" and the compact JSON, cut
@@ -24,8 +24,10 @@ encode decides as serve does, with the same defaults (a service's compat:):
 dynamic parameter constraints are written in camelCase; every duration with
 a fraction is written with 9 digits ("0.1s" becomes "0.100000000s", which
 grpc-js would otherwise read as 1 ns; --nine-digit-durations=false keeps
-them as written); and a record on which grpc-go's own dns resolver would
-fail its channel is refused with grpc-go-channel-failure
+them as written); members whose value is null, which proto3 JSON reads as
+absent but grpc-java and grpc-js reject, are left out (--omit-nulls=false
+keeps them); and a record on which grpc-go's own dns resolver would fail
+its channel is refused with grpc-go-channel-failure
 (--allow-grpc-go-failure encodes it anyway).
 The record's size (strings, RDATA, and the DNS answer for a typical owner
 name) and any warning (such as an answer too large for UDP) go to stderr.
@@ -38,6 +40,7 @@ error.`,
 		},
 	}
 	cmd.Flags().BoolVar(&opts.NineDigitDurations, "nine-digit-durations", true, "write every duration with a fraction with 9 digits, as serve does by default")
+	cmd.Flags().BoolVar(&opts.OmitNulls, "omit-nulls", true, "leave out the members whose value is null, as serve does by default")
 	cmd.Flags().BoolVar(&opts.AllowGrpcGoFailure, "allow-grpc-go-failure", false, "encode a record on which grpc-go's own dns resolver would fail its channel, as serve does with compat: {allowGrpcGoFailure: true}")
 	return cmd
 }
@@ -48,12 +51,15 @@ func (e *env) encode(arg string, opts sc.PublishOptions) error {
 		return err
 	}
 	name := displayName(arg)
-	src := sc.Source{Text: in.text, Records: in.records}
+	if in.tooLarge != nil {
+		e.printDiagnostics(name, in.tooLarge)
+		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: nothing encoded", name)}
+	}
 	if in.text != nil && sc.DetectKind(in.text) == sc.KindPublisher {
 		return usageErr("%s is a publisher config: use `grpc-config-dns zone --config %s` to print its records", name, arg)
 	}
 	opts.Owner = in.owner
-	rec, ds := sc.Publish(src, opts)
+	rec, ds := sc.Publish(sc.Source{Text: in.text, Records: in.records}, opts)
 	for _, d := range ds {
 		if d.Code == "grpc-go-channel-failure" {
 			d.Message += ", or pass --allow-grpc-go-failure if no grpc-go client reads it"

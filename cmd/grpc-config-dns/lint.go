@@ -156,6 +156,9 @@ func (e *env) lintOne(arg string) (sc.Diagnostics, sc.Kind, error) {
 	if err != nil {
 		return nil, sc.KindUnknown, err
 	}
+	if in.tooLarge != nil {
+		return in.tooLarge, sc.KindUnknown, nil
+	}
 	if in.text == nil {
 		return sc.LintRecords(in.records, sc.LintOptions{Owner: in.owner}), sc.KindTXT, nil
 	}

@@ -58,11 +58,11 @@ func pipelineCases(t *testing.T) []pipelineCase {
 }
 
 // pipelineCompats are the compat settings the pipeline is tested under:
-// the publisher's default, the grpc-go gate off, and durations as written.
+// the publisher's default, the grpc-go gate off, and the record as written.
 var pipelineCompats = []sc.PublishOptions{
-	{NineDigitDurations: true},
-	{NineDigitDurations: true, AllowGrpcGoFailure: true},
-	{NineDigitDurations: false, AllowGrpcGoFailure: true},
+	{NineDigitDurations: true, OmitNulls: true},
+	{NineDigitDurations: true, OmitNulls: true, AllowGrpcGoFailure: true},
+	{NineDigitDurations: false, OmitNulls: false, AllowGrpcGoFailure: true},
 }
 
 // owner is the owner name of the record in the publisher configs below,
@@ -126,7 +126,7 @@ func codes(ds sc.Diagnostics) []string {
 // "refused".
 func encodeVerdict(t *testing.T, text string, opts sc.PublishOptions) string {
 	code, out, errs := runStdin(t, text, "encode", "--nine-digit-durations="+strconv.FormatBool(opts.NineDigitDurations),
-		"--allow-grpc-go-failure="+strconv.FormatBool(opts.AllowGrpcGoFailure), "-")
+		"--omit-nulls="+strconv.FormatBool(opts.OmitNulls), "--allow-grpc-go-failure="+strconv.FormatBool(opts.AllowGrpcGoFailure), "-")
 	switch code {
 	case exitOK:
 		return strings.TrimSuffix(out, "\n")
@@ -190,8 +190,8 @@ func publisherConfig(value []byte, kind sc.Kind, opts sc.PublishOptions) []byte 
 		key = "serviceConfig"
 	}
 	return fmt.Appendf(nil, `{"zones":[{"origin":"example.com.","nameservers":[{"name":"ns1","addresses":["192.0.2.53"]}],
-"compat":{"nineDigitDurations":%t,"allowGrpcGoFailure":%t},
-"services":[{"name":"service","addresses":["192.0.2.1"],%q:%s}]}]}`, opts.NineDigitDurations, opts.AllowGrpcGoFailure, key, value)
+"compat":{"nineDigitDurations":%t,"omitNulls":%t,"allowGrpcGoFailure":%t},
+"services":[{"name":"service","addresses":["192.0.2.1"],%q:%s}]}]}`, opts.NineDigitDurations, opts.OmitNulls, opts.AllowGrpcGoFailure, key, value)
 }
 
 // serveVerdict is the record serve would publish from cfg, or "refused".

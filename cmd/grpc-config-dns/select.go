@@ -96,6 +96,10 @@ func (e *env) selectChoice(arg string, client sc.Client, explain bool) error {
 		return err
 	}
 	name := displayName(arg)
+	if in.tooLarge != nil {
+		e.printDiagnostics(name, in.tooLarge)
+		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: a client would reject the record", name)}
+	}
 	if in.text != nil && sc.DetectKind(in.text) == sc.KindPublisher {
 		return usageErr("%s is a publisher config, which holds many records: select from one record, with dns://SERVER/NAME against `grpc-config-dns serve --config %s`, or with a file holding a service's choices", name, arg)
 	}

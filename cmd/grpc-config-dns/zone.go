@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -49,11 +48,15 @@ Exit status: 0 printed; 1 the config is invalid; 2 usage or I/O error.`,
 }
 
 func (e *env) zone(file, only, state string, serial uint32, setSerial bool) error {
-	text, err := os.ReadFile(file)
+	in, err := readFile(file)
 	if err != nil {
-		return usageErr("%v", err)
+		return err
 	}
-	cfg, ds := config.Parse(text)
+	ds := in.tooLarge
+	var cfg *config.Config
+	if ds == nil {
+		cfg, ds = config.Parse(in.text)
+	}
 	for _, d := range ds {
 		fmt.Fprintln(e.stderr, formatDiagnostic(file, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
 	}

@@ -15,7 +15,8 @@ type diagCode uint8
 
 // The codes, in documentation order.
 const (
-	codeYAMLSyntax diagCode = iota + 1
+	codeConfigTooLarge diagCode = iota + 1
+	codeYAMLSyntax
 	codeYAMLDuplicateKey
 	codeYAMLValue
 	codeUnknownKey
@@ -63,6 +64,7 @@ const (
 // a publisher config itself, indexed by code. Codes are part of the public
 // contract: never rename one, only add.
 var codes = [numCodes]sc.CodeInfo{
+	codeConfigTooLarge:        {Code: "config-too-large", Severity: sc.Error, Summary: "the config is beyond what the publisher reads: 64 MiB, 12 million YAML values, or aliases expanding past that"},
 	codeYAMLSyntax:            {Code: "yaml-syntax", Severity: sc.Error, Summary: "the file is not valid YAML or JSON"},
 	codeYAMLDuplicateKey:      {Code: "yaml-duplicate-key", Severity: sc.Error, Summary: "a mapping has the same key twice"},
 	codeYAMLValue:             {Code: "yaml-value", Severity: sc.Error, Summary: "a YAML value has no exact JSON equivalent (octal or hex numbers, .inf, binary, too deep or too large)"},

@@ -106,6 +106,10 @@ type Compat struct {
 	// nine fraction digits ("0.100000000s"): grpc-js takes the digits after
 	// the point as nanoseconds, so it reads "0.1s" as 1 ns. Default true.
 	NineDigitDurations bool
+	// OmitNulls leaves out the members of a published config whose value
+	// is null, which proto3 JSON reads as absent but grpc-java and grpc-js
+	// reject (YAML writes null for an empty value). Default true.
+	OmitNulls bool
 	// BareHost also publishes the TXT record at the service's own name,
 	// where grpc-js looks for it (it does not ask _grpc_config.<host>).
 	BareHost bool
@@ -117,7 +121,7 @@ type Compat struct {
 }
 
 // DefaultCompat is the compat: of a zone that sets none.
-var DefaultCompat = Compat{NineDigitDurations: true}
+var DefaultCompat = Compat{NineDigitDurations: true, OmitNulls: true}
 
 // SOA holds the zone's SOA fields; the serial is managed by the server.
 type SOA struct {
@@ -198,18 +202,27 @@ func (t *Transfer) Allowed(addr netip.Addr) bool {
 // the config and its warnings, or nil and diagnostics holding at least one
 // error. Every diagnostic has Line, Column and Offset in text when it can be
 // placed, and a JSON pointer Path into the config document.
+//
+// Configs beyond MaxConfigSize bytes or MaxConfigNodes YAML values, or
+// whose aliases expand beyond them, are refused (config-too-large), and at
+// most sc.MaxDiagnostics diagnostics are listed: the cost of Parse is
+// linear in the text and bounded, whatever the text.
 func Parse(text []byte) (*Config, sc.Diagnostics) {
+	if why := tooLarge(text); why != "" {
+		return nil, sc.Diagnostics{{Severity: codeConfigTooLarge.severity(), Code: codeConfigTooLarge.String(), Offset: 0, Line: 1, Column: 1,
+			Message: why + ": split its zones across several publishers, each with its own config"}}
+	}
 	d := newDoc(text)
 	root := d.parseYAML()
 	var cfg *Config
 	if root != nil {
 		cfg = d.config(root)
 	}
-	d.ds.Sort()
-	if d.ds.HasErrors() {
-		return nil, d.ds
+	ds := d.diagnostics()
+	if ds.HasErrors() {
+		return nil, ds
 	}
-	return cfg, d.ds
+	return cfg, ds
 }
 
 func (d *doc) config(root *yaml.Node) *Config {
@@ -249,6 +262,7 @@ func (d *doc) config(root *yaml.Node) *Config {
 		d.report(zonesNode, zonesPath, codeMissingField, "zones is empty: add at least one zone with an origin, nameservers and services")
 	}
 	origins := map[string]*yaml.Node{}
+	below := map[string]string{} // a proper ancestor of origins → the first of them
 	for i, zn := range zs {
 		path := fmt.Sprintf("%s/%d", zonesPath, i)
 		z, originNode := d.zone(zn, path, keys)
@@ -259,16 +273,23 @@ func (d *doc) config(root *yaml.Node) *Config {
 			d.report(originNode, path+"/origin", codeZoneDuplicate, "zone %s is defined twice (first at line %d): merge the two", z.Origin, first.Line)
 			continue
 		}
-		for o, on := range origins {
-			if inZone(z.Origin, o) || inZone(o, z.Origin) {
-				inner, outer := z.Origin, o
-				if inZone(o, z.Origin) {
-					inner, outer = o, z.Origin
-				}
-				d.report(originNode, path+"/origin", codeZoneNested, "zone %s lies inside zone %s (line %d): the publisher does not delegate; serve its names as services of %s", inner, outer, on.Line, outer)
+		// Nesting is found by walking this origin's labels, not by
+		// comparing every pair of zones (a config may hold thousands).
+		for _, a := range ancestors(z.Origin) {
+			if on, ok := origins[a]; ok {
+				d.report(originNode, path+"/origin", codeZoneNested, "zone %s lies inside zone %s (line %d): the publisher does not delegate; serve its names as services of %s", z.Origin, a, on.Line, a)
+				break
 			}
 		}
+		if inner, ok := below[z.Origin]; ok {
+			d.report(originNode, path+"/origin", codeZoneNested, "zone %s lies inside zone %s (line %d): the publisher does not delegate; serve its names as services of %s", inner, z.Origin, origins[inner].Line, z.Origin)
+		}
 		origins[z.Origin] = originNode
+		for _, a := range ancestors(z.Origin) {
+			if _, ok := below[a]; !ok {
+				below[a] = z.Origin
+			}
+		}
 		cfg.Zones = append(cfg.Zones, z)
 	}
 	return cfg
@@ -414,6 +435,9 @@ type svcEntry struct {
 }
 
 func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yaml.Node) {
+	if !d.mapping(n, path, "a zone") {
+		return nil, nil
+	}
 	z := &Zone{TTL: DefaultTTL, Compat: DefaultCompat, SOA: SOA{Refresh: DefaultRefresh, Retry: DefaultRetry, Expire: DefaultExpire, Minimum: DefaultMinimum}}
 	var originNode, nsNode, soaNode, svcNode, xfrNode *yaml.Node
 	var nsPath, soaPath, svcPath, xfrPath string
@@ -524,15 +548,7 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 	return z, originNode
 }
 
-func (d *doc) errorCount() int {
-	n := 0
-	for _, x := range d.ds {
-		if x.Severity == sc.Error {
-			n++
-		}
-	}
-	return n
-}
+func (d *doc) errorCount() int { return d.errors }
 
 func (d *doc) largeTTL(n *yaml.Node, path string, ttl uint32) {
 	if ttl > 86400 {
@@ -686,6 +702,9 @@ func (d *doc) soa(n *yaml.Node, path string, z *Zone) {
 }
 
 func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
+	if !d.mapping(n, path, "a service") {
+		return svcEntry{path: path}
+	}
 	s := &Service{TTL: z.TTL, Compat: z.Compat}
 	e := svcEntry{path: path}
 	var bareHostNode *yaml.Node
@@ -822,9 +841,14 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 	rec, ds := sc.Publish(sc.Source{JSON: j.text, Kind: kind}, sc.PublishOptions{
 		Owner:              s.TXTOwner(),
 		NineDigitDurations: s.Compat.NineDigitDurations,
+		OmitNulls:          s.Compat.OmitNulls,
 		AllowGrpcGoFailure: s.Compat.AllowGrpcGoFailure,
 	})
 	for _, diag := range ds {
+		if e, w := diag.OmittedCounts(); e+w > 0 || d.full(diag.Severity) {
+			d.add(diag) // counted, not placed
+			continue
+		}
 		at := n
 		if diag.Offset >= 0 {
 			if m := j.node(diag.Offset); m != nil {
@@ -836,7 +860,7 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 		}
 		loc := d.at(at, path+diag.Path, codeYAMLValue, "")
 		diag.Path, diag.Line, diag.Column, diag.Offset = loc.Path, loc.Line, loc.Column, loc.Offset
-		d.ds = append(d.ds, diag)
+		d.add(diag)
 	}
 	if rec == nil {
 		return nil
@@ -863,6 +887,7 @@ func (d *doc) compat(n *yaml.Node, path string, base Compat) (Compat, map[string
 	}
 	d.object(n, path, "compat", []field{
 		flag("nineDigitDurations", &base.NineDigitDurations),
+		flag("omitNulls", &base.OmitNulls),
 		flag("bareHost", &base.BareHost),
 		flag("allowGrpcGoFailure", &base.AllowGrpcGoFailure),
 	})
@@ -942,10 +967,36 @@ func (d *doc) transfer(n *yaml.Node, path string, z *Zone, keys map[string]bool)
 			d.report(allowNodes[i], path+"/allow", codeTransferOpen, "zone %s can be transferred by anyone: restrict allow: to your secondaries, or set key: to require TSIG", z.Origin)
 		}
 	}
+	allowed := t.Allowed
+	if len(t.Allow) > 16 {
+		allowed = prefixIndex(t)
+	}
 	for i, ap := range t.Notify {
-		if !t.Allowed(ap.Addr()) {
+		if !allowed(ap.Addr()) {
 			d.report(notifyNodes[i], path+"/notify", codeNotifyNotAllowed, "secondary %s is notified but may not transfer zone %s: add %s to allow: (or set key:)", ap, z.Origin, ap.Addr())
 		}
+	}
+}
+
+// prefixIndex returns Transfer.Allowed for long allow lists: a set of the
+// prefixes for each prefix length, so that checking every notify target
+// against every allow entry does not cost their product.
+func prefixIndex(t *Transfer) func(netip.Addr) bool {
+	byBits := map[int]map[netip.Prefix]bool{}
+	for _, p := range t.Allow {
+		if byBits[p.Bits()] == nil {
+			byBits[p.Bits()] = map[netip.Prefix]bool{}
+		}
+		byBits[p.Bits()][p.Masked()] = true
+	}
+	return func(addr netip.Addr) bool {
+		addr = addr.Unmap()
+		for bits, set := range byBits {
+			if p, err := addr.Prefix(bits); err == nil && set[p] {
+				return true
+			}
+		}
+		return len(t.Allow) == 0 && t.Key != ""
 	}
 }
 

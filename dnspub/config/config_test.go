@@ -262,6 +262,11 @@ zones:
       - name: legacy
         bareHostCompat: true
         serviceConfig: {}
+      - name: empty-method
+        serviceConfig: {methodConfig: [{name: [{service: s, method: }]}]}
+      - name: null-kept
+        compat: {omitNulls: false}
+        serviceConfig: {methodConfig: [{name: [{service: s, method: }]}]}
 `))
 	if ds.HasErrors() {
 		t.Fatalf("diagnostics:\n%s", dump(ds))
@@ -271,18 +276,31 @@ zones:
 		value string
 		c     Compat
 	}{
-		{`[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"0.5s"}]}}]`, Compat{AllowGrpcGoFailure: true}},
-		{`[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"0.500000000s"}]}}]`, Compat{NineDigitDurations: true, BareHost: true, AllowGrpcGoFailure: true}},
-		{`[{"clientLanguage":["java"],"serviceConfig":{}}]`, Compat{AllowGrpcGoFailure: true}},
-		{`[{"serviceConfig":{}}]`, Compat{}},
-		{`[{"serviceConfig":{}}]`, Compat{BareHost: true, AllowGrpcGoFailure: true}},
+		{`[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"0.5s"}]}}]`, Compat{OmitNulls: true, AllowGrpcGoFailure: true}},
+		{`[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"0.500000000s"}]}}]`, Compat{NineDigitDurations: true, OmitNulls: true, BareHost: true, AllowGrpcGoFailure: true}},
+		{`[{"clientLanguage":["java"],"serviceConfig":{}}]`, Compat{OmitNulls: true, AllowGrpcGoFailure: true}},
+		{`[{"serviceConfig":{}}]`, Compat{OmitNulls: true}},
+		{`[{"serviceConfig":{}}]`, Compat{OmitNulls: true, BareHost: true, AllowGrpcGoFailure: true}},
+		// YAML's empty value is null: left out, since grpc-java and
+		// grpc-js reject it (the interop suite's null-method case).
+		{`[{"serviceConfig":{"methodConfig":[{"name":[{"service":"s"}]}]}}]`, Compat{OmitNulls: true, AllowGrpcGoFailure: true}},
+		{`[{"serviceConfig":{"methodConfig":[{"name":[{"service":"s","method":null}]}]}}]`, Compat{AllowGrpcGoFailure: true}},
 	}
 	for i, w := range want {
 		if got := string(svcs[i].Value); got != w.value || svcs[i].Compat != w.c {
 			t.Errorf("%s: value %s, compat %+v; want %s, %+v", svcs[i].Name, got, svcs[i].Compat, w.value, w.c)
 		}
 	}
-	if def, _ := Parse(Example); def.Zones[0].Compat != DefaultCompat || !DefaultCompat.NineDigitDurations || DefaultCompat.BareHost || DefaultCompat.AllowGrpcGoFailure {
+	var nullWarnings []string
+	for _, d := range ds {
+		if d.Code == "null-value" {
+			nullWarnings = append(nullWarnings, d.Path)
+		}
+	}
+	if len(nullWarnings) != 1 || !strings.HasPrefix(nullWarnings[0], "/zones/0/services/6/") {
+		t.Errorf("null-value warnings at %v, want one, for the service that keeps its null", nullWarnings)
+	}
+	if def, _ := Parse(Example); def.Zones[0].Compat != DefaultCompat || !DefaultCompat.NineDigitDurations || !DefaultCompat.OmitNulls || DefaultCompat.BareHost || DefaultCompat.AllowGrpcGoFailure {
 		t.Errorf("defaults: zone %+v, DefaultCompat %+v", def.Zones[0].Compat, DefaultCompat)
 	}
 }

@@ -20,6 +20,13 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("a: &x\n  <<: *x\nzones: [*x]\n"))
 	f.Add([]byte("zones:\n - &z {origin: a., nameservers: [ns.b.], services: [{name: s, serviceConfig: &c {x: *c}}]}\n"))
 	f.Add([]byte("zones: [{origin: a., nameservers: [ns.b.], services: [{name: s, choices: [{percentage: 0x10, serviceConfig: {}}]}]}]\n"))
+	// Hostile shapes: every element an error, merge keys copying a mapping
+	// many times, an alias converted for every service, nested zones, one
+	// long line with multi-byte characters.
+	f.Add([]byte("zones: [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w, x, y, z]\n"))
+	f.Add([]byte("k: &k {a: 1, b: 2, c: 3}\nzones:\n - {<<: [*k, *k], origin: a.}\n - {<<: *k, origin: b.a.}\n - {<<: *k, origin: .}\n"))
+	f.Add([]byte("c: &c {methodConfig: [{name: [{}], timeout: 1s}]}\nzones: [{origin: a., nameservers: [ns.b.], services: [{name: s1, serviceConfig: *c}, {name: s2, serviceConfig: *c}, {name: s3, serviceConfig: *c}]}]\n"))
+	f.Add([]byte(`{"zones":[{"origin":"é.test.","nameservers":["ns.b."],"services":[{"name":"s","choices":[{"serviceConfig":{"x€":1,"methodConfig":[{"name":[{}],"timeout":"1m"}]}}]}]}]}`))
 	f.Fuzz(func(t *testing.T, text []byte) {
 		// A watchdog: an input that makes Parse loop crashes the worker,
 		// and the fuzzer keeps the input.

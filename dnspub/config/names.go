@@ -72,6 +72,22 @@ func absName(name, origin string) string {
 }
 
 // inZone reports whether fqdn is origin or below it.
+// ancestors returns the names that hold fqdn (absolute, dot-terminated),
+// nearest first, down to the root: "b.c.", "c.", "." for "a.b.c.".
+func ancestors(fqdn string) []string {
+	var out []string
+	for fqdn != "." {
+		i := strings.IndexByte(fqdn, '.')
+		if i < 0 || i == len(fqdn)-1 {
+			fqdn = "."
+		} else {
+			fqdn = fqdn[i+1:]
+		}
+		out = append(out, fqdn)
+	}
+	return out
+}
+
 func inZone(fqdn, origin string) bool {
 	return origin == "." || fqdn == origin || strings.HasSuffix(fqdn, "."+origin)
 }

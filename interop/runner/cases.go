@@ -8,18 +8,19 @@ const (
 	ours      = "dnsconfig"
 	grpcJS    = "grpc-js"
 	grpcPy    = "grpcio"
+	grpcJava  = "grpc-java"
 	zoneName  = "interop.test."
 	changeTTL = 5 // seconds; the TTL of the record the change case publishes
 )
 
-var clients = []string{grpcGo, ours, grpcJS, grpcPy}
+var clients = []string{grpcGo, ours, grpcJS, grpcPy, grpcJava}
 
 // Outcomes: what a client's channel did with a record, as classify reads
 // them off the probes.
 const (
 	applied  = "applied"   // timeout fired, retry succeeded, round_robin spread
 	noConfig = "no config" // none of that: the channel's default config
-	fails    = "fails"     // calls fail UNAVAILABLE: the channel rejected the record
+	fails    = "fails"     // calls fail at once with the client's failCode: the channel rejected the record
 	timesOut = "times out" // every call fails DEADLINE_EXCEEDED at once
 
 	// jsRace is grpc-js on a record it rejects: it fails the channel when
@@ -28,6 +29,21 @@ const (
 	// race the suite cannot fix without slowing one answer down.
 	jsRace = fails + "|" + noConfig
 )
+
+// failCode is the status code with which a client fails calls when its
+// channel rejected the record, where it is not UNAVAILABLE: grpc-java's
+// DNS resolver reports a record it cannot parse or choose from, and its
+// channel a chosen config it cannot parse, as UNKNOWN
+// (DnsNameResolver.parseServiceConfig, ServiceConfigUtil), and the
+// channel fails calls with that status.
+var failCode = map[string]string{grpcJava: "UNKNOWN"}
+
+func failCodeOf(client string) string {
+	if c, ok := failCode[client]; ok {
+		return c
+	}
+	return "UNAVAILABLE"
+}
 
 // fullConfig is the service config every case is about: for every method
 // of the test service, a timeout (Slow sleeps 5 s, past it), a retry
@@ -113,6 +129,15 @@ func choice(criteria, config string) string {
 // statusLower is full with a lower-case status code.
 var statusLower = strings.Replace(full, `["UNAVAILABLE"]`, `["unavailable"]`, 1)
 
+// Variants of full that proto3 JSON and the gRFCs allow and some clients
+// refuse: OK among the retryable codes, maxAttempts as a string, and a
+// method name of null (absent).
+var (
+	statusOK     = strings.Replace(full, `["UNAVAILABLE"]`, `["UNAVAILABLE","OK"]`, 1)
+	numberString = strings.Replace(full, `"maxAttempts":3`, `"maxAttempts":"3"`, 1)
+	nullMethod   = strings.Replace(full, `{"service":"grpcconfigdns.test.v1.Echo"}`, `{"service":"grpcconfigdns.test.v1.Echo","method":null}`, 1)
+)
+
 // cases are the records the suite publishes. The first two are the
 // baseline; then each quirk of another client comes with the record that
 // follows lint's advice.
@@ -129,9 +154,13 @@ var cases = []*testCase{
 	{Host: "lang-upper", Title: "`clientLanguage: [\"GO\"]`, then a catch-all", Choices: choices(choice(`"clientLanguage":["GO"]`, full), choice("", "{}")),
 		Intent: noConfig, IntentFor: goClients},
 
-	{Host: "no-catch-all", Title: "no choice for these clients", Choices: choices(choice(`"clientLanguage":["java"]`, full)), Compat: "{allowGrpcGoFailure: true}",
+	{Host: "lang-java", Title: "`clientLanguage: [\"JAVA\"]`, then a catch-all", Choices: choices(choice(`"clientLanguage":["JAVA"]`, full), choice("", "{}")),
+		Intent: noConfig, IntentFor: map[string]string{grpcJava: applied}},
+
+	// No client of the suite is written in Swift.
+	{Host: "no-catch-all", Title: "no choice for these clients", Choices: choices(choice(`"clientLanguage":["swift"]`, full)), Compat: "{allowGrpcGoFailure: true}",
 		Lint: []string{"choices-no-catch-all"}, Intent: noConfig, Want: map[string]string{grpcGo: fails, grpcJS: jsRace}, Fix: "catch-all"},
-	{Host: "catch-all", Title: "the same, then a catch-all `{\"serviceConfig\":{}}`", Choices: choices(choice(`"clientLanguage":["java"]`, full), choice("", "{}")),
+	{Host: "catch-all", Title: "the same, then a catch-all `{\"serviceConfig\":{}}`", Choices: choices(choice(`"clientLanguage":["swift"]`, full), choice("", "{}")),
 		Intent: noConfig},
 
 	{Host: "empty-list", Title: "`clientHostname: []`", Choices: choices(choice(`"clientHostname":[]`, full)), Compat: "{allowGrpcGoFailure: true}",
@@ -139,8 +168,19 @@ var cases = []*testCase{
 	{Host: "no-list", Title: "no `clientHostname`", Choices: choices(choice("", full)), Intent: applied},
 
 	{Host: "status-lower", Title: "lower-case status code `\"unavailable\"`", Choices: choices(choice("", statusLower)), Compat: "{allowGrpcGoFailure: true}",
-		Lint: []string{"status-code-case"}, Intent: applied, Want: map[string]string{grpcGo: fails, grpcPy: fails}, Fix: "status-upper"},
+		Lint: []string{"status-code-case"}, Intent: applied, Want: map[string]string{grpcGo: fails, grpcPy: fails, grpcJava: fails}, Fix: "status-upper"},
 	{Host: "status-upper", Title: "`\"UNAVAILABLE\"`", Choices: choices(choice("", full)), Intent: applied},
+
+	// grpc-java's ServiceConfigUtil: "retryableStatusCodes must not contain
+	// OK"; grpc-java 1.41's JsonUtil reads no number written as a string
+	// (1.43 and later do), nor a null where it expects a string.
+	{Host: "status-ok", Title: "`\"OK\"` among the retryable status codes", Choices: choices(choice("", statusOK)),
+		Lint: []string{"status-code-ok"}, Intent: applied, Want: map[string]string{grpcJava: fails}},
+	{Host: "number-string", Title: "`\"maxAttempts\": \"3\"`, a number as a string", Choices: choices(choice("", numberString)), Compat: "{allowGrpcGoFailure: true}",
+		Lint: []string{"number-string"}, Intent: applied, Want: map[string]string{grpcGo: fails, grpcJS: jsRace, grpcJava: fails}},
+	{Host: "null-method", Title: "`\"method\": null` in a methodConfig name (`compat: {omitNulls: false}`)", Choices: choices(choice("", nullMethod)), Compat: "{omitNulls: false}",
+		Lint: []string{"null-value"}, Intent: applied, Want: map[string]string{grpcJS: jsRace, grpcJava: fails}, Fix: "null-omitted"},
+	{Host: "null-omitted", Title: "the same, published as by default (`omitNulls: true`): without the null member", Choices: choices(choice("", nullMethod)), Intent: applied},
 
 	{Host: "short-durations", Title: "durations as written (`\"0.5s\"`)", Choices: choices(choice("", fullConfig("0.5s"))), Compat: "{nineDigitDurations: false}",
 		Lint: []string{"duration-fraction"}, Intent: applied, Want: map[string]string{grpcJS: timesOut, grpcPy: timesOut}, Fix: "nine-digits"},
@@ -149,7 +189,7 @@ var cases = []*testCase{
 	{Host: "timeout-1s", Title: "a timeout of 1 s (C-core ends such calls about 1.8 s early: grpc/grpc#34547)", Choices: choices(choice("", fullConfig("1s"))), Intent: applied, Want: map[string]string{grpcPy: timesOut}},
 
 	{Host: "extension", Title: "`dynamicParameterConstraints` on a first choice for `env=canary`", Choices: choices(choice(`"dynamicParameterConstraints":{"constraint":{"key":"env","value":"canary"}}`, "{}"), choice("", full)),
-		Lint: []string{"choice-extension-key"}, Intent: applied, Want: map[string]string{grpcGo: noConfig, grpcPy: noConfig, grpcJS: jsRace}, Fix: "no-extension"},
+		Lint: []string{"choice-extension-key"}, Intent: applied, Want: map[string]string{grpcGo: noConfig, grpcPy: noConfig, grpcJS: jsRace, grpcJava: fails}, Fix: "no-extension"},
 	{Host: "no-extension", Title: "the record without the extension", Choices: choices(choice("", full)), Intent: applied},
 
 	{Host: "other-txt", Title: "another TXT record at `_grpc_config.<host>`", Foreign: []string{"grpc_config=" + choices(choice("", nine(full))), "v=spf1 -all"},
@@ -160,10 +200,29 @@ var cases = []*testCase{
 		Lint: []string{"choice-unknown-key"}, Intent: fails, Want: map[string]string{grpcGo: noConfig, grpcJS: jsRace, grpcPy: applied}, Fix: "hostname-ok"},
 	{Host: "hostname-ok", Title: "`clientHostname: [\"elsewhere\"]`, then a catch-all", Foreign: []string{"grpc_config=" + choices(choice(`"clientHostname":["elsewhere"]`, nine(full)), choice("", "{}"))},
 		Intent: noConfig},
+	// grpc-java (DnsNameResolver.maybeChooseServiceConfig) and grpc-js
+	// (validateAndSelectCanaryConfig) check each choice as they come to it
+	// and stop at the first that matches; grpc-go and C-core ignore
+	// unknown keys.
+	{Host: "late-unknown-key", Title: "the config for every client, then a choice with the misspelt key `clientHostName`", Foreign: []string{"grpc_config=" + choices(choice("", nine(full)), choice(`"clientHostName":["elsewhere"]`, "{}"))},
+		Lint: []string{"choice-unknown-key"}, Intent: fails, Want: map[string]string{grpcGo: applied, grpcJS: applied, grpcPy: applied, grpcJava: applied}},
 
+	// grpc-java 1.41's JsonParser keeps the last of two members with one
+	// name (1.68.1 and later reject them, as C-core does).
 	{Host: "duplicate-key", Title: "`serviceConfig` twice in one choice", Foreign: []string{`grpc_config=[{"serviceConfig":{},"serviceConfig":` + nine(full) + `}]`},
-		Lint: []string{"json-duplicate-key"}, Intent: fails, Want: map[string]string{grpcGo: applied, grpcJS: applied}, Fix: "single-key"},
+		Lint: []string{"json-duplicate-key"}, Intent: fails, Want: map[string]string{grpcGo: applied, grpcJS: applied, grpcJava: applied}, Fix: "single-key"},
 	{Host: "single-key", Title: "`serviceConfig` once", Foreign: []string{"grpc_config=" + choices(choice("", nine(full)))}, Intent: applied},
+
+	// C-core and grpc-js read the first grpc_config= record, grpc-java joins
+	// the choice lists of all of them (DnsNameResolver.parseTxtResults),
+	// grpc-go joins every record into one text. grpc-java's JsonParser
+	// reads one JSON value and ignores what follows.
+	{Host: "two-configs", Title: "two `grpc_config=` records: first one choice for Swift, then the config", Foreign: []string{"grpc_config=" + choices(choice(`"clientLanguage":["swift"]`, "{}")), "grpc_config=" + choices(choice("", nine(full)))},
+		Lint: []string{"choices-no-catch-all", "txt-multiple-config"}, Intent: fails, Want: map[string]string{grpcJS: jsRace, grpcPy: noConfig, grpcJava: applied}},
+	{Host: "trailing-text", Title: "a `]` too many after the choice list", Foreign: []string{"grpc_config=" + choices(choice("", nine(full))) + "]"},
+		Lint: []string{"json-syntax"}, Intent: fails, Want: map[string]string{grpcJS: jsRace, grpcJava: applied}},
+	{Host: "percentage-string", Title: "`percentage: \"100\"`, a string", Foreign: []string{"grpc_config=" + choices(choice(`"percentage":"100"`, nine(full)))},
+		Lint: []string{"choice-percentage"}, Intent: fails, Want: map[string]string{grpcJS: jsRace}},
 }
 
 // The change case: a name with no record whose config is published while
@@ -172,4 +231,4 @@ var change = &testCase{Host: "change", Title: "config published while the channe
 
 // changeWant is, per client, whether the change reaches a running channel
 // within the watch window; ours must within the record's TTL.
-var changeWant = map[string]bool{grpcGo: false, ours: true, grpcJS: false, grpcPy: false}
+var changeWant = map[string]bool{grpcGo: false, ours: true, grpcJS: false, grpcPy: false, grpcJava: false}

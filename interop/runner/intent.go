@@ -6,7 +6,7 @@ import (
 
 // languages is the clientLanguage each client matches with (gRFC A2's
 // examples name "go", "java", "python"; grpc-js compares with "node").
-var languages = map[string]string{grpcGo: "go", ours: "go", grpcJS: "node", grpcPy: "python"}
+var languages = map[string]string{grpcGo: "go", ours: "go", grpcJS: "node", grpcPy: "python", grpcJava: "java"}
 
 // specIntent is the outcome gRFC A2 and A21 prescribe for client on
 // records, the TXT records of one case as served: what

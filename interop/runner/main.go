@@ -43,16 +43,23 @@ func main() {
 	only := flag.String("clients", strings.Join(clients, ","), "comma-separated clients to run: "+strings.Join(clients, ", "))
 	node := flag.String("node", "node", "the Node.js binary")
 	python := flag.String("python", "/usr/bin/python3", "the Python that has grpcio (Debian's python3-grpcio)")
+	java := flag.String("java", "java", "the Java runtime for the grpc-java client")
+	javaCP := flag.String("java-classpath", "", "the grpc-java client's classpath: its compiled classes and Debian's grpc-java jars (interop/run.sh sets it)")
 	hold := flag.Bool("hold", false, "set up the publisher, the stand-in DNS server and the backend, print the targets, and wait for ^C (to run a client by hand)")
 	flag.Parse()
 
-	s := &suite{node: *node, python: *python, hold: *hold}
+	s := &suite{node: *node, python: *python, java: *java, javaCP: *javaCP, hold: *hold}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	for _, c := range strings.Split(*only, ",") {
 		if !slices.Contains(clients, c) {
 			fatalf("-clients: unknown client %q (want %s)", c, strings.Join(clients, ", "))
 		}
 		s.clients = append(s.clients, c)
+	}
+	if slices.Contains(s.clients, grpcJava) {
+		if err := javaUsable(*javaCP); err != nil {
+			fatalf("grpc-java: %v; or leave it out with -clients %s", err, strings.Join(slices.DeleteFunc(slices.Clone(clients), func(c string) bool { return c == grpcJava }), ","))
+		}
 	}
 	go s.teardownOnSignal()
 	code := s.run()
@@ -81,6 +88,7 @@ func main() {
 
 type suite struct {
 	node, python string
+	java, javaCP string
 	hold         bool
 	// ctx ends when the runner is interrupted; every child runs under it.
 	ctx         context.Context
@@ -94,6 +102,9 @@ type suite struct {
 	dnsAddr     string // our publisher
 	foreignAddr string // the stand-in DNS server
 	serve       *exec.Cmd
+	javaDNS     *relay // the one DNS server grpc-java asks
+	javaResolv  string // its resolv.conf, naming javaDNS
+	javaHosts   string // its hosts file: the cases' addresses
 	config      string // the publisher config file
 	key         string // makes Flaky keys unique to this run
 
@@ -217,11 +228,20 @@ func (s *suite) run() int {
 		return setupFailed("publisher: %v", err)
 	}
 	fmt.Printf("== backend on 127.0.0.1:%d and [::1]:%d; publisher on %s; stand-in DNS on %s\n", s.port, s.port, s.dnsAddr, s.foreignAddr)
+	if slices.Contains(s.clients, grpcJava) {
+		if err := s.startJavaDNS(); err != nil {
+			return setupFailed("grpc-java's DNS relay: %v", err)
+		}
+		defer s.javaDNS.Close()
+	}
 
 	if s.hold {
 		for _, c := range cases {
 			t := s.target(c)
 			fmt.Printf("%-16s dns://%s/%s:%d\n", c.Host, t.NS, t.Host, s.port)
+		}
+		if s.javaDNS != nil {
+			fmt.Printf("grpc-java asks %s (resolv.conf %s, hosts file %s): dns:///HOST:%d\n", s.javaDNS.addr, s.javaResolv, s.javaHosts, s.port)
 		}
 		<-s.ctx.Done()
 		return 0
@@ -491,10 +511,83 @@ func (s *suite) clientCmd(ctx context.Context, client string) *exec.Cmd {
 		cmd.Env = append(os.Environ(), "GRPC_NODE_USE_ALTERNATIVE_RESOLVER=true")
 	case grpcPy:
 		cmd = exec.CommandContext(ctx, s.python, filepath.Join("interop", "python", "client.py"))
+	case grpcJava:
+		// In a mount namespace of its own, the JVM's /etc/resolv.conf is
+		// ours (see startJavaDNS).
+		cmd = exec.CommandContext(ctx, "/bin/sh", "-c", `mount --bind "$0" /etc/resolv.conf && exec "$@"`, s.javaResolv,
+			s.java, "-Dio.grpc.internal.DnsNameResolverProvider.enable_service_config=true",
+			"-Djdk.net.hosts.file="+s.javaHosts, "-cp", s.javaCP, "ProbeClient")
+		cmd.Stderr = os.Stderr
+		cmd.SysProcAttr = inOwnMountNamespace(dieWithParent())
+		return cmd
 	}
 	cmd.Stderr = os.Stderr
 	cmd.SysProcAttr = dieWithParent()
 	return cmd
+}
+
+// javaUsable says why the grpc-java client cannot run, if it cannot.
+func javaUsable(classpath string) error {
+	if classpath == "" {
+		return fmt.Errorf("no -java-classpath: run the suite with interop/run.sh, which builds the client")
+	}
+	if !canUnshareMounts || os.Geteuid() != 0 {
+		return fmt.Errorf("the suite must run as root on Linux: grpc-java asks the nameservers of /etc/resolv.conf, so its JVM gets a resolv.conf of its own in a mount namespace of its own")
+	}
+	// What clientCmd does, with /etc/resolv.conf bound over itself: it
+	// needs the file, the mount command and the right to mount.
+	try := exec.Command("/bin/sh", "-c", "mount --bind /etc/resolv.conf /etc/resolv.conf")
+	try.SysProcAttr = inOwnMountNamespace(dieWithParent())
+	if out, err := try.CombinedOutput(); err != nil {
+		if out = bytes.TrimSpace(out); len(out) > 0 {
+			err = fmt.Errorf("%v: %s", err, out)
+		}
+		return fmt.Errorf("cannot bind a file over /etc/resolv.conf in a mount namespace of its own, as the JVM needs (%v)", err)
+	}
+	return nil
+}
+
+// startJavaDNS starts the relay grpc-java asks and writes the resolv.conf
+// and hosts file the JVM gets. grpc-java ignores the authority of
+// dns://NS/HOST and asks the nameservers of /etc/resolv.conf through JNDI,
+// whose DNS client accepts "nameserver 127.0.0.1:PORT"; so the JVM runs in
+// a mount namespace of its own with that file bound over
+// /etc/resolv.conf. Addresses come from a hosts file (jdk.net.hosts.file):
+// the JDK asks the C library for them, which cannot ask a port other than
+// 53. The local host name is in it too: grpc-java looks it up to match
+// clientHostname, and its resolver fails without it.
+func (s *suite) startJavaDNS() error {
+	foreign := map[string]bool{}
+	for _, c := range cases {
+		if c.Foreign != nil {
+			name := c.Host + "." + zoneName
+			foreign[name], foreign[sc.OwnerPrefix+name] = true, true
+		}
+	}
+	r, err := startRelay(func(qname string) string {
+		if foreign[qname] {
+			return s.foreignAddr
+		}
+		return s.dnsAddr
+	})
+	if err != nil {
+		return err
+	}
+	s.javaDNS = r
+	s.javaResolv = filepath.Join(s.dir, "resolv.conf")
+	s.javaHosts = filepath.Join(s.dir, "hosts")
+	var hosts strings.Builder
+	if h, err := os.Hostname(); err == nil {
+		fmt.Fprintf(&hosts, "127.0.0.1 %s\n", h)
+	}
+	for _, c := range append(slices.Clone(cases), change) {
+		name := c.Host + "." + zoneName
+		fmt.Fprintf(&hosts, "127.0.0.1 %s %s\n::1 %s %s\n", name, strings.TrimSuffix(name, "."), name, strings.TrimSuffix(name, "."))
+	}
+	if err := os.WriteFile(s.javaHosts, []byte(hosts.String()), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(s.javaResolv, []byte("# Written by interop/runner for grpc-java's JVM.\nnameserver "+r.addr+"\n"), 0o644)
 }
 
 type target struct {
@@ -555,11 +648,11 @@ func timedOut(r result) bool {
 	return (r.Slow == "DEADLINE_EXCEEDED" || r.Slow == "CANCELLED") && r.SlowMS < 4800
 }
 
-// classify reads a channel's outcome off its probes.
-func classify(r result) string {
+// classify reads a channel's outcome off a client's probes.
+func classify(client string, r result) string {
 	timeout, retried, spread := timedOut(r), r.Flaky == "OK", len(r.Backends) >= 2
 	switch {
-	case r.Fast == "UNAVAILABLE":
+	case r.Fast == failCodeOf(client):
 		return fails
 	case r.Fast == "DEADLINE_EXCEEDED" && timeout:
 		return timesOut
@@ -596,7 +689,7 @@ func (s *suite) assertCases(client string) {
 			s.check((r.Flaky == "OK") == on, "%s %s: the flaky call %s (%s)", client, c.Host, map[bool]string{true: "succeeds on retry", false: "fails without a retry policy"}[on], r.Flaky)
 			s.check((len(r.Backends) == 2) == on, "%s %s: calls %s (backends %v)", client, c.Host, map[bool]string{true: "spread over both backends (round_robin)", false: "stay on one backend (pick_first)"}[on], r.Backends)
 		default:
-			got, want := classify(r), c.want(client)
+			got, want := classify(client, r), c.want(client)
 			s.check(slices.Contains(want, got), "%s %s: %s (want %s)%s", client, c.Host, got, strings.Join(want, " or "), detail)
 		}
 	}

@@ -4,8 +4,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/miekg/dns"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/dnstest"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
 
@@ -125,19 +129,25 @@ func TestCasesConsistent(t *testing.T) {
 
 func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
-		r    result
-		want string
+		client string
+		r      result
+		want   string
 	}{
-		{result{Fast: "OK", Slow: "DEADLINE_EXCEEDED", SlowMS: 4001, Flaky: "OK", Backends: []string{"v4", "v6"}}, applied},
-		{result{Fast: "OK", Slow: "CANCELLED", SlowMS: 4001, Flaky: "OK", Backends: []string{"v4", "v6"}}, applied},
-		{result{Fast: "OK", Slow: "OK", SlowMS: 5002, Flaky: "UNAVAILABLE", Backends: []string{"v6"}}, noConfig},
-		{result{Fast: "UNAVAILABLE", Slow: "UNAVAILABLE", Flaky: "UNAVAILABLE"}, fails},
-		{result{Fast: "DEADLINE_EXCEEDED", Slow: "DEADLINE_EXCEEDED", SlowMS: 1, Flaky: "DEADLINE_EXCEEDED"}, timesOut},
-		{result{Fast: "OK", Slow: "DEADLINE_EXCEEDED", SlowMS: 4001, Flaky: "UNAVAILABLE", Backends: []string{"v6"}}, "partly applied (slow DEADLINE_EXCEEDED, flaky UNAVAILABLE, backends [v6])"},
-		{result{Fast: "INTERNAL"}, "fast call INTERNAL"},
+		{grpcGo, result{Fast: "OK", Slow: "DEADLINE_EXCEEDED", SlowMS: 4001, Flaky: "OK", Backends: []string{"v4", "v6"}}, applied},
+		{grpcJS, result{Fast: "OK", Slow: "CANCELLED", SlowMS: 4001, Flaky: "OK", Backends: []string{"v4", "v6"}}, applied},
+		{grpcGo, result{Fast: "OK", Slow: "OK", SlowMS: 5002, Flaky: "UNAVAILABLE", Backends: []string{"v6"}}, noConfig},
+		{grpcGo, result{Fast: "UNAVAILABLE", Slow: "UNAVAILABLE", Flaky: "UNAVAILABLE"}, fails},
+		{grpcGo, result{Fast: "DEADLINE_EXCEEDED", Slow: "DEADLINE_EXCEEDED", SlowMS: 1, Flaky: "DEADLINE_EXCEEDED"}, timesOut},
+		{grpcGo, result{Fast: "OK", Slow: "DEADLINE_EXCEEDED", SlowMS: 4001, Flaky: "UNAVAILABLE", Backends: []string{"v6"}}, "partly applied (slow DEADLINE_EXCEEDED, flaky UNAVAILABLE, backends [v6])"},
+		{grpcGo, result{Fast: "INTERNAL"}, "fast call INTERNAL"},
+		// grpc-java fails calls with UNKNOWN on a record it rejects, and
+		// only that counts as its channel failing.
+		{grpcJava, result{Fast: "UNKNOWN", Slow: "UNKNOWN", Flaky: "UNKNOWN"}, fails},
+		{grpcJava, result{Fast: "UNAVAILABLE", Slow: "UNAVAILABLE", Flaky: "UNAVAILABLE"}, "fast call UNAVAILABLE"},
+		{grpcGo, result{Fast: "UNKNOWN", Slow: "UNKNOWN", Flaky: "UNKNOWN"}, "fast call UNKNOWN"},
 	} {
-		if got := classify(tc.r); got != tc.want {
-			t.Errorf("classify(%+v) = %q, want %q", tc.r, got, tc.want)
+		if got := classify(tc.client, tc.r); got != tc.want {
+			t.Errorf("classify(%s, %+v) = %q, want %q", tc.client, tc.r, got, tc.want)
 		}
 	}
 }
@@ -165,5 +175,41 @@ func TestCellOfARace(t *testing.T) {
 	}
 	if s := cell(c, ours, noConfig); s != "✅ no config" {
 		t.Errorf("cell(ours) = %q", s)
+	}
+}
+
+// The relay grpc-java asks passes each query to the server of its name and
+// the answer back unchanged, over UDP and over TCP.
+func TestRelay(t *testing.T) {
+	a, b := dnstest.Start(t), dnstest.Start(t)
+	a.SetTXT("_grpc_config.a.test.", 30, []string{"grpc_config=[]", "from a"})
+	b.SetTXT("_grpc_config.b.test.", 30, []string{"from b"})
+	r, err := startRelay(func(qname string) string {
+		if strings.HasSuffix(qname, "b.test.") {
+			return b.Addr
+		}
+		return a.Addr
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for _, proto := range []string{"udp", "tcp"} {
+		for name, server := range map[string]string{"_grpc_config.a.test.": a.Addr, "_grpc_config.b.test.": b.Addr, "nx.a.test.": a.Addr} {
+			m := new(dns.Msg)
+			m.SetQuestion(name, dns.TypeTXT)
+			c := &dns.Client{Net: proto, Timeout: 2 * time.Second}
+			direct, _, err := c.Exchange(m, server)
+			if err != nil {
+				t.Fatal(err)
+			}
+			relayed, _, err := c.Exchange(m, r.addr)
+			if err != nil {
+				t.Fatalf("%s %s through the relay: %v", proto, name, err)
+			}
+			if direct.String() != relayed.String() {
+				t.Errorf("%s %s: through the relay\n%v\nwant\n%v", proto, name, relayed, direct)
+			}
+		}
 	}
 }

@@ -19,10 +19,11 @@ const (
 func (s *suite) table() string {
 	var b strings.Builder
 	head := map[string]string{
-		grpcGo: "grpc-go " + s.versions[grpcGo] + " `dns:///`",
-		ours:   "ours, `dnsconfig:///`",
-		grpcJS: "grpc-js " + s.versions[grpcJS] + " ¹",
-		grpcPy: "Python grpcio " + s.versions[grpcPy] + " (C-core)",
+		grpcGo:   "grpc-go " + s.versions[grpcGo] + " `dns:///`",
+		ours:     "ours, `dnsconfig:///`",
+		grpcJS:   "grpc-js " + s.versions[grpcJS] + " ¹",
+		grpcPy:   "Python grpcio " + s.versions[grpcPy] + " (C-core)",
+		grpcJava: "grpc-java " + s.versions[grpcJava] + " ⁴",
 	}
 	b.WriteString("| published record | lint |")
 	for _, c := range clients {
@@ -46,7 +47,7 @@ func (s *suite) table() string {
 		}
 		fmt.Fprintf(&b, "| %s | %s |", title, lint)
 		for _, client := range clients {
-			fmt.Fprintf(&b, " %s |", cell(c, client, classify(s.results[client][c.Host])))
+			fmt.Fprintf(&b, " %s |", cell(c, client, classify(client, s.results[client][c.Host])))
 		}
 		b.WriteString("\n")
 	}
@@ -57,12 +58,13 @@ func (s *suite) table() string {
 	}
 	b.WriteString("\n\n")
 	b.WriteString("*applied*: the methodConfig timeout fired, the retry policy made a flaky call succeed, and calls spread over both backends (round_robin); ")
-	b.WriteString("*no config*: none of that, the channel's default; *fails*: calls fail with UNAVAILABLE because the channel rejected the record; ")
+	b.WriteString("*no config*: none of that, the channel's default; *fails*: calls fail at once because the channel rejected the record, with UNAVAILABLE (grpc-java: UNKNOWN); ")
 	b.WriteString("*times out*: every call fails at once with DEADLINE_EXCEEDED. ")
 	b.WriteString("✅ is what gRFC A2 and A21 prescribe for a client without a default service config, ❌ differs. ")
 	b.WriteString("¹ grpc-js asks TXT at the bare host name and only asks the target's DNS server with `GRPC_NODE_USE_ALTERNATIVE_RESOLVER=true`; the suite publishes at both names (`compat: {bareHost: true}`) except where the row says otherwise. ")
 	b.WriteString("² served by a stand-in DNS server: our publisher refuses to publish these records. ")
 	b.WriteString("³ grpc-js fails the channel on a record it rejects when the TXT answer is handled before the addresses, and keeps its default config when it comes after: a race. ")
+	b.WriteString("⁴ grpc-java reads TXT records only with the system property `io.grpc.internal.DnsNameResolverProvider.enable_service_config=true`, and ignores the authority of `dns://NS/host`: it asks the nameservers of `/etc/resolv.conf`, so the suite runs its JVM with a resolv.conf of its own, and gives it the addresses in a hosts file. ")
 	b.WriteString("Python grpcio reads TXT records only with the channel argument `grpc.service_config_disable_resolution` set to 0.\n")
 	return b.String()
 }

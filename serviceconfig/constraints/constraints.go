@@ -117,10 +117,14 @@ func (e *Expr) Keys() []string {
 }
 
 // Values returns, for each key, the values the expression compares it with.
+// Each value is listed once, in the order the expression first names it.
 func (e *Expr) Values() map[string][]string {
 	out := map[string][]string{}
+	// A set, so that an OR of thousands of values of one key stays linear.
+	seen := map[[2]string]bool{}
 	e.walk(func(x *Expr) {
-		if x.Op == Value && !slices.Contains(out[x.Key], x.Value) {
+		if x.Op == Value && !seen[[2]string{x.Key, x.Value}] {
+			seen[[2]string{x.Key, x.Value}] = true
 			out[x.Key] = append(out[x.Key], x.Value)
 		}
 	})

@@ -10,8 +10,12 @@
 package jtree
 
 import (
+	"bytes"
+	"cmp"
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -112,9 +116,11 @@ func Parse(src []byte) (*Tree, error) {
 
 // Reset parses src into t, reusing t's node storage.
 func (t *Tree) Reset(src []byte) error {
-	n := len(src) / 8
-	if n < 16 {
-		n = 16
+	// Typical records fit the guess of a node per 8 bytes; for large
+	// inputs, which may be made of tiny values, count (see nodeBound).
+	n := max(len(src)/8, 16)
+	if len(src) > boundAbove {
+		n = nodeBound(src)
 	}
 	p := parser{src: src, nodes: t.Nodes[:0], nonASCII: -1}
 	if cap(p.nodes) < n {
@@ -133,6 +139,56 @@ func (t *Tree) Reset(src []byte) error {
 		return p.err
 	}
 	return nil
+}
+
+// boundAbove is the input size above which Reset counts nodes first.
+const boundAbove = 8 << 10
+
+// nodeBound returns an upper bound of the number of nodes src parses
+// into, from one scan for the bytes that start values outside strings:
+// the root, one node per array element (a ',' of the array, or the '['
+// before the first), two per object member (its ':'). Allocating the nodes once
+// keeps the parser's memory at 24 bytes a node, where growing the slice
+// costs several times that on inputs made of tiny values.
+//
+// The scan costs about a fifth of a parse, so it is made only above
+// boundAbove bytes.
+func nodeBound(src []byte) int {
+	n := 1
+	// inObject[d] tells whether the container at depth d is an object,
+	// whose commas the colons already count. Past MaxDepth the parse
+	// fails, so the count need not be tight there.
+	var inObject [MaxDepth + 2]bool
+	depth := 0
+	for i := 0; i < len(src); i++ {
+		switch src[i] {
+		case '"':
+			for i++; i < len(src) && src[i] != '"'; i++ {
+				if src[i] == '\\' {
+					i++
+				}
+			}
+		case '[', '{':
+			if src[i] == '[' {
+				n++
+			}
+			if depth < len(inObject)-1 {
+				depth++
+				inObject[depth] = src[i] == '{'
+			}
+		case ']', '}':
+			if depth > 0 {
+				depth--
+			}
+		case ',':
+			if !inObject[depth] {
+				n++
+			}
+		case ':':
+			n += 2
+		}
+	}
+	return n
 }
 
 func (p *parser) fail(off int, code, msg string) {
@@ -487,15 +543,41 @@ func (p *parser) checkDuplicates(obj int32) {
 		}
 		return
 	}
-	seen := make(map[string]int32, o.Len)
+	// Sort the keys by name, then position: equal names are neighbours,
+	// and the duplicate reported is the one a map would find first, the
+	// earliest key whose name came before. No string is built unless a
+	// key holds escapes.
+	keys := make([]int32, 0, o.Len)
 	for a := o.First; a >= 0; a = p.nodes[p.nodes[a].Next].Next {
-		s := t.Str(a)
-		if first, ok := seen[s]; ok {
-			p.dup(&t, first, a)
-			return
-		}
-		seen[s] = a
+		keys = append(keys, a)
 	}
+	slices.SortFunc(keys, func(a, b int32) int {
+		if c := t.compareStrings(a, b); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	first, second := int32(-1), int32(-1)
+	for i := 1; i < len(keys); i++ {
+		if t.compareStrings(keys[i-1], keys[i]) == 0 && (i < 2 || t.compareStrings(keys[i-2], keys[i]) != 0) {
+			// keys[i-1] is the first of its name, keys[i] the second.
+			if second < 0 || keys[i] < second {
+				first, second = keys[i-1], keys[i]
+			}
+		}
+	}
+	if second >= 0 {
+		p.dup(&t, first, second)
+	}
+}
+
+// compareStrings orders two string nodes by their decoded text.
+func (t *Tree) compareStrings(a, b int32) int {
+	na, nb := &t.Nodes[a], &t.Nodes[b]
+	if na.flags&flagEscaped == 0 && nb.flags&flagEscaped == 0 {
+		return bytes.Compare(t.Src[na.Start+1:na.End-1], t.Src[nb.Start+1:nb.End-1])
+	}
+	return strings.Compare(t.Str(a), t.Str(b))
 }
 
 func (p *parser) dup(t *Tree, first, second int32) {

@@ -3,7 +3,9 @@ package jtree
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -147,6 +149,10 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
+		// The bound holds, so large inputs allocate their nodes once.
+		if len(tr.Nodes) > nodeBound(b) {
+			t.Fatalf("%q: %d nodes, bound %d", b, len(tr.Nodes), nodeBound(b))
+		}
 		// Compact output re-parses to the same values.
 		out := tr.AppendCompact(nil, 0)
 		tr2, err := Parse(out)
@@ -157,4 +163,54 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("compact form changed the value: %q -> %q", b, out)
 		}
 	})
+}
+
+// Objects of more than 16 members are checked for duplicate names by
+// sorting: the same duplicate must be found as by a map in document order.
+func TestDuplicateKeysOfLargeObjects(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	for n := 0; n < 3000; n++ {
+		members := 17 + r.IntN(30)
+		type key struct{ text, name string }
+		var keys []key
+		for i := 0; i < members; i++ {
+			name := string(rune('a'+r.IntN(4))) + string(rune('a'+r.IntN(12)))
+			text := name
+			if r.IntN(4) == 0 {
+				text = `\u00` + strconv.FormatInt(int64(name[0]), 16) + name[1:]
+			}
+			keys = append(keys, key{text, name})
+		}
+		var b strings.Builder
+		b.WriteString("{")
+		offs := make([]int, len(keys))
+		for i, k := range keys {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			offs[i] = b.Len()
+			b.WriteString(`"` + k.text + `":` + strconv.Itoa(i))
+		}
+		b.WriteString("}")
+		wantFirst, wantSecond := -1, -1
+		seen := map[string]int{}
+		for i, k := range keys {
+			if f, ok := seen[k.name]; ok {
+				wantFirst, wantSecond = offs[f], offs[i]
+				break
+			}
+			seen[k.name] = i
+		}
+		_, err := Parse([]byte(b.String()))
+		if wantSecond < 0 {
+			if err != nil {
+				t.Fatalf("%s: %v", b.String(), err)
+			}
+			continue
+		}
+		je, ok := err.(*Error)
+		if !ok || je.Code != "json-duplicate-key" || je.Offset != wantSecond || je.Other != wantFirst {
+			t.Fatalf("%s: got %v, want duplicate at %d (first %d)", b.String(), err, wantSecond, wantFirst)
+		}
+	}
 }

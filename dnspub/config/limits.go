@@ -1,0 +1,96 @@
+package config
+
+import "fmt"
+
+// The limits of what Parse reads. A DNS message caps each record at 64 KB,
+// but a publisher config holds many: 100 000 services of a few hundred
+// bytes each are a 30-50 MB file, about 5 million YAML nodes, estimated
+// (nodeEstimate) at 6 million written as YAML and 10 million as JSON. The
+// limits leave room for that and stop there, so that no config, however
+// written, costs much more than the largest legitimate one.
+const (
+	// MaxConfigSize is the longest config text read.
+	MaxConfigSize = 64 << 20
+	// MaxConfigNodes bounds the YAML nodes of a config, estimated before
+	// the YAML parser runs: the parser keeps about 250 bytes per node, so
+	// a file of one-character values would cost a hundred times its size
+	// (7-10 GB for 60 MB), where the configs above cost twenty. The worst
+	// file found within the limits (64 MB of "key: v" lines, an estimate
+	// that is exact) takes lint 16 s and 3.1 GB: about what a 64 MiB
+	// config of realistic services (130 000) costs.
+	MaxConfigNodes = 12_000_000
+)
+
+// What aliases and merge keys may make of a config: the JSON of every
+// service config converted, in bytes, and the members merge keys copy.
+// Each use of an alias is converted and checked again, so without a bound
+// a small file could make the publisher check gigabytes. Variables for
+// tests only.
+var (
+	maxExpansion   = MaxConfigSize
+	maxMergedPairs = MaxConfigNodes
+)
+
+// tooLarge says why text is beyond the limits, or "".
+func tooLarge(text []byte) string {
+	if len(text) > MaxConfigSize {
+		return fmt.Sprintf("the config is %d bytes, more than the %d (64 MiB) the publisher reads", len(text), MaxConfigSize)
+	}
+	if n := nodeEstimate(text); n > MaxConfigNodes {
+		return fmt.Sprintf("the config holds about %d YAML values (keys, scalars, lists and mappings), more than the %d the publisher reads (reading it would take gigabytes)", n, MaxConfigNodes)
+	}
+	return ""
+}
+
+// nodeEstimate returns an upper bound of the nodes the YAML parser builds
+// for text, from one pass without allocation. Every node is introduced by
+// a mark this counts: the start of a line (a key, a list item, a scalar or
+// its continuation), "- " or "-" before a line end (a block list item),
+// ": " or ":" before a line end (a mapping value, possibly null), "? "
+// (an explicit key and its value), '[' (a flow list and, for "[a: b]",
+// the mapping of its first item), '{' (a flow mapping and its first key's
+// value, possibly implicit), ',' (the next flow item or key and its
+// value), a ':' right after a quote ("a":1), and a document and its root
+// (at the start, and at each "---"). The marks inside quoted strings and
+// comments are counted too: an overestimate, which only matters for files
+// near the limit. FuzzNodeEstimate checks the bound against the parser.
+func nodeEstimate(text []byte) int {
+	n := 2
+	lineStart := true
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c == '\n' {
+			lineStart = true
+			continue
+		}
+		if lineStart && c != ' ' && c != '\t' && c != '\r' {
+			n++
+			if c == '-' && i+2 < len(text) && text[i+1] == '-' && text[i+2] == '-' {
+				n += 2
+			}
+			lineStart = false
+		}
+		next := byte('\n')
+		if i+1 < len(text) {
+			next = text[i+1]
+		}
+		blank := next == ' ' || next == '\t' || next == '\r' || next == '\n'
+		switch c {
+		case '-':
+			if blank {
+				n++
+			}
+		case '?':
+			if blank {
+				n += 2
+			}
+		case ':':
+			if blank || i > 0 && (text[i-1] == '"' || text[i-1] == '\'') {
+				n++
+			}
+		case '[', '{', ',':
+			n += 2
+		}
+	}
+	return n
+}

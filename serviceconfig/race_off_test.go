@@ -1,0 +1,5 @@
+//go:build !race
+
+package serviceconfig
+
+const raceEnabled = false
