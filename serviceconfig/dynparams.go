@@ -151,19 +151,7 @@ func parseSingleConstraint(c *checker, v int32) *constraints.Expr {
 				ok = false
 			}
 		default:
-			if c.full(code) {
-				c.report(k, code, "") // counted only
-				ok = false
-				return
-			}
-			name := t.Str(k)
-			msg := fmt.Sprintf("unknown field %s in a constraint", quoteExcerpt(name))
-			if s := Suggest(name, []string{"key", "value", "exists"}); s != "" {
-				msg += fmt.Sprintf(": did you mean %q?", s)
-			} else {
-				msg += ": a constraint holds key and either value or exists"
-			}
-			c.report(k, code, "%s", msg)
+			unknownConstraintField(c, k)
 			ok = false
 		}
 	})
@@ -179,6 +167,24 @@ func parseSingleConstraint(c *checker, v int32) *constraints.Expr {
 		return nil
 	}
 	return e
+}
+
+// unknownConstraintField reports member k of a constraint, which is none
+// of its fields, suggesting the closest.
+func unknownConstraintField(c *checker, k int32) {
+	const code = codeDynParamsConstraint
+	if c.full(code) {
+		c.report(k, code, "") // counted only
+		return
+	}
+	name := c.t.Str(k)
+	msg := fmt.Sprintf("unknown field %s in a constraint", quoteExcerpt(name))
+	if s := Suggest(name, []string{"key", "value", "exists"}); s != "" {
+		msg += fmt.Sprintf(": did you mean %q?", s)
+	} else {
+		msg += ": a constraint holds key and either value or exists"
+	}
+	c.report(k, code, "%s", msg)
 }
 
 // parseConstraintList reads {"constraints":[…]}, the ConstraintList message.

@@ -373,27 +373,36 @@ func schemaNumber(raw []byte) string {
 	if len(raw) <= maxSchemaNumber {
 		return string(raw)
 	}
-	s := raw
-	neg := s[0] == '-'
-	if neg {
+	return parseDecimal(raw).standIn()
+}
+
+// decimal is a JSON number in parts: its sign, integer and fraction
+// digits, and exponent, saturated: beyond ±1e9 the value is out of every
+// range anyway.
+type decimal struct {
+	neg           bool
+	intPart, frac []byte
+	exp           int
+}
+
+// parseDecimal splits a JSON number into its parts.
+func parseDecimal(s []byte) decimal {
+	var d decimal
+	if d.neg = s[0] == '-'; d.neg {
 		s = s[1:]
 	}
 	i := 0
 	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
 		i++
 	}
-	intPart := s[:i]
-	var frac []byte
+	d.intPart = s[:i]
 	if i < len(s) && s[i] == '.' {
 		j := i + 1
 		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
 			j++
 		}
-		frac, i = s[i+1:j], j
+		d.frac, i = s[i+1:j], j
 	}
-	// The exponent, saturated: beyond ±1e9 the value is out of every
-	// range anyway.
-	exp := 0
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
 		i++
 		eneg := false
@@ -402,38 +411,45 @@ func schemaNumber(raw []byte) string {
 			i++
 		}
 		for ; i < len(s); i++ {
-			if exp < 1e9 {
-				exp = exp*10 + int(s[i]-'0')
+			if d.exp < 1e9 {
+				d.exp = d.exp*10 + int(s[i]-'0')
 			}
 		}
 		if eneg {
-			exp = -exp
+			d.exp = -d.exp
 		}
 	}
+	return d
+}
+
+// digit is the k-th digit of the integer and fraction digits together.
+func (d decimal) digit(k int) byte {
+	if k < len(d.intPart) {
+		return d.intPart[k]
+	}
+	return d.frac[k-len(d.intPart)]
+}
+
+// standIn writes the short number schemaNumber describes.
+func (d decimal) standIn() string {
 	// The value is 0.D × 10^point, D the significant digits without
 	// leading or trailing zeros.
-	digits := func(k int) byte {
-		if k < len(intPart) {
-			return intPart[k]
-		}
-		return frac[k-len(intPart)]
-	}
-	total := len(intPart) + len(frac)
+	total := len(d.intPart) + len(d.frac)
 	lead := 0
-	for lead < total && digits(lead) == '0' {
+	for lead < total && d.digit(lead) == '0' {
 		lead++
 	}
 	if lead == total {
 		return "0"
 	}
 	last := total - 1
-	for digits(last) == '0' {
+	for d.digit(last) == '0' {
 		last--
 	}
-	point := len(intPart) + exp - lead
+	point := len(d.intPart) + d.exp - lead
 	sig := last - lead + 1
 	sign := ""
-	if neg {
+	if d.neg {
 		sign = "-"
 	}
 	const big = 30
@@ -455,7 +471,7 @@ func schemaNumber(raw []byte) string {
 	}
 	for k := 0; k < point; k++ {
 		if k < sig {
-			b.WriteByte(digits(lead + k))
+			b.WriteByte(d.digit(lead + k))
 		} else {
 			b.WriteByte('0')
 		}
@@ -470,7 +486,7 @@ func schemaNumber(raw []byte) string {
 		from := max(point, 0)
 		n := min(sig-from, big)
 		for k := from; k < from+n; k++ {
-			b.WriteByte(digits(lead + k))
+			b.WriteByte(d.digit(lead + k))
 		}
 		if from+n < sig {
 			b.WriteByte('1')

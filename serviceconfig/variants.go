@@ -457,82 +457,104 @@ func lintVariants(c *checker, ch *Choices) {
 	if len(ch.List) == 0 {
 		return
 	}
-	sp := newSpace(ch.List)
-	gaveUp := false
-	t := c.t
-
-	at := func(i int, key string, code diagCode, format string, args ...any) {
-		c.pushIdx(ch.List[i].elem)
-		n := ch.List[i].node
-		if key != "" {
-			if v := t.Get(n, key); v >= 0 {
-				c.pushKey(keyNodeOf(t, n, v))
-				c.report(v, code, format, args...)
-				c.pop()
-				c.pop()
-				return
-			}
-		}
-		c.report(n, code, format, args...)
-		c.pop()
-	}
-
-	var variants []int
-	keys := map[int][]string{} // per variant, sorted
+	v := &variantLint{c: c, ch: ch, sp: newSpace(ch.List), keys: map[int][]string{}}
 	for i := range ch.List {
 		if ch.List[i].Constraints != nil {
-			variants = append(variants, i)
-			keys[i] = ch.List[i].Constraints.Keys()
+			v.variants = append(v.variants, i)
+			v.keys[i] = ch.List[i].Constraints.Keys()
 		}
 	}
+	v.keysets()
+	v.overlaps()
+	v.gap()
+	v.reachability()
+	if v.gaveUp {
+		c.report(0, codeDynParamsAnalysisIncomplete, "the variant analysis gave up after %d search steps, so overlaps, gaps and unreachable choices may go unreported; simplify the constraints or split the record", analysisBudget)
+	}
+}
 
-	// Keysets: all variants constrain the same keys (TP2 best practice).
-	if len(variants) > 1 {
-		constrainedBy := map[string][]int{} // key → the variants constraining it
-		for _, i := range variants {
-			for _, k := range keys[i] {
-				constrainedBy[k] = append(constrainedBy[k], i)
-			}
-		}
-		union := slices.Sorted(maps.Keys(constrainedBy))
-		for _, i := range variants {
-			own := keys[i]
-			if len(own) == len(union) {
-				continue // a subset of the union, as large: all of it
-			}
-			if c.full(codeDynParamsKeyset) {
-				at(i, keyDynamicParameterConstraints, codeDynParamsKeyset, "") // counted only
-				continue
-			}
-			var missing []string
-			for _, k := range union {
-				if _, found := slices.BinarySearch(own, k); !found {
-					missing = append(missing, k)
-				}
-			}
-			var others []int
-			for _, k := range missing {
-				others = append(others, constrainedBy[k]...)
-			}
-			slices.Sort(others)
-			others = slices.Compact(others)
-			what := "choice"
-			if len(others) > 1 {
-				what = "choices"
-			}
-			at(i, keyDynamicParameterConstraints, codeDynParamsKeyset,
-				"choice %d constrains %s but not %s, which %s %s constrain%s: TP2 asks every variant to constrain the same keys, so that a client sending a new key cannot match two variants; constrain %s here too (for clients that do not send it yet: {\"notConstraints\":{\"constraint\":{\"key\":%q,\"exists\":{}}}})",
-				i, quoteKeys(own), quoteKeys(missing), what, joinInts(others), map[bool]string{true: "s", false: ""}[len(others) == 1], quoteKeys(missing), missing[0])
+// variantLint is the state of lintVariants' checks.
+type variantLint struct {
+	c  *checker
+	ch *Choices
+	sp *space
+	// variants are the choices with dynamic parameter constraints; keys
+	// the keys each constrains, sorted.
+	variants []int
+	keys     map[int][]string
+	// gaveUp is set when a search ran out of the budget.
+	gaveUp bool
+}
+
+// at reports about choice i, at its member key ("" or absent: the choice).
+func (v *variantLint) at(i int, key string, code diagCode, format string, args ...any) {
+	c, t := v.c, v.c.t
+	c.pushIdx(v.ch.List[i].elem)
+	defer c.pop()
+	n := v.ch.List[i].node
+	if key != "" {
+		if m := t.Get(n, key); m >= 0 {
+			c.pushKey(keyNodeOf(t, n, m))
+			c.report(m, code, format, args...)
+			c.pop()
+			return
 		}
 	}
+	c.report(n, code, format, args...)
+}
 
-	// Overlaps: two variants that match the same parameters.
-pairs:
-	for x, i := range variants {
-		for _, j := range variants[x+1:] {
+// keysets checks that all variants constrain the same keys (TP2 best
+// practice).
+func (v *variantLint) keysets() {
+	if len(v.variants) < 2 {
+		return
+	}
+	constrainedBy := map[string][]int{} // key → the variants constraining it
+	for _, i := range v.variants {
+		for _, k := range v.keys[i] {
+			constrainedBy[k] = append(constrainedBy[k], i)
+		}
+	}
+	union := slices.Sorted(maps.Keys(constrainedBy))
+	for _, i := range v.variants {
+		own := v.keys[i]
+		if len(own) == len(union) {
+			continue // a subset of the union, as large: all of it
+		}
+		if v.c.full(codeDynParamsKeyset) {
+			v.at(i, keyDynamicParameterConstraints, codeDynParamsKeyset, "") // counted only
+			continue
+		}
+		var missing []string
+		for _, k := range union {
+			if _, found := slices.BinarySearch(own, k); !found {
+				missing = append(missing, k)
+			}
+		}
+		var others []int
+		for _, k := range missing {
+			others = append(others, constrainedBy[k]...)
+		}
+		slices.Sort(others)
+		others = slices.Compact(others)
+		what := "choice"
+		if len(others) > 1 {
+			what = "choices"
+		}
+		v.at(i, keyDynamicParameterConstraints, codeDynParamsKeyset,
+			"choice %d constrains %s but not %s, which %s %s constrain%s: TP2 asks every variant to constrain the same keys, so that a client sending a new key cannot match two variants; constrain %s here too (for clients that do not send it yet: {\"notConstraints\":{\"constraint\":{\"key\":%q,\"exists\":{}}}})",
+			i, quoteKeys(own), quoteKeys(missing), what, joinInts(others), map[bool]string{true: "s", false: ""}[len(others) == 1], quoteKeys(missing), missing[0])
+	}
+}
+
+// overlaps reports two variants that match the same parameters.
+func (v *variantLint) overlaps() {
+	sp := v.sp
+	for x, i := range v.variants {
+		for _, j := range v.variants[x+1:] {
 			if sp.exhausted() {
-				gaveUp = true
-				break pairs
+				v.gaveUp = true
+				return
 			}
 			ci, cj := &sp.choices[i], &sp.choices[j]
 			goal := func(a assignment) tri { return triAnd(sp.eval(ci, a), sp.eval(cj, a)) }
@@ -540,57 +562,68 @@ pairs:
 			// looking for the smallest witness of an overlap.
 			any := &searcher{sp: sp, goal: goal, dims: sp.all, maxPresent: -1}
 			if _, ok := any.run(); !ok {
-				gaveUp = gaveUp || any.gaveUp
+				v.gaveUp = v.gaveUp || any.gaveUp
 				continue
 			}
-			if c.full(codeDynParamsOverlap) {
-				at(j, keyDynamicParameterConstraints, codeDynParamsOverlap, "") // counted only
+			if v.c.full(codeDynParamsOverlap) {
+				v.at(j, keyDynamicParameterConstraints, codeDynParamsOverlap, "") // counted only
 				continue
 			}
 			a, ok, gave := sp.minimalWitness(goal, sp.all)
-			gaveUp = gaveUp || gave
+			v.gaveUp = v.gaveUp || gave
 			if ok {
-				at(j, keyDynamicParameterConstraints, codeDynParamsOverlap,
+				v.at(j, keyDynamicParameterConstraints, codeDynParamsOverlap,
 					"parameters %s match both choice %d and choice %d: the first, choice %d, wins, and choice %d is never used for them; TP2 asks variants to be mutually exclusive, so narrow one of them",
 					sp.formatParams(a), i, j, i, j)
 			}
 		}
 	}
+}
 
-	// Gap: a parameter set over the named keys and values that no variant
-	// serves. A choice without constraints serves every parameter set.
-	if len(variants) > 0 && len(variants) == len(ch.List) && sp.exhausted() {
-		gaveUp = true
-	} else if len(variants) > 0 && len(variants) == len(ch.List) {
-		goal := func(a assignment) tri {
-			r := triTrue
-			for k := range sp.choices {
-				switch triNot(sp.evalParams(&sp.choices[k], a)) {
-				case triFalse:
-					return triFalse
-				case triUnknown:
-					r = triUnknown
-				}
-			}
-			return r
-		}
-		s := &searcher{sp: sp, goal: goal, dims: sp.params, named: true, maxPresent: -1}
-		if a, ok := s.run(); ok {
-			at(0, "", codeDynParamsGap,
-				"no choice matches parameters %s, so a client sending them gets no service config from this record (TP2: have a variant for every value clients send); add the missing variant, or a last choice without dynamicParameterConstraints",
-				sp.formatParams(fillNamed(sp, a)))
-		}
-		gaveUp = gaveUp || s.gaveUp
+// gap reports a parameter set over the named keys and values that no
+// variant serves. A choice without constraints serves every parameter
+// set, so there is a gap only when every choice is a variant.
+func (v *variantLint) gap() {
+	sp := v.sp
+	if len(v.variants) == 0 || len(v.variants) != len(v.ch.List) {
+		return
 	}
+	if sp.exhausted() {
+		v.gaveUp = true
+		return
+	}
+	goal := func(a assignment) tri {
+		r := triTrue
+		for k := range sp.choices {
+			switch triNot(sp.evalParams(&sp.choices[k], a)) {
+			case triFalse:
+				return triFalse
+			case triUnknown:
+				r = triUnknown
+			}
+		}
+		return r
+	}
+	s := &searcher{sp: sp, goal: goal, dims: sp.params, named: true, maxPresent: -1}
+	if a, ok := s.run(); ok {
+		v.at(0, "", codeDynParamsGap,
+			"no choice matches parameters %s, so a client sending them gets no service config from this record (TP2: have a variant for every value clients send); add the missing variant, or a last choice without dynamicParameterConstraints",
+			sp.formatParams(fillNamed(sp, a)))
+	}
+	v.gaveUp = v.gaveUp || s.gaveUp
+}
 
-	// Reachability of every choice, by every criterion.
+// reachability reports the choices no client can select, by every
+// criterion.
+func (v *variantLint) reachability() {
+	sp := v.sp
 	for j := range sp.choices {
-		if ch.List[j].Percentage == 0 || isEmptyOr(ch.List[j].Constraints) {
+		if v.ch.List[j].Percentage == 0 || isEmptyOr(v.ch.List[j].Constraints) {
 			continue // already reported on its own
 		}
 		if sp.exhausted() {
-			gaveUp = true
-			break
+			v.gaveUp = true
+			return
 		}
 		cj := &sp.choices[j]
 		earlier := sp.choices[:j]
@@ -612,54 +645,59 @@ pairs:
 			continue
 		}
 		if s.gaveUp {
-			gaveUp = true
+			v.gaveUp = true
+			return
+		}
+		if v.c.full(codeChoiceUnreachable) {
+			// Not shown: skip the searches that would explain it.
+			v.at(j, "", codeChoiceUnreachable, "") // counted only
+			continue
+		}
+		v.unreachable(j)
+	}
+}
+
+// unreachable explains why choice j, which no client can select, is so:
+// its criteria contradict each other, or an earlier choice covers it, or
+// earlier choices do together.
+func (v *variantLint) unreachable(j int) {
+	sp := v.sp
+	cj := &sp.choices[j]
+	earlier := sp.choices[:j]
+	self := &searcher{sp: sp, goal: func(a assignment) tri { return sp.eval(cj, a) }, dims: sp.all, maxPresent: -1}
+	if _, ok := self.run(); !ok && !self.gaveUp {
+		v.at(j, "", codeChoiceUnreachable, "choice %d can never be selected: its criteria contradict each other, so no client matches it; fix or remove it", j)
+		return
+	}
+	var by []int
+	for i := range earlier {
+		ci := &earlier[i]
+		cover := &searcher{sp: sp, goal: func(a assignment) tri { return triAnd(sp.eval(cj, a), triNot(sp.eval(ci, a))) }, dims: sp.all, maxPresent: -1}
+		if _, ok := cover.run(); !ok && !cover.gaveUp {
+			by = []int{i}
 			break
 		}
-		if c.full(codeChoiceUnreachable) {
-			// Not shown: skip the searches that would explain it.
-			at(j, "", codeChoiceUnreachable, "") // counted only
-			continue
+		if sp.exhausted() {
+			v.gaveUp = true
+			break
 		}
-		// Unreachable: name the earlier choice that covers it alone, if any.
-		self := &searcher{sp: sp, goal: func(a assignment) tri { return sp.eval(cj, a) }, dims: sp.all, maxPresent: -1}
-		if _, ok := self.run(); !ok && !self.gaveUp {
-			at(j, "", codeChoiceUnreachable, "choice %d can never be selected: its criteria contradict each other, so no client matches it; fix or remove it", j)
-			continue
-		}
-		var by []int
-		for i := range earlier {
-			ci := &earlier[i]
-			cover := &searcher{sp: sp, goal: func(a assignment) tri { return triAnd(sp.eval(cj, a), triNot(sp.eval(ci, a))) }, dims: sp.all, maxPresent: -1}
-			if _, ok := cover.run(); !ok && !cover.gaveUp {
-				by = []int{i}
-				break
-			}
-			if sp.exhausted() {
-				gaveUp = true
-				break
-			}
-		}
-		if len(by) == 1 {
-			at(j, "", codeChoiceUnreachable, "choice %d can never be selected: every client it matches is taken first by choice %d%s; remove it, or move it before choice %d", j, by[0], describeCatchAll(&ch.List[by[0]]), by[0])
-			continue
-		}
-		for i := range earlier {
-			ci := &earlier[i]
-			both := &searcher{sp: sp, goal: func(a assignment) tri { return triAnd(sp.eval(cj, a), sp.eval(ci, a)) }, dims: sp.all, maxPresent: -1}
-			if _, ok := both.run(); ok {
-				by = append(by, i)
-			}
-			if sp.exhausted() {
-				gaveUp = true
-				break
-			}
-		}
-		at(j, "", codeChoiceUnreachable, "choice %d can never be selected: every client it matches is taken first by choices %s together; remove it, or move it earlier", j, joinInts(by))
 	}
-
-	if gaveUp {
-		c.report(0, codeDynParamsAnalysisIncomplete, "the variant analysis gave up after %d search steps, so overlaps, gaps and unreachable choices may go unreported; simplify the constraints or split the record", analysisBudget)
+	if len(by) == 1 {
+		v.at(j, "", codeChoiceUnreachable, "choice %d can never be selected: every client it matches is taken first by choice %d%s; remove it, or move it before choice %d", j, by[0], describeCatchAll(&v.ch.List[by[0]]), by[0])
+		return
 	}
+	for i := range earlier {
+		ci := &earlier[i]
+		both := &searcher{sp: sp, goal: func(a assignment) tri { return triAnd(sp.eval(cj, a), sp.eval(ci, a)) }, dims: sp.all, maxPresent: -1}
+		if _, ok := both.run(); ok {
+			by = append(by, i)
+		}
+		if sp.exhausted() {
+			v.gaveUp = true
+			break
+		}
+	}
+	v.at(j, "", codeChoiceUnreachable, "choice %d can never be selected: every client it matches is taken first by choices %s together; remove it, or move it earlier", j, joinInts(by))
 }
 
 func triAnd(a, b tri) tri {
