@@ -108,6 +108,9 @@ type Server struct {
 	snap atomic.Pointer[snapshot]
 
 	reloadMu sync.Mutex // serialises reloads
+	// parser remembers what each service's text made of it, so that a
+	// reload reads again only the services whose text changed.
+	parser   config.Parser
 	serials  *serialStore
 	lastHash [sha256.Size]byte // of the config text last loaded (or rejected)
 
@@ -280,7 +283,7 @@ func (s *Server) load(text []byte, why string, hold func(*config.Config, *snapsh
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	name := s.configName()
-	cfg, ds := config.Parse(text)
+	cfg, ds := s.parser.Parse(text)
 	if cfg != nil && hold != nil {
 		if reason := hold(cfg, s.snap.Load()); reason != "" {
 			s.metrics.reloads.WithLabelValues("held").Inc()

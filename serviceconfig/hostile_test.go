@@ -274,8 +274,8 @@ func TestRecordTextTooLarge(t *testing.T) {
 // attributeRef is the reading of RFC 1464 attribute names that attribute
 // replaces, which built the name whatever its length.
 func attributeRef(s string) (value string, ok, exact bool) {
-	if strings.HasPrefix(s, attrName+"=") {
-		return s[len(attrName)+1:], true, true
+	if strings.HasPrefix(s, Attribute+"=") {
+		return s[len(Attribute)+1:], true, true
 	}
 	var name []byte
 	trailing := 0
@@ -288,7 +288,7 @@ func attributeRef(s string) (value string, ok, exact bool) {
 			trailing = 0
 		case c == '=':
 			name = name[:len(name)-trailing]
-			if strings.EqualFold(string(name), attrName) {
+			if strings.EqualFold(string(name), Attribute) {
 				return s[i+1:], true, false
 			}
 			return "", false, false

@@ -6,8 +6,8 @@ import (
 	"strings"
 )
 
-// attrName is the RFC 1464 attribute name of the record (gRFC A2).
-const attrName = "grpc_config"
+// Attribute is the RFC 1464 attribute name of the record (gRFC A2).
+const Attribute = "grpc_config"
 
 // OwnerPrefix is prepended to a host name to get the record's owner name.
 const OwnerPrefix = "_grpc_config."
@@ -42,7 +42,7 @@ func DecodeTXT(records [][]string) ([]byte, error) {
 		}
 		if found >= 0 {
 			return nil, Diagnostics{{Severity: codeTXTMultipleConfig.severity(), Code: codeTXTMultipleConfig.String(), Offset: -1,
-				Message: fmt.Sprintf("TXT records %d and %d both start with %s=: publish exactly one", found, i, attrName)}}.Err()
+				Message: fmt.Sprintf("TXT records %d and %d both start with %s=: publish exactly one", found, i, Attribute)}}.Err()
 		}
 		found, first = i, v
 	}
@@ -84,13 +84,13 @@ func attributeValue(s string) (value string, ok, exact bool) {
 // nothing and stops as soon as the name cannot be grpc_config, so that a
 // first line of megabytes costs nothing to rule out.
 func attribute[T ~string | ~[]byte](s T) (eq int, ok, exact bool) {
-	if len(s) > len(attrName) && string(s[:len(attrName)+1]) == attrName+"=" {
-		return len(attrName), true, true
+	if len(s) > len(Attribute) && string(s[:len(Attribute)+1]) == Attribute+"=" {
+		return len(Attribute), true, true
 	}
 	// RFC 1464 §2: a back-quote quotes the next character; the first
 	// unquoted '=' ends the name; unquoted leading and trailing blanks of the
 	// name are ignored; names compare case-insensitively.
-	var name [len(attrName)]byte
+	var name [len(Attribute)]byte
 	n := 0
 	blanks := 0 // unquoted blanks after the name so far
 	add := func(c byte) bool {
@@ -110,7 +110,7 @@ func attribute[T ~string | ~[]byte](s T) (eq int, ok, exact bool) {
 				return 0, false, false
 			}
 		case c == '=':
-			return i, strings.EqualFold(string(name[:n]), attrName), false
+			return i, strings.EqualFold(string(name[:n]), Attribute), false
 		case (c == ' ' || c == '\t') && n == 0:
 			// leading blank
 		case c == ' ' || c == '\t':
@@ -128,8 +128,8 @@ func attribute[T ~string | ~[]byte](s T) (eq int, ok, exact bool) {
 // grpc_config JSON value, which should be compact): "grpc_config=" and the
 // value, cut into strings of at most 255 bytes.
 func EncodeTXT(value []byte) []string {
-	full := make([]byte, 0, len(attrName)+1+len(value))
-	full = append(full, attrName+"="...)
+	full := make([]byte, 0, len(Attribute)+1+len(value))
+	full = append(full, Attribute+"="...)
 	full = append(full, value...)
 	out := make([]string, 0, len(full)/maxStringLen+1)
 	for len(full) > maxStringLen {
@@ -205,7 +205,7 @@ func sizeDiagnostics(owner string, strs []string) Diagnostics {
 		// TC=1 with no records, over TCP too.
 		return mk(codeTXTTooLarge, fmt.Sprintf("the answer would be %d bytes %s with the EDNS OPT record, more than a DNS message can hold (%d); shrink the config or split it across services", edns, where, MaxMessageSize))
 	case edns > SafeEDNSSize:
-		return mk(codeTXTSizeEDNS, fmt.Sprintf("the answer is %d bytes %s, above the %d-byte EDNS buffer most resolvers advertise: clients get it truncated and retry over TCP; keep the record under about %d bytes of JSON", edns, where, SafeEDNSSize, SafeEDNSSize-(edns-RDataLen(strs))-len(attrName)-1-len(strs)))
+		return mk(codeTXTSizeEDNS, fmt.Sprintf("the answer is %d bytes %s, above the %d-byte EDNS buffer most resolvers advertise: clients get it truncated and retry over TCP; keep the record under about %d bytes of JSON", edns, where, SafeEDNSSize, SafeEDNSSize-(edns-RDataLen(strs))-len(Attribute)-1-len(strs)))
 	case plain > plainUDPSize:
 		return mk(codeTXTSizeUDP, fmt.Sprintf("the answer is %d bytes %s, above %d: clients that do not use EDNS (many stub resolvers) must retry over TCP", plain, where, plainUDPSize))
 	}

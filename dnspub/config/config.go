@@ -154,13 +154,21 @@ type Service struct {
 	// an SRV record at _grpc._tcp.<Name> whose target is Name.
 	Port uint16
 	TTL  uint32
-	// Value is the compact JSON choice list to publish, or nil.
-	Value []byte
 	// TXT is the TXT record at _grpc_config.<Name>: "grpc_config=" and
-	// Value cut into strings of at most 255 bytes; nil without Value.
+	// the compact JSON choice list to publish (Value) cut into strings of
+	// at most 255 bytes; nil without a service config.
 	TXT []string
 	// Compat is how the record is shaped for other gRPC clients.
 	Compat Compat
+}
+
+// Value is the compact JSON choice list the service publishes, or nil.
+// It is kept only inside TXT: a fleet holds one copy of each config.
+func (s *Service) Value() []byte {
+	if s.TXT == nil {
+		return nil
+	}
+	return []byte(strings.TrimPrefix(strings.Join(s.TXT, ""), sc.Attribute+"="))
 }
 
 // TXTOwner is the owner name of the service's TXT record.
@@ -207,22 +215,48 @@ func (t *Transfer) Allowed(addr netip.Addr) bool {
 // whose aliases expand beyond them, are refused (config-too-large), and at
 // most sc.MaxDiagnostics diagnostics are listed: the cost of Parse is
 // linear in the text and bounded, whatever the text.
-func Parse(text []byte) (*Config, sc.Diagnostics) {
+func Parse(text []byte) (*Config, sc.Diagnostics) { return parse(text, nil) }
+
+func parse(text []byte, cache *itemCache) (*Config, sc.Diagnostics) {
 	if why := tooLarge(text); why != "" {
 		return nil, sc.Diagnostics{{Severity: codeConfigTooLarge.severity(), Code: codeConfigTooLarge.String(), Offset: 0, Line: 1, Column: 1,
 			Message: why + ": split its zones across several publishers, each with its own config"}}
 	}
+	if skeleton, blocks, ok := splitServices(text); ok && len(blocks) > 0 {
+		cfg, ds, err := parseDoc(text, skeleton, blocks, cache)
+		if err == nil {
+			return cfg, ds
+		}
+		// An item did not read alone: read the whole text.
+	}
+	cfg, ds, _ := parseDoc(text, text, nil, nil)
+	return cfg, ds
+}
+
+// parseDoc reads text, whose YAML is skeleton (text itself, or text with
+// the items of blocks blanked out, read separately).
+func parseDoc(text, skeleton []byte, blocks map[int]*block, cache *itemCache) (*Config, sc.Diagnostics, error) {
 	d := newDoc(text)
-	root := d.parseYAML()
+	d.blocks, d.cache = blocks, cache
+	root := d.parseYAML(skeleton)
 	var cfg *Config
 	if root != nil {
 		cfg = d.config(root)
 	}
+	if d.cutFailed == nil && d.readBlocks != len(blocks) {
+		// A list that is not a zone's services (a misplaced key, a zone
+		// given up before its services): its items were never read, so a
+		// mistake in them would go unreported.
+		d.cutFailed = errCut
+	}
+	if d.cutFailed != nil {
+		return nil, nil, d.cutFailed
+	}
 	ds := d.diagnostics()
 	if ds.HasErrors() {
-		return nil, ds
+		return nil, ds, nil
 	}
-	return cfg, ds
+	return cfg, ds, nil
 }
 
 func (d *doc) config(root *yaml.Node) *Config {
@@ -439,7 +473,7 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 		return nil, nil
 	}
 	z := &Zone{TTL: DefaultTTL, Compat: DefaultCompat, SOA: SOA{Refresh: DefaultRefresh, Retry: DefaultRetry, Expire: DefaultExpire, Minimum: DefaultMinimum}}
-	var originNode, nsNode, soaNode, svcNode, xfrNode *yaml.Node
+	var originNode, nsNode, soaNode, svcKey, svcNode, xfrNode *yaml.Node
 	var nsPath, soaPath, svcPath, xfrPath string
 	present := d.object(n, path, "a zone", []field{
 		{"origin", func(_, v *yaml.Node, _ string) { originNode = v }},
@@ -451,7 +485,7 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 		}},
 		{"nameservers", func(_, v *yaml.Node, p string) { nsNode, nsPath = v, p }},
 		{"soa", func(_, v *yaml.Node, p string) { soaNode, soaPath = v, p }},
-		{"services", func(_, v *yaml.Node, p string) { svcNode, svcPath = v, p }},
+		{"services", func(k, v *yaml.Node, p string) { svcKey, svcNode, svcPath = k, v, p }},
 		{"transfer", func(_, v *yaml.Node, p string) { xfrNode, xfrPath = v, p }},
 		{"compat", func(_, v *yaml.Node, p string) { z.Compat, _ = d.compat(v, p, z.Compat) }},
 	})
@@ -504,7 +538,14 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 	}
 
 	var svcs []svcEntry
-	if svcNode != nil {
+	switch b := d.blocks[lineOf(svcKey)]; {
+	case b != nil:
+		d.readBlocks++
+		var err error
+		if svcs, err = d.services(b, svcPath, z); err != nil {
+			d.cutFailed = err
+		}
+	case svcNode != nil:
 		for i, e := range d.list(svcNode, svcPath, "services") {
 			if s := d.service(e, fmt.Sprintf("%s/%d", svcPath, i), z); s.svc != nil {
 				svcs = append(svcs, s)
@@ -549,6 +590,13 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 }
 
 func (d *doc) errorCount() int { return d.errors }
+
+func lineOf(n *yaml.Node) int {
+	if n == nil {
+		return -1
+	}
+	return n.Line
+}
 
 func (d *doc) largeTTL(n *yaml.Node, path string, ttl uint32) {
 	if ttl > 86400 {
@@ -711,6 +759,7 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 	var bareHost, compatBareHost *bool
 	var nameNode, choicesNode, configNode, portNode *yaml.Node
 	var choicesPath, configPath string
+	var value []byte
 	ok := true
 	present := d.object(n, path, "a service", []field{
 		{"name", func(_, v *yaml.Node, _ string) { nameNode = v }},
@@ -808,19 +857,19 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 		d.report(configNode, configPath, codeChoicesAndConfig, "service %s sets both choices and serviceConfig: use choices for a list of canary choices, or serviceConfig for one config for every client", name)
 		ok = false
 	case choicesNode != nil:
-		s.Value = d.serviceValue(choicesNode, choicesPath, sc.KindChoices, s)
-		ok = ok && s.Value != nil
+		value = d.serviceValue(choicesNode, choicesPath, sc.KindChoices, s)
+		ok = ok && value != nil
 	case configNode != nil:
-		s.Value = d.serviceValue(configNode, configPath, sc.KindServiceConfig, s)
-		ok = ok && s.Value != nil
+		value = d.serviceValue(configNode, configPath, sc.KindServiceConfig, s)
+		ok = ok && value != nil
 	}
-	if s.Value != nil {
-		s.TXT = sc.EncodeTXT(s.Value)
+	if value != nil {
+		s.TXT = sc.EncodeTXT(value)
 	}
 	if len(s.Addresses) == 0 && choicesNode == nil && configNode == nil {
 		d.report(nameNode, path+"/name", codeServiceEmpty, "service %s has no addresses and no service config, so it publishes nothing: add addresses:, choices: or serviceConfig:", name)
 	}
-	if (bareHost != nil && *bareHost || compatBareHost != nil && *compatBareHost) && s.Value == nil && choicesNode == nil && configNode == nil {
+	if (bareHost != nil && *bareHost || compatBareHost != nil && *compatBareHost) && value == nil && choicesNode == nil && configNode == nil {
 		d.report(nameNode, path+"/name", codeServiceEmpty, "bareHost is set but service %s has no service config to publish", name)
 	}
 	if ok {

@@ -23,7 +23,7 @@ func TestExample(t *testing.T) {
 	if !strings.HasPrefix(echo.TXT[0], `grpc_config=[{"clientLanguage":["GO"],"serviceConfig":{"loadBalancingConfig":[{"round_robin":{}}]`) {
 		t.Errorf("echo TXT = %q", echo.TXT)
 	}
-	if got := string(cfg.Zones[0].Services[1].Value); got != `[{"serviceConfig":{"methodConfig":[{"name":[{"service":"helloworld.Greeter"}],"timeout":"1.500000000s"}]}}]` {
+	if got := string(cfg.Zones[0].Services[1].Value()); got != `[{"serviceConfig":{"methodConfig":[{"name":[{"service":"helloworld.Greeter"}],"timeout":"1.500000000s"}]}}]` {
 		t.Errorf("greeter value = %s", got)
 	}
 	z := cfg.Zones[0]
@@ -287,7 +287,7 @@ zones:
 		{`[{"serviceConfig":{"methodConfig":[{"name":[{"service":"s","method":null}]}]}}]`, Compat{AllowGrpcGoFailure: true}},
 	}
 	for i, w := range want {
-		if got := string(svcs[i].Value); got != w.value || svcs[i].Compat != w.c {
+		if got := string(svcs[i].Value()); got != w.value || svcs[i].Compat != w.c {
 			t.Errorf("%s: value %s, compat %+v; want %s, %+v", svcs[i].Name, got, svcs[i].Compat, w.value, w.c)
 		}
 	}
@@ -323,7 +323,7 @@ zones:
 	if ds.HasErrors() {
 		t.Fatalf("diagnostics:\n%s", dump(ds))
 	}
-	v := cfg.Zones[0].Services[0].Value
+	v := cfg.Zones[0].Services[0].Value()
 	want := `[{"dynamicParameterConstraints":{"constraint":{"key":"env","value":"caf\u00e9\u0007\u007f"}},"serviceConfig":{}},{"serviceConfig":{}}]`
 	if string(v) != want {
 		t.Fatalf("published %s\nwant      %s", v, want)
@@ -369,7 +369,7 @@ func TestSizeOfThePublishedRecord(t *testing.T) {
 		if cfg == nil {
 			t.Fatalf("%d methods:\n%s", n, dump(ds))
 		}
-		served := cfg.Zones[0].Services[0].Value
+		served := cfg.Zones[0].Services[0].Value()
 		want := sizes(served)
 		if len(want) == 0 {
 			continue

@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -26,6 +27,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("zones: [a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r, s, t, u, v, w, x, y, z]\n"))
 	f.Add([]byte("k: &k {a: 1, b: 2, c: 3}\nzones:\n - {<<: [*k, *k], origin: a.}\n - {<<: *k, origin: b.a.}\n - {<<: *k, origin: .}\n"))
 	f.Add([]byte("c: &c {methodConfig: [{name: [{}], timeout: 1s}]}\nzones: [{origin: a., nameservers: [ns.b.], services: [{name: s1, serviceConfig: *c}, {name: s2, serviceConfig: *c}, {name: s3, serviceConfig: *c}]}]\n"))
+	f.Add([]byte("zones:\n  - origin: a.\n    nameservers: [ns.b.]\n    services:\n      # a comment\n      - name: s\n        addresses: [10.0.0.1]\n\n      - name: t\n        serviceConfig:\n          methodConfig: [{name: [{}], timeout: 1m}]\n      -   name: u\n    transfer: {allow: [10.0.0.0/8]}\n"))
+	f.Add([]byte("zones:\n- origin: a.\n  nameservers: [ns.b.]\n  services:\n  - name: s\n    serviceConfig: \"x\n  - y\"\n  - name: t\n"))
 	f.Add([]byte(`{"zones":[{"origin":"é.test.","nameservers":["ns.b."],"services":[{"name":"s","choices":[{"serviceConfig":{"x€":1,"methodConfig":[{"name":[{}],"timeout":"1m"}]}}]}]}]}`))
 	f.Fuzz(func(t *testing.T, text []byte) {
 		// A watchdog: an input that makes Parse loop crashes the worker,
@@ -42,6 +45,13 @@ func FuzzParse(f *testing.F) {
 		for _, d := range ds {
 			if d.Code == "" || d.Message == "" {
 				t.Fatalf("empty diagnostic %+v", d)
+			}
+		}
+		// Reading the services lists item by item changes nothing.
+		if len(text) < 1<<20 {
+			wcfg, wds, _ := parseDoc(text, text, nil, nil)
+			if !reflect.DeepEqual(cfg, wcfg) || !reflect.DeepEqual(ds, wds) {
+				t.Fatalf("read item by item, the config differs from read whole:\n%v\n%v", ds, wds)
 			}
 		}
 	})

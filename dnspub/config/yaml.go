@@ -40,6 +40,12 @@ type doc struct {
 	// sigLen is the largest TSIG record a configured key adds to an
 	// answer (0 without keys): answers are sized with it.
 	sigLen int
+	// blocks are the services lists read item by item (chunks.go), by the
+	// line of their key; cache holds item readings across parses.
+	blocks     map[int]*block
+	readBlocks int
+	cache      *itemCache
+	cutFailed  error
 }
 
 func newDoc(src []byte) *doc {
@@ -172,9 +178,10 @@ func (d *doc) diagnostics() sc.Diagnostics {
 
 var yamlLineRE = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
 
-// parseYAML reads the first YAML (or JSON) document of src.
-func (d *doc) parseYAML() *yaml.Node {
-	dec := yaml.NewDecoder(bytes.NewReader(d.src))
+// parseYAML reads the first YAML (or JSON) document of src, which is
+// d.src or its skeleton.
+func (d *doc) parseYAML(src []byte) *yaml.Node {
+	dec := yaml.NewDecoder(bytes.NewReader(src))
 	var root yaml.Node
 	err := dec.Decode(&root)
 	if errors.Is(err, io.EOF) {

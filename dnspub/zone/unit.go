@@ -1,7 +1,6 @@
 package zone
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"net/netip"
@@ -31,10 +30,12 @@ type unit struct {
 	sum   digestSum
 	count int // records
 	bytes int // of the records, uncompressed
+	// built holds the records just made, until the unit is put in a zone.
+	built []dns.RR
 }
 
 func newUnit(key string, src *config.Service, records []dns.RR) *unit {
-	u := &unit{key: key, src: src, count: len(records)}
+	u := &unit{key: key, src: src, count: len(records), built: records}
 	if src == nil {
 		u.apex = records
 	}
@@ -95,9 +96,12 @@ func serviceRecords(s *config.Service) []dns.RR {
 // field: then they make the same records, and either can stand for the
 // other (Update shares the older one).
 func sameService(a, b *config.Service) bool {
+	if a == b {
+		return true // config.Parser returns the same for unchanged text
+	}
 	return a.Name == b.Name && a.TTL == b.TTL && a.Port == b.Port && a.Compat == b.Compat &&
 		slices.Equal(a.Addresses, b.Addresses) && slices.Equal(a.TXT, b.TXT) &&
-		(a.TXT == nil) == (b.TXT == nil) && bytes.Equal(a.Value, b.Value)
+		(a.TXT == nil) == (b.TXT == nil)
 }
 
 // apexUnit makes the zone's NS records and the addresses of the

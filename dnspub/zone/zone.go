@@ -17,8 +17,10 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/miekg/dns"
 
@@ -96,6 +98,7 @@ func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 	keep := map[string]bool{apexKey: true}
 	kept := 1 // units of prev that c keeps: the apex, and services below
 	ed.put(apexUnit(c))
+	var changed []*config.Service
 	for i, s := range c.Services {
 		keep[s.Name] = true
 		old, ok := ed.units.Get(s.Name)
@@ -106,7 +109,10 @@ func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 			c.Services[i] = old.src
 			continue
 		}
-		ed.put(serviceUnit(s))
+		changed = append(changed, s)
+	}
+	for _, u := range buildUnits(changed) {
+		ed.put(u)
 	}
 	if prev != nil && kept < prev.units.Len() {
 		for key := range prev.units.All() {
@@ -238,6 +244,28 @@ type editor struct {
 	change  Change
 }
 
+// buildUnits makes the units of services, in parallel when there are
+// many (a new zone of 100 000 services).
+func buildUnits(services []*config.Service) []*unit {
+	out := make([]*unit, len(services))
+	workers := 1
+	if len(services) >= 1024 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(services); i += workers {
+				out[i] = serviceUnit(services[i])
+			}
+		}()
+	}
+	wg.Wait()
+	return out
+}
+
 // put adds u, replacing the unit of the same key, if its records differ.
 func (ed *editor) put(u *unit) {
 	old, had := ed.units.Get(u.key)
@@ -245,7 +273,11 @@ func (ed *editor) put(u *unit) {
 	if had {
 		oldRecords = old.records()
 	}
-	records := u.records()
+	records := u.built
+	u.built = nil // made again when needed: the unit keeps its config only
+	if records == nil {
+		records = u.records()
+	}
 	if had && old.sum == u.sum && slices.EqualFunc(oldRecords, records, func(a, b dns.RR) bool { return compareRR(a, b) == 0 }) {
 		// Same records from a config that differs otherwise: keep the
 		// new config, for sameService to compare against next time.

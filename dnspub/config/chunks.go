@@ -1,0 +1,360 @@
+package config
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+
+	"go.yaml.in/yaml/v3"
+
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+)
+
+// A config of 100 000 services is 30 MB of YAML, and reading it whole
+// costs seconds, most of them in the services, one like the other. So a
+// block-style `services:` list is cut into its items, each read alone (in
+// parallel, on every core), and a Parser remembers what each item's text
+// made of it: a reload that changes one service reads one service again.
+// Everything else (the zones' own fields, the cross-checks between
+// services) is read as before, from the text with the items blanked out.
+//
+// Cutting is safe only where an item cannot depend on text outside it:
+// configs with anchors or aliases (& or * anywhere), tabs, or several
+// documents are read whole. An item that does not read as exactly one
+// list entry on its own makes the whole config be read whole too.
+
+// block is one `services:` list cut into its items.
+type block struct {
+	keyLine int // 1-based line of the services: key
+	items   []item
+}
+
+// item is the text of one list entry: whole lines of the config.
+type item struct {
+	line int // 0-based index of its first line
+	off  int // byte offset of its first line
+	text []byte
+}
+
+// splitServices finds the block-style services lists of text and returns
+// them with text's skeleton: the same lines with every item's emptied (so
+// that the lines of its nodes are the text's). ok is false when
+// the text must be read whole.
+func splitServices(text []byte) (skeleton []byte, blocks map[int]*block, ok bool) {
+	if bytes.ContainsAny(text, "&*\t") {
+		return nil, nil, false
+	}
+	var lines [][2]int // start and end (past the newline) of each line
+	for off := 0; off < len(text); {
+		end := bytes.IndexByte(text[off:], '\n')
+		if end < 0 {
+			end = len(text)
+		} else {
+			end += off + 1
+		}
+		lines = append(lines, [2]int{off, end})
+		off = end
+	}
+	line := func(i int) []byte { return text[lines[i][0]:lines[i][1]] }
+	blocks = map[int]*block{}
+	for i := 0; i < len(lines); i++ {
+		l := line(i)
+		if bytes.HasPrefix(l, []byte("---")) || bytes.HasPrefix(l, []byte("...")) || bytes.HasPrefix(l, []byte("%")) {
+			return nil, nil, false
+		}
+		keyIndent, isKey := servicesKey(l)
+		if !isKey {
+			continue
+		}
+		// The first entry fixes the items' indentation.
+		j := i + 1
+		for j < len(lines) && blankOrComment(line(j)) {
+			j++
+		}
+		if j == len(lines) {
+			continue
+		}
+		itemIndent := indent(line(j))
+		if itemIndent < keyIndent || !isEntry(line(j), itemIndent) {
+			continue // flow style, or an empty list: read as it is
+		}
+		b := &block{keyLine: i + 1}
+		for ; j < len(lines); j++ {
+			l := line(j)
+			switch {
+			case isEntry(l, itemIndent) && indent(l) == itemIndent:
+				b.items = append(b.items, item{line: j, off: lines[j][0]})
+			case blankOrComment(l) || indent(l) > itemIndent:
+			case indent(l) > keyIndent || indent(l) == keyIndent && isEntry(l, keyIndent):
+				// Neither in an item nor a sibling of the key: blanking the
+				// items would attach it elsewhere. Read the text whole.
+				return nil, nil, false
+			default:
+				goto done
+			}
+			last := &b.items[len(b.items)-1]
+			last.text = text[last.off:lines[j][1]]
+		}
+	done:
+		blocks[b.keyLine] = b
+		i = j - 1
+	}
+	if len(blocks) == 0 {
+		return text, blocks, true
+	}
+	// The skeleton keeps every line, so that its nodes' lines are the
+	// text's, and empties the items' lines: 30 MB of blanks would cost the
+	// YAML scanner as much as the services.
+	inItem := make([]bool, len(lines))
+	for _, b := range blocks {
+		for _, it := range b.items {
+			for k := it.line; k < len(lines) && lines[k][0] < it.off+len(it.text); k++ {
+				inItem[k] = true
+			}
+		}
+	}
+	skeleton = make([]byte, 0, len(text)/8)
+	for k, l := range lines {
+		if inItem[k] {
+			skeleton = append(skeleton, '\n')
+		} else {
+			skeleton = append(skeleton, text[l[0]:l[1]]...)
+		}
+	}
+	return skeleton, blocks, true
+}
+
+// servicesKey reports whether l is `services:` alone (but a comment) and
+// its indentation.
+func servicesKey(l []byte) (int, bool) {
+	n := indent(l)
+	rest, ok := bytes.CutPrefix(l[n:], []byte("services:"))
+	if !ok || len(rest) > 0 && rest[0] != ' ' && rest[0] != '\n' && rest[0] != '\r' {
+		return 0, false // "services:x" is a plain scalar
+	}
+	rest = bytes.TrimSpace(rest)
+	return n, len(rest) == 0 || rest[0] == '#'
+}
+
+func indent(l []byte) int {
+	n := 0
+	for n < len(l) && l[n] == ' ' {
+		n++
+	}
+	return n
+}
+
+func blankOrComment(l []byte) bool {
+	t := bytes.TrimSpace(l)
+	return len(t) == 0 || t[0] == '#'
+}
+
+// isEntry reports whether l has a block sequence entry ("- ") at column n.
+func isEntry(l []byte, n int) bool {
+	if n >= len(l) || l[n] != '-' {
+		return false
+	}
+	return n+1 == len(l) || l[n+1] == ' ' || l[n+1] == '\n' || l[n+1] == '\r'
+}
+
+// errCut says an item did not read as one list entry on its own.
+var errCut = fmt.Errorf("config: an item of a services list does not read alone")
+
+// itemResult is what reading one item made: the service (nil when it is
+// invalid) and its diagnostics, with lines, offsets and paths relative to
+// the item, so that a Parser can use them again wherever the item moves.
+type itemResult struct {
+	svc      *Service
+	nameLine int // relative line of the name, 0 without one
+	nameCol  int
+	diags    []sc.Diagnostic
+	errors   int
+	omitted  [2]int
+	jsonSize int
+}
+
+// readItem reads item it of a zone's services list, as entry path.
+func (d *doc) readItem(it item, path string, z *Zone) (*itemResult, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(it.text, &root); err != nil {
+		return nil, errCut
+	}
+	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 || root.Content[0].Kind != yaml.SequenceNode || len(root.Content[0].Content) != 1 {
+		return nil, errCut
+	}
+	shiftLines(&root, it.line)
+	w := d.worker()
+	e := w.service(root.Content[0].Content[0], path, z)
+	r := &itemResult{svc: e.svc, errors: w.errors, omitted: w.omitted, jsonSize: w.jsonBytes}
+	if e.node != nil {
+		r.nameLine, r.nameCol = e.node.Line-it.line, e.node.Column
+	}
+	for _, diag := range w.ds {
+		if diag.Line > 0 {
+			diag.Line -= it.line
+		}
+		if diag.Offset >= 0 {
+			diag.Offset -= it.off
+		}
+		diag.Path = strings.TrimPrefix(diag.Path, path)
+		r.diags = append(r.diags, diag)
+	}
+	return r, nil
+}
+
+// shiftLines adds delta to the line of every node below n.
+func shiftLines(n *yaml.Node, delta int) {
+	n.Line += delta
+	for _, c := range n.Content {
+		shiftLines(c, delta)
+	}
+}
+
+// worker returns a doc for reading part of d's text alone: the same text
+// and settings, diagnostics of its own.
+func (d *doc) worker() *doc {
+	return &doc{src: d.src, lines: d.lines, runes: d.runes, sigLen: d.sigLen}
+}
+
+// merge adds what reading item it (as entry path) found to d, and
+// returns the entry.
+func (d *doc) merge(r *itemResult, it item, path string) svcEntry {
+	e := svcEntry{svc: r.svc, path: path}
+	if r.nameLine > 0 {
+		e.node = &yaml.Node{Line: r.nameLine + it.line, Column: r.nameCol}
+	}
+	listedErrors := 0
+	for _, diag := range r.diags {
+		if diag.Line > 0 {
+			diag.Line += it.line
+		}
+		if diag.Offset >= 0 {
+			diag.Offset += it.off
+		}
+		diag.Path = path + diag.Path
+		if diag.Severity == sc.Error {
+			listedErrors++
+		}
+		d.add(diag)
+	}
+	// Errors only counted in the item (past its own cap) count here too.
+	d.errors += r.errors - listedErrors
+	d.omitted[0] += r.omitted[0]
+	d.omitted[1] += r.omitted[1]
+	d.jsonBytes += r.jsonSize
+	return e
+}
+
+// itemKey is what a cached reading of an item depends on: its text and
+// what the zone gives its services.
+type itemKeyT struct {
+	context string // shared by the items of a zone
+	sum     [sha256.Size]byte
+}
+
+func itemKey(context string, text []byte) itemKeyT {
+	return itemKeyT{context, sha256.Sum256(text)}
+}
+
+// itemContext is what of a zone a service's reading depends on.
+func itemContext(z *Zone, sigLen int) string {
+	return fmt.Sprintf("%s|%d|%+v|%d|", z.Origin, z.TTL, z.Compat, sigLen)
+}
+
+// services reads the items of block b as zone z's services at svcPath,
+// from p's cache when their text and context are unchanged, the others in
+// parallel.
+func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
+	results := make([]*itemResult, len(b.items))
+	keys := make([]itemKeyT, len(b.items))
+	var todo []int
+	context := itemContext(z, d.sigLen)
+	for i, it := range b.items {
+		keys[i] = itemKey(context, it.text)
+		if r, ok := d.cache.get(keys[i]); ok {
+			results[i] = r
+		} else {
+			todo = append(todo, i)
+		}
+	}
+	path := func(i int) string { return fmt.Sprintf("%s/%d", svcPath, i) }
+	var failed error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(runtime.GOMAXPROCS(0), max(len(todo)/64, 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				r, err := d.readItem(b.items[i], path(i), z)
+				if err != nil {
+					mu.Lock()
+					failed = err
+					mu.Unlock()
+					continue
+				}
+				results[i] = r
+			}
+		}()
+	}
+	for _, i := range todo {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	if failed != nil {
+		return nil, failed
+	}
+	var out []svcEntry
+	for i, r := range results {
+		d.cache.put(keys[i], r)
+		if e := d.merge(r, b.items[i], path(i)); e.svc != nil {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// itemCache holds item readings across parses: those of the last parse,
+// and those being made by the current one.
+type itemCache struct {
+	last, next map[itemKeyT]*itemResult
+}
+
+func (c *itemCache) get(key itemKeyT) (*itemResult, bool) {
+	if c == nil {
+		return nil, false
+	}
+	r, ok := c.last[key]
+	return r, ok
+}
+
+func (c *itemCache) put(key itemKeyT, r *itemResult) {
+	if c != nil {
+		c.next[key] = r
+	}
+}
+
+// Parser reads publisher configs like Parse, and remembers what each
+// service's text made of it: the next Parse reads again only services
+// whose text (or zone settings) changed, and returns the very same
+// *Service for the others. A Parser is safe for use by one goroutine at a
+// time.
+type Parser struct {
+	mu    sync.Mutex
+	items map[itemKeyT]*itemResult
+}
+
+// Parse is the package's Parse, with the Parser's memory.
+func (p *Parser) Parse(text []byte) (*Config, sc.Diagnostics) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := &itemCache{last: p.items, next: make(map[itemKeyT]*itemResult, len(p.items))}
+	cfg, ds := parse(text, c)
+	p.items = c.next
+	return cfg, ds
+}
