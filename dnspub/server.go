@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -127,6 +128,9 @@ type Server struct {
 	connMu   sync.Mutex
 	conns    map[*tcpConn]struct{}
 	perGroup map[netip.Prefix]int // connections per client address group
+
+	freeing    atomic.Bool  // a returnMemory is running
+	watchReads atomic.Int64 // times the watcher read the config file
 
 	// limiter keeps logs of unauthenticated, spoofable events bounded.
 	limiter *logLimiter
@@ -341,7 +345,29 @@ func (s *Server) load(text []byte, why string, hold func(*config.Config, *snapsh
 	}
 	s.log.Info("config loaded", "config", name, "version", next.version, "zones", len(next.zones), "changed", len(changed), "why", why)
 	s.notifier.update(next, changed)
+	if len(text) >= returnMemoryAbove {
+		s.returnMemory()
+	}
 	return changed, nil
+}
+
+// returnMemoryAbove is the config size past which a load gives the memory
+// it used back to the system: reading a large config makes a great deal of
+// garbage (the YAML of 100 000 services is several times the snapshot it
+// becomes), which the runtime would otherwise hand back over minutes, and
+// answering queries makes none, so nothing would reuse it.
+const returnMemoryAbove = 1 << 20
+
+// returnMemory runs a garbage collection and returns the free memory to
+// the system, in the background, one at a time.
+func (s *Server) returnMemory() {
+	if !s.freeing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.freeing.Store(false)
+		debug.FreeOSMemory()
+	}()
 }
 
 func errorCount(ds sc.Diagnostics) int {

@@ -62,7 +62,17 @@ func newFileTracker(path string, log *slog.Logger) fileTracker {
 func (t *inotifyTracker) state() fileState {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.st
+	st := t.st
+	st.exact = t.fileWD >= 0
+	return st
+}
+
+func stampOf(path string) fileStamp {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return fileStamp{}
+	}
+	return fileStamp{size: st.Size, mtime: time.Unix(st.Mtim.Unix()), ctime: time.Unix(st.Ctim.Unix()), ino: st.Ino, ok: true}
 }
 
 func (t *inotifyTracker) settle(seq uint64) {

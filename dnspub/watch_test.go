@@ -319,3 +319,30 @@ func TestRemovals(t *testing.T) {
 		t.Errorf("removals = %q", got)
 	}
 }
+
+// TestIdleFileNotReadAgain: a config file that does not change is not
+// read again at every poll (a fleet's is 30 MB); a change still is.
+func TestIdleFileNotReadAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tracker func(string, *slog.Logger) fileTracker
+		most    int64 // reads allowed over 50 idle polls
+	}{
+		{"inotify", newFileTracker, 2},
+		{"stat", func(string, *slog.Logger) fileTracker { return pollTracker{} }, 5},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := realConfig(t)
+			ts := startServerWith(t, old, watchOptions(10*time.Millisecond, 50*time.Millisecond), func(s *Server) { s.newTracker = tc.tracker })
+			time.Sleep(500 * time.Millisecond) // 50 polls
+			if n := ts.watchReads.Load(); n > tc.most {
+				t.Errorf("the unchanged file was read %d times in 50 polls", n)
+			}
+			ts.write(strings.Replace(old, "10.1.0.20", "10.1.0.21", 1))
+			waitFor(t, "the change", func() bool {
+				r := ts.ask("udp", "ledger.svc.example.com.", dns.TypeA, 0)
+				return r.Answer[0].(*dns.A).A.String() == "10.1.0.21"
+			})
+		})
+	}
+}
