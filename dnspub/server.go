@@ -34,7 +34,7 @@ type Options struct {
 	// ConfigFile + ".serial" (none for the built-in example); "-" means
 	// none.
 	StateFile string
-	// Listen is the UDP and TCP address, like 127.0.0.1:5353.
+	// Listen is the UDP and TCP address, like 127.0.0.1:1053.
 	Listen string
 	// Logger receives structured logs; nil means slog.Default().
 	Logger *slog.Logger

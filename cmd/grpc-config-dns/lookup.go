@@ -23,7 +23,7 @@ func init() { lookupInput = lookupDNS }
 func lookupDNS(arg string) (*input, error) {
 	u, err := url.Parse(arg)
 	if err != nil || u.Scheme != "dns" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return nil, usageErr("%s: want dns://SERVER[:PORT]/NAME, e.g. dns://127.0.0.1:5353/echo.example.test", arg)
+		return nil, usageErr("%s: want dns://SERVER[:PORT]/NAME, e.g. dns://127.0.0.1:1053/echo.example.test", arg)
 	}
 	name := strings.TrimPrefix(u.Path, "/")
 	if u.Host == "" {

@@ -30,14 +30,14 @@ func serveCmd(e *env) *cobra.Command {
 		grace                                               time.Duration
 	}
 	cmd := &cobra.Command{
-		Use:   "serve [--config FILE] [--listen 127.0.0.1:5353] [--metrics ADDR] [--state FILE] [--log-format text|json] [--log-level LEVEL] [--shutdown-grace 5s]",
+		Use:   "serve [--config FILE] [--listen 127.0.0.1:1053] [--metrics ADDR] [--state FILE] [--log-format text|json] [--log-level LEVEL] [--shutdown-grace 5s]",
 		Short: "Serve the zones of a publisher config as an authoritative DNS server",
 		Long: `Serve the zones of a publisher config: addresses and gRPC service configs
 (TXT at _grpc_config.<service>) over UDP and TCP, with AXFR/IXFR to allowed
 secondaries and NOTIFY to them on every change.
 
 Without --config, a built-in example zone (example.test.) is served:
-  dig @127.0.0.1 -p 5353 TXT _grpc_config.echo.example.test
+  dig @127.0.0.1 -p 1053 TXT _grpc_config.echo.example.test
 
 The config is reloaded on SIGHUP and when the file changes (a file being
 written is never loaded: write it by rename, or see docs/publisher.md); an
@@ -55,7 +55,7 @@ or listen error.`,
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.config, "config", "", "publisher config (YAML or JSON); default: the built-in example")
-	f.StringVar(&o.listen, "listen", "127.0.0.1:5353", "UDP and TCP address to answer on")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:1053", "UDP and TCP address to answer on")
 	f.StringVar(&o.metrics, "metrics", "", "address for Prometheus metrics (like 127.0.0.1:9153); off when empty")
 	f.StringVar(&o.state, "state", "", `file keeping SOA serials (default FILE.serial; "-" for none)`)
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
@@ -104,7 +104,7 @@ func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel 
 		log.Info("no --config: serving the built-in example zone example.test.; try: dig @" + hostOf(listen) + " -p " + portOf(listen) + " TXT _grpc_config.echo.example.test")
 	}
 	if err := srv.Start(); err != nil {
-		return usageErr("%v", err)
+		return listenError("--listen", listen, err)
 	}
 	var hs *httpserve.Server
 	if metricsAddr != "" {
@@ -115,7 +115,7 @@ func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel 
 		hs, err = httpserve.Listen(metricsAddr, mux, httpserve.Limits{MaxConns: 16})
 		if err != nil {
 			srv.Shutdown(context.Background())
-			return usageErr("metrics: %v", err)
+			return listenError("--metrics", metricsAddr, err)
 		}
 		go hs.Serve()
 		log.Info("metrics", "url", "http://"+hs.Addr().String()+"/metrics")
