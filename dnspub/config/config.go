@@ -11,6 +11,8 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+	// The JSON Schema is the first layer of lint (serviceconfig.Lint).
+	_ "github.com/grpc-config-dns/grpc-config-dns/serviceconfig/schema"
 )
 
 // Config is a validated publisher config with every default applied and
