@@ -35,7 +35,7 @@ func schemaFindings(t *jtree.Tree, k Kind) []schemaFinding {
 	}
 	var out []schemaFinding
 	for _, f := range validate(dropNulls(schemaInstance(t, 0)), k == KindChoices) {
-		code, ok := codeByID[f.Code]
+		code, ok := codeByID()[f.Code]
 		if !ok {
 			// Every x-code is registered (TestSchemaCodes).
 			code = codeWrongType
