@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/miekg/dns"
 	"google.golang.org/grpc"
 	grpcresolver "google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/status"
@@ -210,22 +208,15 @@ func (c *config) servers(tg target) ([]string, error) {
 	if len(c.nameservers) > 0 {
 		return c.nameservers, nil
 	}
-	rc, err := dns.ClientConfigFromFile(c.ResolvConf)
+	rc, err := readResolvConf(c.ResolvConf)
 	if err != nil {
 		return nil, fmt.Errorf("dnsconfig: no nameservers: Options.Nameservers is empty and %s cannot be read (%v); set Options.Nameservers or use dnsconfig://NS_IP/HOST", c.ResolvConf, err)
 	}
-	var servers, skipped []string
-	for _, s := range rc.Servers {
-		if ns, err := parseNameserver(net.JoinHostPort(s, rc.Port)); err == nil {
-			servers = append(servers, ns)
-		} else {
-			skipped = append(skipped, fmt.Sprintf("%s (%v)", s, err))
-		}
-	}
+	servers := rc.servers
 	if len(servers) == 0 {
 		why := ""
-		if len(skipped) > 0 {
-			why = ": skipped " + strings.Join(skipped, ", ")
+		if len(rc.skipped) > 0 {
+			why = ": skipped " + strings.Join(rc.skipped, ", ")
 		}
 		return nil, fmt.Errorf("dnsconfig: %s lists no usable nameserver%s; set Options.Nameservers or use dnsconfig://NS_IP/HOST", c.ResolvConf, why)
 	}

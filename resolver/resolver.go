@@ -5,12 +5,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/miekg/dns"
 	grpcresolver "google.golang.org/grpc/resolver"
 
 	"github.com/grpc-config-dns/grpc-config-dns/resolver/extract"
@@ -223,15 +221,15 @@ func (d *dnsResolver) resolve() (time.Duration, bool) {
 			r.budgetOut = true
 		case lr := <-r.results:
 			r.got[lr.qtype] = lr
-			if lr.qtype == dns.TypeTXT {
+			if lr.qtype == typeTXT {
 				d.seq++
 				r.out = d.evaluate(lr.ans, lr.err)
 				r.out.seq = d.seq
 			}
 		}
 		addrs := d.addresses(r.got)
-		_, doneA := r.got[dns.TypeA]
-		_, doneAAAA := r.got[dns.TypeAAAA]
+		_, doneA := r.got[typeA]
+		_, doneAAAA := r.got[typeAAAA]
 		if doneA && doneAAAA && len(addrs) == 0 {
 			d.noAddresses(r.got)
 			return 0, true
@@ -245,17 +243,17 @@ func (d *dnsResolver) resolve() (time.Duration, bool) {
 
 // startLookups starts the lookups of one resolution.
 func (d *dnsResolver) startLookups(ctx context.Context) *resolution {
-	r := &resolution{qtypes: []uint16{dns.TypeA, dns.TypeAAAA}, got: map[uint16]lookupResult{},
+	r := &resolution{qtypes: []uint16{typeA, typeAAAA}, got: map[uint16]lookupResult{},
 		out: outcome{ev: event{kind: evPending}, reason: "addresses delivered; the TXT answer is not in yet"}}
 	if d.wantConfig {
-		r.qtypes = append(r.qtypes, dns.TypeTXT)
+		r.qtypes = append(r.qtypes, typeTXT)
 	} else {
 		r.out = outcome{ev: event{kind: evNone}, reason: "service config disabled for this channel (grpc.WithDisableServiceConfig)"}
 	}
 	r.results = make(chan lookupResult, len(r.qtypes))
 	for _, qt := range r.qtypes {
 		name := d.t.host
-		if qt == dns.TypeTXT {
+		if qt == typeTXT {
 			name = sc.OwnerPrefix + d.t.host
 		}
 		d.wg.Add(1)
@@ -304,7 +302,7 @@ func (d *dnsResolver) noAddresses(got map[uint16]lookupResult) {
 // finish records what a complete resolution found, and returns the
 // refresh interval and whether to retry with backoff.
 func (d *dnsResolver) finish(r *resolution) (time.Duration, bool) {
-	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
+	for _, qt := range []uint16{typeA, typeAAAA} {
 		if lr := r.got[qt]; lr.err == nil {
 			if d.famAddrs == nil {
 				d.famAddrs = map[uint16][]string{}
@@ -327,7 +325,7 @@ func (d *dnsResolver) finish(r *resolution) (time.Duration, bool) {
 	case r.updateErr != nil:
 		lastErr = fmt.Errorf("the channel refused the update: %w", r.updateErr)
 	}
-	a, aaaa := r.got[dns.TypeA], r.got[dns.TypeAAAA]
+	a, aaaa := r.got[typeA], r.got[typeAAAA]
 	if lastErr == nil {
 		lastErr = cmp.Or(a.err, aaaa.err)
 	}
@@ -338,7 +336,7 @@ func (d *dnsResolver) finish(r *resolution) (time.Duration, bool) {
 	// on a new channel), or failed lookups of both address families are
 	// retried with backoff; a failed lookup of one family alone is not: the
 	// other one serves, and the failed one keeps its last addresses.
-	failed := r.updateErr != nil || (d.wantConfig && r.got[dns.TypeTXT].err != nil) ||
+	failed := r.updateErr != nil || (d.wantConfig && r.got[typeTXT].err != nil) ||
 		(a.err != nil && aaaa.err != nil) // served from last time's addresses
 	return d.cfg.refresh(ttl, known), failed
 }
@@ -348,7 +346,7 @@ func (d *dnsResolver) finish(r *resolution) (time.Duration, bool) {
 // lookup says nothing about them, unlike an answer without any.
 func (d *dnsResolver) addresses(got map[uint16]lookupResult) []string {
 	var out []string
-	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
+	for _, qt := range []uint16{typeA, typeAAAA} {
 		r, ok := got[qt]
 		if !ok {
 			continue
@@ -369,17 +367,7 @@ func (d *dnsResolver) addresses(got map[uint16]lookupResult) []string {
 // familyAddresses lists the addresses of an A or AAAA answer.
 func (d *dnsResolver) familyAddresses(ans *answer) []string {
 	var out []string
-	for _, rr := range ans.rrs {
-		var ip netip.Addr
-		switch rr := rr.(type) {
-		case *dns.A:
-			ip, _ = netip.AddrFromSlice(rr.A.To4())
-		case *dns.AAAA:
-			ip, _ = netip.AddrFromSlice(rr.AAAA.To16())
-		}
-		if !ip.IsValid() {
-			continue
-		}
+	for _, ip := range ans.addrs {
 		if a := d.t.addr(ip.Unmap()); !slices.Contains(out, a) {
 			out = append(out, a)
 		}
@@ -389,7 +377,7 @@ func (d *dnsResolver) familyAddresses(ans *answer) []string {
 
 // addressError explains why a host has no addresses.
 func (d *dnsResolver) addressError(got map[uint16]lookupResult) error {
-	a, aaaa := got[dns.TypeA], got[dns.TypeAAAA]
+	a, aaaa := got[typeA], got[typeAAAA]
 	switch {
 	case a.err != nil && aaaa.err != nil:
 		return fmt.Errorf("dnsconfig: resolving %s: %v; %v", d.t.host, a.err, aaaa.err)
@@ -415,7 +403,7 @@ func (d *dnsResolver) evaluate(a *answer, err error) outcome {
 		return outcome{ev: event{kind: evLookupFailed, err: fmt.Errorf("dnsconfig: TXT lookup of %s: %w", owner, err)},
 			reason: "the TXT lookup failed: " + err.Error()}
 	}
-	o := sc.Choose(sc.Answer{Owner: owner, NXDomain: a.nxdomain, Records: a.txtRecords()}, d.sel)
+	o := sc.Choose(sc.Answer{Owner: owner, NXDomain: a.nxdomain, Records: a.txt}, d.sel)
 	return d.outcomeOf(o, owner)
 }
 

@@ -6,8 +6,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-
-	"github.com/miekg/dns"
 )
 
 // DefaultPort is the port of a target that names none, as in grpc-go's dns
@@ -138,9 +136,6 @@ func checkHostname(host string) error {
 				return fmt.Errorf("byte %q in label %q: host names use letters, digits, '-' and '_'", c, label)
 			}
 		}
-	}
-	if _, ok := dns.IsDomainName(host); !ok {
-		return fmt.Errorf("not a valid domain name")
 	}
 	return nil
 }
