@@ -161,11 +161,12 @@ func (b *Builder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts 
 		d.setState(func(s *State) { s.Resolved = time.Now() })
 		return staticResolver{d}, nil
 	}
-	servers, err := b.cfg.servers(tg)
+	lc, err := b.cfg.lookupConf(tg)
 	if err != nil {
 		return nil, err
 	}
-	d.client = dnsClient{servers: servers, timeout: b.cfg.QueryTimeout, attempts: b.cfg.Attempts, net: b.net}
+	d.names, d.name, d.hostsFile = lc.names, lc.names[0], lc.hostsFile
+	d.client = dnsClient{servers: lc.servers, timeout: lc.timeout, attempts: lc.attempts, rotate: lc.rotate, next: new(atomic.Uint32), net: b.net}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	b.add(d)
 	d.wg.Add(1)
@@ -199,28 +200,57 @@ func (b *Builder) newResolver(key string, tg target, cc grpcresolver.ClientConn,
 	return d
 }
 
-// servers are the nameservers a target is resolved with: its authority,
-// else Options.Nameservers, else those of the resolv.conf file.
-func (c *config) servers(tg target) ([]string, error) {
+// lookupConf is how a target's names are looked up.
+type lookupConf struct {
+	servers []string
+	// names are the names to ask, in order, fully qualified: the host
+	// through the search list, or the host alone.
+	names []string
+	// hostsFile is the hosts file asked for addresses before DNS, or "".
+	hostsFile string
+	timeout   time.Duration
+	attempts  int
+	rotate    bool
+}
+
+// lookupConf says how a target is looked up: with its authority, else
+// with Options.Nameservers (the host as written, no hosts file), else the
+// system's way, as glibc and Go's resolver do: the hosts file, then the
+// nameservers of the resolv.conf file through its search list and ndots,
+// with its timeout, attempts and rotate options where Options leave them
+// unset.
+func (c *config) lookupConf(tg target) (*lookupConf, error) {
+	lc := &lookupConf{names: []string{fqdn(tg.host)}, timeout: c.QueryTimeout, attempts: c.Attempts}
 	if tg.nameserver != "" {
-		return []string{tg.nameserver}, nil
+		lc.servers = []string{tg.nameserver}
+		return lc, nil
 	}
 	if len(c.nameservers) > 0 {
-		return c.nameservers, nil
+		lc.servers = c.nameservers
+		return lc, nil
 	}
 	rc, err := readResolvConf(c.ResolvConf)
 	if err != nil {
 		return nil, fmt.Errorf("dnsconfig: no nameservers: Options.Nameservers is empty and %s cannot be read (%v); set Options.Nameservers or use dnsconfig://NS_IP/HOST", c.ResolvConf, err)
 	}
-	servers := rc.servers
-	if len(servers) == 0 {
+	if len(rc.servers) == 0 {
 		why := ""
 		if len(rc.skipped) > 0 {
 			why = ": skipped " + strings.Join(rc.skipped, ", ")
 		}
 		return nil, fmt.Errorf("dnsconfig: %s lists no usable nameserver%s; set Options.Nameservers or use dnsconfig://NS_IP/HOST", c.ResolvConf, why)
 	}
-	return servers, nil
+	lc.servers, lc.names, lc.hostsFile, lc.rotate = rc.servers, rc.nameList(tg.written()), c.HostsFile, rc.rotate
+	if len(lc.names) == 0 {
+		return nil, fmt.Errorf("dnsconfig: host %q is too long for DNS with any name of the search list of %s", tg.host, c.ResolvConf)
+	}
+	if !c.timeoutSet && rc.timeout > 0 {
+		lc.timeout = rc.timeout
+	}
+	if !c.attemptsSet && rc.attempts > 0 {
+		lc.attempts = rc.attempts
+	}
+	return lc, nil
 }
 
 func (b *Builder) add(d *dnsResolver) {

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -27,6 +28,10 @@ type dnsClient struct {
 	servers  []string // IP:PORT
 	timeout  time.Duration
 	attempts int
+	// rotate starts each query at the next server in turn (resolv.conf
+	// options rotate), spreading the load.
+	rotate bool
+	next   *atomic.Uint32
 	// net carries the queries; nil is the network (netTransport).
 	net transport
 }
@@ -262,8 +267,14 @@ func (c *dnsClient) query(ctx context.Context, name string, qtype uint16) (*mess
 		return nil, "", false, &lookupError{name: name, qtype: qtype, errs: []error{errors.New("no nameservers configured")}}
 	}
 	last := make([]error, len(c.servers))
+	first := 0
+	if c.rotate && c.next != nil {
+		first = int(c.next.Add(1)-1) % len(c.servers)
+	}
 	for range max(c.attempts, 1) {
-		for i, server := range c.servers {
+		for j := range c.servers {
+			i := (first + j) % len(c.servers)
+			server := c.servers[i]
 			if err := ctx.Err(); err != nil {
 				return nil, "", false, err
 			}

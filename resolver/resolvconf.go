@@ -122,3 +122,69 @@ func parseResolvConf(text []byte, defaultDomain func() string) *resolvConf {
 	}
 	return rc
 }
+
+// nameList is the list of names a host is asked as, in order, as glibc's
+// res_search and Go's resolver build it: a name with a final dot is asked
+// as written only; a name with at least ndots dots is asked as written
+// first, then with each search domain; a shorter one with each search
+// domain first, then as written. Names too long for DNS are left out.
+func (rc *resolvConf) nameList(host string) []string {
+	if strings.HasSuffix(host, ".") {
+		return []string{host}
+	}
+	rooted := host + "."
+	var out []string
+	if strings.Count(host, ".") >= rc.ndots {
+		out = append(out, rooted)
+	}
+	for _, s := range rc.search {
+		if n := rooted + s; len(n) <= 254-len("_grpc_config.") {
+			out = append(out, n)
+		}
+	}
+	if strings.Count(host, ".") < rc.ndots {
+		out = append(out, rooted)
+	}
+	return out
+}
+
+// DefaultHostsFile is the hosts file read for targets resolved the
+// system's way.
+const DefaultHostsFile = "/etc/hosts"
+
+// lookupHosts returns the addresses a hosts file (hosts(5)) gives host,
+// matched case-insensitively against canonical names and aliases, without
+// a final dot. A file that does not exist gives none.
+func lookupHosts(path, host string) ([]netip.Addr, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	host = strings.TrimSuffix(host, ".")
+	var out []netip.Addr
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		line := sc.Text()
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		ip, err := netip.ParseAddr(f[0])
+		if err != nil || ip.Zone() != "" {
+			continue
+		}
+		for _, name := range f[1:] {
+			if strings.EqualFold(strings.TrimSuffix(name, "."), host) {
+				out = append(out, ip.Unmap())
+				break
+			}
+		}
+	}
+	return out, nil
+}
