@@ -40,7 +40,8 @@
 //
 // or register it for every channel of the process with Register. The
 // Builder's State method tells the application what a target resolved to
-// and which config it uses; config changes are logged to Options.Logger.
+// and which config it uses; config changes are logged to Options.Logger
+// (by default grpc-go's grpclog, component "dnsconfig").
 //
 // LookupConfig is the same lookup code, exported for tools that read a
 // published record without a channel (the CLI's dns:// inputs).

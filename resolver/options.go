@@ -106,7 +106,12 @@ type Options struct {
 	HeaderRules *extract.Rules
 
 	// Logger receives a record for every service config change, with the
-	// chosen choice and why, and for lookup failures. Default: discard.
+	// chosen choice and why, and for lookup failures. Default: grpc-go's
+	// grpclog, component "dnsconfig" (lines start "[dnsconfig]"), so
+	// GRPC_GO_LOG_SEVERITY_LEVEL=info shows config changes and warning
+	// shows failures, as for grpc-go's own resolvers; debug records need
+	// GRPC_GO_LOG_VERBOSITY_LEVEL=2. To silence it, give
+	// slog.New(slog.DiscardHandler).
 	Logger *slog.Logger
 }
 
@@ -181,7 +186,7 @@ func (o Options) resolve() (*config, error) {
 		c.HostsFile = DefaultHostsFile
 	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = slog.New(&grpclogHandler{})
 	}
 	return c, nil
 }
