@@ -39,6 +39,9 @@ type Builder struct {
 	// its channels use, for the interceptors. Keyed both by the canonical
 	// target and by the string channels were created with.
 	headers sync.Map // string -> *ruleHolder
+	// intercepted is set once DialOptions gave out the header
+	// interceptors: until then no channel of this Builder has them.
+	intercepted atomic.Bool
 }
 
 // ruleHolder is the current header rules of one target. It outlives the
@@ -105,6 +108,14 @@ func NewBuilder(o Options) *Builder {
 // Register creates a Builder and registers it with grpc-go for the
 // dnsconfig scheme, for every channel of the process. Like
 // resolver.Register, call it at initialisation time only.
+//
+// Registration gives channels the resolver and the service config, not the
+// headerExtraction interceptors: grpc-go has no public way to add
+// interceptors to every channel. A channel whose published config has
+// headerExtraction rules needs them: create it with
+// grpc.NewClient(target, b.DialOptions()...) using the Builder returned.
+// Until some channel does, a config with such rules is logged as an error
+// and set as State.LastError, naming this fix.
 func Register(o Options) *Builder {
 	b := NewBuilder(o)
 	grpcresolver.Register(b)
@@ -120,6 +131,7 @@ func (b *Builder) Scheme() string { return Scheme }
 // config's headerExtraction rules take from each request (see package
 // extract), following config changes live.
 func (b *Builder) DialOptions() []grpc.DialOption {
+	b.intercepted.Store(true)
 	opts := []grpc.DialOption{grpc.WithResolvers(b)}
 	var fallback *extract.Rules
 	if b.cfg != nil {

@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	grpcresolver "google.golang.org/grpc/resolver"
 
 	"github.com/grpc-config-dns/grpc-config-dns/internal/dnstest"
 	"github.com/grpc-config-dns/grpc-config-dns/internal/testpb"
@@ -144,5 +146,47 @@ func TestHeaderRulesFollowThePublishedConfig(t *testing.T) {
 	}
 	if n := e.conns.Load(); n != 1 {
 		t.Errorf("the channel made %d connections, want 1: the change must not reconnect", n)
+	}
+}
+
+// resolver.Register cannot give channels the header interceptors (grpc-go
+// has no public global interceptors): a channel that uses the global
+// registration and gets a config with headerExtraction rules says so, in
+// the log at error level and in State.LastError, naming the fix.
+func TestHeaderRulesThroughRegisterAreReported(t *testing.T) {
+	e := newEchoEnv(t, seedHeaderConfig)
+	logs := &logRecorder{}
+	o := fastOptions()
+	o.Logger = slog.New(logs)
+	b := Register(o)
+	t.Cleanup(func() { grpcresolver.Register(NewBuilder(Options{})) })
+	cc, err := grpc.NewClient(e.target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	resp, err := testpb.NewEchoClient(cc).Echo(ctx5s(t), seedRequest, grpc.WaitForReady(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Headers["resource_affinity_key"]) != 0 {
+		t.Fatalf("server saw %v: the global registration has no interceptors", resp.Headers)
+	}
+	st, ok := b.State(e.target)
+	if !ok || st.LastError == nil || !strings.Contains(st.LastError.Error(), "DialOptions") {
+		t.Errorf("State.LastError = %v: want it to say the headers are not added and name DialOptions", st.LastError)
+	}
+	if l := logs.find("headerExtraction rules cannot be applied"); len(l) == 0 || !strings.HasPrefix(l[0], "ERROR") {
+		t.Errorf("log %v: want an error record", l)
+	}
+	// With the Builder's DialOptions, the same Builder applies them.
+	cc2, err := grpc.NewClient(e.target, append(b.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc2.Close() })
+	resp, err = testpb.NewEchoClient(cc2).Echo(ctx5s(t), seedRequest, grpc.WaitForReady(true))
+	if err != nil || resp.Headers["resource_affinity_key"] != "foo/bar" {
+		t.Errorf("with DialOptions: %v %v", resp, err)
 	}
 }

@@ -94,6 +94,9 @@ type dnsResolver struct {
 	famAddrs map[uint16][]string
 	emptyPR  *grpcsc.ParseResult
 	lastBad  string // the last invalid-record message logged
+	// headerGap is set while the config has headerExtraction rules that
+	// no interceptor applies (the Builder's DialOptions were never used).
+	headerGap error
 	// name is the name the current resolution asks: where the addresses
 	// are looked up and, with the _grpc_config. prefix, the config.
 	name      string
@@ -394,7 +397,7 @@ func (d *dnsResolver) finish(r *resolution) (time.Duration, bool) {
 	}
 	a, aaaa := r.got[typeA], r.got[typeAAAA]
 	if lastErr == nil {
-		lastErr = cmp.Or(a.err, aaaa.err)
+		lastErr = cmp.Or(a.err, aaaa.err, d.headerGap)
 	}
 	d.setState(func(s *State) {
 		s.TTL, s.Resolved, s.LastError = ttl, time.Now(), lastErr
@@ -696,4 +699,11 @@ func (d *dnsResolver) updateHeaderRules(config string) {
 		rules = r
 	}
 	d.headers.rules.Store(rules)
+	d.headerGap = nil
+	if rules != nil && !d.b.intercepted.Load() {
+		d.headerGap = fmt.Errorf("dnsconfig: the service config of %s has headerExtraction rules, but the channel has no header interceptors, so no header is added: "+
+			"resolver.Register cannot add interceptors (grpc-go has no public API for it); create the channel with grpc.NewClient(target, builder.DialOptions()...), "+
+			"builder being the *resolver.Builder that Register or NewBuilder returned", d.key)
+		d.log.Error("headerExtraction rules cannot be applied: the channel has no header interceptors; create it with Builder.DialOptions()", slog.Any("error", d.headerGap))
+	}
 }
