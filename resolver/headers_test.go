@@ -56,6 +56,9 @@ func newEchoEnv(t *testing.T, config string) *echoEnv {
 
 func (e *echoEnv) client(t *testing.T, o Options) testpb.EchoClient {
 	t.Helper()
+	if o.TXTBudget == 0 {
+		o.TXTBudget = newChannelBudget // the first call needs the published rules (see env.dial)
+	}
 	b := NewBuilder(o)
 	cc, err := grpc.NewClient(e.target, append(b.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
