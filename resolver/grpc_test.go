@@ -176,8 +176,8 @@ func TestGRPCPublishedChangeReachesRunningChannel(t *testing.T) {
 	if n := e.connections(); n != 1 {
 		t.Errorf("%d connections to the backend, want 1: the change must not reconnect", n)
 	}
-	if cc.GetState() != connectivity.Ready {
-		t.Errorf("channel %v", cc.GetState())
+	if st := settledState(cc); st != connectivity.Ready {
+		t.Errorf("channel %v", st)
 	}
 }
 
@@ -209,8 +209,8 @@ func TestGRPCInvalidRecordAfterValidChangesNothing(t *testing.T) {
 			t.Errorf("after %s: state %+v", bad, st)
 		}
 	}
-	if cc.GetState() != connectivity.Ready || e.connections() != 1 {
-		t.Errorf("channel %v with %d connections", cc.GetState(), e.connections())
+	if st := settledState(cc); st != connectivity.Ready || e.connections() != 1 {
+		t.Errorf("channel %v with %d connections", st, e.connections())
 	}
 }
 
@@ -294,8 +294,8 @@ func TestGRPCInvalidRecordOnNewChannel(t *testing.T) {
 		if d := callNoDeadline(t, cc); !about(d, 16*time.Second) {
 			t.Errorf("deadline %v, want the default's 16s", d)
 		}
-		if cc.GetState() != connectivity.Ready {
-			t.Errorf("channel %v", cc.GetState())
+		if st := settledState(cc); st != connectivity.Ready {
+			t.Errorf("channel %v", st)
 		}
 	})
 }
@@ -321,7 +321,7 @@ func TestGRPCInvalidRecordAfterTheBudgetKeepsTheChannel(t *testing.T) {
 	for len(logs.find("ignoring an invalid service config record")) == 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, _, err := call(cc, 0); err != nil || cc.GetState() != connectivity.Ready {
+	if _, _, err := call(cc, 0); err != nil || settledState(cc) != connectivity.Ready {
 		t.Errorf("after the invalid record: call %v, channel %v; want it working on its default", err, cc.GetState())
 	}
 	st, _ := b.State(e.target())

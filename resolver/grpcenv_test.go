@@ -213,3 +213,19 @@ func waitForState(t testing.TB, cc *grpc.ClientConn, want connectivity.State, wi
 }
 
 func grpcInsecure() grpc.DialOption { return grpc.WithTransportCredentials(insecure.NewCredentials()) }
+
+// settledState is the channel's state once it has settled, waiting up to
+// 5s for READY. grpc-go gives calls the balancer's new picker before it
+// records the channel's new state, so on a loaded machine a call can
+// succeed on a fresh connection while GetState still says CONNECTING: the
+// flake of TestGRPCInvalidRecordOnNewChannel in issue 18 ("channel
+// CONNECTING" right after a successful call).
+func settledState(cc *grpc.ClientConn) connectivity.State {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for s := cc.GetState(); ; s = cc.GetState() {
+		if s == connectivity.Ready || !cc.WaitForStateChange(ctx, s) {
+			return cc.GetState()
+		}
+	}
+}
