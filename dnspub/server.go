@@ -375,6 +375,7 @@ func (s *Server) load(text []byte, why string, hold func(*config.Config, *snapsh
 	s.metrics.lastReload.Set(1)
 	if old != nil && len(changed) == 0 && sameServing(old, next) {
 		s.metrics.reloads.WithLabelValues("unchanged").Inc()
+		s.metrics.lastReloadTime.Set(float64(time.Now().UnixNano()) / 1e9)
 		s.log.Info("config reloaded; no zone changed", "config", name, "why", why)
 		return nil, nil
 	}
@@ -392,6 +393,7 @@ func (s *Server) load(text []byte, why string, hold func(*config.Config, *snapsh
 	}
 	s.snap.Store(next)
 	s.metrics.reloads.WithLabelValues("accepted").Inc()
+	s.metrics.lastReloadTime.Set(float64(time.Now().UnixNano()) / 1e9)
 	for _, origin := range changed {
 		ze := next.zones[origin]
 		s.log.Info("zone published", "zone", origin, "serial", ze.cur.Serial(), "records", ze.cur.Len()+1, "why", why)

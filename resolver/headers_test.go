@@ -161,6 +161,7 @@ func TestHeaderRulesThroughRegisterAreReported(t *testing.T) {
 	logs := &logRecorder{}
 	o := fastOptions()
 	o.Logger = slog.New(logs)
+	o.TXTBudget = newChannelBudget // the first call must come after the config
 	b := Register(o)
 	t.Cleanup(func() { grpcresolver.Register(NewBuilder(Options{})) })
 	cc, err := grpc.NewClient(e.target, grpc.WithTransportCredentials(insecure.NewCredentials()))
