@@ -1,6 +1,7 @@
 package dnspub
 
 import (
+	"log/slog"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -98,6 +99,26 @@ func TestMetrics(t *testing.T) {
 	} {
 		if got, ok := m[key]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)
+		}
+	}
+}
+
+// With Options.QueryLog, each answered query is one record (issue 18,
+// CoreDNS's log plugin); without it, none.
+func TestQueryLog(t *testing.T) {
+	var logs syncBuffer
+	ts := startServer(t, baseConfig("allow: [127.0.0.1]"), func(o *Options) {
+		o.QueryLog = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	ts.ask("udp", "echo.example.test.", dns.TypeA, 0)
+	ts.ask("tcp", "nope.example.test.", dns.TypeTXT, 0)
+	got := logs.String()
+	for _, want := range []string{
+		`msg=query client=127.0.0.1 proto=udp name=echo.example.test. type=A rcode=NOERROR zone=example.test.`,
+		`proto=tcp name=nope.example.test. type=TXT rcode=NXDOMAIN zone=example.test.`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("query log %q lacks %q", got, want)
 		}
 	}
 }

@@ -41,6 +41,11 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer receives the metrics; nil registers none.
 	Registerer prometheus.Registerer
+	// QueryLog, when set, receives one Info record per query answered
+	// (CoreDNS's log plugin): client, transport, name, type, rcode, zone,
+	// response size and duration. It costs a log record per query: for
+	// debugging, not for a busy server.
+	QueryLog *slog.Logger
 	// WatchInterval is how often the config file is checked for changes;
 	// 0 means 1s, negative disables watching (SIGHUP still reloads).
 	WatchInterval time.Duration

@@ -181,7 +181,11 @@ func (s *Server) serveConn(c *tcpConn) {
 			resp, r = s.slow(snap, out, msg[:n], r, true, from, bw)
 		}
 		s.metrics.stats.count(protoTCP, &r)
-		s.metrics.stats.observe(protoTCP, &r, len(resp), time.Since(start))
+		took := time.Since(start)
+		s.metrics.stats.observe(protoTCP, &r, len(resp), took)
+		if s.opts.QueryLog != nil {
+			s.logQuery(protoTCP, from, msg[:n], &r, len(resp), took)
+		}
 		if len(resp) > 0 {
 			if err := writeFramed(bw, resp); err != nil {
 				s.log.Error("not answering over TCP", "peer", from, "err", err)

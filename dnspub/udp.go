@@ -126,6 +126,10 @@ func (s *Server) handleUDP(out, msg []byte, from netip.Addr) ([]byte, bool) {
 		resp, r = s.slow(snap, out, msg, r, false, from, nil)
 	}
 	s.metrics.stats.count(protoUDP, &r)
-	s.metrics.stats.observe(protoUDP, &r, len(resp), time.Since(start))
+	took := time.Since(start)
+	s.metrics.stats.observe(protoUDP, &r, len(resp), took)
+	if s.opts.QueryLog != nil {
+		s.logQuery(protoUDP, from, msg, &r, len(resp), took)
+	}
 	return resp, len(resp) > 0
 }

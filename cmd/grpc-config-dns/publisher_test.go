@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -245,5 +247,82 @@ func TestServeDefaultAddressBesideMDNS(t *testing.T) {
 	syscall.Kill(os.Getpid(), syscall.SIGTERM)
 	if code := <-done; code != 0 {
 		t.Errorf("exit %d:\n%s", code, stderr.String())
+	}
+}
+
+// TestServeReadyzLameDuck: /healthz and /readyz beside /metrics; on
+// SIGTERM /readyz turns unready at once while DNS is still answered for
+// the lame-duck period (issue 18). Also: build_info and the query log.
+func TestServeReadyzLameDuck(t *testing.T) {
+	var stderr lockedBuffer
+	done := make(chan int)
+	go func() {
+		done <- run([]string{"serve", "--listen", "127.0.0.1:0", "--state", "-", "--metrics", "127.0.0.1:0", "--lame-duck", "2s", "--query-log"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+	}()
+	addrRE := regexp.MustCompile(`msg=serving udp=(\S+)`)
+	readyRE := regexp.MustCompile(`readyz=(\S+)`)
+	var addr, readyz string
+	for deadline := time.Now().Add(5 * time.Second); addr == "" || readyz == ""; time.Sleep(10 * time.Millisecond) {
+		if m := addrRE.FindStringSubmatch(stderr.String()); m != nil {
+			addr = m[1]
+		}
+		if m := readyRE.FindStringSubmatch(stderr.String()); m != nil {
+			readyz = m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", stderr.String())
+		}
+	}
+	get := func(url string) (int, string) {
+		t.Helper()
+		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	base := strings.TrimSuffix(readyz, "/readyz")
+	if code, _ := get(base + "/healthz"); code != 200 {
+		t.Errorf("/healthz %d", code)
+	}
+	if code, _ := get(readyz); code != 200 {
+		t.Errorf("/readyz %d before SIGTERM", code)
+	}
+	if _, body := get(base + "/metrics"); !strings.Contains(body, "grpc_config_dns_build_info{") {
+		t.Errorf("no build_info in /metrics")
+	}
+	ask := func() error {
+		m := new(dns.Msg)
+		m.SetQuestion("_grpc_config.echo.example.test.", dns.TypeTXT)
+		_, _, err := (&dns.Client{Timeout: time.Second}).Exchange(m, addr)
+		return err
+	}
+	if err := ask(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr.String(), "name=_grpc_config.echo.example.test. type=TXT rcode=NOERROR") {
+		t.Errorf("no query log line:\n%s", stderr.String())
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	for deadline := time.Now().Add(time.Second); !strings.Contains(stderr.String(), "lame duck"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no lame duck:\n%s", stderr.String())
+		}
+	}
+	if code, _ := get(readyz); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz %d during the lame-duck period, want 503", code)
+	}
+	if err := ask(); err != nil {
+		t.Errorf("DNS during the lame-duck period: %v", err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop after the lame-duck period")
 	}
 }
