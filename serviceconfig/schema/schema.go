@@ -37,7 +37,7 @@ import (
 var ServiceConfig []byte
 
 // ServiceConfigID is the $id of ServiceConfig, where editors find it.
-const ServiceConfigID = "https://github.com/grpc-config-dns/grpc-config-dns/serviceconfig/schema/grpc-config.schema.json"
+const ServiceConfigID = "https://raw.githubusercontent.com/grpc-config-dns/grpc-config-dns/main/serviceconfig/schema/grpc-config.schema.json"
 
 func init() { schemalayer.Validate = validate }
 
