@@ -700,7 +700,7 @@ func (d *dnsResolver) updateHeaderRules(config string) {
 	}
 	d.headers.rules.Store(rules)
 	d.headerGap = nil
-	if rules != nil && !d.b.intercepted.Load() {
+	if rules.HasRules() && !d.b.intercepted.Load() {
 		d.headerGap = fmt.Errorf("dnsconfig: the service config of %s has headerExtraction rules, but the channel has no header interceptors, so no header is added: "+
 			"resolver.Register cannot add interceptors (grpc-go has no public API for it); create the channel with grpc.NewClient(target, builder.DialOptions()...), "+
 			"builder being the *resolver.Builder that Register or NewBuilder returned", d.key)
