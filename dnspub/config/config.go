@@ -170,9 +170,9 @@ type Service struct {
 	Compat Compat
 	// Labels are what label policies select the service by.
 	Labels map[string]string
-	// Own is the service's own config as JSON (a choice list when
-	// OwnChoices, else a service config), kept when policies applied to
-	// it: the published record is Own with the policies merged in.
+	// Own is the service's own config as JSON, kept when policies
+	// applied to it: the published record is Own with the policies merged
+	// in. OwnChoices says the service wrote choices, not serviceConfig.
 	Own        []byte
 	OwnChoices bool
 }
@@ -976,6 +976,7 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service, 
 		diag.Path, diag.Line, diag.Column, diag.Offset = loc.Path, loc.Line, loc.Column, loc.Offset
 		return true
 	}
+	s.OwnChoices = kind == sc.KindChoices
 	if z.PolicySet != nil {
 		if st := z.PolicySet.StackFor(s.target()); !st.Empty() {
 			res, err := st.Apply(j.text, kind == sc.KindChoices)
@@ -983,7 +984,7 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service, 
 				d.report(n, path, codeYAMLValue, "%v", err)
 				return nil
 			}
-			s.Own, s.OwnChoices = j.text, kind == sc.KindChoices
+			s.Own = j.text
 			text, place = res.JSON, d.placeByOrigin(n, path, res, s, z)
 		}
 	}

@@ -241,3 +241,13 @@ func (v *value) at(path string) *value {
 	}
 	return v
 }
+
+// Leaves lists the leaves of JSON document js (scalars, empty objects and
+// lists) in document order, without origins.
+func Leaves(js []byte) ([]Field, error) {
+	t, err := jtree.Parse(js)
+	if err != nil {
+		return nil, err
+	}
+	return fromTree(t, 0).fields("", nil), nil
+}

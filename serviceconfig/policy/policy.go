@@ -35,8 +35,21 @@ func (k Kind) String() string {
 	return "invalid"
 }
 
-// MarshalText writes a kind as its String.
-func (k Kind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+// MarshalText writes a kind as a stable id for tools: Zone,
+// ServiceByLabels, ServiceByName or Own.
+func (k Kind) MarshalText() ([]byte, error) {
+	switch k {
+	case KindZone:
+		return []byte("Zone"), nil
+	case KindLabels:
+		return []byte("ServiceByLabels"), nil
+	case KindName:
+		return []byte("ServiceByName"), nil
+	case Own:
+		return []byte("Own"), nil
+	}
+	return nil, fmt.Errorf("invalid policy kind %d", k)
+}
 
 // TargetRef selects the services a policy applies to.
 type TargetRef struct {
