@@ -154,3 +154,16 @@ func TestParserReadsAgainWhatAPolicyChanges(t *testing.T) {
 		}
 	}
 }
+
+// TestPoliciesDocExample: the config in docs/policies.md is valid.
+func TestPoliciesDocExample(t *testing.T) {
+	doc := string(mustRead(t, "../../docs/policies.md"))
+	start := strings.Index(doc, "```yaml\n")
+	end := strings.Index(doc[start+8:], "```")
+	if start < 0 || end < 0 {
+		t.Fatal("no yaml block in docs/policies.md")
+	}
+	if cfg, ds := Parse([]byte(doc[start+8 : start+8+end])); cfg == nil || ds.HasErrors() {
+		t.Errorf("the config in docs/policies.md:\n%s", dump(ds))
+	}
+}
