@@ -105,6 +105,25 @@ func chromium(t *testing.T, bin, url string, args ...string) (stdout []byte, con
 	return out.Bytes(), console
 }
 
+// validate runs HTML Tidy on the page as served: no error, no warning.
+func validate(t *testing.T, url string) {
+	t.Helper()
+	tidy, err := exec.LookPath("tidy")
+	if err != nil {
+		t.Fatal("tidy not found (Debian package tidy): dnspub/ui/browsertest/run.sh installs it")
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	cmd := exec.Command(tidy, "-q", "-e", "-")
+	cmd.Stdin = resp.Body
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Errorf("tidy finds problems in %s (%v):\n%s", url, err, out)
+	}
+}
+
 func artifactDir(t *testing.T) string {
 	dir := os.Getenv("CI_ARTIFACTS")
 	if dir == "" {
@@ -125,6 +144,7 @@ func TestWebViewInChromium(t *testing.T) {
 		{"index", "/ui/"},
 		{"service-echo", "/ui/zones/policies.test/services/echo.policies.test"},
 	} {
+		validate(t, base+page.path)
 		dom, console := chromium(t, bin, base+page.path, "--dump-dom")
 		if len(console) > 0 {
 			t.Errorf("%s: the browser logged console messages:\n%s", page.path, strings.Join(console, "\n"))

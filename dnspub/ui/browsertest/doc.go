@@ -2,11 +2,11 @@
 // headless Chromium against a running `grpc-config-dns serve`, checking
 // the DOM the browser built (every value has its origin beside it, every
 // split adds up to 100 %), that the browser logged no console error (a
-// blocked style, a missing asset), and keeping screenshots as CI
-// artifacts.
+// blocked style, a missing asset) and that HTML Tidy finds no problem,
+// and keeping screenshots as CI artifacts.
 //
 // Under plain `go test ./...` the test skips. Run it with ./run.sh, which
-// installs Debian's chromium when it is missing and requires it:
+// installs Debian's chromium and tidy when missing and requires them:
 //
 //	dnspub/ui/browsertest/run.sh
 //
