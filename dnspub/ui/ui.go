@@ -101,7 +101,13 @@ type zoneView struct {
 	Serial                  uint32
 	Policies                int
 	Services                []serviceRow
+	// Total counts the zone's services, Matched those the filter keeps
+	// (at most maxRowsPerZone are listed).
+	Total, Matched int
 }
+
+// Hidden is how many matching services are not listed.
+func (z zoneView) Hidden() int { return z.Matched - len(z.Services) }
 
 type serviceRow struct {
 	Name, Labels string
@@ -110,17 +116,29 @@ type serviceRow struct {
 	Policies     []string
 }
 
+// maxRowsPerZone bounds the index: a zone of 100 000 services is found
+// with the filter, not by scrolling.
+const maxRowsPerZone = 500
+
 func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 	snap := h.src.Snapshot()
 	if snap == nil || snap.Config == nil {
 		h.render(w, http.StatusServiceUnavailable, "notfound", map[string]string{"What": "a published config (nothing is published yet)"})
 		return
 	}
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
 	var zones []zoneView
 	for _, z := range snap.Config.Zones {
-		zv := zoneView{Origin: z.Origin, Serial: snap.Serials[z.Origin], ResourceVersion: snap.ResourceVersions[z.Origin], Policies: len(z.Policies)}
+		zv := zoneView{Origin: z.Origin, Serial: snap.Serials[z.Origin], ResourceVersion: snap.ResourceVersions[z.Origin], Policies: len(z.Policies), Total: len(z.Services)}
 		for _, s := range z.Services {
-			row := serviceRow{Name: s.Name, Labels: formatLabels(s.Labels), Addresses: len(s.Addresses), TXTBytes: sc.RDataLen(s.TXT)}
+			labels := formatLabels(s.Labels)
+			if q != "" && !strings.Contains(s.Name, strings.ToLower(q)) && !strings.Contains(labels, q) {
+				continue
+			}
+			if zv.Matched++; len(zv.Services) == maxRowsPerZone {
+				continue
+			}
+			row := serviceRow{Name: s.Name, Labels: labels, Addresses: len(s.Addresses), TXTBytes: sc.RDataLen(s.TXT)}
 			if z.Rules != nil && s.Own != nil {
 				for _, p := range z.Rules.For(s.Name).Policies {
 					row.Policies = append(row.Policies, p.Name)
@@ -130,7 +148,7 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 		}
 		zones = append(zones, zv)
 	}
-	h.render(w, http.StatusOK, "index", map[string]any{"Snap": snap, "Zones": zones})
+	h.render(w, http.StatusOK, "index", map[string]any{"Snap": snap, "Zones": zones, "Query": q})
 }
 
 // serviceView is everything the service page shows.

@@ -174,3 +174,39 @@ func TestNotFoundAndStatic(t *testing.T) {
 	empty := Handler(SourceFunc(func() *Snapshot { return nil }), nil)
 	get(t, empty, "/ui/", 503)
 }
+
+func TestIndexFilter(t *testing.T) {
+	h := Handler(testSource(t), nil)
+	doc := get(t, h, "/ui/?q=team%3Dpayments", 200)
+	var names []string
+	for _, r := range all(doc, "tr", "service") {
+		names = append(names, strings.Fields(text(r))[0])
+	}
+	if got := strings.Join(names, " "); got != "echo.policies.test. billing.policies.test." {
+		t.Errorf("filtered by label: %s", got)
+	}
+	doc = get(t, h, "/ui/?q=SEARCH", 200)
+	if rows := all(doc, "tr", "service"); len(rows) != 1 {
+		t.Errorf("filtered by name: %d rows", len(rows))
+	}
+}
+
+func TestIndexListsAtMost500ServicesPerZone(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("zones:\n  - origin: big.test.\n    nameservers: [ns1.example.net.]\n    services:\n")
+	for i := range 600 {
+		b.WriteString("      - {name: s" + strconv.Itoa(i) + ", addresses: [10.0." + strconv.Itoa(i/256) + "." + strconv.Itoa(i%256) + "]}\n")
+	}
+	cfg, ds := config.Parse([]byte(b.String()))
+	if cfg == nil {
+		t.Fatal(ds)
+	}
+	snap := &Snapshot{Config: cfg}
+	doc := get(t, Handler(SourceFunc(func() *Snapshot { return snap }), nil), "/ui/", 200)
+	if n := len(all(doc, "tr", "service")); n != 500 {
+		t.Errorf("%d rows", n)
+	}
+	if !strings.Contains(text(doc), "100 more services are not listed") {
+		t.Error("the index does not say how many services it leaves out")
+	}
+}
