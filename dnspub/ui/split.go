@@ -37,6 +37,7 @@ func (s Segment) Label() string {
 type Row struct {
 	Who      string
 	Segments []Segment
+	client   sc.Client
 }
 
 // Split is who gets what of one published record.
@@ -79,7 +80,7 @@ func whoGetsWhat(owner string, txt []string) (*Split, error) {
 					continue
 				}
 				c := sc.Client{Language: l, Hostname: h, Params: p}
-				sp.Rows = append(sp.Rows, Row{Who: describeClient(c, len(langs) > 1), Segments: segments(ch, c)})
+				sp.Rows = append(sp.Rows, Row{Who: describeClient(c, len(langs) > 1), Segments: segments(ch, c), client: c})
 			}
 		}
 	}
