@@ -570,6 +570,21 @@ func (s *Server) Serials() map[string]uint32 {
 	return out
 }
 
+// Published returns the config being served, the SOA serial of each of
+// its zones and the snapshot's version, all from one snapshot; cfg is nil
+// before the first load. Nothing returned may be modified.
+func (s *Server) Published() (cfg *config.Config, serials map[string]uint32, version uint64) {
+	snap := s.snap.Load()
+	if snap == nil {
+		return nil, nil, 0
+	}
+	serials = make(map[string]uint32, len(snap.zones))
+	for o, e := range snap.zones {
+		serials[o] = e.cur.Serial()
+	}
+	return snap.cfg, serials, snap.version
+}
+
 // Start binds the UDP and TCP sockets and starts serving, watching the
 // config file, and notifying secondaries.
 func (s *Server) Start() error {

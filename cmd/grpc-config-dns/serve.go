@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/ui"
 	"github.com/grpc-config-dns/grpc-config-dns/internal/httpserve"
 )
 
@@ -47,8 +48,10 @@ in FILE.serial (--state) so that they never go backwards. SIGTERM or
 SIGINT stops the server gracefully: /readyz turns unready, DNS is answered
 for --lame-duck more, then TCP connections get --shutdown-grace to finish.
 --metrics serves Prometheus metrics at http://ADDR/metrics, with /healthz
-(liveness) and /readyz (readiness) beside them. --query-log logs every
-query answered.
+(liveness) and /readyz (readiness) beside them, and a read-only web view
+of the zones and services at http://ADDR/ui/ (for each service: the
+published record, the policy that set each value, lint, and which clients
+get which choice). --query-log logs every query answered.
 
 Exit status: 0 stopped by a signal; 1 the config is invalid; 2 usage, I/O
 or listen error.`,
@@ -122,6 +125,8 @@ func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel 
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		hc.register(mux)
+		// The read-only web view: what DNS answers now, and why.
+		mux.Handle("/ui/", ui.Handler(publishedSource(srv, configFile), log))
 		// Timeouts and a connection bound: held connections must not use
 		// up the descriptors the DNS server needs.
 		hs, err = httpserve.Listen(metricsAddr, mux, httpserve.Limits{MaxConns: 16})
@@ -130,7 +135,8 @@ func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel 
 			return listenError("--metrics", metricsAddr, err)
 		}
 		go hs.Serve()
-		log.Info("metrics", "url", "http://"+hs.Addr().String()+"/metrics", "healthz", "http://"+hs.Addr().String()+"/healthz", "readyz", "http://"+hs.Addr().String()+"/readyz")
+		base := "http://" + hs.Addr().String()
+		log.Info("metrics", "url", base+"/metrics", "ui", base+"/ui/", "healthz", base+"/healthz", "readyz", base+"/readyz")
 	}
 	hc.ready.Store(true)
 	for sig := range sigs {
@@ -173,4 +179,20 @@ func portOf(addr string) string {
 		return "53"
 	}
 	return strings.TrimSpace(p)
+}
+
+// publishedSource shows the web view what srv serves, one snapshot per
+// page.
+func publishedSource(srv *dnspub.Server, configFile string) ui.Source {
+	name := configFile
+	if name == "" {
+		name = "the built-in example"
+	}
+	return ui.SourceFunc(func() *ui.Snapshot {
+		cfg, serials, version := srv.Published()
+		if cfg == nil {
+			return nil
+		}
+		return &ui.Snapshot{Config: cfg, Serials: serials, Version: version, Source: name}
+	})
 }
