@@ -2,7 +2,9 @@ package dnspub
 
 import (
 	"fmt"
+	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
@@ -54,6 +56,68 @@ type queryStats struct {
 	queries   [nProto][nQtype][nRcode]atomic.Uint64
 	truncated [nProto]atomic.Uint64
 	dropped   [nProto]atomic.Uint64
+	// zones holds the per-zone histograms, by origin (*zoneStats).
+	zones sync.Map
+}
+
+// Buckets of the per-zone histograms: response sizes as CoreDNS's
+// (coredns_dns_response_size_bytes), durations from 10µs (a precomputed
+// answer takes well under that) to 2.6s.
+var (
+	sizeBuckets     = []float64{0, 100, 200, 300, 400, 511, 1023, 2047, 4095, 8291, 16000, 32000, 48000, 64000}
+	durationBuckets = []float64{10e-6, 25e-6, 50e-6, 100e-6, 250e-6, 500e-6, 1e-3, 5e-3, 25e-3, 100e-3, 500e-3, 2.5}
+)
+
+// histogram is a Prometheus histogram kept in atomics, so that a query
+// costs a few uncontended adds. sum is in the unit's integer (bytes,
+// nanoseconds).
+type histogram struct {
+	counts [16]atomic.Uint64 // per bucket (not cumulative), then +Inf
+	sum    atomic.Uint64
+}
+
+func (h *histogram) observe(bounds []float64, v float64, raw uint64) {
+	i := 0
+	for i < len(bounds) && v > bounds[i] {
+		i++
+	}
+	h.counts[i].Add(1)
+	h.sum.Add(raw)
+}
+
+// snapshot returns the cumulative bucket counts and the count.
+func (h *histogram) snapshot(bounds []float64) (map[float64]uint64, uint64) {
+	out := make(map[float64]uint64, len(bounds))
+	var n uint64
+	for i, b := range bounds {
+		n += h.counts[i].Load()
+		out[b] = n
+	}
+	return out, n + h.counts[len(bounds)].Load()
+}
+
+// zoneStats are the histograms of one zone, by transport.
+type zoneStats struct {
+	size, duration [nProto]histogram
+}
+
+func (s *queryStats) zone(origin string) *zoneStats {
+	if z, ok := s.zones.Load(origin); ok {
+		return z.(*zoneStats)
+	}
+	z, _ := s.zones.LoadOrStore(origin, new(zoneStats))
+	return z.(*zoneStats)
+}
+
+// observe records an answered query's response size and the time it took
+// in its zone's histograms (queries no zone answered have none).
+func (s *queryStats) observe(proto int, r *wire.Result, size int, took time.Duration) {
+	if r.Zone == "" || r.Action == wire.Drop {
+		return
+	}
+	z := s.zone(r.Zone)
+	z.size[proto].observe(sizeBuckets, float64(size), uint64(size))
+	z.duration[proto].observe(durationBuckets, took.Seconds(), uint64(took))
 }
 
 func (s *queryStats) count(proto int, r *wire.Result) {
@@ -77,9 +141,12 @@ type metrics struct {
 	stats      queryStats
 	reloads    *prometheus.CounterVec
 	lastReload prometheus.Gauge
-	transfers  *prometheus.CounterVec
-	notifies   *prometheus.CounterVec
-	tcpConns   prometheus.Gauge
+	// lastReloadTime is when a config was last accepted (or found
+	// unchanged), in Unix seconds.
+	lastReloadTime prometheus.Gauge
+	transfers      *prometheus.CounterVec
+	notifies       *prometheus.CounterVec
+	tcpConns       prometheus.Gauge
 	// tcpRefused counts connections closed at once, by the limit hit.
 	tcpRefused *prometheus.CounterVec
 	// tsigFailures counts signed messages whose TSIG did not verify.
@@ -93,7 +160,9 @@ type metrics struct {
 const ns = "grpc_config_dns"
 
 func newMetrics(serials func() map[string]uint32) *metrics {
-	return &metrics{
+	m := &metrics{
+		lastReloadTime: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "config_last_reload_success_timestamp_seconds",
+			Help: "When a config was last loaded successfully (accepted, or unchanged), in Unix seconds; 0 before the first."}),
 		serials: serials,
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "reloads_total",
 			Help: "Config reloads by result: accepted (a new version is served), unchanged (no zone changed), rejected (invalid config, or its serials could not be persisted; the previous one keeps serving), held (the file watcher waits: a change written in place that removes zones or services)."},
@@ -117,6 +186,27 @@ func newMetrics(serials func() map[string]uint32) *metrics {
 		stateErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "state_write_errors_total",
 			Help: "Valid configs not published because the SOA serial state could not be written (full or read-only disk); the previous version keeps serving."}),
 	}
+	// Every series an alert may watch exists from the start, at zero: a
+	// rate() or increase() over a series that appears with its first
+	// event misses that event.
+	for _, r := range []string{"accepted", "unchanged", "rejected", "held"} {
+		m.reloads.WithLabelValues(r)
+	}
+	for _, t := range []string{"axfr", "ixfr", "ixfr_full", "ixfr_current"} {
+		for _, r := range transferResults {
+			m.transfers.WithLabelValues(t, r)
+		}
+	}
+	for _, r := range []string{"acked", "refused", "bad_reply", "timeout", "error"} {
+		m.notifies.WithLabelValues(r)
+	}
+	for _, l := range []string{"total", "per_address"} {
+		m.tcpRefused.WithLabelValues(l)
+	}
+	for _, e := range []string{"BADKEY", "BADSIG", "BADTIME"} {
+		m.tsigFailures.WithLabelValues(e)
+	}
+	return m
 }
 
 var (
@@ -128,11 +218,21 @@ var (
 		"Messages dropped unanswered (shorter than a header, or responses).", []string{"proto"}, nil)
 	serialDesc = prometheus.NewDesc(ns+"_zone_serial",
 		"SOA serial of each zone being served.", []string{"zone"}, nil)
+	sizeDesc = prometheus.NewDesc(ns+"_response_size_bytes",
+		"Size of the responses sent, by zone and transport.", []string{"zone", "proto"}, nil)
+	durationDesc = prometheus.NewDesc(ns+"_request_duration_seconds",
+		"Time from a query read to its response built, by zone and transport (transfers and signed messages included).", []string{"zone", "proto"}, nil)
+	// alwaysCounted are the query counters present from the start, at
+	// zero, so that alerts on them work before the first query.
+	alwaysCounted = []struct {
+		qtype uint16
+		rcode int
+	}{{dns.TypeA, 0}, {dns.TypeAAAA, 0}, {dns.TypeTXT, 0}, {dns.TypeTXT, 3}, {dns.TypeSOA, 0}, {dns.TypeA, 5}}
 )
 
 // register adds the metrics to r.
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.reloads, m.lastReload, m.transfers, m.notifies, m.tcpConns, m.tcpRefused, m.tsigFailures, m.stateErrors, m} {
+	for _, c := range []prometheus.Collector{m.reloads, m.lastReload, m.lastReloadTime, m.transfers, m.notifies, m.tcpConns, m.tcpRefused, m.tsigFailures, m.stateErrors, m} {
 		if err := r.Register(c); err != nil {
 			return err
 		}
@@ -147,13 +247,15 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- truncatedDesc
 	ch <- droppedDesc
 	ch <- serialDesc
+	ch <- sizeDesc
+	ch <- durationDesc
 }
 
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	for p := range nProto {
 		for t := range nQtype {
 			for r := range nRcode {
-				if v := m.stats.queries[p][t][r].Load(); v > 0 {
+				if v := m.stats.queries[p][t][r].Load(); v > 0 || always(t, r) {
 					ch <- prometheus.MustNewConstMetric(queriesDesc, prometheus.CounterValue, float64(v), protoLabels[p], qtypeLabel(t), rcodeLabels[r])
 				}
 			}
@@ -163,5 +265,31 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	for zone, serial := range m.serials() {
 		ch <- prometheus.MustNewConstMetric(serialDesc, prometheus.GaugeValue, float64(serial), zone)
+		m.stats.zone(zone) // served zones have their histograms from the start
 	}
+	m.stats.zones.Range(func(k, v any) bool {
+		z := v.(*zoneStats)
+		for p := range nProto {
+			b, n := z.size[p].snapshot(sizeBuckets)
+			ch <- prometheus.MustNewConstHistogram(sizeDesc, n, float64(z.size[p].sum.Load()), b, k.(string), protoLabels[p])
+			b, n = z.duration[p].snapshot(durationBuckets)
+			ch <- prometheus.MustNewConstHistogram(durationDesc, n, float64(z.duration[p].sum.Load())/1e9, b, k.(string), protoLabels[p])
+		}
+		return true
+	})
 }
+
+// always reports whether the query counter of type index t and rcode
+// index r is exported even at zero.
+func always(t, r int) bool {
+	for _, a := range alwaysCounted {
+		if qtypeIndex(a.qtype) == t && rcodeIndex(a.rcode) == r {
+			return true
+		}
+	}
+	return false
+}
+
+// transferResults are the results a transfer is counted with that exist
+// from the start: done, failed on the way, or refused.
+var transferResults = []string{"ok", "error", "refused", "notauth"}

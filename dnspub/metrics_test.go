@@ -1,6 +1,7 @@
 package dnspub
 
 import (
+	"log/slog"
 	"net/http/httptest"
 	"strconv"
 	"strings"
@@ -30,6 +31,32 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 		out[line[:i]] = v
 	}
 	return out
+}
+
+// Every series an alert may watch is there before the first event, at
+// zero (issue 18: rate() over a series born with its first event misses
+// it), and the last successful reload has a timestamp.
+func TestMetricsStartAtZero(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	startServer(t, baseConfig("allow: [127.0.0.1]"), func(o *Options) { o.Registerer = reg })
+	m := gather(t, reg)
+	for _, key := range []string{
+		`grpc_config_dns_reloads_total{result="rejected"}`,
+		`grpc_config_dns_transfers_total{result="error",type="ixfr"}`,
+		`grpc_config_dns_notifies_total{result="timeout"}`,
+		`grpc_config_dns_tsig_failures_total{error="BADSIG"}`,
+		`grpc_config_dns_tcp_refused_total{limit="total"}`,
+		`grpc_config_dns_queries_total{proto="udp",qtype="TXT",rcode="NOERROR"}`,
+		`grpc_config_dns_response_size_bytes_count{proto="udp",zone="example.test."}`,
+		`grpc_config_dns_request_duration_seconds_count{proto="tcp",zone="example.test."}`,
+	} {
+		if v, ok := m[key]; !ok || v != 0 {
+			t.Errorf("%s = %v (present %v), want 0 before any event", key, v, ok)
+		}
+	}
+	if ts := m["grpc_config_dns_config_last_reload_success_timestamp_seconds"]; ts < 1e9 {
+		t.Errorf("last reload timestamp %v, want the start-up load's time", ts)
+	}
 }
 
 func TestMetrics(t *testing.T) {
@@ -63,9 +90,35 @@ func TestMetrics(t *testing.T) {
 		`grpc_config_dns_reloads_total{result="rejected"}`:                        1,
 		`grpc_config_dns_config_last_reload_successful`:                           0,
 		`grpc_config_dns_zone_serial{zone="example.test."}`:                       float64(ts.serial()),
+		// Per zone: the three A queries and the big TXT over UDP, the
+		// NXDOMAIN over TCP; the REFUSED one has no zone, and transfers
+		// are counted by transfers_total.
+		`grpc_config_dns_response_size_bytes_count{proto="udp",zone="example.test."}`:            4,
+		`grpc_config_dns_request_duration_seconds_count{proto="udp",zone="example.test."}`:       4,
+		`grpc_config_dns_response_size_bytes_bucket{proto="tcp",zone="example.test.",le="+Inf"}`: 1,
 	} {
 		if got, ok := m[key]; !ok || got != want {
 			t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)
+		}
+	}
+}
+
+// With Options.QueryLog, each answered query is one record (issue 18,
+// CoreDNS's log plugin); without it, none.
+func TestQueryLog(t *testing.T) {
+	var logs syncBuffer
+	ts := startServer(t, baseConfig("allow: [127.0.0.1]"), func(o *Options) {
+		o.QueryLog = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	ts.ask("udp", "echo.example.test.", dns.TypeA, 0)
+	ts.ask("tcp", "nope.example.test.", dns.TypeTXT, 0)
+	got := logs.String()
+	for _, want := range []string{
+		`msg=query client=127.0.0.1 proto=udp name=echo.example.test. type=A rcode=NOERROR zone=example.test.`,
+		`proto=tcp name=nope.example.test. type=TXT rcode=NXDOMAIN zone=example.test.`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("query log %q lacks %q", got, want)
 		}
 	}
 }

@@ -35,12 +35,17 @@ type Options struct {
 	// ConfigFile + ".serial" (none for the built-in example); "-" means
 	// none.
 	StateFile string
-	// Listen is the UDP and TCP address, like 127.0.0.1:5353.
+	// Listen is the UDP and TCP address, like 127.0.0.1:1053.
 	Listen string
 	// Logger receives structured logs; nil means slog.Default().
 	Logger *slog.Logger
 	// Registerer receives the metrics; nil registers none.
 	Registerer prometheus.Registerer
+	// QueryLog, when set, receives one Info record per query answered
+	// (CoreDNS's log plugin): client, transport, name, type, rcode, zone,
+	// response size and duration. It costs a log record per query: for
+	// debugging, not for a busy server.
+	QueryLog *slog.Logger
 	// WatchInterval is how often the config file is checked for changes;
 	// 0 means 1s, negative disables watching (SIGHUP still reloads).
 	WatchInterval time.Duration
@@ -375,6 +380,7 @@ func (s *Server) load(text []byte, why string, hold func(*config.Config, *snapsh
 	s.metrics.lastReload.Set(1)
 	if old != nil && len(changed) == 0 && sameServing(old, next) {
 		s.metrics.reloads.WithLabelValues("unchanged").Inc()
+		s.metrics.lastReloadTime.Set(float64(time.Now().UnixNano()) / 1e9)
 		s.log.Info("config reloaded; no zone changed", "config", name, "why", why)
 		return nil, nil
 	}
@@ -392,6 +398,7 @@ func (s *Server) load(text []byte, why string, hold func(*config.Config, *snapsh
 	}
 	s.snap.Store(next)
 	s.metrics.reloads.WithLabelValues("accepted").Inc()
+	s.metrics.lastReloadTime.Set(float64(time.Now().UnixNano()) / 1e9)
 	for _, origin := range changed {
 		ze := next.zones[origin]
 		s.log.Info("zone published", "zone", origin, "serial", ze.cur.Serial(), "records", ze.cur.Len()+1, "why", why)

@@ -173,6 +173,7 @@ func (s *Server) serveConn(c *tcpConn) {
 		// The zone as it is now, not as it was when the connection went
 		// idle: a secondary reuses its connection for the SOA check and the
 		// transfer that follow a NOTIFY.
+		start := time.Now()
 		snap := s.snap.Load()
 		resp, r := snap.table.Respond(out, msg[:n], true)
 		if r.Action == wire.Transfer || r.Action == wire.Signed {
@@ -180,6 +181,11 @@ func (s *Server) serveConn(c *tcpConn) {
 			resp, r = s.slow(snap, out, msg[:n], r, true, from, bw)
 		}
 		s.metrics.stats.count(protoTCP, &r)
+		took := time.Since(start)
+		s.metrics.stats.observe(protoTCP, &r, len(resp), took)
+		if s.opts.QueryLog != nil {
+			s.logQuery(protoTCP, from, msg[:n], &r, len(resp), took)
+		}
 		if len(resp) > 0 {
 			if err := writeFramed(bw, resp); err != nil {
 				s.log.Error("not answering over TCP", "peer", from, "err", err)

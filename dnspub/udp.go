@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"time"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
 )
@@ -118,11 +119,17 @@ func (s *Server) serveUDPPortable(c *net.UDPConn, pktinfo bool) {
 // handleUDP answers one UDP query into out. ok is false when nothing is
 // to be sent.
 func (s *Server) handleUDP(out, msg []byte, from netip.Addr) ([]byte, bool) {
+	start := time.Now()
 	snap := s.snap.Load()
 	resp, r := snap.table.Respond(out, msg, false)
 	if r.Action == wire.Transfer || r.Action == wire.Signed {
 		resp, r = s.slow(snap, out, msg, r, false, from, nil)
 	}
 	s.metrics.stats.count(protoUDP, &r)
+	took := time.Since(start)
+	s.metrics.stats.observe(protoUDP, &r, len(resp), took)
+	if s.opts.QueryLog != nil {
+		s.logQuery(protoUDP, from, msg, &r, len(resp), took)
+	}
 	return resp, len(resp) > 0
 }

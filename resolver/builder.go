@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -12,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/miekg/dns"
 	"google.golang.org/grpc"
 	grpcresolver "google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/status"
@@ -41,6 +39,9 @@ type Builder struct {
 	// its channels use, for the interceptors. Keyed both by the canonical
 	// target and by the string channels were created with.
 	headers sync.Map // string -> *ruleHolder
+	// intercepted is set once DialOptions gave out the header
+	// interceptors: until then no channel of this Builder has them.
+	intercepted atomic.Bool
 }
 
 // ruleHolder is the current header rules of one target. It outlives the
@@ -107,6 +108,14 @@ func NewBuilder(o Options) *Builder {
 // Register creates a Builder and registers it with grpc-go for the
 // dnsconfig scheme, for every channel of the process. Like
 // resolver.Register, call it at initialisation time only.
+//
+// Registration gives channels the resolver and the service config, not the
+// headerExtraction interceptors: grpc-go has no public way to add
+// interceptors to every channel. A channel whose published config has
+// headerExtraction rules needs them: create it with
+// grpc.NewClient(target, b.DialOptions()...) using the Builder returned.
+// Until some channel does, a config with such rules is logged as an error
+// and set as State.LastError, naming this fix.
 func Register(o Options) *Builder {
 	b := NewBuilder(o)
 	grpcresolver.Register(b)
@@ -122,6 +131,7 @@ func (b *Builder) Scheme() string { return Scheme }
 // config's headerExtraction rules take from each request (see package
 // extract), following config changes live.
 func (b *Builder) DialOptions() []grpc.DialOption {
+	b.intercepted.Store(true)
 	opts := []grpc.DialOption{grpc.WithResolvers(b)}
 	var fallback *extract.Rules
 	if b.cfg != nil {
@@ -163,11 +173,12 @@ func (b *Builder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts 
 		d.setState(func(s *State) { s.Resolved = time.Now() })
 		return staticResolver{d}, nil
 	}
-	servers, err := b.cfg.servers(tg)
+	lc, err := b.cfg.lookupConf(tg)
 	if err != nil {
 		return nil, err
 	}
-	d.client = dnsClient{servers: servers, timeout: b.cfg.QueryTimeout, attempts: b.cfg.Attempts, net: b.net}
+	d.names, d.name, d.hostsFile = lc.names, lc.names[0], lc.hostsFile
+	d.client = dnsClient{servers: lc.servers, timeout: lc.timeout, attempts: lc.attempts, rotate: lc.rotate, next: new(atomic.Uint32), net: b.net}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	b.add(d)
 	d.wg.Add(1)
@@ -201,35 +212,57 @@ func (b *Builder) newResolver(key string, tg target, cc grpcresolver.ClientConn,
 	return d
 }
 
-// servers are the nameservers a target is resolved with: its authority,
-// else Options.Nameservers, else those of the resolv.conf file.
-func (c *config) servers(tg target) ([]string, error) {
+// lookupConf is how a target's names are looked up.
+type lookupConf struct {
+	servers []string
+	// names are the names to ask, in order, fully qualified: the host
+	// through the search list, or the host alone.
+	names []string
+	// hostsFile is the hosts file asked for addresses before DNS, or "".
+	hostsFile string
+	timeout   time.Duration
+	attempts  int
+	rotate    bool
+}
+
+// lookupConf says how a target is looked up: with its authority, else
+// with Options.Nameservers (the host as written, no hosts file), else the
+// system's way, as glibc and Go's resolver do: the hosts file, then the
+// nameservers of the resolv.conf file through its search list and ndots,
+// with its timeout, attempts and rotate options where Options leave them
+// unset.
+func (c *config) lookupConf(tg target) (*lookupConf, error) {
+	lc := &lookupConf{names: []string{fqdn(tg.host)}, timeout: c.QueryTimeout, attempts: c.Attempts}
 	if tg.nameserver != "" {
-		return []string{tg.nameserver}, nil
+		lc.servers = []string{tg.nameserver}
+		return lc, nil
 	}
 	if len(c.nameservers) > 0 {
-		return c.nameservers, nil
+		lc.servers = c.nameservers
+		return lc, nil
 	}
-	rc, err := dns.ClientConfigFromFile(c.ResolvConf)
+	rc, err := readResolvConf(c.ResolvConf)
 	if err != nil {
 		return nil, fmt.Errorf("dnsconfig: no nameservers: Options.Nameservers is empty and %s cannot be read (%v); set Options.Nameservers or use dnsconfig://NS_IP/HOST", c.ResolvConf, err)
 	}
-	var servers, skipped []string
-	for _, s := range rc.Servers {
-		if ns, err := parseNameserver(net.JoinHostPort(s, rc.Port)); err == nil {
-			servers = append(servers, ns)
-		} else {
-			skipped = append(skipped, fmt.Sprintf("%s (%v)", s, err))
-		}
-	}
-	if len(servers) == 0 {
+	if len(rc.servers) == 0 {
 		why := ""
-		if len(skipped) > 0 {
-			why = ": skipped " + strings.Join(skipped, ", ")
+		if len(rc.skipped) > 0 {
+			why = ": skipped " + strings.Join(rc.skipped, ", ")
 		}
 		return nil, fmt.Errorf("dnsconfig: %s lists no usable nameserver%s; set Options.Nameservers or use dnsconfig://NS_IP/HOST", c.ResolvConf, why)
 	}
-	return servers, nil
+	lc.servers, lc.names, lc.hostsFile, lc.rotate = rc.servers, rc.nameList(tg.written()), c.HostsFile, rc.rotate
+	if len(lc.names) == 0 {
+		return nil, fmt.Errorf("dnsconfig: host %q is too long for DNS with any name of the search list of %s", tg.host, c.ResolvConf)
+	}
+	if !c.timeoutSet && rc.timeout > 0 {
+		lc.timeout = rc.timeout
+	}
+	if !c.attemptsSet && rc.attempts > 0 {
+		lc.attempts = rc.attempts
+	}
+	return lc, nil
 }
 
 func (b *Builder) add(d *dnsResolver) {

@@ -2,15 +2,15 @@ package resolver
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/netip"
 	"strings"
+	"sync/atomic"
 	"time"
-
-	"github.com/miekg/dns"
-
-	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
 
 // ednsSize is the UDP payload size we advertise: the DNS flag day 2020
@@ -28,30 +28,31 @@ type dnsClient struct {
 	servers  []string // IP:PORT
 	timeout  time.Duration
 	attempts int
+	// rotate starts each query at the next server in turn (resolv.conf
+	// options rotate), spreading the load.
+	rotate bool
+	next   *atomic.Uint32
 	// net carries the queries; nil is the network (netTransport).
 	net transport
 }
 
-// transport carries one DNS message to one server and back, over "udp" or
-// "tcp", until ctx ends. The resolver's is the network; tests give it an
-// in-memory one (internal/dnstest.Network), so that they run under
-// testing/synctest, whose clock only moves when every goroutine waits on
-// something it controls, which a socket is not.
+// transport carries one DNS message, in wire format, to one server and
+// back, over "udp" or "tcp", until ctx ends. The resolver's is the network;
+// tests give it an in-memory one (internal/dnstest.Network), so that they
+// run under testing/synctest, whose clock only moves when every goroutine
+// waits on something it controls, which a socket is not.
 type transport interface {
-	Exchange(ctx context.Context, network, server string, m *dns.Msg) (*dns.Msg, error)
+	Exchange(ctx context.Context, network, server string, query []byte) ([]byte, error)
 }
 
 // netTransport is the network.
 type netTransport struct{}
 
-// Exchange sends m over a new connection that is closed when ctx ends, so
-// a resolver that is closed does not wait for a query's timeout.
-func (netTransport) Exchange(ctx context.Context, network, server string, m *dns.Msg) (*dns.Msg, error) {
-	cl := &dns.Client{Net: network, UDPSize: ednsSize}
-	if dl, ok := ctx.Deadline(); ok {
-		cl.Timeout = time.Until(dl)
-	}
-	conn, err := cl.DialContext(ctx, server)
+// Exchange sends query over a new connection that is closed when ctx
+// ends, so a resolver that is closed does not wait for a query's timeout.
+func (netTransport) Exchange(ctx context.Context, network, server string, query []byte) ([]byte, error) {
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, network, server)
 	if err != nil {
 		return nil, err
 	}
@@ -61,8 +62,50 @@ func (netTransport) Exchange(ctx context.Context, network, server string, m *dns
 			conn.Close()
 		}
 	}()
-	r, _, err := cl.ExchangeWithConnContext(ctx, m, conn)
-	return r, err
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	if network == "tcp" {
+		return exchangeTCP(conn, query)
+	}
+	return exchangeUDP(conn, query)
+}
+
+// exchangeUDP sends query and reads datagrams until one carries its ID (an
+// answer to an earlier query that timed out may come first).
+func exchangeUDP(conn net.Conn, query []byte) ([]byte, error) {
+	if _, err := conn.Write(query); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, 65535)
+	for {
+		n, err := conn.Read(buf)
+		if err != nil {
+			return nil, err
+		}
+		if n >= 2 && buf[0] == query[0] && buf[1] == query[1] {
+			return buf[:n:n], nil
+		}
+	}
+}
+
+// exchangeTCP sends query with its length prefix and reads one reply.
+func exchangeTCP(conn net.Conn, query []byte) ([]byte, error) {
+	out := make([]byte, 2+len(query))
+	binary.BigEndian.PutUint16(out, uint16(len(query)))
+	copy(out[2:], query)
+	if _, err := conn.Write(out); err != nil {
+		return nil, err
+	}
+	var l [2]byte
+	if _, err := io.ReadFull(conn, l[:]); err != nil {
+		return nil, err
+	}
+	buf := make([]byte, binary.BigEndian.Uint16(l[:]))
+	if _, err := io.ReadFull(conn, buf); err != nil {
+		return nil, err
+	}
+	return buf, nil
 }
 
 // answer is the outcome of one lookup of one type at one name.
@@ -70,7 +113,10 @@ type answer struct {
 	// name is where the records were found: the asked name, or the end of
 	// its CNAME chain (fully qualified, lower case).
 	name string
-	rrs  []dns.RR
+	// addrs are the addresses of an A or AAAA answer; txt the records of
+	// a TXT answer, each a list of raw strings as on the wire.
+	addrs []netip.Addr
+	txt   [][]string
 	// ttl is the shortest TTL of the records and aliases, or for a negative
 	// answer the SOA's negative-caching TTL (RFC 2308); hasTTL is false when
 	// the answer carried no TTL at all.
@@ -82,6 +128,9 @@ type answer struct {
 	server string
 	tcp    bool
 }
+
+// empty reports whether the answer holds no record of the type asked.
+func (a *answer) empty() bool { return len(a.addrs) == 0 && len(a.txt) == 0 }
 
 // lookupError is a lookup that got no usable answer from any nameserver.
 type lookupError struct {
@@ -96,7 +145,7 @@ func (e *lookupError) Error() string {
 	for i, err := range e.errs {
 		parts[i] = err.Error()
 	}
-	return fmt.Sprintf("%s lookup of %s failed at every nameserver: %s", dns.TypeToString[e.qtype], e.name, strings.Join(parts, "; "))
+	return fmt.Sprintf("%s lookup of %s failed at every nameserver: %s", typeName(e.qtype), e.name, strings.Join(parts, "; "))
 }
 
 // serverError is one nameserver's failure to answer one query.
@@ -111,7 +160,7 @@ func (e *serverError) Error() string { return e.server + ": " + e.msg }
 // the answer, and, when a server answers with an alias whose target it does
 // not serve (an authoritative server for another zone), the target again.
 func (c *dnsClient) lookup(ctx context.Context, name string, qtype uint16) (*answer, error) {
-	name = strings.ToLower(dns.Fqdn(name))
+	name = strings.ToLower(fqdn(name))
 	hops := 0
 	var res *answer
 	for {
@@ -142,7 +191,7 @@ func (c *dnsClient) lookup(ctx context.Context, name string, qtype uint16) (*ans
 // parseAnswer reads the records of qtype at name from r, following the
 // aliases r holds. next is set when the chain leaves r without an answer
 // for its end, so the caller asks again for next.
-func parseAnswer(r *dns.Msg, name string, qtype uint16, hops *int) (a *answer, next string, err error) {
+func parseAnswer(r *message, name string, qtype uint16, hops *int) (a *answer, next string, err error) {
 	a = &answer{name: name}
 	minTTL := func(ttl uint32) {
 		d := time.Duration(ttl) * time.Second
@@ -155,19 +204,24 @@ func parseAnswer(r *dns.Msg, name string, qtype uint16, hops *int) (a *answer, n
 	for {
 		found := false
 		var alias string
-		for _, rr := range r.Answer {
-			h := rr.Header()
-			if h.Class != dns.ClassINET || !strings.EqualFold(h.Name, cur) {
+		for i := range r.answers {
+			rr := &r.answers[i]
+			if rr.class != classINET || !strings.EqualFold(rr.name, cur) {
 				continue
 			}
 			switch {
-			case h.Rrtype == qtype:
-				a.rrs = append(a.rrs, rr)
-				minTTL(h.Ttl)
+			case rr.rtype == qtype:
+				switch qtype {
+				case typeA, typeAAAA:
+					a.addrs = append(a.addrs, rr.addr)
+				case typeTXT:
+					a.txt = append(a.txt, rr.txt)
+				}
+				minTTL(rr.ttl)
 				found = true
-			case h.Rrtype == dns.TypeCNAME && qtype != dns.TypeCNAME && alias == "":
-				alias = strings.ToLower(rr.(*dns.CNAME).Target)
-				minTTL(h.Ttl)
+			case rr.rtype == typeCNAME && qtype != typeCNAME && alias == "":
+				alias = strings.ToLower(rr.alias)
+				minTTL(rr.ttl)
 			}
 		}
 		if found || alias == "" {
@@ -180,20 +234,20 @@ func parseAnswer(r *dns.Msg, name string, qtype uint16, hops *int) (a *answer, n
 		cur, followed = alias, true
 	}
 	a.name = cur
-	if len(a.rrs) > 0 {
+	if !a.empty() {
 		return a, "", nil
 	}
-	a.nxdomain = r.Rcode == dns.RcodeNameError
+	a.nxdomain = r.rcode == rcodeNameError
 	hasSOA := false
-	for _, rr := range r.Ns {
-		if soa, ok := rr.(*dns.SOA); ok {
+	for _, rr := range r.authorities {
+		if rr.rtype == typeSOA {
 			// RFC 2308 §5: negative answers are cached for the smaller of
 			// the SOA's TTL and its MINIMUM field.
-			minTTL(min(soa.Hdr.Ttl, soa.Minttl))
+			minTTL(min(rr.ttl, rr.minimum))
 			hasSOA = true
 		}
 	}
-	if followed && !a.nxdomain && !hasSOA && !r.RecursionAvailable {
+	if followed && !a.nxdomain && !hasSOA && !r.recursionAvail {
 		// An authoritative server gave the alias and nothing about its
 		// target: the target is elsewhere, ask for it.
 		return a, cur, nil
@@ -201,17 +255,26 @@ func parseAnswer(r *dns.Msg, name string, qtype uint16, hops *int) (a *answer, n
 	return a, "", nil
 }
 
+// classINET is the Internet class.
+const classINET = 1
+
 // query sends one question to the servers in turn until one answers
 // usefully. A definite answer (NOERROR or NXDOMAIN) ends the search; a
 // timeout, network error, SERVFAIL, REFUSED or malformed reply tries the
 // next server. The list is walked c.attempts times.
-func (c *dnsClient) query(ctx context.Context, name string, qtype uint16) (*dns.Msg, string, bool, error) {
+func (c *dnsClient) query(ctx context.Context, name string, qtype uint16) (*message, string, bool, error) {
 	if len(c.servers) == 0 {
 		return nil, "", false, &lookupError{name: name, qtype: qtype, errs: []error{errors.New("no nameservers configured")}}
 	}
 	last := make([]error, len(c.servers))
+	first := 0
+	if c.rotate && c.next != nil {
+		first = int(c.next.Add(1)-1) % len(c.servers)
+	}
 	for range max(c.attempts, 1) {
-		for i, server := range c.servers {
+		for j := range c.servers {
+			i := (first + j) % len(c.servers)
+			server := c.servers[i]
 			if err := ctx.Err(); err != nil {
 				return nil, "", false, err
 			}
@@ -231,61 +294,61 @@ func (c *dnsClient) query(ctx context.Context, name string, qtype uint16) (*dns.
 // exchange asks one server: over UDP with EDNS0, again over TCP if the
 // answer is truncated, and again without EDNS0 if the server rejects it
 // with FORMERR (RFC 6891 §7: old servers).
-func (c *dnsClient) exchange(ctx context.Context, server, name string, qtype uint16) (*dns.Msg, bool, error) {
-	m := new(dns.Msg)
-	m.SetQuestion(name, qtype)
-	m.RecursionDesired = true
-	m.SetEdns0(ednsSize, false)
-	r, err := c.exchangeOver(ctx, "udp", server, m)
+func (c *dnsClient) exchange(ctx context.Context, server, name string, qtype uint16) (*message, bool, error) {
+	q := query{id: newID(), name: name, qtype: qtype, edns: true}
+	r, err := c.exchangeOver(ctx, "udp", server, q)
 	if err != nil {
-		var de *dns.Error
-		if ctx.Err() != nil || !errors.As(err, &de) {
+		if ctx.Err() != nil || !errors.Is(err, errUnreadable) {
 			return nil, false, err
 		}
-		// A reply that does not unpack, such as one larger than the
+		// A reply that does not parse, such as one larger than the
 		// buffer we advertised (a server that ignores EDNS): TCP has no
 		// such limit.
-		m.Id = dns.Id()
-		r, err = c.exchangeOver(ctx, "tcp", server, m)
+		q.id = newID()
+		r, err = c.exchangeOver(ctx, "tcp", server, q)
 		if err != nil {
 			return nil, true, fmt.Errorf("over TCP after an unreadable UDP answer: %v", err)
 		}
-		if err := checkReply(m, r, true); err != nil {
+		if err := checkReply(q, r, true); err != nil {
 			return nil, true, err
 		}
 		return r, true, nil
 	}
-	if r.Rcode == dns.RcodeFormatError && r.IsEdns0() == nil {
-		m.Extra = nil
-		m.Id = dns.Id()
-		if r, err = c.exchangeOver(ctx, "udp", server, m); err != nil {
+	if r.rcode == rcodeFormErr && !r.edns {
+		q.edns, q.id = false, newID()
+		if r, err = c.exchangeOver(ctx, "udp", server, q); err != nil {
 			return nil, false, err
 		}
 	}
 	tcp := false
-	if r.Truncated {
-		m.Id = dns.Id()
-		if r, err = c.exchangeOver(ctx, "tcp", server, m); err != nil {
+	if r.truncated {
+		q.id = newID()
+		if r, err = c.exchangeOver(ctx, "tcp", server, q); err != nil {
 			return nil, true, fmt.Errorf("over TCP after a truncated UDP answer: %v", err)
 		}
 		tcp = true
 	}
-	if err := checkReply(m, r, tcp); err != nil {
+	if err := checkReply(q, r, tcp); err != nil {
 		return nil, tcp, err
 	}
 	return r, tcp, nil
 }
 
-// exchangeOver sends m over one network, waiting at most the query
-// timeout.
-func (c *dnsClient) exchangeOver(ctx context.Context, network, server string, m *dns.Msg) (*dns.Msg, error) {
+// exchangeOver sends q over one network, waiting at most the query
+// timeout, and parses the reply. Over UDP, a reply longer than the buffer
+// q advertised is unreadable, as the datagram would be cut short.
+func (c *dnsClient) exchangeOver(ctx context.Context, network, server string, q query) (*message, error) {
+	wire, err := q.pack()
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	var t transport = netTransport{}
 	if c.net != nil {
 		t = c.net
 	}
-	r, err := t.Exchange(ctx, network, server, m)
+	b, err := t.Exchange(ctx, network, server, wire)
 	if err != nil {
 		if ctx.Err() != nil {
 			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -299,58 +362,46 @@ func (c *dnsClient) exchangeOver(ctx context.Context, network, server string, m 
 		}
 		return nil, err
 	}
+	if network == "udp" && len(b) > q.udpSize() {
+		return nil, fmt.Errorf("%w: a %d-byte answer over UDP to a query advertising %d bytes", errUnreadable, len(b), q.udpSize())
+	}
+	r, err := parseMessage(b)
+	if err != nil {
+		return nil, err
+	}
+	if r.id != q.id {
+		return nil, fmt.Errorf("reply has message ID %d, the query %d", r.id, q.id)
+	}
 	return r, nil
 }
 
-// checkReply rejects replies that do not answer m: a server that is
+// checkReply rejects replies that do not answer q: a server that is
 // broken, or a spoofed packet that matched the ID by chance. Over TCP a
 // truncated reply is a failure too: there is no bigger transport to retry
 // on, and its missing records say nothing about the name (taken as "no
 // record", it would withdraw a channel's config; gRFC A21 keeps it).
-func checkReply(m, r *dns.Msg, tcp bool) error {
-	if !r.Response {
+func checkReply(q query, r *message, tcp bool) error {
+	if !r.response {
 		return errors.New("reply is not a response (QR clear)")
 	}
-	if tcp && r.Truncated {
+	if tcp && r.truncated {
 		return errors.New("answer truncated (TC) over TCP")
 	}
-	if len(r.Question) != 1 || !strings.EqualFold(r.Question[0].Name, m.Question[0].Name) ||
-		r.Question[0].Qtype != m.Question[0].Qtype || r.Question[0].Qclass != m.Question[0].Qclass {
+	if len(r.questions) != 1 || !strings.EqualFold(r.questions[0].name, q.name) ||
+		r.questions[0].qtype != q.qtype || r.questions[0].class != classINET {
 		return errors.New("reply is for another question")
 	}
-	switch r.Rcode {
-	case dns.RcodeSuccess:
-		if len(r.Answer) == 0 && !r.Authoritative && !r.RecursionAvailable {
+	switch r.rcode {
+	case rcodeSuccess:
+		if len(r.answers) == 0 && !r.authoritative && !r.recursionAvail {
 			// A lame delegation or a referral: a server that neither
 			// serves the name nor recurses. Its empty answer says nothing
 			// about the name; ask the next server (as Go's resolver does).
 			return errors.New("lame referral: no answer, not authoritative, no recursion")
 		}
 		return nil
-	case dns.RcodeNameError:
+	case rcodeNameError:
 		return nil
 	}
-	return fmt.Errorf("answered %s", dns.RcodeToString[r.Rcode])
-}
-
-// txtRecords returns the TXT records of a TXT answer, each as raw strings.
-func (a *answer) txtRecords() [][]string {
-	records := make([][]string, 0, len(a.rrs))
-	for _, rr := range a.rrs {
-		if t, ok := rr.(*dns.TXT); ok {
-			records = append(records, txtStrings(t))
-		}
-	}
-	return records
-}
-
-// txtStrings returns the strings of a TXT record as raw bytes. miekg/dns
-// unpacks them in presentation form (quotes and backslashes escaped,
-// unprintable bytes as \DDD); undo that.
-func txtStrings(rr *dns.TXT) []string {
-	out := make([]string, len(rr.Txt))
-	for i, s := range rr.Txt {
-		out[i] = sc.UnescapeTXTString(s)
-	}
-	return out
+	return fmt.Errorf("answered %s", rcodeName(r.rcode))
 }

@@ -14,6 +14,23 @@ import (
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
 
+// answerLen is the number of records of an answer.
+func answerLen(a *answer) int { return len(a.addrs) + len(a.txt) }
+
+// wireMessage packs m and parses it as the resolver reads replies.
+func wireMessage(tb testing.TB, m *dns.Msg) *message {
+	tb.Helper()
+	b, err := m.Pack()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	r, err := parseMessage(b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return r
+}
+
 func testClient(servers ...string) *dnsClient {
 	return &dnsClient{servers: servers, timeout: 300 * time.Millisecond, attempts: 1}
 }
@@ -24,7 +41,7 @@ func lookupT(t *testing.T, c *dnsClient, name string, qtype uint16) *answer {
 	defer cancel()
 	a, err := c.lookup(ctx, name, qtype)
 	if err != nil {
-		t.Fatalf("lookup %s %s: %v", name, dns.TypeToString[qtype], err)
+		t.Fatalf("lookup %s %s: %v", name, typeName(qtype), err)
 	}
 	return a
 }
@@ -33,7 +50,7 @@ func TestLookupUsesEDNS1232OverUDP(t *testing.T) {
 	s := dnstest.Start(t)
 	s.SetAddrs("svc.test", 60, "192.0.2.1")
 	a := lookupT(t, testClient(s.Addr), "svc.test", dns.TypeA)
-	if len(a.rrs) != 1 || a.tcp {
+	if answerLen(a) != 1 || a.tcp {
 		t.Fatalf("answer %+v: want one A record over UDP", a)
 	}
 	q := s.Queries()
@@ -73,7 +90,7 @@ func TestLookupLargeTXTRetriesOverTCP(t *testing.T) {
 	if got := s.Count(dns.TypeTXT, "tcp"); got != 1 {
 		t.Errorf("%d TCP queries, want 1", got)
 	}
-	recs := [][]string{txtStrings(a.rrs[0].(*dns.TXT))}
+	recs := a.txt
 	v, err := sc.DecodeTXT(recs)
 	if err != nil || string(v) != value {
 		t.Fatalf("decoded %d bytes (err %v), want the %d published", len(v), err, len(value))
@@ -98,7 +115,7 @@ func TestLookupForcedTruncationRetriesOverTCP(t *testing.T) {
 	s.SetAddrs("svc.test", 60, "192.0.2.1")
 	s.SetFault(dns.TypeA, dnstest.Truncate)
 	a := lookupT(t, testClient(s.Addr), "svc.test", dns.TypeA)
-	if !a.tcp || len(a.rrs) != 1 {
+	if !a.tcp || answerLen(a) != 1 {
 		t.Fatalf("answer %+v: want the A record over TCP", a)
 	}
 }
@@ -128,8 +145,8 @@ func TestLookupFailsOverToNextNameserver(t *testing.T) {
 			c.timeout = 100 * time.Millisecond // the silent server's cost
 			start := time.Now()
 			a := lookupT(t, c, "svc.test", dns.TypeA)
-			if a.server != good.Addr || len(a.rrs) != 1 {
-				t.Fatalf("answer from %s with %d records, want the second server's", a.server, len(a.rrs))
+			if a.server != good.Addr || answerLen(a) != 1 {
+				t.Fatalf("answer from %s with %d records, want the second server's", a.server, answerLen(a))
 			}
 			if el := time.Since(start); el > c.timeout+time.Second {
 				t.Errorf("failover took %v", el)
@@ -164,7 +181,7 @@ func TestLookupNegativeAnswers(t *testing.T) {
 	s.SetAddrs("svc.test", 60, "192.0.2.1")
 	c := testClient(s.Addr)
 	nx := lookupT(t, c, "missing.test", dns.TypeA)
-	if !nx.nxdomain || len(nx.rrs) != 0 {
+	if !nx.nxdomain || answerLen(nx) != 0 {
 		t.Errorf("missing name: %+v, want NXDOMAIN", nx)
 	}
 	// The SOA has TTL 60 and MINIMUM 30: negative caching uses 30 (RFC 2308).
@@ -172,7 +189,7 @@ func TestLookupNegativeAnswers(t *testing.T) {
 		t.Errorf("negative TTL %v (known %v), want 30s", nx.ttl, nx.hasTTL)
 	}
 	nodata := lookupT(t, c, "svc.test", dns.TypeTXT)
-	if nodata.nxdomain || len(nodata.rrs) != 0 {
+	if nodata.nxdomain || answerLen(nodata) != 0 {
 		t.Errorf("NODATA: %+v", nodata)
 	}
 }
@@ -183,8 +200,8 @@ func TestLookupFollowsCNAMEChain(t *testing.T) {
 	s.SetCNAME("mid.test", "real.test", 50)
 	s.SetAddrs("real.test", 60, "192.0.2.9")
 	a := lookupT(t, testClient(s.Addr), "SVC.test", dns.TypeA)
-	if a.name != "real.test." || len(a.rrs) != 1 || a.ttl != 40*time.Second {
-		t.Fatalf("answer name %s, %d records, ttl %v; want real.test., 1, 40s (the shortest in the chain)", a.name, len(a.rrs), a.ttl)
+	if a.name != "real.test." || answerLen(a) != 1 || a.ttl != 40*time.Second {
+		t.Fatalf("answer name %s, %d records, ttl %v; want real.test., 1, 40s (the shortest in the chain)", a.name, answerLen(a), a.ttl)
 	}
 }
 
@@ -208,45 +225,44 @@ func TestParseAnswerAsksAgainForOutOfZoneTarget(t *testing.T) {
 	r.Authoritative = true
 	r.Answer = []dns.RR{&dns.CNAME{Hdr: dns.RR_Header{Name: "svc.test.", Rrtype: dns.TypeCNAME, Class: dns.ClassINET, Ttl: 10}, Target: "elsewhere.example."}}
 	hops := 0
-	a, next, err := parseAnswer(r, "svc.test.", dns.TypeA, &hops)
+	a, next, err := parseAnswer(wireMessage(t, r), "svc.test.", dns.TypeA, &hops)
 	if err != nil || next != "elsewhere.example." || a.ttl != 10*time.Second {
 		t.Fatalf("next %q ttl %v err %v; want to ask elsewhere.example. next", next, a.ttl, err)
 	}
 	// A recursive server's answer is complete: NODATA at the target.
 	r.RecursionAvailable = true
-	if _, next, _ := parseAnswer(r, "svc.test.", dns.TypeA, &hops); next != "" {
+	if _, next, _ := parseAnswer(wireMessage(t, r), "svc.test.", dns.TypeA, &hops); next != "" {
 		t.Errorf("asked again after a recursive answer")
 	}
 }
 
 func TestLookupRejectsMismatchedReply(t *testing.T) {
-	m := new(dns.Msg)
-	m.SetQuestion("svc.test.", dns.TypeA)
+	m := query{name: "svc.test.", qtype: dns.TypeA}
 	r := new(dns.Msg)
 	r.SetQuestion("other.test.", dns.TypeA)
 	r.Response = true
-	if err := checkReply(m, r, false); err == nil {
+	if err := checkReply(m, wireMessage(t, r), false); err == nil {
 		t.Error("accepted a reply for another question")
 	}
 	r.SetQuestion("SVC.test.", dns.TypeA)
 	r.Response, r.Authoritative = true, true
-	if err := checkReply(m, r, false); err != nil {
+	if err := checkReply(m, wireMessage(t, r), false); err != nil {
 		t.Errorf("rejected a reply whose question differs only in case: %v", err)
 	}
 	// A lame referral (no answer, neither authoritative nor recursive)
 	// says nothing about the name: the next server is asked.
 	r.Authoritative = false
-	if err := checkReply(m, r, false); err == nil || !strings.Contains(err.Error(), "lame") {
+	if err := checkReply(m, wireMessage(t, r), false); err == nil || !strings.Contains(err.Error(), "lame") {
 		t.Errorf("accepted a lame referral: %v", err)
 	}
 	r.RecursionAvailable = true
-	if err := checkReply(m, r, false); err != nil {
+	if err := checkReply(m, wireMessage(t, r), false); err != nil {
 		t.Errorf("rejected a recursive server's empty answer: %v", err)
 	}
 	r.RecursionAvailable = false
 	r.Authoritative = true
 	r.Response = false
-	if err := checkReply(m, r, false); err == nil {
+	if err := checkReply(m, wireMessage(t, r), false); err == nil {
 		t.Error("accepted a query as a reply")
 	}
 }
@@ -270,7 +286,7 @@ func TestTXTStringsRoundTrip(t *testing.T) {
 	s := dnstest.Start(t)
 	s.SetTXT("x.test", 60, raw)
 	a := lookupT(t, testClient(s.Addr), "x.test", dns.TypeTXT)
-	got := txtStrings(a.rrs[0].(*dns.TXT))
+	got := a.txt[0]
 	if len(got) != len(raw) {
 		t.Fatalf("got %d strings, want %d", len(got), len(raw))
 	}

@@ -38,9 +38,11 @@
 //	conn, err := grpc.NewClient("dnsconfig:///echo.example.com:50051",
 //		append(b.DialOptions(), grpc.WithTransportCredentials(creds))...)
 //
-// or register it for every channel of the process with Register. The
+// or register it for every channel of the process with Register (which
+// cannot add the headerExtraction interceptors: see Register). The
 // Builder's State method tells the application what a target resolved to
-// and which config it uses; config changes are logged to Options.Logger.
+// and which config it uses; config changes are logged to Options.Logger
+// (by default grpc-go's grpclog, component "dnsconfig").
 //
 // LookupConfig is the same lookup code, exported for tools that read a
 // published record without a channel (the CLI's dns:// inputs).

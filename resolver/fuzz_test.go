@@ -62,13 +62,13 @@ func FuzzParseAnswer(f *testing.F) {
 	}
 	parser := realParser(f)
 	f.Fuzz(func(t *testing.T, packet []byte) {
-		r := new(dns.Msg)
-		if err := r.Unpack(packet); err != nil || len(r.Question) != 1 {
+		r, err := parseMessage(packet)
+		if err != nil || len(r.questions) != 1 {
 			return
 		}
-		q := r.Question[0]
+		q := r.questions[0]
 		hops := 0
-		a, _, err := parseAnswer(r, strings.ToLower(q.Name), q.Qtype, &hops)
+		a, _, err := parseAnswer(r, strings.ToLower(q.name), q.qtype, &hops)
 		if err != nil {
 			return
 		}
@@ -103,11 +103,11 @@ func FuzzTXTStrings(f *testing.F) {
 		if err != nil {
 			t.Fatalf("pack %q: %v", raw, err)
 		}
-		var back dns.Msg
-		if err := back.Unpack(b); err != nil {
+		back, err := parseMessage(b)
+		if err != nil {
 			t.Fatal(err)
 		}
-		got := txtStrings(back.Answer[0].(*dns.TXT))
+		got := back.answers[0].txt
 		if len(got) != 1 || got[0] != raw {
 			t.Fatalf("got %q, want %q", got, raw)
 		}

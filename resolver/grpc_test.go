@@ -176,8 +176,8 @@ func TestGRPCPublishedChangeReachesRunningChannel(t *testing.T) {
 	if n := e.connections(); n != 1 {
 		t.Errorf("%d connections to the backend, want 1: the change must not reconnect", n)
 	}
-	if cc.GetState() != connectivity.Ready {
-		t.Errorf("channel %v", cc.GetState())
+	if st := settledState(cc); st != connectivity.Ready {
+		t.Errorf("channel %v", st)
 	}
 }
 
@@ -209,8 +209,8 @@ func TestGRPCInvalidRecordAfterValidChangesNothing(t *testing.T) {
 			t.Errorf("after %s: state %+v", bad, st)
 		}
 	}
-	if cc.GetState() != connectivity.Ready || e.connections() != 1 {
-		t.Errorf("channel %v with %d connections", cc.GetState(), e.connections())
+	if st := settledState(cc); st != connectivity.Ready || e.connections() != 1 {
+		t.Errorf("channel %v with %d connections", st, e.connections())
 	}
 }
 
@@ -246,13 +246,27 @@ func TestGRPCNoServiceConfigKeepsChannelReady(t *testing.T) {
 	})
 }
 
+// The case is a record that is invalid when a new channel first hears of
+// it: its addresses must wait for the TXT answer. With the default budget
+// (200ms) a loaded machine answered later, the addresses went out first,
+// the record came after them and was rightly ignored (the next test), and
+// the channel ran where this test wanted it failed: the flake of issue 18.
+// The TXT answer is slowed past the default budget on purpose, and the
+// budget set above it, so the test asks for what it checks.
+const (
+	slowTXT          = 300 * time.Millisecond
+	newChannelBudget = 10 * time.Second
+)
+
 func TestGRPCInvalidRecordOnNewChannel(t *testing.T) {
 	t.Parallel()
 	bad := `[{"serviceConfig":{"loadBalancingConfig":[{"no_such_policy":{}}]}}]`
 	t.Run("without a default the channel fails until the record is fixed", func(t *testing.T) {
 		e := newEnv(t, 1)
 		e.dns.SetConfig("svc.test", 60, bad)
+		e.dns.SetDelay(dns.TypeTXT, slowTXT)
 		o := fastOptions()
+		o.TXTBudget = newChannelBudget
 		o.Backoff = backoff.Config{BaseDelay: 50 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: 200 * time.Millisecond}
 		cc, b := e.dial(t, o)
 		waitForState(t, cc, connectivity.TransientFailure, 5*time.Second)
@@ -272,14 +286,16 @@ func TestGRPCInvalidRecordOnNewChannel(t *testing.T) {
 	t.Run("with Options.DefaultServiceConfig the default applies", func(t *testing.T) {
 		e := newEnv(t, 1)
 		e.dns.SetConfig("svc.test", 60, bad)
+		e.dns.SetDelay(dns.TypeTXT, slowTXT)
 		o := fastOptions()
+		o.TXTBudget = newChannelBudget
 		o.DefaultServiceConfig = timeoutConfig("16s")
 		cc, _ := e.dial(t, o)
 		if d := callNoDeadline(t, cc); !about(d, 16*time.Second) {
 			t.Errorf("deadline %v, want the default's 16s", d)
 		}
-		if cc.GetState() != connectivity.Ready {
-			t.Errorf("channel %v", cc.GetState())
+		if st := settledState(cc); st != connectivity.Ready {
+			t.Errorf("channel %v", st)
 		}
 	})
 }
@@ -305,7 +321,7 @@ func TestGRPCInvalidRecordAfterTheBudgetKeepsTheChannel(t *testing.T) {
 	for len(logs.find("ignoring an invalid service config record")) == 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, _, err := call(cc, 0); err != nil || cc.GetState() != connectivity.Ready {
+	if _, _, err := call(cc, 0); err != nil || settledState(cc) != connectivity.Ready {
 		t.Errorf("after the invalid record: call %v, channel %v; want it working on its default", err, cc.GetState())
 	}
 	st, _ := b.State(e.target())

@@ -122,8 +122,16 @@ func (e *env) dialer() grpc.DialOption {
 }
 
 // dial opens a channel to the env's target with a Builder for o.
+//
+// Unless o sets TXTBudget, a new channel waits for the TXT answer however
+// slow the machine: the tests of a published config would otherwise see
+// its first calls made without it whenever the answer took longer than
+// the default budget (issue 18's flake).
 func (e *env) dial(t testing.TB, o Options, extra ...grpc.DialOption) (*grpc.ClientConn, *Builder) {
 	t.Helper()
+	if o.TXTBudget == 0 {
+		o.TXTBudget = newChannelBudget
+	}
 	b := NewBuilder(o)
 	opts := append(b.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()), e.dialer())
 	cc, err := grpc.NewClient(e.target(), append(opts, extra...)...)
@@ -205,3 +213,19 @@ func waitForState(t testing.TB, cc *grpc.ClientConn, want connectivity.State, wi
 }
 
 func grpcInsecure() grpc.DialOption { return grpc.WithTransportCredentials(insecure.NewCredentials()) }
+
+// settledState is the channel's state once it has settled, waiting up to
+// 5s for READY. grpc-go gives calls the balancer's new picker before it
+// records the channel's new state, so on a loaded machine a call can
+// succeed on a fresh connection while GetState still says CONNECTING: the
+// flake of TestGRPCInvalidRecordOnNewChannel in issue 18 ("channel
+// CONNECTING" right after a successful call).
+func settledState(cc *grpc.ClientConn) connectivity.State {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for s := cc.GetState(); ; s = cc.GetState() {
+		if s == connectivity.Ready || !cc.WaitForStateChange(ctx, s) {
+			return cc.GetState()
+		}
+	}
+}

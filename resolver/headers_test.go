@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"context"
+	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	grpcresolver "google.golang.org/grpc/resolver"
 
 	"github.com/grpc-config-dns/grpc-config-dns/internal/dnstest"
 	"github.com/grpc-config-dns/grpc-config-dns/internal/testpb"
@@ -54,6 +56,9 @@ func newEchoEnv(t *testing.T, config string) *echoEnv {
 
 func (e *echoEnv) client(t *testing.T, o Options) testpb.EchoClient {
 	t.Helper()
+	if o.TXTBudget == 0 {
+		o.TXTBudget = newChannelBudget // the first call needs the published rules (see env.dial)
+	}
 	b := NewBuilder(o)
 	cc, err := grpc.NewClient(e.target, append(b.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
 	if err != nil {
@@ -144,5 +149,55 @@ func TestHeaderRulesFollowThePublishedConfig(t *testing.T) {
 	}
 	if n := e.conns.Load(); n != 1 {
 		t.Errorf("the channel made %d connections, want 1: the change must not reconnect", n)
+	}
+}
+
+// resolver.Register cannot give channels the header interceptors (grpc-go
+// has no public global interceptors): a channel that uses the global
+// registration and gets a config with headerExtraction rules says so, in
+// the log at error level and in State.LastError, naming the fix.
+func TestHeaderRulesThroughRegisterAreReported(t *testing.T) {
+	e := newEchoEnv(t, seedHeaderConfig)
+	logs := &logRecorder{}
+	o := fastOptions()
+	o.Logger = slog.New(logs)
+	o.TXTBudget = newChannelBudget // the first call must come after the config
+	b := Register(o)
+	t.Cleanup(func() { grpcresolver.Register(NewBuilder(Options{})) })
+	cc, err := grpc.NewClient(e.target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	resp, err := testpb.NewEchoClient(cc).Echo(ctx5s(t), seedRequest, grpc.WaitForReady(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(resp.Headers["resource_affinity_key"]) != 0 {
+		t.Fatalf("server saw %v: the global registration has no interceptors", resp.Headers)
+	}
+	// The resolver reports it as it gives the channel the config, which
+	// may come just after the call on a loaded machine: wait a little.
+	var st State
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if st, _ = b.State(e.target); st.LastError != nil && len(logs.find("headerExtraction rules cannot be applied")) > 0 {
+			break
+		}
+	}
+	if st.LastError == nil || !strings.Contains(st.LastError.Error(), "DialOptions") {
+		t.Errorf("State.LastError = %v: want it to say the headers are not added and name DialOptions", st.LastError)
+	}
+	if l := logs.find("headerExtraction rules cannot be applied"); len(l) != 1 || !strings.HasPrefix(l[0], "ERROR") {
+		t.Errorf("log %v: want one error record", l)
+	}
+	// With the Builder's DialOptions, the same Builder applies them.
+	cc2, err := grpc.NewClient(e.target, append(b.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc2.Close() })
+	resp, err = testpb.NewEchoClient(cc2).Echo(ctx5s(t), seedRequest, grpc.WaitForReady(true))
+	if err != nil || resp.Headers["resource_affinity_key"] != "foo/bar" {
+		t.Errorf("with DialOptions: %v %v", resp, err)
 	}
 }

@@ -102,12 +102,12 @@ func hostilePacket(tb testing.TB, value string) []byte {
 // read its records, and evaluate them (decode, parse, select, validate,
 // grpc-go's parser).
 func resolveAnswer(tb testing.TB, d *dnsResolver, pkt []byte) outcome {
-	r := new(dns.Msg)
-	if err := r.Unpack(pkt); err != nil {
+	r, err := parseMessage(pkt)
+	if err != nil {
 		tb.Fatal(err)
 	}
 	hops := 0
-	a, _, err := parseAnswer(r, "_grpc_config.svc.test.", dns.TypeTXT, &hops)
+	a, _, err := parseAnswer(r, "_grpc_config.svc.test.", typeTXT, &hops)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -6,8 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/miekg/dns"
-
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
 
@@ -44,13 +42,13 @@ func LookupConfig(ctx context.Context, nameserver, host string) (*ConfigRecords,
 		return nil, fmt.Errorf("host %q: %v", host, err)
 	}
 	c := dnsClient{servers: []string{ns}, timeout: DefaultQueryTimeout, attempts: DefaultAttempts}
-	owner := dns.Fqdn(sc.OwnerPrefix + host)
-	a, err := c.lookup(ctx, owner, dns.TypeTXT)
+	owner := fqdn(sc.OwnerPrefix + host)
+	a, err := c.lookup(ctx, owner, typeTXT)
 	if err != nil {
 		return nil, err
 	}
 	out := &ConfigRecords{Owner: owner, Name: a.name, NXDomain: a.nxdomain, TTL: a.ttl, Server: a.server, TCP: a.tcp}
-	if recs := a.txtRecords(); len(recs) > 0 {
+	if recs := a.txt; len(recs) > 0 {
 		out.Records = recs
 	}
 	return out, nil

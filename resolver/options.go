@@ -61,10 +61,18 @@ type Options struct {
 	// default). Empty: those of ResolvConf. A target's authority
 	// (dnsconfig://NS_IP/HOST) overrides both.
 	Nameservers []string
-	// ResolvConf is the resolv.conf file read when Nameservers is empty.
-	// Default /etc/resolv.conf. Only its nameserver lines are used: names
-	// are asked as written (no search list) and /etc/hosts is not read.
+	// ResolvConf is the resolv.conf file read when Nameservers is empty
+	// and the target names no nameserver. Default /etc/resolv.conf. It is
+	// followed as glibc and Go's resolver follow it: its nameservers (at
+	// most three), its search list (or domain) and options ndots, timeout,
+	// attempts (where QueryTimeout and Attempts are unset) and rotate. A
+	// host with a final dot is asked as written only. The _grpc_config.
+	// record is asked at the name the addresses were found at.
 	ResolvConf string
+	// HostsFile is read, when ResolvConf is, before DNS is asked: a host it
+	// lists gets its addresses from it, and its _grpc_config. record from
+	// DNS at the name as written. Default /etc/hosts.
+	HostsFile string
 
 	// QueryTimeout bounds one query to one nameserver. Default 2s.
 	QueryTimeout time.Duration
@@ -98,7 +106,12 @@ type Options struct {
 	HeaderRules *extract.Rules
 
 	// Logger receives a record for every service config change, with the
-	// chosen choice and why, and for lookup failures. Default: discard.
+	// chosen choice and why, and for lookup failures. Default: grpc-go's
+	// grpclog, component "dnsconfig" (lines start "[dnsconfig]"), so
+	// GRPC_GO_LOG_SEVERITY_LEVEL=info shows config changes and warning
+	// shows failures, as for grpc-go's own resolvers; debug records need
+	// GRPC_GO_LOG_VERBOSITY_LEVEL=2. To silence it, give
+	// slog.New(slog.DiscardHandler).
 	Logger *slog.Logger
 }
 
@@ -124,12 +137,15 @@ var processHostname = sync.OnceValues(os.Hostname)
 // config is Options with defaults applied and checked.
 type config struct {
 	Options
-	bucket        int
-	hostname      string
-	hostnameErr   error
-	nameservers   []string
-	authParams    map[string]map[string]string
-	defaultConfig string // compact JSON, or ""
+	bucket      int
+	hostname    string
+	hostnameErr error
+	// timeoutSet and attemptsSet are set when Options chose QueryTimeout
+	// and Attempts, which then win over resolv.conf's options.
+	timeoutSet, attemptsSet bool
+	nameservers             []string
+	authParams              map[string]map[string]string
+	defaultConfig           string // compact JSON, or ""
 }
 
 // Validate reports the first problem with the options, naming the field.
@@ -166,8 +182,11 @@ func (o Options) resolve() (*config, error) {
 	if c.ResolvConf == "" {
 		c.ResolvConf = DefaultResolvConf
 	}
+	if c.HostsFile == "" {
+		c.HostsFile = DefaultHostsFile
+	}
 	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
+		c.Logger = slog.New(&grpclogHandler{})
 	}
 	return c, nil
 }
@@ -175,6 +194,7 @@ func (o Options) resolve() (*config, error) {
 // resolveTimers applies the defaults of the durations, attempts and
 // backoff, and checks them.
 func (c *config) resolveTimers() error {
+	c.timeoutSet, c.attemptsSet = c.QueryTimeout != 0, c.Attempts != 0
 	onlyMax := c.MinRefresh == 0 && c.MaxRefresh > 0
 	for _, d := range []struct {
 		name string

@@ -5,12 +5,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/miekg/dns"
 	grpcresolver "google.golang.org/grpc/resolver"
 
 	"github.com/grpc-config-dns/grpc-config-dns/resolver/extract"
@@ -75,6 +74,10 @@ type dnsResolver struct {
 	log        *slog.Logger
 	defaultPR  *grpcsc.ParseResult
 	headers    *ruleHolder
+	// names are the names the host is asked as, in order (the search
+	// list); hostsFile is the hosts file asked first, or "".
+	names     []string
+	hostsFile string
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -88,11 +91,17 @@ type dnsResolver struct {
 	accepted bool                // the channel accepted the last state
 	// famAddrs holds the addresses each family (A, AAAA) last gave, so a
 	// family whose lookup fails on re-resolution keeps its addresses.
-	famAddrs  map[uint16][]string
-	emptyPR   *grpcsc.ParseResult
-	lastBad   string // the last invalid-record message logged
-	seq       int    // outcomes evaluated
-	loggedSeq int    // the last outcome logged
+	famAddrs map[uint16][]string
+	emptyPR  *grpcsc.ParseResult
+	lastBad  string // the last invalid-record message logged
+	// headerGap is set while the config has headerExtraction rules that
+	// no interceptor applies (the Builder's DialOptions were never used).
+	headerGap error
+	// name is the name the current resolution asks: where the addresses
+	// are looked up and, with the _grpc_config. prefix, the config.
+	name      string
+	seq       int // outcomes evaluated
+	loggedSeq int // the last outcome logged
 
 	mu    sync.Mutex
 	state State
@@ -201,62 +210,121 @@ func (r *resolution) budgetC() <-chan time.Time {
 // complete reports whether every lookup has answered.
 func (r *resolution) complete() bool { return len(r.got) == len(r.qtypes) }
 
-// resolve runs one resolution: A, AAAA and TXT in parallel; the addresses
-// go to the channel once the other lookups are in too, or TXTBudget after
-// the first addresses arrived; a late answer updates the channel again. It
-// returns the refresh interval of the answers (0 when none arrived), and
-// whether the resolution failed (and should be retried with backoff).
+// resolve runs one resolution. A host the hosts file lists takes its
+// addresses from there; otherwise the names of the search list are tried
+// in turn until one has addresses (resolveName). A name that does not
+// exist, or has no addresses, sends the search on; a failed lookup ends
+// it, so that a nameserver in trouble never makes the channel use a
+// different name's addresses.
 func (d *dnsResolver) resolve() (time.Duration, bool) {
+	if d.hostsFile != "" {
+		addrs, err := lookupHosts(d.hostsFile, d.t.host)
+		if err != nil {
+			d.log.Warn("cannot read the hosts file; asking DNS", slog.String("file", d.hostsFile), slog.Any("error", err))
+		}
+		if len(addrs) > 0 {
+			d.name = fqdn(d.t.host)
+			preset := map[uint16]lookupResult{}
+			for _, ip := range addrs {
+				qt := typeA
+				if ip.Is6() {
+					qt = typeAAAA
+				}
+				lr := preset[qt]
+				if lr.ans == nil {
+					lr = lookupResult{qtype: qt, ans: &answer{name: d.name, server: d.hostsFile}}
+				}
+				lr.ans.addrs = append(lr.ans.addrs, ip)
+				preset[qt] = lr
+			}
+			for _, qt := range []uint16{typeA, typeAAAA} {
+				if _, ok := preset[qt]; !ok {
+					preset[qt] = lookupResult{qtype: qt, ans: &answer{name: d.name, server: d.hostsFile}}
+				}
+			}
+			refresh, failed, _ := d.resolveName(preset, true)
+			return refresh, failed
+		}
+	}
+	for i, name := range d.names {
+		d.name = name
+		refresh, failed, notFound := d.resolveName(nil, i == len(d.names)-1)
+		if !notFound {
+			return refresh, failed
+		}
+	}
+	return 0, true // not reached: the last name is never notFound
+}
+
+// resolveName resolves d.name: A, AAAA and TXT in parallel, except the
+// lookups preset answers; the addresses go to the channel once the other
+// lookups are in too, or TXTBudget after the first addresses arrived; a
+// late answer updates the channel again. It returns the refresh interval
+// of the answers (0 when none arrived), and whether the resolution failed
+// (and should be retried with backoff). When the name has no addresses
+// and is not the last to try, it reports notFound and nothing else.
+func (d *dnsResolver) resolveName(preset map[uint16]lookupResult, last bool) (refresh time.Duration, failed, notFound bool) {
 	ctx, cancel := context.WithCancel(d.ctx)
 	defer cancel()
-	r := d.startLookups(ctx)
+	r := d.startLookups(ctx, preset)
 	defer func() {
 		if r.budget != nil {
 			r.budget.Stop()
 		}
 	}()
-	for !r.complete() {
+	for {
+		addrs := d.addresses(r.got)
+		a, doneA := r.got[typeA]
+		aaaa, doneAAAA := r.got[typeAAAA]
+		if doneA && doneAAAA && len(addrs) == 0 {
+			if !last && a.err == nil && aaaa.err == nil {
+				return 0, false, true
+			}
+			d.noAddresses(r.got)
+			return 0, true, false
+		}
+		if len(addrs) > 0 && !d.holdBack(r) {
+			r.updateErr = d.deliver(addrs, r.out)
+		}
+		if r.complete() {
+			break
+		}
 		select {
 		case <-d.ctx.Done():
-			return 0, false
+			return 0, false, false
 		case <-r.budgetC():
 			r.budgetOut = true
 		case lr := <-r.results:
 			r.got[lr.qtype] = lr
-			if lr.qtype == dns.TypeTXT {
+			if lr.qtype == typeTXT {
 				d.seq++
 				r.out = d.evaluate(lr.ans, lr.err)
 				r.out.seq = d.seq
 			}
 		}
-		addrs := d.addresses(r.got)
-		_, doneA := r.got[dns.TypeA]
-		_, doneAAAA := r.got[dns.TypeAAAA]
-		if doneA && doneAAAA && len(addrs) == 0 {
-			d.noAddresses(r.got)
-			return 0, true
-		}
-		if len(addrs) > 0 && !d.holdBack(r) {
-			r.updateErr = d.deliver(addrs, r.out)
-		}
 	}
-	return d.finish(r)
+	refresh, failed = d.finish(r)
+	return refresh, failed, false
 }
 
 // startLookups starts the lookups of one resolution.
-func (d *dnsResolver) startLookups(ctx context.Context) *resolution {
-	r := &resolution{qtypes: []uint16{dns.TypeA, dns.TypeAAAA}, got: map[uint16]lookupResult{},
+func (d *dnsResolver) startLookups(ctx context.Context, preset map[uint16]lookupResult) *resolution {
+	r := &resolution{qtypes: []uint16{typeA, typeAAAA}, got: map[uint16]lookupResult{},
 		out: outcome{ev: event{kind: evPending}, reason: "addresses delivered; the TXT answer is not in yet"}}
 	if d.wantConfig {
-		r.qtypes = append(r.qtypes, dns.TypeTXT)
+		r.qtypes = append(r.qtypes, typeTXT)
 	} else {
 		r.out = outcome{ev: event{kind: evNone}, reason: "service config disabled for this channel (grpc.WithDisableServiceConfig)"}
 	}
 	r.results = make(chan lookupResult, len(r.qtypes))
 	for _, qt := range r.qtypes {
-		name := d.t.host
-		if qt == dns.TypeTXT {
-			name = sc.OwnerPrefix + d.t.host
+		if lr, ok := preset[qt]; ok {
+			r.got[qt] = lr
+			continue
+		}
+		name := d.name
+		if qt == typeTXT {
+			name = sc.OwnerPrefix + d.name
 		}
 		d.wg.Add(1)
 		go func() {
@@ -304,7 +372,7 @@ func (d *dnsResolver) noAddresses(got map[uint16]lookupResult) {
 // finish records what a complete resolution found, and returns the
 // refresh interval and whether to retry with backoff.
 func (d *dnsResolver) finish(r *resolution) (time.Duration, bool) {
-	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
+	for _, qt := range []uint16{typeA, typeAAAA} {
 		if lr := r.got[qt]; lr.err == nil {
 			if d.famAddrs == nil {
 				d.famAddrs = map[uint16][]string{}
@@ -327,9 +395,9 @@ func (d *dnsResolver) finish(r *resolution) (time.Duration, bool) {
 	case r.updateErr != nil:
 		lastErr = fmt.Errorf("the channel refused the update: %w", r.updateErr)
 	}
-	a, aaaa := r.got[dns.TypeA], r.got[dns.TypeAAAA]
+	a, aaaa := r.got[typeA], r.got[typeAAAA]
 	if lastErr == nil {
-		lastErr = cmp.Or(a.err, aaaa.err)
+		lastErr = cmp.Or(a.err, aaaa.err, d.headerGap)
 	}
 	d.setState(func(s *State) {
 		s.TTL, s.Resolved, s.LastError = ttl, time.Now(), lastErr
@@ -338,7 +406,7 @@ func (d *dnsResolver) finish(r *resolution) (time.Duration, bool) {
 	// on a new channel), or failed lookups of both address families are
 	// retried with backoff; a failed lookup of one family alone is not: the
 	// other one serves, and the failed one keeps its last addresses.
-	failed := r.updateErr != nil || (d.wantConfig && r.got[dns.TypeTXT].err != nil) ||
+	failed := r.updateErr != nil || (d.wantConfig && r.got[typeTXT].err != nil) ||
 		(a.err != nil && aaaa.err != nil) // served from last time's addresses
 	return d.cfg.refresh(ttl, known), failed
 }
@@ -348,7 +416,7 @@ func (d *dnsResolver) finish(r *resolution) (time.Duration, bool) {
 // lookup says nothing about them, unlike an answer without any.
 func (d *dnsResolver) addresses(got map[uint16]lookupResult) []string {
 	var out []string
-	for _, qt := range []uint16{dns.TypeA, dns.TypeAAAA} {
+	for _, qt := range []uint16{typeA, typeAAAA} {
 		r, ok := got[qt]
 		if !ok {
 			continue
@@ -369,17 +437,7 @@ func (d *dnsResolver) addresses(got map[uint16]lookupResult) []string {
 // familyAddresses lists the addresses of an A or AAAA answer.
 func (d *dnsResolver) familyAddresses(ans *answer) []string {
 	var out []string
-	for _, rr := range ans.rrs {
-		var ip netip.Addr
-		switch rr := rr.(type) {
-		case *dns.A:
-			ip, _ = netip.AddrFromSlice(rr.A.To4())
-		case *dns.AAAA:
-			ip, _ = netip.AddrFromSlice(rr.AAAA.To16())
-		}
-		if !ip.IsValid() {
-			continue
-		}
+	for _, ip := range ans.addrs {
 		if a := d.t.addr(ip.Unmap()); !slices.Contains(out, a) {
 			out = append(out, a)
 		}
@@ -389,25 +447,35 @@ func (d *dnsResolver) familyAddresses(ans *answer) []string {
 
 // addressError explains why a host has no addresses.
 func (d *dnsResolver) addressError(got map[uint16]lookupResult) error {
-	a, aaaa := got[dns.TypeA], got[dns.TypeAAAA]
+	err := d.nameError(got)
+	if i := slices.Index(d.names, d.name); i > 0 {
+		err = fmt.Errorf("%w (and %s, before it in the search list of %s, has no addresses either)", err, strings.Join(d.names[:i], ", "), d.cfg.ResolvConf)
+	}
+	return err
+}
+
+// nameError explains why d.name has no addresses.
+func (d *dnsResolver) nameError(got map[uint16]lookupResult) error {
+	a, aaaa := got[typeA], got[typeAAAA]
+	name := strings.TrimSuffix(d.name, ".")
 	switch {
 	case a.err != nil && aaaa.err != nil:
-		return fmt.Errorf("dnsconfig: resolving %s: %v; %v", d.t.host, a.err, aaaa.err)
+		return fmt.Errorf("dnsconfig: resolving %s: %v; %v", name, a.err, aaaa.err)
 	case a.err == nil && a.ans.nxdomain:
-		return fmt.Errorf("dnsconfig: %s does not exist (NXDOMAIN from %s)", d.t.host, a.ans.server)
+		return fmt.Errorf("dnsconfig: %s does not exist (NXDOMAIN from %s)", name, a.ans.server)
 	case a.err != nil:
-		return fmt.Errorf("dnsconfig: %s has no AAAA records and its A lookup failed: %v", d.t.host, a.err)
+		return fmt.Errorf("dnsconfig: %s has no AAAA records and its A lookup failed: %v", name, a.err)
 	case aaaa.err != nil:
-		return fmt.Errorf("dnsconfig: %s has no A records and its AAAA lookup failed: %v", d.t.host, aaaa.err)
+		return fmt.Errorf("dnsconfig: %s has no A records and its AAAA lookup failed: %v", name, aaaa.err)
 	}
-	return fmt.Errorf("dnsconfig: %s has no A or AAAA records (asked %s)", d.t.host, a.ans.server)
+	return fmt.Errorf("dnsconfig: %s has no A or AAAA records (asked %s)", name, a.ans.server)
 }
 
 // evaluate turns a TXT answer into what it means for the channel:
 // serviceconfig.Choose decides, and grpc-go must be able to parse the
 // chosen config.
 func (d *dnsResolver) evaluate(a *answer, err error) outcome {
-	owner := sc.OwnerPrefix + d.t.host
+	owner := sc.OwnerPrefix + strings.TrimSuffix(d.name, ".")
 	if err != nil {
 		if d.ctx.Err() != nil {
 			return outcome{ev: event{kind: evPending}}
@@ -415,7 +483,7 @@ func (d *dnsResolver) evaluate(a *answer, err error) outcome {
 		return outcome{ev: event{kind: evLookupFailed, err: fmt.Errorf("dnsconfig: TXT lookup of %s: %w", owner, err)},
 			reason: "the TXT lookup failed: " + err.Error()}
 	}
-	o := sc.Choose(sc.Answer{Owner: owner, NXDomain: a.nxdomain, Records: a.txtRecords()}, d.sel)
+	o := sc.Choose(sc.Answer{Owner: owner, NXDomain: a.nxdomain, Records: a.txt}, d.sel)
 	return d.outcomeOf(o, owner)
 }
 
@@ -631,4 +699,11 @@ func (d *dnsResolver) updateHeaderRules(config string) {
 		rules = r
 	}
 	d.headers.rules.Store(rules)
+	d.headerGap = nil
+	if rules.HasRules() && !d.b.intercepted.Load() {
+		d.headerGap = fmt.Errorf("dnsconfig: the service config of %s has headerExtraction rules, but the channel has no header interceptors, so no header is added: "+
+			"resolver.Register cannot add interceptors (grpc-go has no public API for it); create the channel with grpc.NewClient(target, builder.DialOptions()...), "+
+			"builder being the *resolver.Builder that Register or NewBuilder returned", d.key)
+		d.log.Error("headerExtraction rules cannot be applied: the channel has no header interceptors; create it with Builder.DialOptions()", slog.Any("error", d.headerGap))
+	}
 }

@@ -635,8 +635,9 @@ func TestNameserversFromOptionsAndResolvConf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, err := c.servers(target{host: "svc.test"}); err != nil || !slices.Equal(got, []string{"192.0.2.53:53", "[2001:db8::53]:53"}) {
-		t.Errorf("servers from resolv.conf: %v, %v", got, err)
+	if got, err := c.lookupConf(target{host: "svc.test"}); err != nil || !slices.Equal(got.servers, []string{"192.0.2.53:53", "[2001:db8::53]:53"}) ||
+		!slices.Equal(got.names, []string{"svc.test.example.com.", "svc.test."}) {
+		t.Errorf("servers and names from resolv.conf: %+v, %v", got, err)
 	}
 	o.ResolvConf = filepath.Join(dir, "missing")
 	u, _ := urlParse("dnsconfig:///svc.test")

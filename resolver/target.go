@@ -6,8 +6,6 @@ import (
 	"net/netip"
 	"strconv"
 	"strings"
-
-	"github.com/miekg/dns"
 )
 
 // DefaultPort is the port of a target that names none, as in grpc-go's dns
@@ -27,6 +25,18 @@ type target struct {
 	// nameserver is the authority's "IP:PORT", or "" for the configured or
 	// system nameservers.
 	nameserver string
+	// rooted is set when the host was written with a final dot: it is
+	// asked as written, never through the search list.
+	rooted bool
+}
+
+// written is the host as the target wrote it: with its final dot when
+// rooted.
+func (t target) written() string {
+	if t.rooted {
+		return t.host + "."
+	}
+	return t.host
 }
 
 // parseTarget splits a target's authority ("" or NS_IP[:PORT]) and endpoint
@@ -76,7 +86,7 @@ func parseTarget(authority, endpoint string) (target, error) {
 		t.ip, t.host = ip.Unmap(), ip.Unmap().String()
 		return t, nil
 	}
-	host = strings.TrimSuffix(host, ".")
+	host, t.rooted = strings.CutSuffix(host, ".")
 	if err := checkHostname(host); err != nil {
 		return t, fmt.Errorf("dnsconfig target host %q: %v", host, err)
 	}
@@ -138,9 +148,6 @@ func checkHostname(host string) error {
 				return fmt.Errorf("byte %q in label %q: host names use letters, digits, '-' and '_'", c, label)
 			}
 		}
-	}
-	if _, ok := dns.IsDomainName(host); !ok {
-		return fmt.Errorf("not a valid domain name")
 	}
 	return nil
 }

@@ -74,7 +74,7 @@ func ParseChoices(value []byte) (*Choices, error) {
 // syntaxDiagnostic turns a jtree error into a diagnostic.
 func syntaxDiagnostic(err error) Diagnostic {
 	je := err.(*jtree.Error)
-	code, ok := codeByID[je.Code]
+	code, ok := codeByID()[je.Code]
 	if !ok {
 		code = codeJSONSyntax // the parser's codes are all registered (TestParserCodesRegistered)
 	}

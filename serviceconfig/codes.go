@@ -1,6 +1,6 @@
 package serviceconfig
 
-import "slices"
+import "sync"
 
 // CodeInfo describes one diagnostic code.
 type CodeInfo struct {
@@ -125,121 +125,241 @@ const (
 // code. A code's severity is fixed here so that the same problem is never
 // an error in one place and a warning in another. Codes are part of the
 // public contract: never rename one, only add.
-var codes = [numCodes]CodeInfo{
+var codes = [numCodes]codeID{
 	// The input as a whole.
-	codeInputTooLarge:      {"input-too-large", Error, "the input is larger than any record DNS can carry could be written in (1 MiB of text), or than the publisher reads (64 MiB)", "a resource bound: a DNS message holds 65 535 bytes, so no larger record can be served, and 1 MiB of text is room for any way of writing one"},
-	codeDiagnosticsOmitted: {"diagnostics-omitted", Warning, "more problems than are listed per input: the rest are counted, not shown", "not a problem of its own: at most 100 diagnostics are listed per input, errors first"},
+	codeInputTooLarge:      {"input-too-large", Error},
+	codeDiagnosticsOmitted: {"diagnostics-omitted", Warning},
 
 	// JSON text.
-	codeJSONSyntax:       {"json-syntax", Error, "the text is not valid JSON", "gRFC A2/A21: a record that does not parse is invalid"},
-	codeJSONDuplicateKey: {"json-duplicate-key", Error, "an object has two members with the same name", "RFC 8259 leaves it undefined; C-core and grpc-java 1.68.1 and later reject, grpc-go, grpc-js and older grpc-java (1.41, measured) take the last: our semantics (README, Semantics) make it invalid"},
-	codeJSONTooDeep:      {"json-too-deep", Error, "JSON nested deeper than any service config needs", "a resource bound: no valid config nests that deep"},
-	codeNonASCII:         {"non-ascii", Error, "TXT records are ASCII; the config holds other bytes", "gRFC A2: \"the contents of the service config are also ASCII\""},
+	codeJSONSyntax:       {"json-syntax", Error},
+	codeJSONDuplicateKey: {"json-duplicate-key", Error},
+	codeJSONTooDeep:      {"json-too-deep", Error},
+	codeNonASCII:         {"non-ascii", Error},
 
 	// TXT record.
-	codeTXTSyntax:            {"txt-syntax", Error, "the TXT presentation text cannot be read (quotes, escapes)", "RFC 1035 presentation format"},
-	codeTXTNoRecord:          {"txt-no-record", Error, "no TXT record starts with grpc_config=", "gRFC A2: the config is the grpc_config attribute"},
-	codeTXTPrefixSplit:       {"txt-prefix-split", Error, "the grpc_config= prefix is split across strings", "clients look for the attribute in the first string: none finds it"},
-	codeTXTMultipleConfig:    {"txt-multiple-config", Error, "more than one TXT record starts with grpc_config=", "our semantics (README, Semantics): two configs are ambiguous"},
-	codeTXTAttributeSpelling: {"txt-attribute-spelling", Warning, "the attribute is not written exactly grpc_config= (RFC 1464 allows it; gRPC clients do not)", "valid RFC 1464, but grpc-go, C-core and grpc-js see no config"},
-	codeTXTOtherRecords:      {"txt-other-records", Warning, "other TXT records share the owner name; grpc-go joins them all", "valid, but grpc-go joins every TXT record and fails to parse"},
-	codeTXTStringTooLong:     {"txt-string-too-long", Error, "a TXT string is longer than 255 bytes", "RFC 1035 §3.3: a character-string holds at most 255 bytes"},
-	codeTXTSizeUDP:           {"txt-size-udp", Warning, "the answer exceeds 512 bytes: clients without EDNS must retry over TCP", "valid; costs a TCP round trip"},
-	codeTXTSizeEDNS:          {"txt-size-edns", Warning, "the answer exceeds 1232 bytes: most resolvers get it truncated and retry over TCP", "valid; costs a TCP round trip"},
-	codeTXTTooLarge:          {"txt-too-large", Error, "the record cannot fit in a 65535-byte DNS message", "RFC 1035: no DNS message can carry it"},
+	codeTXTSyntax:            {"txt-syntax", Error},
+	codeTXTNoRecord:          {"txt-no-record", Error},
+	codeTXTPrefixSplit:       {"txt-prefix-split", Error},
+	codeTXTMultipleConfig:    {"txt-multiple-config", Error},
+	codeTXTAttributeSpelling: {"txt-attribute-spelling", Warning},
+	codeTXTOtherRecords:      {"txt-other-records", Warning},
+	codeTXTStringTooLong:     {"txt-string-too-long", Error},
+	codeTXTSizeUDP:           {"txt-size-udp", Warning},
+	codeTXTSizeEDNS:          {"txt-size-edns", Warning},
+	codeTXTTooLarge:          {"txt-too-large", Error},
 
 	// Choice list (gRFC A2).
-	codeChoicesType:                 {"choices-type", Error, "the grpc_config value is not a JSON list of choices", "gRFC A2: the value is a JSON list of choices"},
-	codeChoicesEmpty:                {"choices-empty", Error, "the list of choices is empty", "gRFC A2: \"A list of one or more service config choices\" (every client reads it as no config)"},
-	codeChoiceType:                  {"choice-type", Error, "a choice is not a JSON object", "gRFC A2: each choice is an object"},
-	codeChoiceUnknownKey:            {"choice-unknown-key", Error, "a choice has a key gRFC A2 does not define", "gRFC A2: \"If any unexpected field name is present in this object, the entire config is considered invalid\" (grpc-go and C-core ignore the key; grpc-java and grpc-js check only the choices up to the one they pick)"},
-	codeChoiceClientLanguage:        {"choice-client-language", Error, "clientLanguage is not a list of strings", "gRFC A2: [string]"},
-	codeChoiceClientHostname:        {"choice-client-hostname", Error, "clientHostname is not a list of strings", "gRFC A2: [string]"},
-	codeChoicePercentage:            {"choice-percentage", Error, "percentage is not an integer from 0 to 100", "gRFC A2: \"All other numbers are considered invalid\""},
-	codeChoicePercentageZero:        {"choice-percentage-zero", Warning, "percentage 0 matches no client", "valid, but the choice is never used"},
-	codeChoiceServiceConfig:         {"choice-service-config", Error, "serviceConfig is missing or not an object", "gRFC A2: \"If this field is not an object, or is missing ... the entire config is considered invalid\""},
-	codeChoiceEmptyList:             {"choice-empty-list", Warning, "an empty clientLanguage or clientHostname list: A2, C-core and grpc-java match all, grpc-go and grpc-js match none", "valid (gRFC A2: \"If a field is absent or empty, it matches all clients\"), but grpc-go and grpc-js read it as matching nothing"},
-	codeDynParamsConstraint:         {"dynparams-constraint", Error, "a dynamicParameterConstraints message is malformed", "xDS TP2's DynamicParameterConstraints message"},
-	codeDynParamsTooDeep:            {"dynparams-too-deep", Error, "dynamic parameter constraints nest more than 32 levels", "a resource bound of our extension (README, Dynamic parameters)"},
-	codeDynParamsEmptyAnd:           {"dynparams-empty-and", Warning, "an empty andConstraints matches every client", "valid, probably not meant"},
-	codeDynParamsEmptyOr:            {"dynparams-empty-or", Warning, "an empty orConstraints matches no client", "valid, probably not meant"},
-	codeDynParamsKeyset:             {"dynparams-keyset", Warning, "the choices with dynamic parameter constraints do not all constrain the same keys (TP2)", "valid; TP2's best practice"},
-	codeDynParamsOverlap:            {"dynparams-overlap", Warning, "two choices' dynamic parameter constraints match the same parameters (TP2)", "valid; TP2's best practice"},
-	codeDynParamsGap:                {"dynparams-gap", Warning, "a parameter set over the named keys and values matches no choice (TP2)", "valid; TP2's best practice"},
-	codeDynParamsAnalysisIncomplete: {"dynparams-analysis-incomplete", Warning, "the variant analysis gave up; some findings may be missing", "says lint could not finish"},
-	codeChoiceUnreachable:           {"choice-unreachable", Warning, "no client can ever select this choice: earlier choices take every client it matches", "valid, probably not meant"},
-	codeChoicesNoCatchAll:           {"choices-no-catch-all", Warning, "no choice matches every client: grpc-go and grpc-js fail the channel when none matches", "valid (gRFC A21: no match means no config), but grpc-go and grpc-js fail the channel"},
-	codeChoiceExtensionKey:          {"choice-extension-key", Warning, "a choice uses dynamicParameterConstraints, which other gRPC clients reject or ignore", "our extension: grpc-java and grpc-js reject the record when they come to the choice (they stop at the first that matches), grpc-go and C-core ignore the key"},
-	codeGrpcGoChannelFailure:        {"grpc-go-channel-failure", Error, "grpc-go clients (its built-in dns resolver) would fail their channel on the record: refused unless allowed (compat.allowGrpcGoFailure, encode --allow-grpc-go-failure)", "the publisher's compat gate (docs/rules.md#severity): valid by the spec, but published only when allowed"},
-	codeChoiceLanguageCase:          {"choice-language-case", Warning, "clientLanguage names Go in a case grpc-go does not match (it compares with \"GO\")", "valid (gRFC A2: case-insensitive), but grpc-go compares exactly"},
+	codeChoicesType:                 {"choices-type", Error},
+	codeChoicesEmpty:                {"choices-empty", Error},
+	codeChoiceType:                  {"choice-type", Error},
+	codeChoiceUnknownKey:            {"choice-unknown-key", Error},
+	codeChoiceClientLanguage:        {"choice-client-language", Error},
+	codeChoiceClientHostname:        {"choice-client-hostname", Error},
+	codeChoicePercentage:            {"choice-percentage", Error},
+	codeChoicePercentageZero:        {"choice-percentage-zero", Warning},
+	codeChoiceServiceConfig:         {"choice-service-config", Error},
+	codeChoiceEmptyList:             {"choice-empty-list", Warning},
+	codeDynParamsConstraint:         {"dynparams-constraint", Error},
+	codeDynParamsTooDeep:            {"dynparams-too-deep", Error},
+	codeDynParamsEmptyAnd:           {"dynparams-empty-and", Warning},
+	codeDynParamsEmptyOr:            {"dynparams-empty-or", Warning},
+	codeDynParamsKeyset:             {"dynparams-keyset", Warning},
+	codeDynParamsOverlap:            {"dynparams-overlap", Warning},
+	codeDynParamsGap:                {"dynparams-gap", Warning},
+	codeDynParamsAnalysisIncomplete: {"dynparams-analysis-incomplete", Warning},
+	codeChoiceUnreachable:           {"choice-unreachable", Warning},
+	codeChoicesNoCatchAll:           {"choices-no-catch-all", Warning},
+	codeChoiceExtensionKey:          {"choice-extension-key", Warning},
+	codeGrpcGoChannelFailure:        {"grpc-go-channel-failure", Error},
+	codeChoiceLanguageCase:          {"choice-language-case", Warning},
 
 	// Service config.
-	codeServiceConfigType:      {"service-config-type", Error, "the service config is not a JSON object", "service_config.proto: a ServiceConfig message"},
-	codeUnknownField:           {"unknown-field", Warning, "a field gRPC does not define (ignored by clients)", "gRFC A21: \"unknown fields do not affect validation\"; probably a typo"},
-	codeFieldCase:              {"field-case", Warning, "a field name differs from a known one only in case: grpc-go reads it, other clients ignore it", "valid (an unknown field), but grpc-go's case-insensitive JSON reads it as the field"},
-	codeNullValue:              {"null-value", Warning, "a field is null, which proto3 JSON reads as absent: grpc-java and grpc-js reject it", "valid (proto3 JSON: null is the default value; service_config.proto says so of names), but grpc-java and grpc-js throw"},
-	codeNumberString:           {"number-string", Warning, "a number is written as a JSON string: valid proto3 JSON, but grpc-go (and grpc-js where it reads the field) reject it", "valid (proto3 JSON accepts numbers as strings; C-core and grpc-java 1.43 and later read them), but grpc-go, grpc-js and older grpc-java (1.41, measured) reject"},
-	codeNumberForm:             {"number-form", Warning, "a whole number is written with a fraction or exponent (3.0, 1e2): grpc-go and C-core reject it", "valid proto3 JSON, but grpc-go and C-core parse integers strictly"},
-	codeNumberRange:            {"number-range", Warning, "a number the spec allows but a client cannot hold (grpc-java's signed 32-bit message sizes)", "valid (uint32), but grpc-java rejects values above 2147483647"},
-	codeWrongType:              {"wrong-type", Error, "a field has the wrong JSON type", "service_config.proto gives every field a type"},
-	codeMethodConfig:           {"method-config", Error, "a methodConfig entry is malformed", "service_config.proto: repeated MethodConfig"},
-	codeMethodName:             {"method-name", Error, "a methodConfig name is malformed", "service_config.proto: \"If the 'service' field is empty, the 'method' field must be empty\""},
-	codeMethodNameSlash:        {"method-name-slash", Warning, "a methodConfig service or method name contains '/', so it matches no call", "valid strings, but no call has such a path"},
-	codeMethodNameDuplicate:    {"method-name-duplicate", Error, "two methodConfig entries name the same method, service or default", "service_config.proto: \"Each name entry must be unique across the entire ServiceConfig\""},
-	codeMethodNameMissing:      {"method-name-missing", Warning, "a methodConfig entry has no name and applies to no call", "valid (service_config.proto: it \"will be skipped\"), but grpc-js rejects an entry without name"},
-	codeDuration:               {"duration", Error, "a duration is not written as seconds with an \"s\" suffix, or is out of range", "proto3 JSON of google.protobuf.Duration"},
-	codeDurationForm:           {"duration-form", Warning, "a duration spelled as proto3 JSON allows but some clients do not read (\".5s\", \"1.s\", \"+1s\")", "valid proto3 JSON (Go's protojson and grpc-go read it), but C-core, grpc-java or grpc-js reject it"},
-	codeDurationFraction:       {"duration-fraction", Warning, "a duration with 1 to 8 fraction digits, which grpc-js misreads (\"0.1s\" as 1 ns)", "valid, but grpc-js reads it differently"},
-	codeDurationNegative:       {"duration-negative", Warning, "a negative duration where the spec does not forbid one, which some clients reject", "valid google.protobuf.Duration, but the named clients reject negative values"},
-	codeTimeout:                {"timeout", Warning, "a methodConfig timeout is negative", "valid google.protobuf.Duration, but C-core and grpc-js reject it and grpc-go and grpc-java fail every call"},
-	codeMessageSize:            {"message-size", Error, "a message size limit is not a non-negative integer", "service_config.proto: google.protobuf.UInt32Value"},
-	codeRetryPolicy:            {"retry-policy", Error, "a retryPolicy breaks gRFC A6", "gRFC A6, \"Validation of retryPolicy\""},
-	codeRetryPerAttemptTimeout: {"retry-per-attempt-timeout", Warning, "retryPolicy.perAttemptRecvTimeout is not positive: C-core and grpc-java, which read it, reject the config", "not a field of the spec (ignored there), but C-core and grpc-java read it"},
-	codeHedgingPolicy:          {"hedging-policy", Error, "a hedgingPolicy breaks gRFC A6", "gRFC A6, \"Validation of hedgingPolicy\""},
-	codeRetryAndHedging:        {"retry-and-hedging", Error, "a methodConfig sets both retryPolicy and hedgingPolicy", "service_config.proto: oneof retry_or_hedging_policy (gRFC A6)"},
-	codeMaxAttemptsCapped:      {"max-attempts-capped", Warning, "maxAttempts above 5 is capped at 5 by gRPC clients", "valid (gRFC A6: \"treated as 5 without being considered a validation error\")"},
-	codeStatusCode:             {"status-code", Error, "a status code is not a gRPC status code name or number", "gRFC A6: \"Each status code MUST be a valid gRPC status code\""},
-	codeStatusCodeCase:         {"status-code-case", Warning, "a status code name is not upper-case (grpc-go, C-core and grpc-java reject it in a retryPolicy)", "valid (gRFC A6: \"the case-insensitive string form\"), but the named clients compare exactly"},
-	codeStatusCodeNumber:       {"status-code-number", Warning, "a retryPolicy status code written as a number, which C-core rejects", "valid (gRFC A6: \"the integer form\"), but C-core reads only names"},
-	codeStatusCodeOK:           {"status-code-ok", Warning, "a status code list names OK, which grpc-java rejects", "valid (gRFC A6 does not forbid it), but pointless and grpc-java rejects it"},
-	codeRetryThrottling:        {"retry-throttling", Error, "retryThrottling breaks gRFC A6", "gRFC A6, \"Validation of retryThrottling\""},
-	codeTokenRatioPrecision:    {"token-ratio-precision", Warning, "tokenRatio has more than 3 decimal places (ignored by gRFC A6) or an exponent (C-core rejects it)", "valid (gRFC A6: \"Decimal places beyond 3 are ignored\"), but clients read it differently"},
-	codeLBConfig:               {"lb-config", Error, "loadBalancingConfig is malformed", "service_config.proto: each entry holds exactly one policy whose config is an object"},
-	codeLBConfigEmpty:          {"lb-config-empty", Warning, "loadBalancingConfig is an empty list, which proto3 reads as unset; grpc-go and C-core reject it", "valid (gRFC A24: unset uses the default, distinct from \"none are supported\"), but grpc-go and C-core reject it"},
-	codeLBNoKnownPolicy:        {"lb-no-known-policy", Error, "loadBalancingConfig names no policy of the gRPC spec", "service_config.proto: \"If the list doesn't contain any supported policy, the whole service config is invalid\""},
-	codeLBPolicyUnsupported:    {"lb-policy-unsupported", Warning, "some clients implement none of the listed policies", "valid, but the named clients reject the config (grpc-js falls back to pick_first)"},
-	codeLBFallbackConfig:       {"lb-fallback-config", Warning, "a later policy entry, which clients lacking the first policy use, is invalid or malformed for them", "valid (clients stop at the first policy they support), but the named clients reach this entry and reject it"},
-	codeLBPolicyXDS:            {"lb-policy-xds", Warning, "the chosen policy is an xDS policy, which has no backends without an xDS resolver", "valid, but does not work from DNS"},
-	codeLBPolicyConfig:         {"lb-policy-config", Error, "the configuration of a load-balancing policy is invalid", "the policy's gRFC (A42, A48, A50, A58, A62, A68, A76) or the RLS design"},
-	codeLBPolicy:               {"lb-policy", Error, "loadBalancingPolicy names no policy a gRPC client knows, or one that needs a config", "gRFC A21: \"loadBalancingPolicy\": \"UnknownPolicy\" is invalid; C-core's requires_config"},
-	codeLBPolicyCompat:         {"lb-policy-compat", Warning, "loadBalancingPolicy is valid, but some clients read it differently or lack the policy", "valid (C-core and grpc-java lower-case it), but grpc-go matches names exactly and grpc-js ignores the field"},
-	codeLBPolicyIgnored:        {"lb-policy-ignored", Warning, "loadBalancingPolicy is ignored because loadBalancingConfig is set", "valid (service_config.proto: used only if loadBalancingConfig is unset), probably not meant"},
-	codeRLSLookupScheme:        {"rls-lookup-scheme", Warning, "an rls lookupService target with a scheme clients have no resolver for", "valid (a gRPC URI), but clients reject it unless the application registers the scheme"},
-	codeProtoDefaultValue:      {"proto-default-value", Warning, "a field left out or set to its proto3 default (0, \"\"), which the spec reads as unset, but named clients reject", "valid (proto3: the default value is the field unset; rls_config.proto: cacheSizeBytes \"omitted or set to zero\" takes the client default), but the named clients require a value"},
-	codeHealthCheckConfig:      {"health-check-config", Error, "healthCheckConfig is malformed", "gRFC A17: HealthCheckConfig {serviceName}"},
-	codeHeaderExtraction:       {"header-extraction", Error, "a headerExtraction rule is malformed", "our extension (docs/headers.md)"},
-	codeHeaderName:             {"header-name", Error, "a headerExtraction headerName is not a valid, unreserved, lower-case metadata key", "our extension (docs/headers.md)"},
-	codeHeaderNameDuplicate:    {"header-name-duplicate", Error, "two headerExtraction rules of one method add the same header", "our extension (docs/headers.md)"},
+	codeServiceConfigType:      {"service-config-type", Error},
+	codeUnknownField:           {"unknown-field", Warning},
+	codeFieldCase:              {"field-case", Warning},
+	codeNullValue:              {"null-value", Warning},
+	codeNumberString:           {"number-string", Warning},
+	codeNumberForm:             {"number-form", Warning},
+	codeNumberRange:            {"number-range", Warning},
+	codeWrongType:              {"wrong-type", Error},
+	codeMethodConfig:           {"method-config", Error},
+	codeMethodName:             {"method-name", Error},
+	codeMethodNameSlash:        {"method-name-slash", Warning},
+	codeMethodNameDuplicate:    {"method-name-duplicate", Error},
+	codeMethodNameMissing:      {"method-name-missing", Warning},
+	codeDuration:               {"duration", Error},
+	codeDurationForm:           {"duration-form", Warning},
+	codeDurationFraction:       {"duration-fraction", Warning},
+	codeDurationNegative:       {"duration-negative", Warning},
+	codeTimeout:                {"timeout", Warning},
+	codeMessageSize:            {"message-size", Error},
+	codeRetryPolicy:            {"retry-policy", Error},
+	codeRetryPerAttemptTimeout: {"retry-per-attempt-timeout", Warning},
+	codeHedgingPolicy:          {"hedging-policy", Error},
+	codeRetryAndHedging:        {"retry-and-hedging", Error},
+	codeMaxAttemptsCapped:      {"max-attempts-capped", Warning},
+	codeStatusCode:             {"status-code", Error},
+	codeStatusCodeCase:         {"status-code-case", Warning},
+	codeStatusCodeNumber:       {"status-code-number", Warning},
+	codeStatusCodeOK:           {"status-code-ok", Warning},
+	codeRetryThrottling:        {"retry-throttling", Error},
+	codeTokenRatioPrecision:    {"token-ratio-precision", Warning},
+	codeLBConfig:               {"lb-config", Error},
+	codeLBConfigEmpty:          {"lb-config-empty", Warning},
+	codeLBNoKnownPolicy:        {"lb-no-known-policy", Error},
+	codeLBPolicyUnsupported:    {"lb-policy-unsupported", Warning},
+	codeLBFallbackConfig:       {"lb-fallback-config", Warning},
+	codeLBPolicyXDS:            {"lb-policy-xds", Warning},
+	codeLBPolicyConfig:         {"lb-policy-config", Error},
+	codeLBPolicy:               {"lb-policy", Error},
+	codeLBPolicyCompat:         {"lb-policy-compat", Warning},
+	codeLBPolicyIgnored:        {"lb-policy-ignored", Warning},
+	codeRLSLookupScheme:        {"rls-lookup-scheme", Warning},
+	codeProtoDefaultValue:      {"proto-default-value", Warning},
+	codeHealthCheckConfig:      {"health-check-config", Error},
+	codeHeaderExtraction:       {"header-extraction", Error},
+	codeHeaderName:             {"header-name", Error},
+	codeHeaderNameDuplicate:    {"header-name-duplicate", Error},
 }
+
+// codeDocs describes each code, for Codes and the documentation: kept apart
+// from codes so that a program that only validates (a gRPC client using
+// the resolver) does not carry the text.
+var codeDocs = [numCodes]codeDoc{
+	// The input as a whole.
+	codeInputTooLarge:      {"the input is larger than any record DNS can carry could be written in (1 MiB of text), or than the publisher reads (64 MiB)", "a resource bound: a DNS message holds 65 535 bytes, so no larger record can be served, and 1 MiB of text is room for any way of writing one"},
+	codeDiagnosticsOmitted: {"more problems than are listed per input: the rest are counted, not shown", "not a problem of its own: at most 100 diagnostics are listed per input, errors first"},
+
+	// JSON text.
+	codeJSONSyntax:       {"the text is not valid JSON", "gRFC A2/A21: a record that does not parse is invalid"},
+	codeJSONDuplicateKey: {"an object has two members with the same name", "RFC 8259 leaves it undefined; C-core and grpc-java 1.68.1 and later reject, grpc-go, grpc-js and older grpc-java (1.41, measured) take the last: our semantics (README, Semantics) make it invalid"},
+	codeJSONTooDeep:      {"JSON nested deeper than any service config needs", "a resource bound: no valid config nests that deep"},
+	codeNonASCII:         {"TXT records are ASCII; the config holds other bytes", "gRFC A2: \"the contents of the service config are also ASCII\""},
+
+	// TXT record.
+	codeTXTSyntax:            {"the TXT presentation text cannot be read (quotes, escapes)", "RFC 1035 presentation format"},
+	codeTXTNoRecord:          {"no TXT record starts with grpc_config=", "gRFC A2: the config is the grpc_config attribute"},
+	codeTXTPrefixSplit:       {"the grpc_config= prefix is split across strings", "clients look for the attribute in the first string: none finds it"},
+	codeTXTMultipleConfig:    {"more than one TXT record starts with grpc_config=", "our semantics (README, Semantics): two configs are ambiguous"},
+	codeTXTAttributeSpelling: {"the attribute is not written exactly grpc_config= (RFC 1464 allows it; gRPC clients do not)", "valid RFC 1464, but grpc-go, C-core and grpc-js see no config"},
+	codeTXTOtherRecords:      {"other TXT records share the owner name; grpc-go joins them all", "valid, but grpc-go joins every TXT record and fails to parse"},
+	codeTXTStringTooLong:     {"a TXT string is longer than 255 bytes", "RFC 1035 §3.3: a character-string holds at most 255 bytes"},
+	codeTXTSizeUDP:           {"the answer exceeds 512 bytes: clients without EDNS must retry over TCP", "valid; costs a TCP round trip"},
+	codeTXTSizeEDNS:          {"the answer exceeds 1232 bytes: most resolvers get it truncated and retry over TCP", "valid; costs a TCP round trip"},
+	codeTXTTooLarge:          {"the record cannot fit in a 65535-byte DNS message", "RFC 1035: no DNS message can carry it"},
+
+	// Choice list (gRFC A2).
+	codeChoicesType:                 {"the grpc_config value is not a JSON list of choices", "gRFC A2: the value is a JSON list of choices"},
+	codeChoicesEmpty:                {"the list of choices is empty", "gRFC A2: \"A list of one or more service config choices\" (every client reads it as no config)"},
+	codeChoiceType:                  {"a choice is not a JSON object", "gRFC A2: each choice is an object"},
+	codeChoiceUnknownKey:            {"a choice has a key gRFC A2 does not define", "gRFC A2: \"If any unexpected field name is present in this object, the entire config is considered invalid\" (grpc-go and C-core ignore the key; grpc-java and grpc-js check only the choices up to the one they pick)"},
+	codeChoiceClientLanguage:        {"clientLanguage is not a list of strings", "gRFC A2: [string]"},
+	codeChoiceClientHostname:        {"clientHostname is not a list of strings", "gRFC A2: [string]"},
+	codeChoicePercentage:            {"percentage is not an integer from 0 to 100", "gRFC A2: \"All other numbers are considered invalid\""},
+	codeChoicePercentageZero:        {"percentage 0 matches no client", "valid, but the choice is never used"},
+	codeChoiceServiceConfig:         {"serviceConfig is missing or not an object", "gRFC A2: \"If this field is not an object, or is missing ... the entire config is considered invalid\""},
+	codeChoiceEmptyList:             {"an empty clientLanguage or clientHostname list: A2, C-core and grpc-java match all, grpc-go and grpc-js match none", "valid (gRFC A2: \"If a field is absent or empty, it matches all clients\"), but grpc-go and grpc-js read it as matching nothing"},
+	codeDynParamsConstraint:         {"a dynamicParameterConstraints message is malformed", "xDS TP2's DynamicParameterConstraints message"},
+	codeDynParamsTooDeep:            {"dynamic parameter constraints nest more than 32 levels", "a resource bound of our extension (README, Dynamic parameters)"},
+	codeDynParamsEmptyAnd:           {"an empty andConstraints matches every client", "valid, probably not meant"},
+	codeDynParamsEmptyOr:            {"an empty orConstraints matches no client", "valid, probably not meant"},
+	codeDynParamsKeyset:             {"the choices with dynamic parameter constraints do not all constrain the same keys (TP2)", "valid; TP2's best practice"},
+	codeDynParamsOverlap:            {"two choices' dynamic parameter constraints match the same parameters (TP2)", "valid; TP2's best practice"},
+	codeDynParamsGap:                {"a parameter set over the named keys and values matches no choice (TP2)", "valid; TP2's best practice"},
+	codeDynParamsAnalysisIncomplete: {"the variant analysis gave up; some findings may be missing", "says lint could not finish"},
+	codeChoiceUnreachable:           {"no client can ever select this choice: earlier choices take every client it matches", "valid, probably not meant"},
+	codeChoicesNoCatchAll:           {"no choice matches every client: grpc-go and grpc-js fail the channel when none matches", "valid (gRFC A21: no match means no config), but grpc-go and grpc-js fail the channel"},
+	codeChoiceExtensionKey:          {"a choice uses dynamicParameterConstraints, which other gRPC clients reject or ignore", "our extension: grpc-java and grpc-js reject the record when they come to the choice (they stop at the first that matches), grpc-go and C-core ignore the key"},
+	codeGrpcGoChannelFailure:        {"grpc-go clients (its built-in dns resolver) would fail their channel on the record: refused unless allowed (compat.allowGrpcGoFailure, encode --allow-grpc-go-failure)", "the publisher's compat gate (docs/rules.md#severity): valid by the spec, but published only when allowed"},
+	codeChoiceLanguageCase:          {"clientLanguage names Go in a case grpc-go does not match (it compares with \"GO\")", "valid (gRFC A2: case-insensitive), but grpc-go compares exactly"},
+
+	// Service config.
+	codeServiceConfigType:      {"the service config is not a JSON object", "service_config.proto: a ServiceConfig message"},
+	codeUnknownField:           {"a field gRPC does not define (ignored by clients)", "gRFC A21: \"unknown fields do not affect validation\"; probably a typo"},
+	codeFieldCase:              {"a field name differs from a known one only in case: grpc-go reads it, other clients ignore it", "valid (an unknown field), but grpc-go's case-insensitive JSON reads it as the field"},
+	codeNullValue:              {"a field is null, which proto3 JSON reads as absent: grpc-java and grpc-js reject it", "valid (proto3 JSON: null is the default value; service_config.proto says so of names), but grpc-java and grpc-js throw"},
+	codeNumberString:           {"a number is written as a JSON string: valid proto3 JSON, but grpc-go (and grpc-js where it reads the field) reject it", "valid (proto3 JSON accepts numbers as strings; C-core and grpc-java 1.43 and later read them), but grpc-go, grpc-js and older grpc-java (1.41, measured) reject"},
+	codeNumberForm:             {"a whole number is written with a fraction or exponent (3.0, 1e2): grpc-go and C-core reject it", "valid proto3 JSON, but grpc-go and C-core parse integers strictly"},
+	codeNumberRange:            {"a number the spec allows but a client cannot hold (grpc-java's signed 32-bit message sizes)", "valid (uint32), but grpc-java rejects values above 2147483647"},
+	codeWrongType:              {"a field has the wrong JSON type", "service_config.proto gives every field a type"},
+	codeMethodConfig:           {"a methodConfig entry is malformed", "service_config.proto: repeated MethodConfig"},
+	codeMethodName:             {"a methodConfig name is malformed", "service_config.proto: \"If the 'service' field is empty, the 'method' field must be empty\""},
+	codeMethodNameSlash:        {"a methodConfig service or method name contains '/', so it matches no call", "valid strings, but no call has such a path"},
+	codeMethodNameDuplicate:    {"two methodConfig entries name the same method, service or default", "service_config.proto: \"Each name entry must be unique across the entire ServiceConfig\""},
+	codeMethodNameMissing:      {"a methodConfig entry has no name and applies to no call", "valid (service_config.proto: it \"will be skipped\"), but grpc-js rejects an entry without name"},
+	codeDuration:               {"a duration is not written as seconds with an \"s\" suffix, or is out of range", "proto3 JSON of google.protobuf.Duration"},
+	codeDurationForm:           {"a duration spelled as proto3 JSON allows but some clients do not read (\".5s\", \"1.s\", \"+1s\")", "valid proto3 JSON (Go's protojson and grpc-go read it), but C-core, grpc-java or grpc-js reject it"},
+	codeDurationFraction:       {"a duration with 1 to 8 fraction digits, which grpc-js misreads (\"0.1s\" as 1 ns)", "valid, but grpc-js reads it differently"},
+	codeDurationNegative:       {"a negative duration where the spec does not forbid one, which some clients reject", "valid google.protobuf.Duration, but the named clients reject negative values"},
+	codeTimeout:                {"a methodConfig timeout is negative", "valid google.protobuf.Duration, but C-core and grpc-js reject it and grpc-go and grpc-java fail every call"},
+	codeMessageSize:            {"a message size limit is not a non-negative integer", "service_config.proto: google.protobuf.UInt32Value"},
+	codeRetryPolicy:            {"a retryPolicy breaks gRFC A6", "gRFC A6, \"Validation of retryPolicy\""},
+	codeRetryPerAttemptTimeout: {"retryPolicy.perAttemptRecvTimeout is not positive: C-core and grpc-java, which read it, reject the config", "not a field of the spec (ignored there), but C-core and grpc-java read it"},
+	codeHedgingPolicy:          {"a hedgingPolicy breaks gRFC A6", "gRFC A6, \"Validation of hedgingPolicy\""},
+	codeRetryAndHedging:        {"a methodConfig sets both retryPolicy and hedgingPolicy", "service_config.proto: oneof retry_or_hedging_policy (gRFC A6)"},
+	codeMaxAttemptsCapped:      {"maxAttempts above 5 is capped at 5 by gRPC clients", "valid (gRFC A6: \"treated as 5 without being considered a validation error\")"},
+	codeStatusCode:             {"a status code is not a gRPC status code name or number", "gRFC A6: \"Each status code MUST be a valid gRPC status code\""},
+	codeStatusCodeCase:         {"a status code name is not upper-case (grpc-go, C-core and grpc-java reject it in a retryPolicy)", "valid (gRFC A6: \"the case-insensitive string form\"), but the named clients compare exactly"},
+	codeStatusCodeNumber:       {"a retryPolicy status code written as a number, which C-core rejects", "valid (gRFC A6: \"the integer form\"), but C-core reads only names"},
+	codeStatusCodeOK:           {"a status code list names OK, which grpc-java rejects", "valid (gRFC A6 does not forbid it), but pointless and grpc-java rejects it"},
+	codeRetryThrottling:        {"retryThrottling breaks gRFC A6", "gRFC A6, \"Validation of retryThrottling\""},
+	codeTokenRatioPrecision:    {"tokenRatio has more than 3 decimal places (ignored by gRFC A6) or an exponent (C-core rejects it)", "valid (gRFC A6: \"Decimal places beyond 3 are ignored\"), but clients read it differently"},
+	codeLBConfig:               {"loadBalancingConfig is malformed", "service_config.proto: each entry holds exactly one policy whose config is an object"},
+	codeLBConfigEmpty:          {"loadBalancingConfig is an empty list, which proto3 reads as unset; grpc-go and C-core reject it", "valid (gRFC A24: unset uses the default, distinct from \"none are supported\"), but grpc-go and C-core reject it"},
+	codeLBNoKnownPolicy:        {"loadBalancingConfig names no policy of the gRPC spec", "service_config.proto: \"If the list doesn't contain any supported policy, the whole service config is invalid\""},
+	codeLBPolicyUnsupported:    {"some clients implement none of the listed policies", "valid, but the named clients reject the config (grpc-js falls back to pick_first)"},
+	codeLBFallbackConfig:       {"a later policy entry, which clients lacking the first policy use, is invalid or malformed for them", "valid (clients stop at the first policy they support), but the named clients reach this entry and reject it"},
+	codeLBPolicyXDS:            {"the chosen policy is an xDS policy, which has no backends without an xDS resolver", "valid, but does not work from DNS"},
+	codeLBPolicyConfig:         {"the configuration of a load-balancing policy is invalid", "the policy's gRFC (A42, A48, A50, A58, A62, A68, A76) or the RLS design"},
+	codeLBPolicy:               {"loadBalancingPolicy names no policy a gRPC client knows, or one that needs a config", "gRFC A21: \"loadBalancingPolicy\": \"UnknownPolicy\" is invalid; C-core's requires_config"},
+	codeLBPolicyCompat:         {"loadBalancingPolicy is valid, but some clients read it differently or lack the policy", "valid (C-core and grpc-java lower-case it), but grpc-go matches names exactly and grpc-js ignores the field"},
+	codeLBPolicyIgnored:        {"loadBalancingPolicy is ignored because loadBalancingConfig is set", "valid (service_config.proto: used only if loadBalancingConfig is unset), probably not meant"},
+	codeRLSLookupScheme:        {"an rls lookupService target with a scheme clients have no resolver for", "valid (a gRPC URI), but clients reject it unless the application registers the scheme"},
+	codeProtoDefaultValue:      {"a field left out or set to its proto3 default (0, \"\"), which the spec reads as unset, but named clients reject", "valid (proto3: the default value is the field unset; rls_config.proto: cacheSizeBytes \"omitted or set to zero\" takes the client default), but the named clients require a value"},
+	codeHealthCheckConfig:      {"healthCheckConfig is malformed", "gRFC A17: HealthCheckConfig {serviceName}"},
+	codeHeaderExtraction:       {"a headerExtraction rule is malformed", "our extension (docs/headers.md)"},
+	codeHeaderName:             {"a headerExtraction headerName is not a valid, unreserved, lower-case metadata key", "our extension (docs/headers.md)"},
+	codeHeaderNameDuplicate:    {"two headerExtraction rules of one method add the same header", "our extension (docs/headers.md)"},
+}
+
+// codeID is a code's identity: its text and its severity.
+type codeID struct {
+	Code     string
+	Severity Severity
+}
+
+// codeDoc is a code's description (CodeInfo.Summary and Why).
+type codeDoc struct{ Summary, Why string }
 
 // codeByID finds a code by its text: for codes that come as data (the JSON
 // Schema's x-code annotations, the JSON parser's errors).
-var codeByID = func() map[string]diagCode {
+var codeByID = sync.OnceValue(func() map[string]diagCode {
 	m := make(map[string]diagCode, numCodes)
 	for c := diagCode(1); c < numCodes; c++ {
 		m[codes[c].Code] = c
 	}
 	return m
-}()
+})
 
 func (c diagCode) String() string     { return codes[c].Code }
 func (c diagCode) severity() Severity { return codes[c].Severity }
 
+// info is the whole description of a code.
+func (c diagCode) info() CodeInfo {
+	return CodeInfo{Code: codes[c].Code, Severity: codes[c].Severity, Summary: codeDocs[c].Summary, Why: codeDocs[c].Why}
+}
+
 // Codes returns every diagnostic code, in documentation order.
-func Codes() []CodeInfo { return slices.Clone(codes[1:]) }
+func Codes() []CodeInfo {
+	out := make([]CodeInfo, 0, numCodes-1)
+	for c := diagCode(1); c < numCodes; c++ {
+		out = append(out, c.info())
+	}
+	return out
+}
 
 // lookupCode returns the description of a code.
 func lookupCode(code string) (CodeInfo, bool) {
-	c, ok := codeByID[code]
-	return codes[c], ok
+	c, ok := codeByID()[code]
+	return c.info(), ok
 }

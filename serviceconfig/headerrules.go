@@ -155,6 +155,20 @@ func (hr *HeaderRules) Lookup(fullMethod string) (rules []HeaderRule, set bool) 
 	return nil, false
 }
 
+// HasRules reports whether some method config has a headerExtraction rule
+// (Empty is false for a config whose method configs merely exist).
+func (hr *HeaderRules) HasRules() bool {
+	if hr == nil {
+		return false
+	}
+	for _, e := range hr.entries {
+		if len(e.rules) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Empty reports whether the config has no headerExtraction field at all.
 func (hr *HeaderRules) Empty() bool { return hr == nil || len(hr.entries) == 0 }
 

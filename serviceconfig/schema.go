@@ -1,88 +1,47 @@
 package serviceconfig
 
 import (
-	"bytes"
-	_ "embed"
 	"encoding/json"
-	"errors"
-	"net/url"
 	"strconv"
 	"strings"
-	"sync"
-
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"golang.org/x/text/language"
-	"golang.org/x/text/message"
 
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/schemalayer"
 )
 
-// schemaJSON is the JSON Schema (draft 2020-12) of a choice list and of a
-// service config, for editors and other tools. Lint runs it as the first
-// layer of validation; the Go rules add what a schema cannot say.
-//
-//go:embed schema/grpc-config.schema.json
-var schemaJSON []byte
-
-const schemaURL = "https://github.com/grpc-config-dns/grpc-config-dns/serviceconfig/schema/grpc-config.schema.json"
-
-type compiledSchema struct {
-	choices, config *jsonschema.Schema
-	doc             any // the schema itself, to read x-code annotations
-}
-
-var loadSchema = sync.OnceValues(func() (*compiledSchema, error) {
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(schemaJSON))
-	if err != nil {
-		return nil, err
-	}
-	c := jsonschema.NewCompiler()
-	if err := c.AddResource(schemaURL, doc); err != nil {
-		return nil, err
-	}
-	s := &compiledSchema{doc: doc}
-	if s.choices, err = c.Compile(schemaURL + "#/$defs/choiceList"); err != nil {
-		return nil, err
-	}
-	if s.config, err = c.Compile(schemaURL + "#/$defs/serviceConfigDocument"); err != nil {
-		return nil, err
-	}
-	return s, nil
-})
-
-var schemaPrinter = message.NewPrinter(language.English)
+// The JSON Schema (package serviceconfig/schema) is the first layer of
+// Lint when a program links it in; this package does not import it, so
+// that clients of the resolver do not carry a schema validator (see
+// package schemalayer). Its findings are merged with those of the Go
+// rules, which say the same things more precisely.
 
 // schemaFinding is one failure of the schema, before its message is
 // built: lint lists at most MaxDiagnostics, and an input can fail the
 // schema at every value.
 type schemaFinding struct {
-	e     *jsonschema.ValidationError
 	code  diagCode
 	loc   []string
 	atKey bool
 	path  string
+	msg   func() string
 }
 
 // schemaFindings validates the tree against the schema for kind
-// (KindChoices or KindServiceConfig).
+// (KindChoices or KindServiceConfig), when the schema layer is linked in.
 func schemaFindings(t *jtree.Tree, k Kind) []schemaFinding {
-	s, err := loadSchema()
-	if err != nil {
-		// The schema is embedded and tested; failing to compile it is a bug.
-		panic("serviceconfig: embedded JSON schema does not compile: " + err.Error())
-	}
-	sch := s.choices
-	if k == KindServiceConfig {
-		sch = s.config
-	}
-	err = sch.Validate(dropNulls(schemaInstance(t, 0)))
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
+	validate := schemalayer.Validate
+	if validate == nil {
 		return nil
 	}
 	var out []schemaFinding
-	s.collect(ve, map[[2]string]diagCode{}, &out)
+	for _, f := range validate(dropNulls(schemaInstance(t, 0)), k == KindChoices) {
+		code, ok := codeByID()[f.Code]
+		if !ok {
+			// Every x-code is registered (TestSchemaCodes).
+			code = codeWrongType
+		}
+		out = append(out, schemaFinding{code: code, loc: f.Loc, atKey: f.AtKey, path: pointerOf(f.Loc), msg: f.Message})
+	}
 	return out
 }
 
@@ -115,43 +74,6 @@ func schemaDiagnostics(t *jtree.Tree, k Kind) Diagnostics {
 	return out
 }
 
-func (s *compiledSchema) collect(e *jsonschema.ValidationError, codes map[[2]string]diagCode, out *[]schemaFinding) {
-	switch k := e.ErrorKind.(type) {
-	case *kind.Schema, *kind.Group, *kind.AllOf, *kind.Reference:
-		for _, c := range e.Causes {
-			s.collect(c, codes, out)
-		}
-		return
-	case *kind.AdditionalProperties:
-		for _, p := range k.Properties {
-			loc := append(append([]string(nil), e.InstanceLocation...), p)
-			s.add(e, loc, true, codes, out)
-		}
-		return
-	}
-	// anyOf, oneOf, not and every leaf: one diagnostic for this value.
-	s.add(e, e.InstanceLocation, false, codes, out)
-}
-
-func (s *compiledSchema) add(e *jsonschema.ValidationError, loc []string, atKey bool, codes map[[2]string]diagCode, out *[]schemaFinding) {
-	kw := e.ErrorKind.KeywordPath()
-	if _, ok := e.ErrorKind.(*kind.Not); ok {
-		kw = []string{"not"} // the library reports no keyword for not
-	}
-	keyword := ""
-	if len(kw) > 0 {
-		keyword = kw[0]
-	}
-	// Many values fail the same subschema: find its code once.
-	key := [2]string{e.SchemaURL, keyword}
-	code, ok := codes[key]
-	if !ok {
-		code = s.codeFor(e.SchemaURL, keyword)
-		codes[key] = code
-	}
-	*out = append(*out, schemaFinding{e: e, code: code, loc: loc, atKey: atKey, path: pointerOf(loc)})
-}
-
 func (f *schemaFinding) diagnostic(t *jtree.Tree) Diagnostic {
 	node := nodeAt(t, f.loc, f.atKey)
 	off := -1
@@ -161,63 +83,10 @@ func (f *schemaFinding) diagnostic(t *jtree.Tree) Diagnostic {
 	return Diagnostic{
 		Severity: f.code.severity(),
 		Code:     f.code.String(),
-		Message:  f.e.ErrorKind.LocalizedString(schemaPrinter) + " (JSON Schema)",
+		Message:  f.msg() + " (JSON Schema)",
 		Path:     f.path,
 		Offset:   off,
 	}
-}
-
-// codeFor finds the diagnostic code of a failure: x-codes[keyword] or
-// x-code on the failing subschema, or on the nearest enclosing one.
-func (s *compiledSchema) codeFor(schemaURL string, keyword string) diagCode {
-	_, frag, _ := strings.Cut(schemaURL, "#")
-	frag, _ = url.PathUnescape(frag)
-	var segs []string
-	if frag != "" {
-		for _, p := range strings.Split(strings.TrimPrefix(frag, "/"), "/") {
-			segs = append(segs, strings.ReplaceAll(strings.ReplaceAll(p, "~1", "/"), "~0", "~"))
-		}
-	}
-	for n := len(segs); n >= 0; n-- {
-		obj, ok := lookupPointer(s.doc, segs[:n]).(map[string]any)
-		if !ok {
-			continue
-		}
-		// x-codes speaks of the keywords of its own subschema only.
-		if xcodes, ok := obj["x-codes"].(map[string]any); ok && n == len(segs) {
-			if x, ok := xcodes[keyword].(string); ok {
-				if c, ok := codeByID[x]; ok {
-					return c
-				}
-			}
-		}
-		if x, ok := obj["x-code"].(string); ok {
-			if c, ok := codeByID[x]; ok {
-				return c
-			}
-		}
-	}
-	// The root has an x-code, and every x-code is registered
-	// (TestSchema): never reached.
-	return codeWrongType
-}
-
-func lookupPointer(doc any, segs []string) any {
-	for _, s := range segs {
-		switch v := doc.(type) {
-		case map[string]any:
-			doc = v[s]
-		case []any:
-			i, err := strconv.Atoi(s)
-			if err != nil || i < 0 || i >= len(v) {
-				return nil
-			}
-			doc = v[i]
-		default:
-			return nil
-		}
-	}
-	return doc
 }
 
 // nodeAt returns the node at instance location loc (the key node of its

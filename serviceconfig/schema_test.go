@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/schemalayer"
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/schema"
 )
 
 // corpusFiles returns the names listed in testdata/corpus/MANIFEST.
@@ -90,37 +92,42 @@ func TestSchemaAgreesWithRules(t *testing.T) {
 	}
 }
 
-// TestSchemaIsValidJSONSchema compiles the shipped schema as editors would.
-func TestSchemaIsValidJSONSchema(t *testing.T) {
-	if _, err := loadSchema(); err != nil {
+// TestSchemaCodes: the shipped schema compiles as editors would, and
+// every x-code names a registered code.
+func TestSchemaCodes(t *testing.T) {
+	codes, err := schema.Codes()
+	if err != nil {
 		t.Fatal(err)
 	}
-	// Every x-code names a registered code.
-	var walk func(v any)
-	walk = func(v any) {
-		switch v := v.(type) {
-		case map[string]any:
-			if c, ok := v["x-code"].(string); ok {
-				if _, ok := lookupCode(c); !ok {
-					t.Errorf("schema x-code %q is not a registered code", c)
-				}
-			}
-			if cs, ok := v["x-codes"].(map[string]any); ok {
-				for _, c := range cs {
-					if _, ok := lookupCode(c.(string)); !ok {
-						t.Errorf("schema x-codes %q is not a registered code", c)
-					}
-				}
-			}
-			for _, x := range v {
-				walk(x)
-			}
-		case []any:
-			for _, x := range v {
-				walk(x)
-			}
+	for _, c := range codes {
+		if _, ok := lookupCode(c); !ok {
+			t.Errorf("schema x-code %q is not a registered code", c)
 		}
 	}
-	s, _ := loadSchema()
-	walk(s.doc)
+	if len(codes) < 10 {
+		t.Errorf("only %d x-codes", len(codes))
+	}
+}
+
+// Without the schema package linked in, Lint runs the Go rules alone, and
+// says the same over the whole corpus: the layer costs clients nothing
+// they need.
+func TestLintWithoutSchemaLayer(t *testing.T) {
+	validate := schemalayer.Validate
+	if validate == nil {
+		t.Fatal("the schema layer is not linked into the tests")
+	}
+	for _, name := range corpusFiles(t) {
+		text, err := os.ReadFile(filepath.Join("../testdata/corpus", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, with := Lint(text, LintOptions{})
+		schemalayer.Validate = nil
+		_, without := Lint(text, LintOptions{})
+		schemalayer.Validate = validate
+		if len(with) != len(without) {
+			t.Errorf("%s: %d diagnostics with the schema layer, %d without:\n%v\n%v", name, len(with), len(without), with, without)
+		}
+	}
 }

@@ -280,7 +280,7 @@ func TestNineDigitDurations(t *testing.T) {
 func TestEveryCodeRegistered(t *testing.T) {
 	seen := map[string]bool{}
 	for c := diagCode(1); c < numCodes; c++ {
-		info := codes[c]
+		info := c.info()
 		if info.Code == "" || info.Summary == "" || info.Why == "" || (info.Severity != Error && info.Severity != Warning) {
 			t.Errorf("code %d after %q is not registered in full: %+v", c, codes[c-1].Code, info)
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -12,4 +13,15 @@ func runCLI(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
 	code = run(args, strings.NewReader(""), &out, &errb)
 	return code, out.String(), errb.String()
+}
+
+// version and --version print the build's version, from the Go build
+// information (issue 18).
+func TestVersion(t *testing.T) {
+	for _, args := range [][]string{{"version"}, {"--version"}} {
+		code, out, _ := runCLI(t, args...)
+		if code != 0 || !strings.HasPrefix(out, "grpc-config-dns ") || !strings.Contains(out, runtime.Version()) {
+			t.Errorf("%v: exit %d, %q", args, code, out)
+		}
+	}
 }

@@ -48,6 +48,15 @@ func (e *env) readInput(arg string) (*input, error) {
 		return &input{name: "<stdin>", text: b}, nil
 	case strings.HasPrefix(arg, "dns://"):
 		return lookupInput(arg)
+	case strings.HasPrefix(arg, "dnsconfig://"):
+		// A channel target, as a user copies it from client code: the
+		// record its resolver reads.
+		return lookupTarget(arg)
+	}
+	if scheme, _, ok := strings.Cut(arg, "://"); ok && !strings.ContainsAny(scheme, "/.\\") {
+		if _, err := os.Stat(arg); err != nil {
+			return nil, usageErr("%s: INPUT is a file, - for stdin, dns://SERVER[:PORT]/NAME or dnsconfig://[NS_IP[:PORT]]/HOST[:PORT]; %s:// is none of them", arg, scheme)
+		}
 	}
 	return readFile(arg)
 }

@@ -8,6 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+	// The JSON Schema is the first layer of lint (serviceconfig.Lint).
+	_ "github.com/grpc-config-dns/grpc-config-dns/serviceconfig/schema"
 )
 
 func lintCmd(e *env) *cobra.Command {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/miekg/dns"
+
 	"context"
 	"net"
 	"net/netip"
@@ -23,7 +25,7 @@ func init() { lookupInput = lookupDNS }
 func lookupDNS(arg string) (*input, error) {
 	u, err := url.Parse(arg)
 	if err != nil || u.Scheme != "dns" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return nil, usageErr("%s: want dns://SERVER[:PORT]/NAME, e.g. dns://127.0.0.1:5353/echo.example.test", arg)
+		return nil, usageErr("%s: want dns://SERVER[:PORT]/NAME, e.g. dns://127.0.0.1:1053/echo.example.test", arg)
 	}
 	name := strings.TrimPrefix(u.Path, "/")
 	if u.Host == "" {
@@ -44,6 +46,37 @@ func lookupDNS(arg string) (*input, error) {
 	}
 	return &input{name: arg, records: rec.Records, owner: rec.Owner}, nil
 }
+
+// lookupTarget reads a dnsconfig://[NS_IP[:PORT]]/HOST[:PORT] input, a
+// channel's target: the record at _grpc_config.HOST, asked of the target's
+// nameserver, or else of the first nameserver of /etc/resolv.conf (the name
+// as written: write the name the record is published at).
+func lookupTarget(arg string) (*input, error) {
+	u, err := url.Parse(arg)
+	if err != nil || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return nil, usageErr("%s: want dnsconfig://[NS_IP[:PORT]]/HOST[:PORT], e.g. dnsconfig://127.0.0.1:1053/echo.example.test:50051", arg)
+	}
+	host := strings.TrimPrefix(u.Path, "/")
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	server := u.Host
+	if server == "" {
+		cfg, err := dns.ClientConfigFromFile(resolvConf)
+		if err != nil || len(cfg.Servers) == 0 {
+			return nil, usageErr("%s: the target names no nameserver and %s gives none (%v): write dnsconfig://NS_IP[:PORT]/%s or dns://SERVER[:PORT]/%s", arg, resolvConf, err, host, host)
+		}
+		server = net.JoinHostPort(cfg.Servers[0], cfg.Port)
+	}
+	in, err := lookupDNS("dns://" + server + "/" + host)
+	if in != nil {
+		in.name = arg
+	}
+	return in, err
+}
+
+// resolvConf is the file lookupTarget takes a nameserver from.
+var resolvConf = "/etc/resolv.conf"
 
 // nameserverAddr turns SERVER[:PORT] into IP[:PORT], looking a server given
 // by name up with the system resolver.

@@ -38,6 +38,11 @@ func TestDNSInputs(t *testing.T) {
 		{"no name", []string{"lint", "dns://" + s.Addr + "/"}, 2, "", "want one host name", 0},
 		{"unreachable server", []string{"lint", in(dead, "svc.test")}, 2, "", "failed at every nameserver", 0},
 		{"bad name", []string{"lint", in(s.Addr, "a..b")}, 2, "", "label 2 is empty", 0},
+		// A channel's target, as copied from client code (issue 18): read
+		// as the record its resolver reads, not as a missing file.
+		{"dnsconfig target", []string{"lint", "dnsconfig://" + s.Addr + "/svc.test:50051"}, 0, "", "ok (TXT record)", 0},
+		{"dnsconfig select", []string{"select", "--bucket", "10", "dnsconfig://" + s.Addr + "/svc.test"}, 0, `"timeout":"1s"`, "", 0},
+		{"other scheme", []string{"lint", "xds:///svc.test"}, 2, "", "xds:// is none of them", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s.ResetQueries()
@@ -49,5 +54,17 @@ func TestDNSInputs(t *testing.T) {
 				t.Errorf("%d TXT queries over TCP, want %d", n, tc.wantTCPTXT)
 			}
 		})
+	}
+}
+
+// dnsconfig:///HOST names no nameserver: the first of resolv.conf is asked,
+// and without one the error says what to write.
+func TestDNSConfigTargetWithoutNameserver(t *testing.T) {
+	old := resolvConf
+	resolvConf = t.TempDir() + "/missing"
+	t.Cleanup(func() { resolvConf = old })
+	code, _, errs := runCLI(t, "lint", "dnsconfig:///svc.test:50051")
+	if code != 2 || !strings.Contains(errs, "write dnsconfig://NS_IP[:PORT]/svc.test") {
+		t.Errorf("exit %d, stderr %s", code, errs)
 	}
 }

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -173,5 +176,153 @@ func TestLintGolden(t *testing.T) {
 	got := strings.ReplaceAll(out, in, "testdata/publisher/invalid.yaml")
 	if got != string(want) {
 		t.Errorf("lint output differs from invalid.golden (regenerate it with: go run ./cmd/grpc-config-dns lint testdata/publisher/invalid.yaml > testdata/publisher/invalid.golden)\ngot:\n%s", got)
+	}
+}
+
+// occupy binds addr over UDP and TCP, as another server would, until the
+// test ends.
+func occupy(t *testing.T, addr string) string {
+	t.Helper()
+	for range 20 {
+		u, err := net.ListenPacket("udp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.Listen("tcp", u.LocalAddr().String())
+		if err != nil {
+			u.Close()
+			continue // the TCP twin of a kernel-chosen port is taken
+		}
+		t.Cleanup(func() { u.Close(); l.Close() })
+		return u.LocalAddr().String()
+	}
+	t.Fatal("no free port")
+	return ""
+}
+
+// An address in use is an error that names the flag to change.
+func TestServeAddressInUseNamesTheFlag(t *testing.T) {
+	busy := occupy(t, "127.0.0.1:0")
+	code, _, errs := runCLI(t, "serve", "--listen", busy, "--state", "-")
+	if code != exitUsage || !strings.Contains(errs, "--listen "+busy+": the address is already in use") || !strings.Contains(errs, "choose a free one with --listen") {
+		t.Errorf("exit %d:\n%s", code, errs)
+	}
+	code, _, errs = runCLI(t, "serve", "--listen", "127.0.0.1:0", "--state", "-", "--metrics", busy)
+	if code != exitUsage || !strings.Contains(errs, "--metrics "+busy+": the address is already in use") || !strings.Contains(errs, "choose a free one with --metrics") {
+		t.Errorf("exit %d:\n%s", code, errs)
+	}
+}
+
+// TestServeDefaultAddressBesideMDNS: the README's first command, `serve`
+// with no flags, works on a machine whose mDNS daemon holds port 5353.
+func TestServeDefaultAddressBesideMDNS(t *testing.T) {
+	const def = "127.0.0.1:1053"
+	if f := serveCmd(&env{}).Flags().Lookup("listen"); f.DefValue != def {
+		t.Fatalf("serve --listen defaults to %s, want %s (DESIGN.md §7)", f.DefValue, def)
+	}
+	// Another test run may hold the port: that is not what this test is about.
+	if u, err := net.ListenPacket("udp", def); err != nil {
+		t.Skipf("%s is in use here: %v", def, err)
+	} else {
+		u.Close()
+	}
+	if u, err := net.ListenPacket("udp", "127.0.0.1:5353"); err == nil {
+		defer u.Close() // an mDNS daemon
+	}
+	var stderr lockedBuffer
+	done := make(chan int)
+	go func() {
+		done <- run([]string{"serve", "--state", "-"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+	}()
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(stderr.String(), "msg=serving udp="+def); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			select {
+			case code := <-done:
+				t.Fatalf("serve exited %d:\n%s", code, stderr.String())
+			default:
+			}
+			t.Fatalf("serve did not start:\n%s", stderr.String())
+		}
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d:\n%s", code, stderr.String())
+	}
+}
+
+// TestServeReadyzLameDuck: /healthz and /readyz beside /metrics; on
+// SIGTERM /readyz turns unready at once while DNS is still answered for
+// the lame-duck period (issue 18). Also: build_info and the query log.
+func TestServeReadyzLameDuck(t *testing.T) {
+	var stderr lockedBuffer
+	done := make(chan int)
+	go func() {
+		done <- run([]string{"serve", "--listen", "127.0.0.1:0", "--state", "-", "--metrics", "127.0.0.1:0", "--lame-duck", "2s", "--query-log"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+	}()
+	addrRE := regexp.MustCompile(`msg=serving udp=(\S+)`)
+	readyRE := regexp.MustCompile(`readyz=(\S+)`)
+	var addr, readyz string
+	for deadline := time.Now().Add(5 * time.Second); addr == "" || readyz == ""; time.Sleep(10 * time.Millisecond) {
+		if m := addrRE.FindStringSubmatch(stderr.String()); m != nil {
+			addr = m[1]
+		}
+		if m := readyRE.FindStringSubmatch(stderr.String()); m != nil {
+			readyz = m[1]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start:\n%s", stderr.String())
+		}
+	}
+	get := func(url string) (int, string) {
+		t.Helper()
+		resp, err := (&http.Client{Timeout: 2 * time.Second}).Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	base := strings.TrimSuffix(readyz, "/readyz")
+	if code, _ := get(base + "/healthz"); code != 200 {
+		t.Errorf("/healthz %d", code)
+	}
+	if code, _ := get(readyz); code != 200 {
+		t.Errorf("/readyz %d before SIGTERM", code)
+	}
+	if _, body := get(base + "/metrics"); !strings.Contains(body, "grpc_config_dns_build_info{") {
+		t.Errorf("no build_info in /metrics")
+	}
+	ask := func() error {
+		m := new(dns.Msg)
+		m.SetQuestion("_grpc_config.echo.example.test.", dns.TypeTXT)
+		_, _, err := (&dns.Client{Timeout: time.Second}).Exchange(m, addr)
+		return err
+	}
+	if err := ask(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(stderr.String(), "name=_grpc_config.echo.example.test. type=TXT rcode=NOERROR") {
+		t.Errorf("no query log line:\n%s", stderr.String())
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	for deadline := time.Now().Add(time.Second); !strings.Contains(stderr.String(), "lame duck"); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("no lame duck:\n%s", stderr.String())
+		}
+	}
+	if code, _ := get(readyz); code != http.StatusServiceUnavailable {
+		t.Errorf("/readyz %d during the lame-duck period, want 503", code)
+	}
+	if err := ask(); err != nil {
+		t.Errorf("DNS during the lame-duck period: %v", err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 {
+			t.Errorf("exit %d", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop after the lame-duck period")
 	}
 }

@@ -28,46 +28,52 @@ func init() { extraCommands = append(extraCommands, serveCmd) }
 func serveCmd(e *env) *cobra.Command {
 	var o struct {
 		config, listen, metrics, state, logFormat, logLevel string
-		grace                                               time.Duration
+		grace, lameDuck                                     time.Duration
+		queryLog                                            bool
 	}
 	cmd := &cobra.Command{
-		Use:   "serve [--config FILE] [--listen 127.0.0.1:5353] [--metrics ADDR] [--state FILE] [--log-format text|json] [--log-level LEVEL] [--shutdown-grace 5s]",
+		Use:   "serve [--config FILE] [--listen 127.0.0.1:1053] [--metrics ADDR] [--state FILE] [--log-format text|json] [--log-level LEVEL] [--shutdown-grace 5s] [--lame-duck 0s] [--query-log]",
 		Short: "Serve the zones of a publisher config as an authoritative DNS server",
 		Long: `Serve the zones of a publisher config: addresses and gRPC service configs
 (TXT at _grpc_config.<service>) over UDP and TCP, with AXFR/IXFR to allowed
 secondaries and NOTIFY to them on every change.
 
 Without --config, a built-in example zone (example.test.) is served:
-  dig @127.0.0.1 -p 5353 TXT _grpc_config.echo.example.test
+  dig @127.0.0.1 -p 1053 TXT _grpc_config.echo.example.test
 
 The config is reloaded on SIGHUP and when the file changes (a file being
 written is never loaded: write it by rename, or see docs/publisher.md); an
 invalid config is logged and the previous one keeps serving. SOA serials are kept
 in FILE.serial (--state) so that they never go backwards. SIGTERM or
-SIGINT stops the server gracefully. --metrics serves Prometheus metrics at
-http://ADDR/metrics, and a read-only web view of the zones and services
-at http://ADDR/ui/ (for each service: the published record, the policy
-that set each value, lint, and which clients get which choice).
+SIGINT stops the server gracefully: /readyz turns unready, DNS is answered
+for --lame-duck more, then TCP connections get --shutdown-grace to finish.
+--metrics serves Prometheus metrics at http://ADDR/metrics, with /healthz
+(liveness) and /readyz (readiness) beside them, and a read-only web view
+of the zones and services at http://ADDR/ui/ (for each service: the
+published record, the policy that set each value, lint, and which clients
+get which choice). --query-log logs every query answered.
 
 Exit status: 0 stopped by a signal; 1 the config is invalid; 2 usage, I/O
 or listen error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return e.serve(o.config, o.listen, o.metrics, o.state, o.logFormat, o.logLevel, o.grace)
+			return e.serve(o.config, o.listen, o.metrics, o.state, o.logFormat, o.logLevel, o.grace, o.lameDuck, o.queryLog)
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.config, "config", "", "publisher config (YAML or JSON); default: the built-in example")
-	f.StringVar(&o.listen, "listen", "127.0.0.1:5353", "UDP and TCP address to answer on")
+	f.StringVar(&o.listen, "listen", "127.0.0.1:1053", "UDP and TCP address to answer on")
 	f.StringVar(&o.metrics, "metrics", "", "address for Prometheus metrics (like 127.0.0.1:9153); off when empty")
 	f.StringVar(&o.state, "state", "", `file keeping SOA serials (default FILE.serial; "-" for none)`)
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.grace, "shutdown-grace", 5*time.Second, "how long TCP connections may take to finish on SIGTERM")
+	f.DurationVar(&o.lameDuck, "lame-duck", 0, "on SIGTERM, how long to keep answering DNS with /readyz unready before stopping (like 5s behind a load balancer)")
+	f.BoolVar(&o.queryLog, "query-log", false, "log every query answered (client, name, type, rcode, zone, size, duration) at info level")
 	return cmd
 }
 
-func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel string, grace time.Duration) error {
+func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel string, grace, lameDuck time.Duration, queryLog bool) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 		return usageErr("--log-level must be debug, info, warn or error, not %q", logLevel)
@@ -85,14 +91,18 @@ func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel 
 	log := slog.New(h)
 
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfoGauge())
+	var qlog *slog.Logger
+	if queryLog {
+		qlog = log.With("log", "query")
+	}
 	// Register signals before loading, so that a SIGHUP during start-up
 	// is not lost (nor kills the process).
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 
-	srv, err := dnspub.New(dnspub.Options{ConfigFile: configFile, StateFile: state, Listen: listen, Logger: log, Registerer: reg})
+	srv, err := dnspub.New(dnspub.Options{ConfigFile: configFile, StateFile: state, Listen: listen, Logger: log, Registerer: reg, QueryLog: qlog})
 	var ce *dnspub.ConfigError
 	if errors.As(err, &ce) {
 		for _, d := range ce.Diagnostics {
@@ -107,12 +117,14 @@ func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel 
 		log.Info("no --config: serving the built-in example zone example.test.; try: dig @" + hostOf(listen) + " -p " + portOf(listen) + " TXT _grpc_config.echo.example.test")
 	}
 	if err := srv.Start(); err != nil {
-		return usageErr("%v", err)
+		return listenError("--listen", listen, err)
 	}
 	var hs *httpserve.Server
+	var hc health
 	if metricsAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		hc.register(mux)
 		// The read-only web view: what DNS answers now, and why.
 		mux.Handle("/ui/", ui.Handler(publishedSource(srv, configFile), log))
 		// Timeouts and a connection bound: held connections must not use
@@ -120,11 +132,13 @@ func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel 
 		hs, err = httpserve.Listen(metricsAddr, mux, httpserve.Limits{MaxConns: 16})
 		if err != nil {
 			srv.Shutdown(context.Background())
-			return usageErr("metrics: %v", err)
+			return listenError("--metrics", metricsAddr, err)
 		}
 		go hs.Serve()
-		log.Info("metrics", "url", "http://"+hs.Addr().String()+"/metrics", "ui", "http://"+hs.Addr().String()+"/ui/")
+		base := "http://" + hs.Addr().String()
+		log.Info("metrics", "url", base+"/metrics", "ui", base+"/ui/", "healthz", base+"/healthz", "readyz", base+"/readyz")
 	}
+	hc.ready.Store(true)
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {
 			log.Info("SIGHUP: reloading")
@@ -133,6 +147,11 @@ func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel 
 		}
 		log.Info("stopping", "signal", sig.String())
 		break
+	}
+	hc.ready.Store(false)
+	if lameDuck > 0 {
+		log.Info("lame duck: /readyz unready, still answering DNS", "for", lameDuck.String())
+		time.Sleep(lameDuck)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()

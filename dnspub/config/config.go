@@ -3,7 +3,9 @@ package config
 import (
 	"encoding/base64"
 	"fmt"
+	"io"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +14,8 @@ import (
 
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
+	// The JSON Schema is the first layer of lint (serviceconfig.Lint).
+	_ "github.com/grpc-config-dns/grpc-config-dns/serviceconfig/schema"
 )
 
 // Config is a validated publisher config with every default applied and
@@ -391,6 +395,27 @@ func (d *doc) integer(n *yaml.Node, path, what string, rangeCode diagCode, lo, h
 	return x, true
 }
 
+// maxSecretFile bounds a TSIG secret file: a base64 key is under 100 bytes.
+const maxSecretFile = 4 << 10
+
+// readSecretFile reads a TSIG secret file (a path relative to the working
+// directory, or absolute).
+func readSecretFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if len(b) > maxSecretFile {
+		return nil, fmt.Errorf("%s is larger than %d bytes: it should hold only the base64 secret", path, maxSecretFile)
+	}
+	return b, nil
+}
+
 // TSIG algorithms we accept: the HMAC-SHA2 family (RFC 8945 §6 makes
 // HMAC-SHA256 mandatory; MD5 and SHA-1 are deprecated).
 var tsigAlgorithms = map[string]int{"hmac-sha256.": 32, "hmac-sha384.": 48, "hmac-sha512.": 64}
@@ -431,6 +456,37 @@ func (d *doc) key(n *yaml.Node, path string, seen map[string]bool) *Key {
 			secretNode = v
 			k.Secret = strings.Join(strings.Fields(s), "")
 		}},
+		// The secret out of the config, as a Kubernetes Secret is mounted
+		// or injected: a file holding the base64 secret, or an
+		// environment variable. Both are read at every load.
+		{"secretFile", func(_, v *yaml.Node, p string) {
+			s, ok := d.scalar(v, p, "the key's secret file")
+			if !ok {
+				return
+			}
+			secretNode = v
+			b, err := readSecretFile(s)
+			if err != nil {
+				d.report(v, p, codeTSIGKey, "cannot read the secret file: %v; mount the secret there or give secret: or secretEnv: instead", err)
+				k.Secret = "-"
+				return
+			}
+			k.Secret = strings.Join(strings.Fields(string(b)), "")
+		}},
+		{"secretEnv", func(_, v *yaml.Node, p string) {
+			s, ok := d.scalar(v, p, "the key's secret variable")
+			if !ok {
+				return
+			}
+			secretNode = v
+			val, set := os.LookupEnv(s)
+			if !set {
+				d.report(v, p, codeTSIGKey, "environment variable %s is not set: set it to the base64 secret (in Kubernetes, from a Secret with env.valueFrom.secretKeyRef)", s)
+				k.Secret = "-"
+				return
+			}
+			k.Secret = strings.Join(strings.Fields(val), "")
+		}},
 	})
 	if present == nil {
 		return nil
@@ -438,8 +494,19 @@ func (d *doc) key(n *yaml.Node, path string, seen map[string]bool) *Key {
 	if present["name"] == nil {
 		d.report(n, path, codeMissingField, "the TSIG key has no name: add name: (the same name the secondary uses)")
 	}
-	if present["secret"] == nil {
-		d.report(n, path, codeMissingField, "the TSIG key has no secret: add secret: with a base64 key, as `tsig-keygen` prints")
+	sources := 0
+	for _, f := range []string{"secret", "secretFile", "secretEnv"} {
+		if present[f] != nil {
+			sources++
+		}
+	}
+	if sources == 0 {
+		d.report(n, path, codeMissingField, "the TSIG key has no secret: add secret: with a base64 key, as `tsig-keygen` prints, or secretFile: or secretEnv: to keep it out of the config")
+	} else if sources > 1 {
+		d.report(n, path, codeTSIGKey, "the TSIG key has more than one of secret, secretFile and secretEnv: keep one")
+		k.Secret = ""
+	} else if k.Secret == "-" {
+		k.Secret = "" // reported where it was read
 	} else if secretNode != nil {
 		raw, err := base64.StdEncoding.DecodeString(k.Secret)
 		switch {

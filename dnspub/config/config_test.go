@@ -175,7 +175,12 @@ zones:
         choices: [{serviceConfig: {}}]
         serviceConfig: {}
 `, []want{{8, 24, "choices-and-config", "/zones/0/services/0/serviceConfig"}}},
-		{"syntax", "zones:\n  - origin: [\n", []want{{2, 1, "yaml-syntax", ""}}},
+		// The file ends (line 3) where a value of the list is expected.
+		{"syntax", "zones:\n  - origin: [\n", []want{{3, 1, "yaml-syntax", ""}}},
+		// YAML's parser counts lines from 0: these were one line early
+		// (issue 18). The list opened on line 6 is not closed.
+		{"unclosed list", "zones:\n  - origin: example.test.\n    nameservers: [ns.example.net.]\n    services:\n      - name: echo\n        addresses: [127.0.0.1\n      - name: b\n", []want{{6, 1, "yaml-syntax", ""}}},
+		{"block list", "zones:\n  - origin: example.test.\n  nameservers: []\n", []want{{2, 1, "yaml-syntax", ""}}},
 		{"no zones", "server: {}\n", []want{{1, 1, "missing-field", ""}}},
 		{"nested and duplicate zones", `
 zones:

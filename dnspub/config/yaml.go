@@ -178,6 +178,24 @@ func (d *doc) diagnostics() sc.Diagnostics {
 
 var yamlLineRE = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
 
+// yamlParserProblem reports whether a YAML error message is one of the
+// YAML parser's (as opposed to its scanner's), whose line the library
+// reports counted from 0. The list is the parser's messages.
+func yamlParserProblem(msg string) bool {
+	for _, p := range []string{
+		"did not find expected ',' or ']'", "did not find expected ',' or '}'",
+		"did not find expected '-' indicator", "did not find expected key",
+		"did not find expected node content", "found undefined tag handle",
+		"did not find expected <document start>", "did not find expected <stream-start>",
+		"found duplicate %TAG directive", "found incompatible YAML document",
+	} {
+		if msg == p {
+			return true
+		}
+	}
+	return false
+}
+
 // parseYAML reads the first YAML (or JSON) document of src, which is
 // d.src or its skeleton.
 func (d *doc) parseYAML(src []byte) *yaml.Node {
@@ -194,6 +212,11 @@ func (d *doc) parseYAML(src []byte) *yaml.Node {
 		if m := yamlLineRE.FindStringSubmatch(msg); m != nil {
 			line, _ = strconv.Atoi(m[1])
 			msg = m[2]
+			if yamlParserProblem(msg) {
+				// The YAML library counts lines from 0 for its parser's
+				// errors (from 1 for its scanner's): one line too early.
+				line++
+			}
 		}
 		diag := sc.Diagnostic{Severity: codeYAMLSyntax.severity(), Code: codeYAMLSyntax.String(), Offset: -1, Message: "cannot parse the config: " + msg}
 		if line > 0 {

@@ -51,23 +51,19 @@ func (n *Network) Silent(addr string) {
 	n.silent[addr] = true
 }
 
-// Exchange sends m to server over network ("udp" or "tcp") and returns the
-// reply, or fails when ctx ends first. Over UDP a reply larger than the
-// buffer m advertises (512 bytes without EDNS) cannot be read, as a
-// datagram cut short cannot: it fails with dns.ErrBuf.
-func (n *Network) Exchange(ctx context.Context, network, server string, m *dns.Msg) (*dns.Msg, error) {
+// Exchange sends the wire-format query to server over network ("udp" or
+// "tcp") and returns the reply in wire format, or fails when ctx ends
+// first. The reply is whole, as a socket with a large buffer reads it: the
+// client decides whether it fits the buffer it advertised.
+func (n *Network) Exchange(ctx context.Context, network, server string, query []byte) ([]byte, error) {
 	n.mu.Lock()
 	s, silent := n.servers[server], n.silent[server]
 	n.mu.Unlock()
 	if s == nil && !silent {
 		return nil, fmt.Errorf("dial %s %s: connection refused", network, server)
 	}
-	wire, err := m.Pack()
-	if err != nil {
-		return nil, err
-	}
 	req := new(dns.Msg)
-	if err := req.Unpack(wire); err != nil {
+	if err := req.Unpack(query); err != nil {
 		return nil, err
 	}
 	var reply *dns.Msg
@@ -94,24 +90,5 @@ func (n *Network) Exchange(ctx context.Context, network, server string, m *dns.M
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	out, err := reply.Pack()
-	if err != nil {
-		return nil, err
-	}
-	if limit := udpBuffer(m); network == "udp" && len(out) > limit {
-		return nil, dns.ErrBuf
-	}
-	r := new(dns.Msg)
-	if err := r.Unpack(out); err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// udpBuffer is the UDP payload size a query advertises.
-func udpBuffer(m *dns.Msg) int {
-	if opt := m.IsEdns0(); opt != nil && opt.UDPSize() > dns.MinMsgSize {
-		return int(opt.UDPSize())
-	}
-	return dns.MinMsgSize
+	return reply.Pack()
 }

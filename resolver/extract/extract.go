@@ -56,6 +56,10 @@ func FromServiceConfig(config []byte) (*Rules, error) {
 	return &Rules{table: t}, nil
 }
 
+// HasRules reports whether r adds any header: some method config has a
+// headerExtraction rule.
+func (r *Rules) HasRules() bool { return r != nil && r.table.HasRules() }
+
 // New returns rules given in code: a map from method-config name to rules,
 // where the name is "pkg.Service/Method" for one method, "pkg.Service/" for
 // every method of a service, and "" for every method. Rules must be valid:

@@ -324,6 +324,9 @@ type Result struct {
 	Rcode int
 	// Truncated is set when the answer did not fit and TC was set.
 	Truncated bool
+	// Zone is the origin of the zone that answered (as written in the
+	// config), or "" when none did (REFUSED, malformed queries).
+	Zone string
 }
 
 // Respond answers the query msg, appending the response to dst[:0]. tcp
@@ -396,6 +399,9 @@ func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) ([]byte, Result) {
 		key[i] = c
 	}
 	if nd, ok := t.nodes.GetBytes(key); ok {
+		if zi := t.zones[string(key[nd.apex:])]; zi != nil {
+			r.Zone = zi.origin
+		}
 		if tm := nd.lookup(q.QType); tm != nil {
 			resp, trunc := t.fromTemplate(dst, msg, q, tm, limit)
 			r.Truncated = trunc
@@ -412,6 +418,7 @@ func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) ([]byte, Result) {
 	// find the longest zone first).
 	for i := 0; i < len(key); i += int(key[i]) + 1 {
 		if zi := t.zones[string(key[i:])]; zi != nil {
+			r.Zone = zi.origin
 			r.Rcode = RcodeNXDomain
 			resp, trunc := t.negative(dst, msg, q, zi, i, RcodeNXDomain, limit)
 			r.Truncated = trunc

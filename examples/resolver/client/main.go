@@ -16,7 +16,7 @@ import (
 	"github.com/grpc-config-dns/grpc-config-dns/resolver"
 )
 
-var target = flag.String("target", "dnsconfig://127.0.0.1:5353/echo.example.test:50051", "dnsconfig://NAMESERVER/HOST:PORT")
+var target = flag.String("target", "dnsconfig://127.0.0.1:1053/echo.example.test:50051", "dnsconfig://NAMESERVER/HOST:PORT")
 
 func main() {
 	flag.Parse()

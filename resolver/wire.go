@@ -1,0 +1,407 @@
+package resolver
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+)
+
+// DNS messages in wire format, written and read here for the five record
+// types the resolver needs. github.com/miekg/dns, which the publisher uses,
+// knows every type and brings DNSSEC and TLS with it, and
+// golang.org/x/net/dns/dnsmessage would be a second copy of the one the
+// standard library vendors: each costs every gRPC client more than this
+// file does (TestClientSize).
+
+// The record types and response codes the resolver reads.
+const (
+	typeA     uint16 = 1
+	typeCNAME uint16 = 5
+	typeSOA   uint16 = 6
+	typeTXT   uint16 = 16
+	typeAAAA  uint16 = 28
+	typeOPT   uint16 = 41
+
+	rcodeSuccess   = 0
+	rcodeFormErr   = 1
+	rcodeNameError = 3
+
+	// minMsgSize is the UDP payload a query without EDNS0 may get.
+	minMsgSize = 512
+	// headerLen is the length of the fixed message header.
+	headerLen = 12
+)
+
+// typeName is the mnemonic of a record type, for messages.
+func typeName(t uint16) string {
+	switch t {
+	case typeA:
+		return "A"
+	case typeAAAA:
+		return "AAAA"
+	case typeTXT:
+		return "TXT"
+	case typeCNAME:
+		return "CNAME"
+	case typeSOA:
+		return "SOA"
+	}
+	return fmt.Sprintf("TYPE%d", t)
+}
+
+// rcodeName is the mnemonic of a response code, for messages.
+func rcodeName(rc int) string {
+	if names := [...]string{"NOERROR", "FORMERR", "SERVFAIL", "NXDOMAIN", "NOTIMP", "REFUSED"}; rc >= 0 && rc < len(names) {
+		return names[rc]
+	}
+	return fmt.Sprintf("RCODE%d", rc)
+}
+
+// fqdn returns name with a final dot.
+func fqdn(name string) string {
+	if strings.HasSuffix(name, ".") {
+		return name
+	}
+	return name + "."
+}
+
+// newID returns a random message ID: an off-path attacker must guess it to
+// spoof an answer.
+func newID() uint16 { return uint16(rand.Uint32()) }
+
+// query is one question, as sent.
+type query struct {
+	id    uint16
+	name  string // fully qualified
+	qtype uint16
+	edns  bool // with an OPT record advertising ednsSize
+}
+
+// pack writes q in wire format, recursion desired.
+func (q query) pack() ([]byte, error) {
+	b := make([]byte, headerLen, 64)
+	binary.BigEndian.PutUint16(b, q.id)
+	b[2] = 1 // RD
+	b[5] = 1 // QDCOUNT
+	var err error
+	if b, err = appendName(b, q.name); err != nil {
+		return nil, err
+	}
+	b = binary.BigEndian.AppendUint16(b, q.qtype)
+	b = binary.BigEndian.AppendUint16(b, classINET)
+	if q.edns {
+		b[11] = 1 // ARCOUNT
+		// OPT (RFC 6891 §6.1.2): root owner, class = UDP payload size,
+		// TTL = extended RCODE, version 0, no flags; no options.
+		b = append(b, 0)
+		b = binary.BigEndian.AppendUint16(b, typeOPT)
+		b = binary.BigEndian.AppendUint16(b, ednsSize)
+		b = append(b, 0, 0, 0, 0, 0, 0)
+	}
+	return b, nil
+}
+
+// appendName appends a fully qualified name in wire format, uncompressed.
+func appendName(b []byte, name string) ([]byte, error) {
+	if name == "." {
+		return append(b, 0), nil
+	}
+	if !strings.HasSuffix(name, ".") {
+		return nil, fmt.Errorf("name %q is not fully qualified", name)
+	}
+	if len(name) > 254 {
+		return nil, fmt.Errorf("name %q is %d bytes, longer than DNS allows (253)", name, len(name)-1)
+	}
+	for _, label := range strings.Split(name[:len(name)-1], ".") {
+		if label == "" || len(label) > 63 {
+			return nil, fmt.Errorf("name %q: a label is empty or longer than 63 bytes", name)
+		}
+		b = append(b, byte(len(label)))
+		b = append(b, label...)
+	}
+	return append(b, 0), nil
+}
+
+// udpSize is the largest UDP reply q may get.
+func (q query) udpSize() int {
+	if q.edns {
+		return ednsSize
+	}
+	return minMsgSize
+}
+
+// record is a resource record of a reply, with the data of the types the
+// resolver reads.
+type record struct {
+	name  string // as in the message, fully qualified
+	rtype uint16
+	class uint16
+	ttl   uint32
+	addr  netip.Addr // A, AAAA
+	txt   []string   // TXT: the strings, raw bytes
+	alias string     // CNAME: the target
+	// minimum is the SOA's negative-caching TTL.
+	minimum uint32
+}
+
+// question is the question of a reply.
+type question struct {
+	name         string // fully qualified
+	qtype, class uint16
+}
+
+// message is a reply, parsed.
+type message struct {
+	id                                                 uint16
+	response, authoritative, truncated, recursionAvail bool
+	rcode                                              int
+	questions                                          []question
+	answers, authorities                               []record
+	// edns is set when the reply carries an OPT record.
+	edns bool
+}
+
+// errUnreadable marks a reply that does not parse: a datagram cut short
+// (larger than the buffer the query advertised) or a broken server.
+var errUnreadable = errors.New("unreadable reply")
+
+// wireReader reads a message; every read checks its bounds, so no input
+// makes it panic (FuzzParseAnswer).
+type wireReader struct {
+	msg []byte
+	off int
+}
+
+var errShort = errors.New("message ends early")
+
+func (r *wireReader) bytes(n int) ([]byte, error) {
+	if n < 0 || len(r.msg)-r.off < n {
+		return nil, errShort
+	}
+	b := r.msg[r.off : r.off+n]
+	r.off += n
+	return b, nil
+}
+
+func (r *wireReader) u16() (uint16, error) {
+	b, err := r.bytes(2)
+	if err != nil {
+		return 0, err
+	}
+	return binary.BigEndian.Uint16(b), nil
+}
+
+func (r *wireReader) u32() (uint32, error) {
+	b, err := r.bytes(4)
+	if err != nil {
+		return 0, err
+	}
+	return binary.BigEndian.Uint32(b), nil
+}
+
+// name reads a possibly compressed name (RFC 1035 §4.1.4) at the reader's
+// offset and moves past it.
+func (r *wireReader) name() (string, error) {
+	n, next, err := readName(r.msg, r.off)
+	if err != nil {
+		return "", err
+	}
+	r.off = next
+	return n, nil
+}
+
+// readName reads the name at off in msg, following compression pointers,
+// and returns it fully qualified with the offset after it. Pointers must
+// point backwards, which bounds the walk.
+func readName(msg []byte, off int) (string, int, error) {
+	var sb strings.Builder
+	next := -1
+	for {
+		if off >= len(msg) {
+			return "", 0, errShort
+		}
+		c := int(msg[off])
+		switch c & 0xC0 {
+		case 0x00:
+			if c == 0 {
+				if next < 0 {
+					next = off + 1
+				}
+				if sb.Len() == 0 {
+					return ".", next, nil
+				}
+				return sb.String(), next, nil
+			}
+			if off+1+c > len(msg) {
+				return "", 0, errShort
+			}
+			sb.Write(msg[off+1 : off+1+c])
+			sb.WriteByte('.')
+			if sb.Len() > 255 {
+				return "", 0, errors.New("name longer than 255 bytes")
+			}
+			off += 1 + c
+		case 0xC0:
+			if off+1 >= len(msg) {
+				return "", 0, errShort
+			}
+			ptr := int(binary.BigEndian.Uint16(msg[off:]) & 0x3FFF)
+			if ptr >= off {
+				return "", 0, errors.New("name compression pointer does not point backwards")
+			}
+			if next < 0 {
+				next = off + 2
+			}
+			off = ptr
+		default:
+			return "", 0, fmt.Errorf("unknown label type %#x", c&0xC0)
+		}
+	}
+}
+
+// parseMessage reads a reply.
+func parseMessage(b []byte) (*message, error) {
+	m, err := readMessage(b)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", errUnreadable, err)
+	}
+	return m, nil
+}
+
+func readMessage(b []byte) (*message, error) {
+	r := &wireReader{msg: b}
+	h, err := r.bytes(headerLen)
+	if err != nil {
+		return nil, err
+	}
+	flags := binary.BigEndian.Uint16(h[2:])
+	m := &message{id: binary.BigEndian.Uint16(h), response: flags&0x8000 != 0, authoritative: flags&0x0400 != 0,
+		truncated: flags&0x0200 != 0, recursionAvail: flags&0x0080 != 0, rcode: int(flags & 0xF)}
+	qd, an, ns, ar := binary.BigEndian.Uint16(h[4:]), binary.BigEndian.Uint16(h[6:]), binary.BigEndian.Uint16(h[8:]), binary.BigEndian.Uint16(h[10:])
+	for range qd {
+		var q question
+		if q.name, err = r.name(); err != nil {
+			return nil, fmt.Errorf("question: %v", err)
+		}
+		if q.qtype, err = r.u16(); err != nil {
+			return nil, fmt.Errorf("question: %v", err)
+		}
+		if q.class, err = r.u16(); err != nil {
+			return nil, fmt.Errorf("question: %v", err)
+		}
+		m.questions = append(m.questions, q)
+	}
+	if m.answers, err = readSection(r, an); err != nil {
+		return nil, fmt.Errorf("answer section: %v", err)
+	}
+	if m.authorities, err = readSection(r, ns); err != nil {
+		return nil, fmt.Errorf("authority section: %v", err)
+	}
+	extra, err := readSection(r, ar)
+	if err != nil {
+		return nil, fmt.Errorf("additional section: %v", err)
+	}
+	for _, rr := range extra {
+		if rr.rtype == typeOPT {
+			m.edns = true
+			// The upper bits of an extended RCODE (BADVERS…) are the
+			// first byte of the OPT record's TTL (RFC 6891 §6.1.3).
+			m.rcode |= int(rr.ttl>>24) << 4
+		}
+	}
+	return m, nil
+}
+
+// readSection reads count records, the types the resolver uses with their
+// data, others with their header only.
+func readSection(r *wireReader, count uint16) ([]record, error) {
+	var out []record
+	for range count {
+		var rr record
+		var err error
+		if rr.name, err = r.name(); err != nil {
+			return nil, err
+		}
+		if rr.rtype, err = r.u16(); err != nil {
+			return nil, err
+		}
+		if rr.class, err = r.u16(); err != nil {
+			return nil, err
+		}
+		if rr.ttl, err = r.u32(); err != nil {
+			return nil, err
+		}
+		n, err := r.u16()
+		if err != nil {
+			return nil, err
+		}
+		start := r.off
+		data, err := r.bytes(int(n))
+		if err != nil {
+			return nil, err
+		}
+		if err := rr.readData(r.msg, start, data); err != nil {
+			return nil, fmt.Errorf("%s record of %s: %v", typeName(rr.rtype), rr.name, err)
+		}
+		out = append(out, rr)
+	}
+	return out, nil
+}
+
+// readData reads the data of the record types the resolver uses; data is
+// msg[start:start+len(data)], as names in it may point into msg.
+func (rr *record) readData(msg []byte, start int, data []byte) error {
+	switch rr.rtype {
+	case typeA:
+		if len(data) != 4 {
+			return fmt.Errorf("%d bytes of data, want 4", len(data))
+		}
+		rr.addr = netip.AddrFrom4([4]byte(data))
+	case typeAAAA:
+		if len(data) != 16 {
+			return fmt.Errorf("%d bytes of data, want 16", len(data))
+		}
+		rr.addr = netip.AddrFrom16([16]byte(data))
+	case typeTXT:
+		for i := 0; i < len(data); {
+			l := int(data[i])
+			if i+1+l > len(data) {
+				return errShort
+			}
+			rr.txt = append(rr.txt, string(data[i+1:i+1+l]))
+			i += 1 + l
+		}
+		if len(rr.txt) == 0 {
+			return errors.New("no strings")
+		}
+	case typeCNAME:
+		name, end, err := readName(msg, start)
+		if err != nil {
+			return err
+		}
+		if end != start+len(data) {
+			return errors.New("data longer than the name")
+		}
+		rr.alias = name
+	case typeSOA:
+		r := &wireReader{msg: msg[:start+len(data)], off: start}
+		if _, err := r.name(); err != nil { // MNAME
+			return err
+		}
+		if _, err := r.name(); err != nil { // RNAME
+			return err
+		}
+		if _, err := r.bytes(16); err != nil { // SERIAL REFRESH RETRY EXPIRE
+			return err
+		}
+		minimum, err := r.u32()
+		if err != nil {
+			return err
+		}
+		rr.minimum = minimum
+	}
+	return nil
+}
