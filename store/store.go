@@ -89,15 +89,15 @@ func (s *Store) Close() error { return s.b.close() }
 // every write to the zone or one of its services rewrites, so that its
 // revision is that of the zone's last change, deletions included (the SOA
 // serial follows it).
-func zoneKey(zone string) string         { return "z/" + zone }
-func servicePrefix(zone string) string   { return "s/" + zone + "/" }
+func zoneKey(zone string) string          { return "z/" + zone }
+func servicePrefix(zone string) string    { return "s/" + zone + "/" }
 func serviceKey(zone, name string) string { return servicePrefix(zone) + name }
-func markerKey(zone string) string       { return "m/" + zone }
+func markerKey(zone string) string        { return "m/" + zone }
 
 // stored is an object as the store keeps it: without its resourceVersion,
 // which is the revision of the write.
 type stored struct {
-	Metadata storedMeta     `json:"metadata"`
+	Metadata storedMeta      `json:"metadata"`
 	Spec     json.RawMessage `json:"spec"`
 }
 
