@@ -1,0 +1,510 @@
+package dnspub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+	"github.com/grpc-config-dns/grpc-config-dns/store"
+)
+
+// Store mode (serve --store): the zones and services come from a
+// versioned store (package store) instead of a config file. The server
+// reads a snapshot of the store, then follows its changes; every batch of
+// changes becomes the next version of the zones it touches, built
+// incrementally like a reload (only the services that changed are made
+// again), then NOTIFY goes out and IXFR serves the differences.
+//
+// SOA serials follow the store's revisions, so that every replica on one
+// store serves the same serial for the same data and the serial a
+// secondary holds says which writes it has:
+//
+//	serial(zone) = (base + max(L, E)) mod 2^32
+//
+// where L is the revision of the last write to the zone or one of its
+// services (deletions included: the store keeps a per-zone marker that
+// every such write rewrites), E is the revision the server has read up to
+// rounded down to a multiple of 2^30, and base is a number the store
+// fixes when it is created (its creation time in Unix seconds, so that a
+// zone moved from a config file to a store keeps serials above the ones
+// the file gave it). A secondary holding serial S has every write to the
+// zone up to the revision r with (base + r) mod 2^32 = S nearest below the
+// store's.
+//
+// Serials stay monotonic in RFC 1982 arithmetic past 2^32: two versions
+// of a zone that a secondary can compare differ by less than 2^31 as long
+// as the server sees the store advance by less than 2^30 revisions at a
+// time, because E moves every zone's serial forward every 2^30 revisions
+// even when the zone does not change (one NOTIFY per zone per 2^30
+// writes). Revisions never decrease in a store (embedded or etcd), and are
+// persisted before a write is acknowledged, so serials never go backwards
+// across restarts, kill -9 included. Only a store restored from an older
+// backup can go back; the server then keeps serving the served serial + 1
+// and logs an error.
+
+// storeEpoch is the step by which E moves every zone's serial.
+const storeEpoch = 1 << 30
+
+// feed is what the server has read of the store.
+type feed struct {
+	st   *store.Store
+	keys []*config.Key
+	base uint32
+	rev  int64 // read up to
+	// zones by store name; touched only by the server's feed goroutine
+	// (and by New, before it starts).
+	zones map[string]*feedZone
+
+	up       atomic.Bool // the store answered the last ping
+	synced   atomic.Bool // a snapshot of the store is served
+	lastErr  atomic.Value
+	upGauge  prometheus.Gauge
+	revGauge prometheus.Gauge
+	invalid  prometheus.Gauge
+	resyncs  prometheus.Counter
+	resync   chan struct{} // SIGHUP: read the store again
+}
+
+type feedZone struct {
+	name   string
+	spec   []byte
+	rev    int64
+	marker int64
+	// base is the zone's validated spec (nil: absent or invalid), cfg the
+	// config last built (with services); nil when dirty.
+	base     *config.Zone
+	cfg      *config.Zone
+	respec   bool // base must be validated again, and every service
+	services map[string]*feedService
+}
+
+type feedService struct {
+	spec []byte
+	rev  int64
+	svc  *config.Service // nil: not validated yet, or invalid (bad)
+	bad  bool
+}
+
+func newFeed(st *store.Store, keys []*config.Key) *feed {
+	f := &feed{st: st, keys: keys, zones: map[string]*feedZone{}, resync: make(chan struct{}, 1),
+		upGauge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "store_up",
+			Help: "1 while the store answers; 0 while it does not (the last snapshot keeps being served)."}),
+		revGauge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "store_revision",
+			Help: "The store revision the served zones are built from."}),
+		invalid: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "store_invalid_objects",
+			Help: "Zones and services in the store that this server cannot serve (invalid with its TSIG keys or rules); each is logged."}),
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "store_resyncs_total",
+			Help: "Times the whole store was read again (start, a watch that fell behind compaction, SIGHUP)."}),
+	}
+	f.lastErr.Store("")
+	return f
+}
+
+func (f *feed) collectors() []prometheus.Collector {
+	return []prometheus.Collector{f.upGauge, f.revGauge, f.invalid, f.resyncs}
+}
+
+func (f *feed) zone(name string) *feedZone {
+	z := f.zones[name]
+	if z == nil {
+		z = &feedZone{name: name, services: map[string]*feedService{}}
+		f.zones[name] = z
+	}
+	return z
+}
+
+// apply records one item; it is a no-op for an item already known.
+func (f *feed) apply(it store.Item) {
+	z := f.zone(it.Zone)
+	switch it.Kind {
+	case store.KindZone:
+		if it.Deleted {
+			z.spec, z.rev = nil, 0
+		} else if z.spec != nil && z.rev == it.Rev {
+			return
+		} else {
+			z.spec, z.rev = it.Spec, it.Rev
+		}
+		z.respec, z.cfg = true, nil
+	case store.KindService:
+		if it.Deleted {
+			if _, ok := z.services[it.Name]; !ok {
+				return
+			}
+			delete(z.services, it.Name)
+		} else {
+			if old := z.services[it.Name]; old != nil && old.rev == it.Rev {
+				return
+			}
+			z.services[it.Name] = &feedService{spec: it.Spec, rev: it.Rev}
+		}
+		z.cfg = nil
+	case store.KindMarker:
+		rev := it.Rev
+		if it.Deleted {
+			rev = 0
+		}
+		if z.marker != rev {
+			z.marker, z.cfg = rev, nil
+		}
+	}
+}
+
+// replace makes the feed hold exactly items (a snapshot at rev), keeping
+// what did not change.
+func (f *feed) replace(items []store.Item, rev int64) {
+	type key struct {
+		zone, name string
+		kind       store.Kind
+	}
+	seen := map[key]bool{}
+	for _, it := range items {
+		f.apply(it)
+		seen[key{it.Zone, it.Name, it.Kind}] = true
+	}
+	for name, z := range f.zones {
+		if z.spec != nil && !seen[key{name, "", store.KindZone}] {
+			f.apply(store.Item{Kind: store.KindZone, Zone: name, Deleted: true})
+		}
+		if z.marker != 0 && !seen[key{name, "", store.KindMarker}] {
+			f.apply(store.Item{Kind: store.KindMarker, Zone: name, Deleted: true})
+		}
+		for svc := range z.services {
+			if !seen[key{name, svc, store.KindService}] {
+				f.apply(store.Item{Kind: store.KindService, Zone: name, Name: svc, Deleted: true})
+			}
+		}
+	}
+	f.rev = rev
+}
+
+// serial is the SOA serial of zone origin (see the top of this file).
+func (f *feed) serial(origin string) uint32 {
+	name, _ := config.ZoneName(origin)
+	z := f.zones[name]
+	l := int64(0)
+	if z != nil {
+		l = max(z.marker, z.rev)
+	}
+	e := f.rev / storeEpoch * storeEpoch
+	return uint32(uint64(f.base) + uint64(max(l, e)))
+}
+
+// config returns the config to serve: every zone whose spec is valid,
+// with its valid services. A zone that did not change keeps its config
+// object, which build recognises.
+func (f *feed) config(settings config.Server, log func(msg string, args ...any)) *config.Config {
+	cfg := &config.Config{Server: settings, Keys: f.keys}
+	invalid := 0
+	for name, z := range f.zones {
+		if z.spec == nil && len(z.services) == 0 && z.marker == 0 {
+			delete(f.zones, name)
+			continue
+		}
+		if z.respec {
+			z.respec = false
+			z.base = nil
+			if z.spec != nil {
+				zc, ds := config.ValidateZone(name, z.spec, f.keys)
+				if zc == nil {
+					log("zone in the store is invalid here: not serving it", "zone", name, "version", z.rev, "errors", summary(ds))
+				}
+				z.base = zc
+			}
+			for _, s := range z.services {
+				s.svc, s.bad = nil, false
+			}
+		}
+		if z.base == nil {
+			invalid++
+			continue
+		}
+		if z.cfg == nil {
+			z.cfg = f.build(z, log)
+		}
+		for _, s := range z.services {
+			if s.bad {
+				invalid++
+			}
+		}
+		cfg.Zones = append(cfg.Zones, z.cfg)
+	}
+	f.invalid.Set(float64(invalid))
+	return cfg
+}
+
+// build validates the zone's new services (in parallel: a store of
+// 100 000 is read at start) and makes its config.
+func (f *feed) build(z *feedZone, log func(msg string, args ...any)) *config.Zone {
+	var todo []*feedService
+	var names []string
+	for name, s := range z.services {
+		if s.svc == nil && !s.bad {
+			todo = append(todo, s)
+			names = append(names, name)
+		}
+	}
+	workers := 1
+	if len(todo) >= 256 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	diags := make([]sc.Diagnostics, len(todo))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(todo); i += workers {
+				todo[i].svc, diags[i] = config.ValidateService(z.base, names[i], todo[i].spec, f.keys)
+				todo[i].bad = todo[i].svc == nil
+			}
+		}()
+	}
+	wg.Wait()
+	for i, s := range todo {
+		if s.bad {
+			log("service in the store is invalid here: not serving it", "zone", z.name, "service", names[i], "version", s.rev, "errors", summary(diags[i]))
+		}
+	}
+	zc := *z.base
+	zc.Services = make([]*config.Service, 0, len(z.services))
+	for _, s := range z.services {
+		if s.svc != nil {
+			zc.Services = append(zc.Services, s.svc)
+		}
+	}
+	return &zc
+}
+
+func summary(ds sc.Diagnostics) string {
+	out := ""
+	for _, d := range ds {
+		if d.Severity == sc.Error {
+			if out != "" {
+				out += "; "
+			}
+			out += fmt.Sprintf("%s: %s [%s]", d.Path, d.Message, d.Code)
+		}
+	}
+	return out
+}
+
+// fixedSerial returns the serial of a zone in store mode.
+func (s *Server) fixedSerial(origin string) (uint32, bool) {
+	if s.feed == nil {
+		return 0, false
+	}
+	return s.feed.serial(origin), true
+}
+
+// Ready reports whether the server serves what it should: in store mode,
+// a snapshot of the store has been served and the store answers (while it
+// does not, the last snapshot keeps being served).
+func (s *Server) Ready() error {
+	if s.snap.Load() == nil {
+		return errors.New("no version is served yet")
+	}
+	if s.feed == nil {
+		return nil
+	}
+	if !s.feed.synced.Load() {
+		return fmt.Errorf("the store has not been read yet: %s", s.feed.lastErr.Load())
+	}
+	if !s.feed.up.Load() {
+		return fmt.Errorf("the store does not answer (%s): serving its revision %d", s.feed.lastErr.Load(), s.StoreRevision())
+	}
+	return nil
+}
+
+// StoreRevision is the store revision the served zones are built from (0
+// outside store mode).
+func (s *Server) StoreRevision() int64 {
+	if snap := s.snap.Load(); snap != nil {
+		return snap.storeRev
+	}
+	return 0
+}
+
+// syncStore reads the whole store and publishes it.
+func (s *Server) syncStore(ctx context.Context) error {
+	f := s.feed
+	if f.base == 0 {
+		base, err := f.st.SerialBase(ctx)
+		if err != nil {
+			return err
+		}
+		f.base = base
+	}
+	items, rev, err := f.st.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	f.resyncs.Inc()
+	f.replace(items, rev)
+	if err := s.publishStore("store snapshot"); err != nil {
+		return err
+	}
+	f.synced.Store(true)
+	return nil
+}
+
+// publishStore builds and serves the feed's state.
+func (s *Server) publishStore(why string) error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	cfg := s.feed.config(s.settings(), func(msg string, args ...any) { s.log.Error(msg, args...) })
+	s.building = s.feed.rev
+	_, err := s.publish(cfg, "the store", why, 0)
+	if err == nil {
+		s.feed.revGauge.Set(float64(s.feed.rev))
+	}
+	return err
+}
+
+func (s *Server) settings() config.Server {
+	if s.opts.Settings != nil {
+		return *s.opts.Settings
+	}
+	return config.Server{
+		MaxUDPSize: config.DefaultMaxUDPSize, TCPIdleTimeout: config.DefaultTCPIdleTimeout,
+		MaxTCPConnections: config.DefaultMaxTCPConnections, MaxTCPConnectionsPerAddress: config.DefaultMaxTCPConnectionsPerAddress,
+		IXFRHistory: config.DefaultIXFRHistory,
+	}
+}
+
+// followStore keeps the served zones in line with the store: a snapshot,
+// then its changes, and a new snapshot when the changes cannot be
+// followed (compacted while behind) or on SIGHUP.
+func (s *Server) followStore(ctx context.Context) {
+	f := s.feed
+	for {
+		if !f.synced.Load() || len(f.resync) > 0 {
+			select {
+			case <-f.resync:
+			default:
+			}
+			if err := s.syncStore(ctx); err != nil {
+				f.lastErr.Store(err.Error())
+				s.log.Error("cannot read the store; serving what was read before, retrying", "err", err, "revision", f.rev)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Second):
+				}
+				continue
+			}
+		}
+		err := s.followChanges(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		f.synced.Store(false)
+		if err != nil {
+			f.lastErr.Store(err.Error())
+			s.log.Warn("following the store failed; reading it whole again", "err", err, "revision", f.rev)
+		}
+	}
+}
+
+// maxBatches is how many batches of changes one version takes at most.
+const maxBatches = 256
+
+func (s *Server) followChanges(ctx context.Context) error {
+	f := s.feed
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := f.st.Follow(fctx, f.rev)
+	for {
+		var b store.Changes
+		var ok bool
+		select {
+		case b, ok = <-ch:
+		case <-f.resync:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+		if !ok {
+			return errors.New("the store's watch ended")
+		}
+		n, changed := 0, false
+		for {
+			if b.Err != nil {
+				if errors.Is(b.Err, store.ErrCompacted) {
+					return fmt.Errorf("the changes after revision %d were compacted before they were read", f.rev)
+				}
+				return b.Err
+			}
+			for _, it := range b.Items {
+				f.apply(it)
+				changed = true
+			}
+			if b.Rev > f.rev {
+				// An epoch boundary changes every serial.
+				changed = changed || b.Rev/storeEpoch != f.rev/storeEpoch
+				f.rev = b.Rev
+			}
+			n++
+			if n == maxBatches {
+				break
+			}
+			select {
+			case b, ok = <-ch:
+				if !ok {
+					return errors.New("the store's watch ended")
+				}
+				continue
+			default:
+			}
+			break
+		}
+		if changed {
+			if err := s.publishStore("store change"); err != nil {
+				s.log.Error("a store change is not served", "err", err, "revision", f.rev)
+			}
+		} else {
+			f.revGauge.Set(float64(f.rev))
+		}
+	}
+}
+
+// pingStore checks every interval that the store answers.
+func (s *Server) pingStore(ctx context.Context, every time.Duration) {
+	f := s.feed
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, every)
+		err := f.st.Ping(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err == nil && !f.up.Load():
+			f.up.Store(true)
+			f.upGauge.Set(1)
+			s.log.Info("the store answers", "revision", f.rev)
+		case err != nil && f.up.Load():
+			f.up.Store(false)
+			f.upGauge.Set(0)
+			f.lastErr.Store(err.Error())
+			s.log.Error("the store does not answer; serving the last snapshot", "err", err, "revision", f.rev)
+		case err != nil:
+			f.lastErr.Store(err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
