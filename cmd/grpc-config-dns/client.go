@@ -110,7 +110,9 @@ func (c *clientFlags) client(e *env) (*client, error) {
 // diagnostics printed like lint's.
 type apiError struct{ e *store.Error }
 
-func (a *apiError) Error() string { return fmt.Sprintf("%s (%d %s)", a.e.Message, a.e.Code, a.e.Reason) }
+func (a *apiError) Error() string {
+	return fmt.Sprintf("%s (%d %s)", a.e.Message, a.e.Code, a.e.Reason)
+}
 
 func (c *client) request(ctx context.Context, method, path string, body any, out any) error {
 	var rd io.Reader
