@@ -327,11 +327,14 @@ func (c *client) put(ctx context.Context, zone, name string, o *store.Object) pu
 // publishSpecs puts the zones of a publisher config, then their services
 // (8 at a time), and reports each.
 func (c *client) publishSpecs(ctx context.Context, specs *config.Specs, quiet bool) error {
-	failed := 0
+	failed, worst := 0, exitInvalid
 	report := func(r putResult) {
 		if r.err != nil {
 			failed++
-			c.fail(r.what, r.err)
+			var ee *exitError
+			if errors.As(c.fail(r.what, r.err), &ee) && ee.code == exitUsage {
+				worst = exitUsage
+			}
 			return
 		}
 		if !quiet || r.action != "unchanged" {
@@ -390,7 +393,7 @@ func (c *client) publishSpecs(ctx context.Context, specs *config.Specs, quiet bo
 	}
 	fmt.Fprintf(c.e.stderr, "%d created, %d configured, %d unchanged, %d refused\n", counts["created"], counts["configured"], counts["unchanged"], failed)
 	if failed > 0 {
-		return &exitError{code: exitInvalid}
+		return &exitError{code: worst}
 	}
 	return nil
 }
