@@ -65,7 +65,7 @@ func openEtcd(ctx context.Context, location string, opts Options) (backend, erro
 			Backoff:           backoff.Config{BaseDelay: 100 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: time.Second},
 			MinConnectTimeout: time.Second,
 		})},
-		Context:              context.Background(),
+		Context: context.Background(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store etcd://%s: %w", location, err)
