@@ -146,111 +146,128 @@ func (s *Server) watch(tr fileTracker) {
 	defer tr.close()
 	tick := time.NewTicker(s.opts.WatchInterval)
 	defer tick.Stop()
-	var (
-		pending      [sha256.Size]byte
-		pendingSince time.Time
-		told         string // what was last logged about pending
-		retryAt      time.Time
-		retryDelay   time.Duration
-		// idle describes the file when it last held what is loaded, so
-		// that an unchanged file is not read again every second: a config
-		// of 100 000 services is 30 MB.
-		idle      bool
-		idleHash  [sha256.Size]byte
-		idleSeq   uint64
-		idleStamp fileStamp
-		idleReads int
-	)
-	tell := func(msg string, args ...any) {
-		if key := fmt.Sprint(pending, msg); key != told {
-			told = key
-			s.log.Info(msg, append([]any{"config", s.opts.ConfigFile}, args...)...)
-		}
-	}
+	w := &watchState{}
 	for {
 		select {
 		case <-s.done:
 			return
 		case <-tick.C:
 		}
-		now := time.Now()
-		st := tr.state()
-		s.reloadMu.Lock()
-		last := s.lastHash
-		s.reloadMu.Unlock()
-		stamp := stampOf(s.opts.ConfigFile)
-		if idle && last == idleHash && !st.writing {
-			// Unchanged, as far as the kernel says (inotify sees every
-			// write and replacement) or, without it, as its size, times and
-			// inode say; then the file is still read now and then, for
-			// file systems with coarse times.
-			if st.exact && st.seq == idleSeq || !st.exact && stamp == idleStamp && idleReads < 30 {
-				idleReads++
-				continue
-			}
-		}
-		idle = false
-		s.watchReads.Add(1)
-		text, err := readConfigFile(s.opts.ConfigFile)
-		if err != nil {
-			// Being replaced, or gone, or too large: keep serving; the
-			// next poll sees it again (SIGHUP says why).
-			continue
-		}
-		h := sha256.Sum256(text)
-		if h == last {
-			pendingSince = time.Time{}
-			if !st.writing {
-				tr.settle(st.seq)
-				idle, idleHash, idleSeq, idleStamp, idleReads = true, h, st.seq, stamp, 0
-			}
-			continue
-		}
-		if h != pending || pendingSince.IsZero() {
-			pending, pendingSince = h, now
-			continue
-		}
-		if st.writing {
-			tell("config file changed but a writer still has it open; waiting for it to close the file (or SIGHUP to load it as it is)")
-			continue
-		}
-		if now.Before(retryAt) {
-			continue
-		}
-		quietSince := pendingSince
-		if st.last.After(quietSince) {
-			quietSince = st.last
-		}
-		quiet := now.Sub(quietSince)
-		if quiet < s.opts.Debounce {
-			continue
-		}
-		var hold func(*config.Config, *snapshot) string
-		switch st.kind {
-		case changeUnknown:
-			if quiet < s.opts.Settle {
-				tell("config file changed in a way the watcher cannot see the end of; loading it once it has been unchanged for a while (or on SIGHUP); write it by rename to load it at once", "wait", s.opts.Settle)
-				continue
-			}
-		case changeInPlace:
-			if quiet < s.opts.Settle {
-				hold = func(cfg *config.Config, old *snapshot) string { return removals(cfg, old) }
-			}
-		}
-		_, err = s.load(text, "file changed ("+st.kind.String()+")", hold)
-		var held *heldError
-		var se *StateError
-		switch {
-		case errors.As(err, &held):
-			tell("config file written in place holds back a change: "+held.reason+", as a half-written file would; loading it once the file has been unchanged for a while (or on SIGHUP)", "wait", s.opts.Settle)
-			continue
-		case errors.As(err, &se):
-			retryDelay = min(max(2*retryDelay, time.Second), time.Minute)
-			retryAt = now.Add(retryDelay)
-		default:
-			retryDelay = 0
-		}
-		pendingSince = time.Time{}
-		tr.settle(st.seq)
+		s.watchPoll(tr, w, time.Now())
 	}
+}
+
+// watchState is what the watcher remembers between polls.
+type watchState struct {
+	pending      [sha256.Size]byte
+	pendingSince time.Time
+	told         string // what was last logged about pending
+	retryAt      time.Time
+	retryDelay   time.Duration
+	// idle describes the file when it last held what is loaded, so that
+	// an unchanged file is not read again every second: a config of
+	// 100 000 services is 30 MB.
+	idle      bool
+	idleHash  [sha256.Size]byte
+	idleSeq   uint64
+	idleStamp fileStamp
+	idleReads int
+}
+
+// unchanged reports whether the file is known to still hold what is
+// loaded, without reading it: as the kernel says (inotify sees every write
+// and replacement) or, without inotify, as its size, times and inode say;
+// then it is still read now and then, for file systems with coarse times.
+func (w *watchState) unchanged(st fileState, stamp fileStamp, loaded [sha256.Size]byte) bool {
+	if !w.idle || loaded != w.idleHash || st.writing {
+		return false
+	}
+	if st.exact && st.seq == w.idleSeq || !st.exact && stamp == w.idleStamp && w.idleReads < 30 {
+		w.idleReads++
+		return true
+	}
+	return false
+}
+
+// watchPoll is one poll of the config file: read it unless it is known
+// unchanged, and load it once it is complete by the rules of the change
+// the tracker saw.
+func (s *Server) watchPoll(tr fileTracker, w *watchState, now time.Time) {
+	tell := func(msg string, args ...any) {
+		if key := fmt.Sprint(w.pending, msg); key != w.told {
+			w.told = key
+			s.log.Info(msg, append([]any{"config", s.opts.ConfigFile}, args...)...)
+		}
+	}
+	st := tr.state()
+	s.reloadMu.Lock()
+	last := s.lastHash
+	s.reloadMu.Unlock()
+	stamp := stampOf(s.opts.ConfigFile)
+	if w.unchanged(st, stamp, last) {
+		return
+	}
+	w.idle = false
+	s.watchReads.Add(1)
+	text, err := readConfigFile(s.opts.ConfigFile)
+	if err != nil {
+		// Being replaced, or gone, or too large: keep serving; the next
+		// poll sees it again (SIGHUP says why).
+		return
+	}
+	h := sha256.Sum256(text)
+	if h == last {
+		w.pendingSince = time.Time{}
+		if !st.writing {
+			tr.settle(st.seq)
+			w.idle, w.idleHash, w.idleSeq, w.idleStamp, w.idleReads = true, h, st.seq, stamp, 0
+		}
+		return
+	}
+	if h != w.pending || w.pendingSince.IsZero() {
+		w.pending, w.pendingSince = h, now
+		return
+	}
+	if st.writing {
+		tell("config file changed but a writer still has it open; waiting for it to close the file (or SIGHUP to load it as it is)")
+		return
+	}
+	if now.Before(w.retryAt) {
+		return
+	}
+	quietSince := w.pendingSince
+	if st.last.After(quietSince) {
+		quietSince = st.last
+	}
+	quiet := now.Sub(quietSince)
+	if quiet < s.opts.Debounce {
+		return
+	}
+	var hold func(*config.Config, *snapshot) string
+	switch st.kind {
+	case changeUnknown:
+		if quiet < s.opts.Settle {
+			tell("config file changed in a way the watcher cannot see the end of; loading it once it has been unchanged for a while (or on SIGHUP); write it by rename to load it at once", "wait", s.opts.Settle)
+			return
+		}
+	case changeInPlace:
+		if quiet < s.opts.Settle {
+			hold = func(cfg *config.Config, old *snapshot) string { return removals(cfg, old) }
+		}
+	}
+	_, err = s.load(text, "file changed ("+st.kind.String()+")", hold)
+	var held *heldError
+	var se *StateError
+	switch {
+	case errors.As(err, &held):
+		tell("config file written in place holds back a change: "+held.reason+", as a half-written file would; loading it once the file has been unchanged for a while (or on SIGHUP)", "wait", s.opts.Settle)
+		return
+	case errors.As(err, &se):
+		w.retryDelay = min(max(2*w.retryDelay, time.Second), time.Minute)
+		w.retryAt = now.Add(w.retryDelay)
+	default:
+		w.retryDelay = 0
+	}
+	w.pendingSince = time.Time{}
+	tr.settle(st.seq)
 }

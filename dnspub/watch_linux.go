@@ -93,7 +93,20 @@ func (t *inotifyTracker) close() {
 // inode): then the content was replaced, and a writer of the old file no
 // longer matters. ok reports whether the path's own directory is watched.
 func (t *inotifyTracker) rewatchLocked() (replaced, ok bool) {
-	fd := int(t.f.Fd())
+	// Control, not Fd: it holds the descriptor open while the watches
+	// change (close may run at any time) and leaves it non-blocking, so
+	// closing it still ends the reader's Read.
+	rc, err := t.f.SyscallConn()
+	if err != nil {
+		return false, false
+	}
+	if rc.Control(func(fd uintptr) { replaced, ok = t.rewatchFD(int(fd)) }) != nil {
+		return false, false
+	}
+	return replaced, ok
+}
+
+func (t *inotifyTracker) rewatchFD(fd int) (replaced, ok bool) {
 	dirs := map[string]bool{filepath.Dir(t.path): true}
 	t.names = map[string]bool{filepath.Base(t.path): true}
 	resolved, err := filepath.EvalSymlinks(t.path)

@@ -247,48 +247,77 @@ func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, chain tsigCh
 		}
 		return append(out[:0], b...), r
 	}
+	if rcode, why := transferRefusal(snap, ze, q, origin, key, from, tcp); why != "" {
+		return refuse(rcode, why)
+	}
+	rrs, kind, why := transferRecords(ze, req, kind, tcp)
+	if why != "" {
+		return refuse(dns.RcodeFormatError, why)
+	}
+	return s.sendTransfer(snap, out, req, chain, tcp, w, r, outgoingTransfer{origin: origin, kind: kind, rrs: rrs, serial: ze.cur.Serial(), peer: from})
+}
+
+// transferRefusal says why a transfer request is refused, with its rcode,
+// or "" when it is allowed.
+func transferRefusal(snap *snapshot, ze *zoneEntry, q dns.Question, origin string, key *config.Key, from netip.Addr, tcp bool) (int, string) {
 	switch {
 	case q.Qclass != dns.ClassINET:
-		return refuse(dns.RcodeRefused, "class "+dns.Class(q.Qclass).String()+": only IN is served")
+		return dns.RcodeRefused, "class " + dns.Class(q.Qclass).String() + ": only IN is served"
 	case ze == nil && snap.inZones(origin):
-		return refuse(dns.RcodeNotAuth, "not a zone apex")
+		return dns.RcodeNotAuth, "not a zone apex"
 	case ze == nil:
-		return refuse(dns.RcodeRefused, "not our zone")
+		return dns.RcodeRefused, "not our zone"
 	case !ze.cfg.Transfer.Allowed(from):
-		return refuse(dns.RcodeRefused, "address not in transfer allow")
+		return dns.RcodeRefused, "address not in transfer allow"
 	case ze.cfg.Transfer.Key != "" && (key == nil || key.Name != ze.cfg.Transfer.Key):
-		return refuse(dns.RcodeRefused, "transfers need TSIG key "+ze.cfg.Transfer.Key)
+		return dns.RcodeRefused, "transfers need TSIG key " + ze.cfg.Transfer.Key
 	case q.Qtype == dns.TypeAXFR && !tcp:
-		return refuse(dns.RcodeNotImplemented, "AXFR over UDP (RFC 5936 §4.2)")
+		return dns.RcodeNotImplemented, "AXFR over UDP (RFC 5936 §4.2)"
 	}
+	return 0, ""
+}
 
-	var rrs []dns.RR
+// transferRecords chooses the records a transfer sends: the whole zone
+// for AXFR; for IXFR the differences since the client's serial, or the
+// whole zone when the history does not reach back to it, or over UDP only
+// the current SOA. why is set when the IXFR request is malformed.
+func transferRecords(ze *zoneEntry, req *dns.Msg, kind string, tcp bool) (rrs []dns.RR, _ string, why string) {
 	cur := ze.cur
-	switch {
-	case q.Qtype == dns.TypeAXFR:
-		rrs = cur.AXFR()
-	default:
-		var client uint32
-		if len(req.Ns) == 1 {
-			if soa, ok := req.Ns[0].(*dns.SOA); ok {
-				client = soa.Serial
-			} else {
-				return refuse(dns.RcodeFormatError, "IXFR without the client's SOA")
-			}
-		} else {
-			return refuse(dns.RcodeFormatError, "IXFR without the client's SOA")
-		}
-		if !tcp {
-			// RFC 1995 §2: over UDP, the current SOA tells the client to
-			// come back over TCP if it is behind.
-			rrs, kind = []dns.RR{cur.SOA}, "ixfr_udp"
-		} else {
-			rrs, kind = ixfrRecords(ze, client)
-		}
+	if req.Question[0].Qtype == dns.TypeAXFR {
+		return cur.AXFR(), kind, ""
 	}
+	var soa *dns.SOA
+	if len(req.Ns) == 1 {
+		soa, _ = req.Ns[0].(*dns.SOA)
+	}
+	if soa == nil {
+		return nil, kind, "IXFR without the client's SOA"
+	}
+	if !tcp {
+		// RFC 1995 §2: over UDP, the current SOA tells the client to come
+		// back over TCP if it is behind.
+		return []dns.RR{cur.SOA}, "ixfr_udp", ""
+	}
+	rrs, kind = ixfrRecords(ze, soa.Serial)
+	return rrs, kind, ""
+}
+
+// outgoingTransfer is a transfer that was allowed: what to send, and what
+// to log about it.
+type outgoingTransfer struct {
+	origin, kind string
+	rrs          []dns.RR
+	serial       uint32
+	peer         netip.Addr
+}
+
+// sendTransfer sends the records of a transfer in as many messages as
+// they need, each signed in the TSIG chain of the request.
+func (s *Server) sendTransfer(snap *snapshot, out []byte, req *dns.Msg, chain tsigChain, tcp bool, w *bufio.Writer, r wire.Result, x outgoingTransfer) ([]byte, wire.Result) {
+	key := chain.key
 	first := true
 	var sent int
-	for _, chunk := range chunks(rrs, messageOverhead(req, key)) {
+	for _, chunk := range chunks(x.rrs, messageOverhead(req, key)) {
 		m := &dns.Msg{Compress: true} // as validation sized the records
 		m.SetReply(req)
 		m.Authoritative = true
@@ -302,8 +331,8 @@ func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, chain tsigCh
 			err = fmt.Errorf("a transfer message of %d bytes does not fit a DNS message", len(b))
 		}
 		if err != nil {
-			s.log.Error("zone transfer failed", "zone", origin, "err", err)
-			s.metrics.transfers.WithLabelValues(kind, "error").Inc()
+			s.log.Error("zone transfer failed", "zone", x.origin, "err", err)
+			s.metrics.transfers.WithLabelValues(x.kind, "error").Inc()
 			r.Rcode = dns.RcodeServerFailure
 			return out[:0], r
 		}
@@ -313,20 +342,20 @@ func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, chain tsigCh
 			break
 		}
 		if err := writeFramed(w, b); err != nil {
-			s.metrics.transfers.WithLabelValues(kind, "error").Inc()
+			s.metrics.transfers.WithLabelValues(x.kind, "error").Inc()
 			return out[:0], r
 		}
 		sent++
 	}
 	if tcp {
 		if err := w.Flush(); err != nil {
-			s.metrics.transfers.WithLabelValues(kind, "error").Inc()
+			s.metrics.transfers.WithLabelValues(x.kind, "error").Inc()
 			return out[:0], r
 		}
 		out = out[:0]
 	}
-	s.metrics.transfers.WithLabelValues(kind, "ok").Inc()
-	s.log.Info("zone transfer", "zone", origin, "type", kind, "serial", cur.Serial(), "records", len(rrs), "messages", sent, "peer", from, "tsig", key != nil)
+	s.metrics.transfers.WithLabelValues(x.kind, "ok").Inc()
+	s.log.Info("zone transfer", "zone", x.origin, "type", x.kind, "serial", x.serial, "records", len(x.rrs), "messages", sent, "peer", x.peer, "tsig", key != nil)
 	return out, r
 }
 

@@ -538,25 +538,7 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 	}
 	errorsBefore := d.errorCount()
 
-	var nss []nsEntry
-	if nsNode == nil {
-		d.report(n, path, codeNSMissing, "zone %s has no nameservers: add nameservers: [{name: ns1, addresses: [192.0.2.53]}] (the names secondaries and resolvers are told to ask)", z.Origin)
-	} else {
-		for i, e := range d.list(nsNode, nsPath, "nameservers") {
-			if ns, ok := d.nameserver(e, fmt.Sprintf("%s/%d", nsPath, i), z.Origin); ok {
-				nss = append(nss, ns)
-			}
-		}
-		if len(nss) == 0 && deref(nsNode).Kind == yaml.SequenceNode && len(deref(nsNode).Content) == 0 {
-			d.report(nsNode, nsPath, codeNSMissing, "zone %s has an empty nameservers list: a zone needs at least one NS record", z.Origin)
-		}
-	}
-	for _, e := range nss {
-		z.Nameservers = append(z.Nameservers, e.ns)
-	}
-	if len(nss) > 0 {
-		z.SOA.MName = nss[0].ns.Name
-	}
+	nss := d.nameservers(n, path, nsNode, nsPath, z)
 	z.SOA.RName = "hostmaster." + z.Origin
 	if z.Origin == "." {
 		z.SOA.RName = "hostmaster."
@@ -564,27 +546,67 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 	if soaNode != nil {
 		d.soa(soaNode, soaPath, z)
 	}
+	svcs := d.zoneServices(svcKey, svcNode, svcPath, z)
+	if xfrNode != nil {
+		d.transfer(xfrNode, xfrPath, z, keys)
+	}
+	d.crossCheck(z, svcs, nss)
+	if d.errorCount() > errorsBefore {
+		return nil, originNode
+	}
+	return z, originNode
+}
 
+// nameservers reads a zone's nameservers: into z, and the SOA's MNAME
+// from the first.
+func (d *doc) nameservers(zn *yaml.Node, zpath string, n *yaml.Node, path string, z *Zone) []nsEntry {
+	var nss []nsEntry
+	if n == nil {
+		d.report(zn, zpath, codeNSMissing, "zone %s has no nameservers: add nameservers: [{name: ns1, addresses: [192.0.2.53]}] (the names secondaries and resolvers are told to ask)", z.Origin)
+		return nil
+	}
+	for i, e := range d.list(n, path, "nameservers") {
+		if ns, ok := d.nameserver(e, fmt.Sprintf("%s/%d", path, i), z.Origin); ok {
+			nss = append(nss, ns)
+		}
+	}
+	if len(nss) == 0 && deref(n).Kind == yaml.SequenceNode && len(deref(n).Content) == 0 {
+		d.report(n, path, codeNSMissing, "zone %s has an empty nameservers list: a zone needs at least one NS record", z.Origin)
+	}
+	for _, e := range nss {
+		z.Nameservers = append(z.Nameservers, e.ns)
+	}
+	if len(nss) > 0 {
+		z.SOA.MName = nss[0].ns.Name
+	}
+	return nss
+}
+
+// zoneServices reads a zone's services: list, item by item from the
+// blocks cut out of the text when there are any (see chunks.go).
+func (d *doc) zoneServices(key, n *yaml.Node, path string, z *Zone) []svcEntry {
 	var svcs []svcEntry
-	switch b := d.blocks[lineOf(svcKey)]; {
+	switch b := d.blocks[lineOf(key)]; {
 	case b != nil:
 		d.readBlocks++
 		var err error
-		if svcs, err = d.services(b, svcPath, z); err != nil {
+		if svcs, err = d.services(b, path, z); err != nil {
 			d.cutFailed = err
 		}
-	case svcNode != nil:
-		for i, e := range d.list(svcNode, svcPath, "services") {
-			if s := d.service(e, fmt.Sprintf("%s/%d", svcPath, i), z); s.svc != nil {
+	case n != nil:
+		for i, e := range d.list(n, path, "services") {
+			if s := d.service(e, fmt.Sprintf("%s/%d", path, i), z); s.svc != nil {
 				svcs = append(svcs, s)
 			}
 		}
 	}
-	if xfrNode != nil {
-		d.transfer(xfrNode, xfrPath, z, keys)
-	}
+	return svcs
+}
 
-	// Cross-checks: duplicate services, nameserver addresses.
+// crossCheck checks what no single entry can: duplicate services, and
+// nameserver addresses against the services that may give them. It
+// fills z.Services.
+func (d *doc) crossCheck(z *Zone, svcs []svcEntry, nss []nsEntry) {
 	byName := map[string]svcEntry{}
 	for _, s := range svcs {
 		if first, dup := byName[s.svc.Name]; dup {
@@ -611,10 +633,6 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 			d.report(e.node, e.path, codeNSNoAddressStandalone, "nameserver %s lies inside zone %s but has no address: this server answers anyway, but the zone cannot be transferred (secondaries such as BIND, and named-checkzone, refuse it) and resolvers can reach the server only through glue at the parent; add addresses: to it (or a service of that name)", e.ns.Name, z.Origin)
 		}
 	}
-	if d.errorCount() > errorsBefore {
-		return nil, originNode
-	}
-	return z, originNode
 }
 
 func (d *doc) errorCount() int { return d.errors }
@@ -777,20 +795,77 @@ func (d *doc) soa(n *yaml.Node, path string, z *Zone) {
 	}
 }
 
+// serviceNodes are the parts of a service entry read after its fields:
+// what depends on the name, and on choices and serviceConfig together.
+type serviceNodes struct {
+	name, port, choices, config, bareHostNode *yaml.Node
+	choicesPath, configPath                   string
+	bareHost, compatBareHost                  *bool
+}
+
 func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
+	e := svcEntry{path: path}
 	if !d.mapping(n, path, "a service") {
-		return svcEntry{path: path}
+		return e
 	}
 	s := &Service{TTL: z.TTL, Compat: z.Compat}
-	e := svcEntry{path: path}
-	var bareHostNode *yaml.Node
-	var bareHost, compatBareHost *bool
-	var nameNode, choicesNode, configNode, portNode *yaml.Node
-	var choicesPath, configPath string
+	sn, ok, present := d.serviceFields(n, path, s)
+	if !present {
+		return e
+	}
+	if sn.name == nil {
+		d.report(n, path, codeMissingField, "the service has no name: add name: with its host name relative to %s (like echo), or absolute with a final dot", z.Origin)
+		return e
+	}
+	e.node = sn.name
+	name, nok := d.name(sn.name, path+"/name", "service name", z.Origin, true)
+	if !nok {
+		return e
+	}
+	s.Name = name
+	if !d.serviceName(sn, path, s, z) {
+		return e
+	}
+	if s.Port != 0 && len(s.Addresses) == 0 {
+		d.report(sn.port, path+"/port", codeSRVNoAddress, "service %s names a port but has no addresses: its SRV record (%s%s) would point at a name without any; add addresses: or remove port:", name, SRVPrefix, name)
+		ok = false
+	}
+	ok = d.addressAnswerFits(sn.name, path, s) && ok
 	var value []byte
-	ok := true
-	present := d.object(n, path, "a service", []field{
-		{"name", func(_, v *yaml.Node, _ string) { nameNode = v }},
+	switch {
+	case sn.choices != nil && sn.config != nil:
+		d.report(sn.config, sn.configPath, codeChoicesAndConfig, "service %s sets both choices and serviceConfig: use choices for a list of canary choices, or serviceConfig for one config for every client", name)
+		ok = false
+	case sn.choices != nil:
+		value = d.serviceValue(sn.choices, sn.choicesPath, sc.KindChoices, s)
+		ok = ok && value != nil
+	case sn.config != nil:
+		value = d.serviceValue(sn.config, sn.configPath, sc.KindServiceConfig, s)
+		ok = ok && value != nil
+	}
+	if value != nil {
+		s.TXT = sc.EncodeTXT(value)
+	}
+	hasConfig := sn.choices != nil || sn.config != nil
+	if len(s.Addresses) == 0 && !hasConfig {
+		d.report(sn.name, path+"/name", codeServiceEmpty, "service %s has no addresses and no service config, so it publishes nothing: add addresses:, choices: or serviceConfig:", name)
+	}
+	if (sn.bareHost != nil && *sn.bareHost || sn.compatBareHost != nil && *sn.compatBareHost) && !hasConfig {
+		d.report(sn.name, path+"/name", codeServiceEmpty, "bareHost is set but service %s has no service config to publish", name)
+	}
+	if ok {
+		e.svc = s
+	}
+	return e
+}
+
+// serviceFields reads a service entry's fields into s, keeping the nodes
+// that later steps check against each other. ok is false when a field was
+// refused; present is false when the entry is not an object at all.
+func (d *doc) serviceFields(n *yaml.Node, path string, s *Service) (sn serviceNodes, ok, present bool) {
+	ok = true
+	fields := d.object(n, path, "a service", []field{
+		{"name", func(_, v *yaml.Node, _ string) { sn.name = v }},
 		{"addresses", func(_, v *yaml.Node, p string) {
 			var aok bool
 			s.Addresses, aok = d.addresses(v, p, "service")
@@ -799,7 +874,7 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 		{"port", func(_, v *yaml.Node, p string) {
 			x, pok := d.integer(v, p, "the service port", codeSRVPort, 1, 65535)
 			s.Port, ok = uint16(x), ok && pok
-			portNode = v
+			sn.port = v
 		}},
 		{"ttl", func(_, v *yaml.Node, p string) {
 			x, tok := d.duration(v, p, "the service ttl", 0, MaxTTL)
@@ -808,12 +883,12 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 				d.largeTTL(v, p, x)
 			}
 		}},
-		{"choices", func(_, v *yaml.Node, p string) { choicesNode, choicesPath = v, p }},
-		{"serviceConfig", func(_, v *yaml.Node, p string) { configNode, configPath = v, p }},
+		{"choices", func(_, v *yaml.Node, p string) { sn.choices, sn.choicesPath = v, p }},
+		{"serviceConfig", func(_, v *yaml.Node, p string) { sn.config, sn.configPath = v, p }},
 		{"bareHostCompat", func(_, v *yaml.Node, p string) {
 			b, bok := d.boolean(v, p, "bareHostCompat")
 			if bok {
-				bareHost, bareHostNode = &b, v
+				sn.bareHost, sn.bareHostNode = &b, v
 			}
 			ok = ok && bok
 		}},
@@ -821,89 +896,61 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 			var set map[string]bool
 			s.Compat, set = d.compat(v, p, s.Compat)
 			if set["bareHost"] {
-				compatBareHost = &s.Compat.BareHost
+				sn.compatBareHost = &s.Compat.BareHost
 			}
 		}},
 	})
 	switch {
-	case bareHost != nil && compatBareHost != nil && *bareHost != *compatBareHost:
-		d.report(bareHostNode, path+"/bareHostCompat", codeCompatConflict, "bareHostCompat: %t contradicts compat: {bareHost: %t}: keep only compat.bareHost", *bareHost, *compatBareHost)
+	case sn.bareHost != nil && sn.compatBareHost != nil && *sn.bareHost != *sn.compatBareHost:
+		d.report(sn.bareHostNode, path+"/bareHostCompat", codeCompatConflict, "bareHostCompat: %t contradicts compat: {bareHost: %t}: keep only compat.bareHost", *sn.bareHost, *sn.compatBareHost)
 		ok = false
-	case bareHost != nil:
-		s.Compat.BareHost = *bareHost
+	case sn.bareHost != nil:
+		s.Compat.BareHost = *sn.bareHost
 	}
-	if present == nil {
-		return e
-	}
-	if nameNode == nil {
-		d.report(n, path, codeMissingField, "the service has no name: add name: with its host name relative to %s (like echo), or absolute with a final dot", z.Origin)
-		return e
-	}
-	e.node = nameNode
-	name, nok := d.name(nameNode, path+"/name", "service name", z.Origin, true)
-	if !nok {
-		return e
-	}
-	s.Name = name
+	return sn, ok, fields != nil
+}
+
+// serviceName checks that the owner names a service publishes are its
+// own and fit in DNS.
+func (d *doc) serviceName(sn serviceNodes, path string, s *Service, z *Zone) bool {
+	name := s.Name
 	switch {
 	case !inZone(name, z.Origin):
-		d.report(nameNode, path+"/name", codeNameOutsideZone, "service %s lies outside zone %s: list it under the zone that holds it, or write it relative to %s", name, z.Origin, z.Origin)
-		return e
+		d.report(sn.name, path+"/name", codeNameOutsideZone, "service %s lies outside zone %s: list it under the zone that holds it, or write it relative to %s", name, z.Origin, z.Origin)
 	case strings.HasPrefix(name, sc.OwnerPrefix) || name == strings.TrimSuffix(sc.OwnerPrefix, ".")+".":
-		d.report(nameNode, path+"/name", codeNameReserved, "service name %s starts with %s, which the publisher adds itself: name the service by its host name", name, sc.OwnerPrefix)
-		return e
+		d.report(sn.name, path+"/name", codeNameReserved, "service name %s starts with %s, which the publisher adds itself: name the service by its host name", name, sc.OwnerPrefix)
 	case wireLen(sc.OwnerPrefix+name) > maxNameWire:
-		d.report(nameNode, path+"/name", codeNameSyntax, "service name %s is too long: %s%s would be %d bytes in DNS wire format, more than %d", name, sc.OwnerPrefix, name, wireLen(sc.OwnerPrefix+name), maxNameWire)
-		return e
+		d.report(sn.name, path+"/name", codeNameSyntax, "service name %s is too long: %s%s would be %d bytes in DNS wire format, more than %d", name, sc.OwnerPrefix, name, wireLen(sc.OwnerPrefix+name), maxNameWire)
 	case s.Port != 0 && wireLen(SRVPrefix+name) > maxNameWire:
-		d.report(nameNode, path+"/name", codeNameSyntax, "service name %s is too long for its port: %s%s would be %d bytes in DNS wire format, more than %d", name, SRVPrefix, name, wireLen(SRVPrefix+name), maxNameWire)
-		return e
-	case s.Port != 0 && len(s.Addresses) == 0:
-		d.report(portNode, path+"/port", codeSRVNoAddress, "service %s names a port but has no addresses: its SRV record (%s%s) would point at a name without any; add addresses: or remove port:", name, SRVPrefix, name)
-		ok = false
+		d.report(sn.name, path+"/name", codeNameSyntax, "service name %s is too long for its port: %s%s would be %d bytes in DNS wire format, more than %d", name, SRVPrefix, name, wireLen(SRVPrefix+name), maxNameWire)
+	default:
+		return true
 	}
-	if n := len(s.Addresses); n > 0 {
-		// The A and the AAAA answer as served: header, question, the
-		// compressed records, the OPT record, and a TSIG record when keys
-		// may sign it.
-		var v4, v6 int
-		for _, a := range s.Addresses {
-			if a.Is4() {
-				v4++
-			} else {
-				v6++
-			}
+	return false
+}
+
+// addressAnswerFits checks that the A and the AAAA answers of a service,
+// as served, fit in a DNS message: header, question, the compressed
+// records, the OPT record, and a TSIG record when keys may sign them.
+func (d *doc) addressAnswerFits(at *yaml.Node, path string, s *Service) bool {
+	n := len(s.Addresses)
+	if n == 0 {
+		return true
+	}
+	var v4, v6 int
+	for _, a := range s.Addresses {
+		if a.Is4() {
+			v4++
+		} else {
+			v6++
 		}
-		size := 12 + wireLen(name) + 4 + max(v4*(12+4), v6*(12+16)) + optLen + d.sigLen
-		if size > sc.MaxMessageSize {
-			d.report(nameNode, path+"/addresses", codeAnswerTooLarge, "service %s has %d addresses, an answer of %d bytes%s: a DNS message holds at most %d", name, n, size, d.signedNote(), sc.MaxMessageSize)
-			ok = false
-		}
 	}
-	switch {
-	case choicesNode != nil && configNode != nil:
-		d.report(configNode, configPath, codeChoicesAndConfig, "service %s sets both choices and serviceConfig: use choices for a list of canary choices, or serviceConfig for one config for every client", name)
-		ok = false
-	case choicesNode != nil:
-		value = d.serviceValue(choicesNode, choicesPath, sc.KindChoices, s)
-		ok = ok && value != nil
-	case configNode != nil:
-		value = d.serviceValue(configNode, configPath, sc.KindServiceConfig, s)
-		ok = ok && value != nil
+	size := 12 + wireLen(s.Name) + 4 + max(v4*(12+4), v6*(12+16)) + optLen + d.sigLen
+	if size > sc.MaxMessageSize {
+		d.report(at, path+"/addresses", codeAnswerTooLarge, "service %s has %d addresses, an answer of %d bytes%s: a DNS message holds at most %d", s.Name, n, size, d.signedNote(), sc.MaxMessageSize)
+		return false
 	}
-	if value != nil {
-		s.TXT = sc.EncodeTXT(value)
-	}
-	if len(s.Addresses) == 0 && choicesNode == nil && configNode == nil {
-		d.report(nameNode, path+"/name", codeServiceEmpty, "service %s has no addresses and no service config, so it publishes nothing: add addresses:, choices: or serviceConfig:", name)
-	}
-	if (bareHost != nil && *bareHost || compatBareHost != nil && *compatBareHost) && value == nil && choicesNode == nil && configNode == nil {
-		d.report(nameNode, path+"/name", codeServiceEmpty, "bareHost is set but service %s has no service config to publish", name)
-	}
-	if ok {
-		e.svc = s
-	}
-	return e
+	return true
 }
 
 // serviceValue converts a service's choices or serviceConfig to JSON, has
@@ -981,32 +1028,10 @@ func (d *doc) transfer(n *yaml.Node, path string, z *Zone, keys map[string]bool)
 				if deref(v).Kind == yaml.SequenceNode {
 					ep = fmt.Sprintf("%s/%d", p, i)
 				}
-				s, ok := d.scalar(e, ep, "an allow entry")
-				if !ok {
-					continue
+				if pfx, ok := d.allowEntry(e, ep); ok {
+					t.Allow = append(t.Allow, pfx)
+					allowNodes = append(allowNodes, e)
 				}
-				s = strings.TrimSpace(s)
-				var pfx netip.Prefix
-				var err error
-				if strings.Contains(s, "/") {
-					pfx, err = netip.ParsePrefix(s)
-					if err == nil && pfx != pfx.Masked() {
-						d.report(e, ep, codeTransferACL, "%s has host bits set: write %s", s, pfx.Masked())
-						continue
-					}
-				} else {
-					var a netip.Addr
-					a, err = netip.ParseAddr(s)
-					if err == nil {
-						pfx = netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen())
-					}
-				}
-				if err != nil {
-					d.report(e, ep, codeTransferACL, "%q is not an IP address or prefix (like 192.0.2.1 or 10.0.0.0/8)", s)
-					continue
-				}
-				t.Allow = append(t.Allow, pfx)
-				allowNodes = append(allowNodes, e)
 			}
 		}},
 		{"key", func(_, v *yaml.Node, p string) {
@@ -1053,6 +1078,30 @@ func (d *doc) transfer(n *yaml.Node, path string, z *Zone, keys map[string]bool)
 			d.report(notifyNodes[i], path+"/notify", codeNotifyNotAllowed, "secondary %s is notified but may not transfer zone %s: add %s to allow: (or set key:)", ap, z.Origin, ap.Addr())
 		}
 	}
+}
+
+// allowEntry reads one entry of a transfer allow: list, an address or a
+// prefix without host bits.
+func (d *doc) allowEntry(e *yaml.Node, path string) (netip.Prefix, bool) {
+	s, ok := d.scalar(e, path, "an allow entry")
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	s = strings.TrimSpace(s)
+	if strings.Contains(s, "/") {
+		pfx, err := netip.ParsePrefix(s)
+		if err == nil && pfx != pfx.Masked() {
+			d.report(e, path, codeTransferACL, "%s has host bits set: write %s", s, pfx.Masked())
+			return netip.Prefix{}, false
+		}
+		if err == nil {
+			return pfx, true
+		}
+	} else if a, err := netip.ParseAddr(s); err == nil {
+		return netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()), true
+	}
+	d.report(e, path, codeTransferACL, "%q is not an IP address or prefix (like 192.0.2.1 or 10.0.0.0/8)", s)
+	return netip.Prefix{}, false
 }
 
 // prefixIndex returns Transfer.Allowed for long allow lists: a set of the
