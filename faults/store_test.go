@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+
+	"github.com/grpc-config-dns/grpc-config-dns/internal/etcdtest"
 )
 
 // storeServer is `serve --store DIR` with its admin API.
@@ -292,4 +294,102 @@ func bigLabels(n int) string {
 	}
 	b.WriteString("}}")
 	return b.String()
+}
+
+// soa asks a server for a zone's SOA serial; ok is false without an
+// answer.
+func soa(addr, zone string) (uint32, bool) {
+	r, err := ask(addr, zone, dns.TypeSOA)
+	if err != nil || len(r.Answer) != 1 {
+		return 0, false
+	}
+	s, ok := r.Answer[0].(*dns.SOA)
+	if !ok {
+		return 0, false
+	}
+	return s.Serial, true
+}
+
+// TestStoreReplicaKill9OnEtcd: two `serve --store etcd://…` replicas on
+// one etcd take writes; replica B is killed with SIGKILL during them,
+// A takes more writes while B is down, and B, restarted, serves the same
+// serial and records as A within a second of being started, never a
+// serial lower than it served before the kill.
+func TestStoreReplicaKill9OnEtcd(t *testing.T) {
+	e := etcdtest.Start(t)
+	loc := e.Location("kill")
+	aDNS, aAdmin, bDNS, bAdmin := freePort(t), freePort(t), freePort(t), freePort(t)
+	a := serveStore(t, loc, aDNS, aAdmin)
+	b := serveStore(t, loc, bDNS, bAdmin)
+	if _, _, err := a.put("/v1/zones/a.test", storeZone); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.put("/v1/zones/a.test/services/v", storeSvc(0)); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	next := 0
+	write := func(s *storeServer, stop <-chan struct{}, wg *sync.WaitGroup) {
+		defer wg.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			mu.Lock()
+			next++
+			n := next
+			mu.Unlock()
+			if _, _, err := s.put("/v1/zones/a.test/services/v", storeSvc(n)); err != nil {
+				return // killed
+			}
+		}
+	}
+	var slowest time.Duration
+	for round := range 5 {
+		// Writes through both replicas; B is killed in the middle of them.
+		var wg sync.WaitGroup
+		stop := make(chan struct{})
+		for i := range 4 {
+			wg.Add(1)
+			go write([]*storeServer{a, b}[i%2], stop, &wg)
+		}
+		time.Sleep(time.Duration(100+50*round) * time.Millisecond)
+		before, _ := soa(bDNS, "a.test.")
+		b.kill()
+		// A keeps taking writes while B is down.
+		time.Sleep(200 * time.Millisecond)
+		close(stop)
+		wg.Wait()
+		// A serves a write a moment after acknowledging it (its watch on
+		// etcd brings it): let it settle.
+		time.Sleep(200 * time.Millisecond)
+		want, ok := soa(aDNS, "a.test.")
+		if !ok {
+			t.Fatalf("round %d: replica A does not answer", round)
+		}
+		wantV := version(t, aDNS, "a.test.")
+
+		started := time.Now()
+		b = serveStore(t, loc, bDNS, bAdmin)
+		for {
+			got, ok := soa(bDNS, "a.test.")
+			if ok && !serialGE(got, before) {
+				t.Fatalf("round %d: restarted replica B serves serial %d; it served %d before the kill", round, got, before)
+			}
+			if ok && got == want && version(t, bDNS, "a.test.") == wantV {
+				break
+			}
+			if time.Since(started) > time.Second {
+				t.Fatalf("round %d: restarted replica B serves serial %d (%v), replica A %d, 1s after B was started", round, got, ok, want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		slowest = max(slowest, time.Since(started))
+		if got, _ := soa(aDNS, "a.test."); got != want {
+			t.Fatalf("round %d: replica A moved from serial %d to %d with no write", round, want, got)
+		}
+	}
+	t.Logf("%d writes; a restarted replica served its peer's serial at most %v after it was started", next, slowest)
 }
