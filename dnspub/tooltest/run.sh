@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tool tests of the publisher: dig and kdig queries, named-checkzone on the
 # output of `zone`, and BIND 9 as a secondary (AXFR, NOTIFY, IXFR, answers
-# byte for byte). Installs what it needs on Debian when run as root, then
+# byte for byte, and following writes made through the admin API of
+# `serve --store`). Installs what it needs on Debian when run as root, then
 # requires every tool (a missing one fails instead of skipping).
 # Listens on 127.0.0.1 only. Takes about 15 seconds once the tools are in.
 set -euo pipefail
