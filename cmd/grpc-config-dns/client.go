@@ -147,7 +147,11 @@ func (c *client) request(ctx context.Context, method, path string, body any, out
 	if resp.StatusCode >= 300 {
 		var e store.Error
 		if json.Unmarshal(b, &e) != nil || e.Code == 0 {
-			e = store.Error{Code: resp.StatusCode, Reason: http.StatusText(resp.StatusCode), Message: strings.TrimSpace(string(b))}
+			msg := strings.TrimSpace(string(b))
+			if len(msg) > 200 {
+				msg = msg[:200] + "…"
+			}
+			return &exitError{code: exitUsage, err: fmt.Errorf("%s %s: the server answered %d %q, which is no admin API answer: is --server the admin URL of serve --store (https:// when it has --admin-tls-cert)?", method, c.base+path, resp.StatusCode, msg)}
 		}
 		return &apiError{&e}
 	}

@@ -126,6 +126,8 @@ func (e *env) serveStore(sf storeFlags, configFile, listen, metricsAddr, logForm
 		stop(context.Background())
 		return usageErr("admin API: %v", err)
 	}
+	// TLS handshake failures and the like go to the log, as warnings.
+	admin.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	scheme := "http"
 	if tlsConfig != nil {
 		scheme = "https"

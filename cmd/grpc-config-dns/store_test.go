@@ -2,8 +2,15 @@ package main
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"os"
@@ -319,5 +326,76 @@ func TestReplicasOnEtcd(t *testing.T) {
 	s5b := b.waitTXT("_grpc_config.echo.example.test.", `\"5s\"`, time.Second)
 	if s5a != s5b || !(s5a > sb2) {
 		t.Errorf("after the outage: A %d, B %d, before %d", s5a, s5b, sb2)
+	}
+}
+
+// selfSigned writes a certificate for 127.0.0.1 and its key, PEM.
+func selfSigned(t *testing.T) (certFile, keyFile string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		Subject:      pkix.Name{CommonName: "grpc-config-dns test"},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA:         true, BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile = writeFile(t, "cert.pem", string(pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})))
+	keyFile = writeFile(t, "key.pem", string(pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})))
+	return certFile, keyFile
+}
+
+// TestServeStoreTLS: with --admin-tls-cert and --admin-tls-key the admin
+// API speaks HTTPS only; the CLI verifies it with --cacert, and refuses
+// a server it cannot verify without writing anything.
+func TestServeStoreTLS(t *testing.T) {
+	const token = "0123456789abcdef0123456789abcdef"
+	cert, key := selfSigned(t)
+	tokens := writeFile(t, "tokens", token+"\n")
+	s := startStoreServe(t, t.TempDir(), "--admin-tls-cert", cert, "--admin-tls-key", key, "--admin-token-file", tokens)
+	defer stopAll(t, s)
+	url := "https://" + s.api
+	cfg := "../../testdata/publisher/example.yaml"
+
+	if code, _, errs := runCLI(t, "publish", cfg, "--server", url, "--token", token); code != exitUsage || !strings.Contains(errs, "certificate") {
+		t.Errorf("publish to an unverifiable server: exit %d\n%s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "publish", cfg, "--server", "http://"+s.api, "--token", token); code != exitUsage || !strings.Contains(errs, "https://") {
+		t.Errorf("publish over plain HTTP to the TLS port: exit %d\n%s", code, errs)
+	}
+	if code, out, errs := runCLI(t, "publish", cfg, "--server", url, "--token", token, "--cacert", cert); code != 0 || !strings.Contains(out, "created") {
+		t.Fatalf("publish with --cacert: exit %d\n%s%s", code, out, errs)
+	}
+	s.waitTXT("_grpc_config.echo.example.test.", "round_robin", time.Second)
+	if code, _, errs := runCLI(t, "get", "example.test", "echo", "--server", url, "--cacert", cert, "--token", "wrong-token-0123456789"); code != exitUsage || !strings.Contains(errs, "bearer token") {
+		t.Errorf("get with a wrong token over TLS: exit %d\n%s", code, errs)
+	}
+	if code, _, errs := runCLI(t, "serve", "--store", t.TempDir(), "--admin", "127.0.0.1:0", "--admin-tls-cert", cert); code != exitUsage || !strings.Contains(errs, "--admin-tls-key") {
+		t.Errorf("a certificate without its key: exit %d\n%s", code, errs)
+	}
+}
+
+func TestIsLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:8053": true, "[::1]:8053": true, "localhost:8053": true, "127.9.9.9:1": true,
+		"0.0.0.0:8053": false, ":8053": false, "[::]:8053": false, "192.0.2.1:8053": false, "example.com:80": false, "garbage": false,
+	} {
+		if got := isLoopback(addr); got != want {
+			t.Errorf("isLoopback(%q) = %v, want %v", addr, got, want)
+		}
 	}
 }
