@@ -349,14 +349,28 @@ func (b *boltBackend) txn(_ context.Context, t *txn) (txnResult, error) {
 	if err != nil {
 		return txnResult{}, fmt.Errorf("writing to store %s: %w", b.path, err)
 	}
-	if res.ok && res.rev > b.cur.Load() {
-		b.cur.Store(res.rev)
+	if res.ok && b.advance(res.rev) {
 		b.mu.Lock()
 		close(b.notify)
 		b.notify = make(chan struct{})
 		b.mu.Unlock()
 	}
 	return res, nil
+}
+
+// advance moves the latest revision to rev unless a transaction that
+// committed after this one's commit moved it further already: two writers
+// returning from their commits at once must not leave it at the older.
+func (b *boltBackend) advance(rev int64) bool {
+	for {
+		cur := b.cur.Load()
+		if rev <= cur {
+			return false
+		}
+		if b.cur.CompareAndSwap(cur, rev) {
+			return true
+		}
+	}
 }
 
 // compactTx forgets every version that no revision from to on needs: for
