@@ -351,54 +351,11 @@ func freePort(t *testing.T) string {
 // every record byte for byte as we do.
 func TestBINDSecondary(t *testing.T) {
 	need(t, "named")
-	dir := t.TempDir()
 	namedPort := freePort(t)
 	namedAddr := "127.0.0.1:" + namedPort
 	p := startPublisher(t, pubConfig(namedAddr, "192.0.2.1"))
 
-	conf := fmt.Sprintf(`
-options {
-	directory "%[1]s";
-	pid-file "%[1]s/named.pid";
-	listen-on port %[2]s { 127.0.0.1; };
-	listen-on-v6 { none; };
-	recursion no;
-	dnssec-validation no;
-	notify no;
-	allow-query { 127.0.0.1; };
-};
-controls { };
-key "xfr-key" { algorithm hmac-sha256; secret "%[3]s"; };
-zone "example.test" {
-	type secondary;
-	file "%[1]s/example.test.db";
-	primaries port %[4]s { 127.0.0.1 key "xfr-key"; };
-	allow-notify { 127.0.0.1; };
-	request-ixfr yes;
-};
-`, dir, namedPort, secret, p.port)
-	confFile := filepath.Join(dir, "named.conf")
-	os.WriteFile(confFile, []byte(conf), 0o644)
-	named := exec.Command("named", "-g", "-n", "1", "-c", confFile)
-	var namedLog lockedBuffer
-	named.Stdout, named.Stderr = &namedLog, &namedLog
-	if err := named.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		named.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { named.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			named.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("named log:\n%s", namedLog.String())
-		}
-	})
+	namedLog := startNamed(t, namedPort, p.port)
 
 	ourSerial := func() uint32 { return query(t, p.addr, "example.test.", dns.TypeSOA).Answer[0].(*dns.SOA).Serial }
 	theirSerial := func() uint32 {
@@ -433,6 +390,59 @@ zone "example.test" {
 	if len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "192.0.2.77" {
 		t.Errorf("BIND serves %v after the change", r.Answer)
 	}
+}
+
+// startNamed starts BIND 9 as a secondary of example.test on 127.0.0.1 at
+// namedPort, transferring from us at primaryPort with the TSIG key, and
+// returns its log. It is stopped when the test ends.
+func startNamed(t *testing.T, namedPort, primaryPort string) *lockedBuffer {
+	t.Helper()
+	dir := t.TempDir()
+	conf := fmt.Sprintf(`
+options {
+	directory "%[1]s";
+	pid-file "%[1]s/named.pid";
+	listen-on port %[2]s { 127.0.0.1; };
+	listen-on-v6 { none; };
+	recursion no;
+	dnssec-validation no;
+	notify no;
+	allow-query { 127.0.0.1; };
+};
+controls { };
+key "xfr-key" { algorithm hmac-sha256; secret "%[3]s"; };
+zone "example.test" {
+	type secondary;
+	file "%[1]s/example.test.db";
+	primaries port %[4]s { 127.0.0.1 key "xfr-key"; };
+	allow-notify { 127.0.0.1; };
+	request-ixfr yes;
+};
+`, dir, namedPort, secret, primaryPort)
+	confFile := filepath.Join(dir, "named.conf")
+	os.WriteFile(confFile, []byte(conf), 0o644)
+	named := exec.Command("named", "-g", "-n", "1", "-c", confFile)
+	var namedLog lockedBuffer
+	named.Stdout, named.Stderr = &namedLog, &namedLog
+	if err := named.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		named.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { named.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			named.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("named log:\n%s", namedLog.String())
+		}
+	})
+
+	return &namedLog
 }
 
 // sameAnswers checks that the secondary answers every record of the zone
@@ -521,49 +531,7 @@ func TestBINDSecondaryFollowsAPI(t *testing.T) {
 		t.Fatalf("import:\n%s", out)
 	}
 
-	conf := fmt.Sprintf(`
-options {
-	directory "%[1]s";
-	pid-file "%[1]s/named.pid";
-	listen-on port %[2]s { 127.0.0.1; };
-	listen-on-v6 { none; };
-	recursion no;
-	dnssec-validation no;
-	notify no;
-	allow-query { 127.0.0.1; };
-};
-controls { };
-key "xfr-key" { algorithm hmac-sha256; secret "%[3]s"; };
-zone "example.test" {
-	type secondary;
-	file "%[1]s/example.test.db";
-	primaries port %[4]s { 127.0.0.1 key "xfr-key"; };
-	allow-notify { 127.0.0.1; };
-	request-ixfr yes;
-};
-`, dir, namedPort, secret, ourPort)
-	confFile := filepath.Join(dir, "named.conf")
-	os.WriteFile(confFile, []byte(conf), 0o644)
-	named := exec.Command("named", "-g", "-n", "1", "-c", confFile)
-	var namedLog lockedBuffer
-	named.Stdout, named.Stderr = &namedLog, &namedLog
-	if err := named.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		named.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { named.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			named.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("named log:\n%s", namedLog.String())
-		}
-	})
+	namedLog := startNamed(t, namedPort, ourPort)
 
 	serial := func(addr string) uint32 {
 		m := new(dns.Msg)
