@@ -531,7 +531,13 @@ func (s *Server) build(cfg *config.Config, old *snapshot) (*snapshot, *serialTxn
 			next.zones[zc.Origin] = prev
 			continue
 		}
-		z, ch := zone.Update(prevZone, zc)
+		var z *zone.Zone
+		var ch *zone.Change
+		if d := s.feedDelta(zc, prev); d != nil {
+			z, ch = zone.UpdateServices(prevZone, zc, d.changed, d.removed)
+		} else {
+			z, ch = zone.Update(prevZone, zc)
+		}
 		e := &zoneEntry{cfg: zc}
 		if prev != nil && prev.cur.Digest() == z.Digest() && (!fixed || want == prev.cur.Serial()) {
 			e.cur, e.history = prev.cur, prev.history

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -203,5 +205,73 @@ func TestStoreSerialMonotonicPast2to32(t *testing.T) {
 			t.Fatalf("at revision %d the epoch moved but the serial did not", rev)
 		}
 		last, first = s, false
+	}
+}
+
+// TestStoreModeIncrementalMatchesWhole: a server that follows writes one
+// by one (building each version from the services that changed) serves
+// exactly the zone a server reading the store whole serves, after every
+// round of random creations, replacements and deletions.
+func TestStoreModeIncrementalMatchesWhole(t *testing.T) {
+	st := openTestStore(t, t.TempDir())
+	defer st.Close()
+	putZone(t, st, "example.test", storeZoneSpec)
+	spec := func(i, v int) string {
+		port := ""
+		if v%3 == 0 {
+			port = fmt.Sprintf(`"port":%d,`, 1000+v)
+		}
+		return fmt.Sprintf(`{%s"addresses":["192.0.2.%d"],"serviceConfig":{"methodConfig":[{"name":[{"service":"s"}],"timeout":"%ds"}]}}`, port, v%250+1, i+v+1)
+	}
+	for i := range 40 {
+		putService(t, st, "example.test", fmt.Sprintf("s%d", i), spec(i, 0))
+	}
+	follower := startStoreServer(t, st)
+	rng := rand.New(rand.NewPCG(5, 6))
+	live := map[int]bool{}
+	for i := range 40 {
+		live[i] = true
+	}
+	axfr := func(addr string) []string {
+		rrs, err := transferIn(t, addr, axfrQuery(), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, rr := range rrs {
+			out = append(out, rr.String())
+		}
+		slices.Sort(out)
+		return out
+	}
+	for round := range 6 {
+		for op := range 40 {
+			i := rng.IntN(60)
+			name := fmt.Sprintf("s%d", i)
+			if live[i] && rng.IntN(3) == 0 {
+				if _, err := st.DeleteService(context.Background(), "example.test", name, ""); err != nil {
+					t.Fatal(err)
+				}
+				delete(live, i)
+			} else {
+				putService(t, st, "example.test", name, spec(i, round*40+op))
+				live[i] = true
+			}
+		}
+		rev, _ := st.Revision(context.Background())
+		for deadline := time.Now().Add(5 * time.Second); follower.StoreRevision() != rev; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: the follower is at revision %d, the store at %d", round, follower.StoreRevision(), rev)
+			}
+		}
+		whole := startStoreServer(t, st)
+		for deadline := time.Now().Add(5 * time.Second); whole.StoreRevision() != rev; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: a new server is at revision %d, the store at %d", round, whole.StoreRevision(), rev)
+			}
+		}
+		if got, want := axfr(follower.addr), axfr(whole.addr); !slices.Equal(got, want) {
+			t.Fatalf("round %d: the follower serves\n%s\nread whole, the store is\n%s", round, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -84,6 +85,28 @@ type feedZone struct {
 	cfg      *config.Zone
 	respec   bool // base must be validated again, and every service
 	services map[string]*feedService
+
+	// What is served of the zone, kept up to date change by change so
+	// that a write to one service of 100 000 costs that service: last is
+	// the config built last, served its valid services (in no order),
+	// index their places in served by store name, pending the services
+	// changed since last was built, and delta how cfg differs from last
+	// (nil: cfg was built whole).
+	last    *config.Zone
+	served  []*config.Service
+	names   []string // the store names of served
+	index   map[string]int
+	pending map[string]bool
+	delta   *zoneDelta
+}
+
+// zoneDelta is how a zone's config differs from the one built before it:
+// services changed (new or replaced) and removed (by config name), the
+// others the same (see zone.UpdateServices).
+type zoneDelta struct {
+	prev    *config.Zone
+	changed []*config.Service
+	removed []string
 }
 
 type feedService struct {
@@ -146,6 +169,10 @@ func (f *feed) apply(it store.Item) {
 			}
 			z.services[it.Name] = &feedService{spec: it.Spec, rev: it.Rev}
 		}
+		if z.pending == nil {
+			z.pending = map[string]bool{}
+		}
+		z.pending[it.Name] = true
 		z.cfg = nil
 	case store.KindMarker:
 		rev := it.Rev
@@ -222,6 +249,7 @@ func (f *feed) config(settings config.Server, log func(msg string, args ...any))
 			for _, s := range z.services {
 				s.svc, s.bad = nil, false
 			}
+			z.last = nil // build it whole
 		}
 		if z.base == nil {
 			invalid++
@@ -230,11 +258,7 @@ func (f *feed) config(settings config.Server, log func(msg string, args ...any))
 		if z.cfg == nil {
 			z.cfg = f.build(z, log)
 		}
-		for _, s := range z.services {
-			if s.bad {
-				invalid++
-			}
-		}
+		invalid += len(z.services) - len(z.served) // every service is validated by build
 		cfg.Zones = append(cfg.Zones, z.cfg)
 	}
 	f.invalid.Set(float64(invalid))
@@ -242,14 +266,74 @@ func (f *feed) config(settings config.Server, log func(msg string, args ...any))
 }
 
 // build validates the zone's new services (in parallel: a store of
-// 100 000 is read at start) and makes its config.
+// 100 000 is read at start) and makes its config: from the changed
+// services alone when only a few changed since the last build, else
+// whole.
 func (f *feed) build(z *feedZone, log func(msg string, args ...any)) *config.Zone {
-	var todo []*feedService
+	whole := z.last == nil || len(z.pending) > len(z.services)/4
 	var names []string
-	for name, s := range z.services {
-		if s.svc == nil && !s.bad {
-			todo = append(todo, s)
+	if whole {
+		for name := range z.services {
 			names = append(names, name)
+		}
+	} else {
+		for name := range z.pending {
+			names = append(names, name)
+		}
+	}
+	f.validate(z, names, log)
+	if whole {
+		z.served, z.names, z.index = z.served[:0], z.names[:0], make(map[string]int, len(z.services))
+		for name, s := range z.services {
+			if s.svc != nil {
+				z.index[name] = len(z.served)
+				z.served = append(z.served, s.svc)
+				z.names = append(z.names, name)
+			}
+		}
+		z.delta = nil
+	} else {
+		d := &zoneDelta{prev: z.last}
+		for _, name := range names {
+			if i, ok := z.index[name]; ok {
+				d.removed = append(d.removed, z.served[i].Name)
+				last := len(z.served) - 1
+				if i != last {
+					z.served[i], z.names[i] = z.served[last], z.names[last]
+					z.index[z.names[i]] = i
+				}
+				z.served[last] = nil
+				z.served, z.names = z.served[:last], z.names[:last]
+				delete(z.index, name)
+			}
+			if s := z.services[name]; s != nil && s.svc != nil {
+				z.index[name] = len(z.served)
+				z.served = append(z.served, s.svc)
+				z.names = append(z.names, name)
+				d.changed = append(d.changed, s.svc)
+				// Replaced, not removed.
+				if k := len(d.removed) - 1; k >= 0 && d.removed[k] == s.svc.Name {
+					d.removed = d.removed[:k]
+				}
+			}
+		}
+		z.delta = d
+	}
+	clear(z.pending)
+	zc := *z.base
+	zc.Services = slices.Clone(z.served)
+	z.last = &zc
+	return &zc
+}
+
+// validate validates the services of z named (those not validated yet).
+func (f *feed) validate(z *feedZone, names []string, log func(msg string, args ...any)) {
+	var todo []*feedService
+	var todoNames []string
+	for _, name := range names {
+		if s := z.services[name]; s != nil && s.svc == nil && !s.bad {
+			todo = append(todo, s)
+			todoNames = append(todoNames, name)
 		}
 	}
 	workers := 1
@@ -263,7 +347,7 @@ func (f *feed) build(z *feedZone, log func(msg string, args ...any)) *config.Zon
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(todo); i += workers {
-				todo[i].svc, diags[i] = config.ValidateService(z.base, names[i], todo[i].spec, f.keys)
+				todo[i].svc, diags[i] = config.ValidateService(z.base, todoNames[i], todo[i].spec, f.keys)
 				todo[i].bad = todo[i].svc == nil
 			}
 		}()
@@ -271,17 +355,9 @@ func (f *feed) build(z *feedZone, log func(msg string, args ...any)) *config.Zon
 	wg.Wait()
 	for i, s := range todo {
 		if s.bad {
-			log("service in the store is invalid here: not serving it", "zone", z.name, "service", names[i], "version", s.rev, "errors", summary(diags[i]))
+			log("service in the store is invalid here: not serving it", "zone", z.name, "service", todoNames[i], "version", s.rev, "errors", summary(diags[i]))
 		}
 	}
-	zc := *z.base
-	zc.Services = make([]*config.Service, 0, len(z.services))
-	for _, s := range z.services {
-		if s.svc != nil {
-			zc.Services = append(zc.Services, s.svc)
-		}
-	}
-	return &zc
 }
 
 func summary(ds sc.Diagnostics) string {
@@ -295,6 +371,20 @@ func summary(ds sc.Diagnostics) string {
 		}
 	}
 	return out
+}
+
+// feedDelta returns how zc differs from the config prev was built from,
+// when the store's feed knows (nil: compare every service).
+func (s *Server) feedDelta(zc *config.Zone, prev *zoneEntry) *zoneDelta {
+	if s.feed == nil || prev == nil {
+		return nil
+	}
+	name, _ := config.ZoneName(zc.Origin)
+	z := s.feed.zones[name]
+	if z == nil || z.cfg != zc || z.delta == nil || z.delta.prev != prev.cfg {
+		return nil
+	}
+	return z.delta
 }
 
 // fixedSerial returns the serial of a zone in store mode.
