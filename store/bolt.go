@@ -15,6 +15,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 )
 
 // The embedded backend keeps every version of every key within the
@@ -61,7 +62,7 @@ func openBolt(dir string, history int64, now time.Time) (*boltBackend, error) {
 	}
 	path := filepath.Join(dir, "store.db")
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, FreelistType: bolt.FreelistMapType})
-	if errors.Is(err, bolt.ErrTimeout) {
+	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("store %s is in use by another process (its file lock is held): stop that serve, or give this one another --store", path)
 	}
 	if err != nil {
@@ -229,8 +230,9 @@ func (b *boltBackend) rangeKeys(_ context.Context, prefix, from string, limit in
 
 // latest returns the newest version of key in tx, if any.
 func latest(c *bolt.Cursor, key string) (version, bool) {
-	k, v := c.Seek(versionKey(key, math.MaxInt64))
-	if k == nil {
+	// The version after the newest one possible, then one step back.
+	var k, v []byte
+	if after, _ := c.Seek(versionKey(key, math.MaxInt64)); after == nil {
 		k, v = c.Last()
 	} else {
 		k, v = c.Prev()

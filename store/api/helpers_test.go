@@ -199,7 +199,6 @@ type watcher struct {
 	t      *testing.T
 	cancel func()
 	events chan store.Event
-	raw    chan json.RawMessage
 }
 
 type wireEvent struct {
