@@ -109,11 +109,60 @@ type storedMeta struct {
 
 func decode(k kv) (*Object, error) {
 	var st stored
-	if err := json.Unmarshal(k.value, &st); err != nil {
+	if meta, spec, ok := splitStored(k.value); ok && json.Valid(spec) && json.Unmarshal(meta, &st.Metadata) == nil {
+		st.Spec = spec
+	} else if err := json.Unmarshal(k.value, &st); err != nil {
 		return nil, fmt.Errorf("store: the value of %s at revision %d is corrupt: %v", k.key, k.modRev, err)
 	}
 	return &Object{Metadata: Metadata{Name: st.Metadata.Name, Zone: st.Metadata.Zone, Labels: st.Metadata.Labels,
 		ResourceVersion: FormatRV(k.modRev)}, Spec: st.Spec}, nil
+}
+
+// splitStored cuts a value as the store writes it,
+// {"metadata":{…},"spec":{…}}, into its metadata and spec, without
+// decoding the spec: a list page decodes hundreds of values, and the spec
+// is most of each. ok is false for any other shape (decode then reads the
+// value the slow way, which says what is wrong with it).
+func splitStored(v []byte) (meta, spec []byte, ok bool) {
+	const head, mid = `{"metadata":`, `,"spec":`
+	if !bytes.HasPrefix(v, []byte(head)) || len(v) < len(head)+len(mid)+3 || v[len(v)-1] != '}' {
+		return nil, nil, false
+	}
+	// The end of the metadata object: depth and strings followed byte by
+	// byte (an escaped quote does not end a string).
+	depth, inString, escaped := 0, false, false
+	for i := len(head); i < len(v); i++ {
+		c := v[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+			if depth == 0 {
+				rest := v[i+1:]
+				if !bytes.HasPrefix(rest, []byte(mid)) {
+					return nil, nil, false
+				}
+				return v[len(head) : i+1], rest[len(mid) : len(rest)-1], true
+			}
+		}
+		if depth <= 0 {
+			return nil, nil, false // the metadata is not an object
+		}
+	}
+	return nil, nil, false
 }
 
 // internal turns a backend error into an API error.
