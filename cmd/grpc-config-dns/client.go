@@ -789,10 +789,11 @@ func (c *client) watch(ctx context.Context, path string) error {
 		}
 		return c.fail("watch", &apiError{&e})
 	}
-	tw := tabwriter.NewWriter(c.e.stdout, 0, 4, 2, ' ', 0)
+	// Events are printed as they come, so the columns have fixed widths
+	// (a tabwriter aligns only what it holds).
+	const row = "%-9s %-24s %-24s %s\n"
 	if c.output == "table" {
-		fmt.Fprintln(tw, "EVENT\tZONE\tNAME\tVERSION")
-		tw.Flush()
+		fmt.Fprintf(c.e.stdout, row, "EVENT", "ZONE", "NAME", "VERSION")
 	}
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 4<<20)
@@ -823,8 +824,7 @@ func (c *client) watch(ctx context.Context, path string) error {
 		if ev.Type == store.Bookmark {
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", ev.Type, orDash(o.Metadata.Zone), o.Metadata.Name, o.Metadata.ResourceVersion)
-		tw.Flush()
+		fmt.Fprintf(c.e.stdout, row, ev.Type, orDash(o.Metadata.Zone), o.Metadata.Name, o.Metadata.ResourceVersion)
 	}
 	if ctx.Err() == nil && sc.Err() != nil {
 		return &exitError{code: exitUsage, err: fmt.Errorf("watch: %v", sc.Err())}
