@@ -14,8 +14,14 @@
 # CoreDNS is built from the Go module proxy into a temporary folder and
 # deleted afterwards; nothing of it is kept.
 #
+# BEFORE=REV also builds the publisher at git revision REV and measures it
+# in the same run, as server "before", to show what a change did to the
+# answer path; SERVERS chooses which servers run (CoreDNS is built only
+# when it is one of them).
+#
 #   bench/run.sh                 # DURATION=10 per test
 #   DURATION=30 bench/run.sh
+#   BEFORE=c58c471 SERVERS="grpc-config-dns before knot" bench/run.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -25,6 +31,8 @@ SERVER_CPU=${SERVER_CPU:-1}
 CLIENT_CPU=${CLIENT_CPU:-0}
 CLIENTS=${CLIENTS:-4}
 OUTSTANDING=${OUTSTANDING:-200}
+SERVERS=${SERVERS:-grpc-config-dns coredns knot${BEFORE:+ before}}
+BEFORE=${BEFORE:-}
 
 need=()
 command -v dnsperf >/dev/null || need+=(dnsperf)
@@ -54,9 +62,19 @@ cleanup() {
 }
 trap cleanup EXIT
 
-echo "building grpc-config-dns and CoreDNS $COREDNS_VERSION (module proxy) into $tmp ..." >&2
+echo "building grpc-config-dns into $tmp ..." >&2
 go build -o "$tmp/grpc-config-dns" ./cmd/grpc-config-dns
-GOBIN="$tmp/bin" go install "github.com/coredns/coredns@$COREDNS_VERSION"
+if [[ " $SERVERS " == *" coredns "* ]]; then
+	echo "building CoreDNS $COREDNS_VERSION (module proxy) ..." >&2
+	GOBIN="$tmp/bin" go install "github.com/coredns/coredns@$COREDNS_VERSION"
+fi
+if [[ " $SERVERS " == *" before "* ]]; then
+	[[ -n $BEFORE ]] || { echo "bench: server 'before' needs BEFORE=REV" >&2; exit 1; }
+	echo "building grpc-config-dns at $BEFORE ..." >&2
+	mkdir "$tmp/before-src"
+	git archive "$BEFORE" | tar -x -C "$tmp/before-src"
+	(cd "$tmp/before-src" && go build -o "$tmp/grpc-config-dns-before" ./cmd/grpc-config-dns)
+fi
 "$tmp/grpc-config-dns" zone --config bench/publisher.yaml --serial 1 >"$tmp/example.test.zone" 2>/dev/null
 
 free_port() {
@@ -65,8 +83,8 @@ free_port() {
 
 # --- servers -------------------------------------------------------------
 start_ours() {
-	local port=$1
-	taskset -c "$SERVER_CPU" "$tmp/grpc-config-dns" serve --config bench/publisher.yaml \
+	local port=$1 bin=${2:-$tmp/grpc-config-dns}
+	taskset -c "$SERVER_CPU" "$bin" serve --config bench/publisher.yaml \
 		--listen "127.0.0.1:$port" --state - --log-level warn >/dev/null 2>"$tmp/ours.log" &
 	echo $!
 }
@@ -149,10 +167,11 @@ check() {
 }
 
 printf '%-22s %-16s %12s %10s %8s\n' test server qps "CPU us/q" lost >&2
-for server in grpc-config-dns coredns knot; do
+for server in $SERVERS; do
 	port=$(free_port)
 	case $server in
 	grpc-config-dns) pid=$(start_ours "$port") ;;
+	before) pid=$(start_ours "$port" "$tmp/grpc-config-dns-before") ;;
 	coredns) pid=$(start_coredns "$port") ;;
 	knot) pid=$(start_knot "$port") ;;
 	esac
@@ -174,7 +193,13 @@ for test in "A/UDP" "TXT1.3K/UDP/EDNS4096" "TXT1.3K/UDP/noEDNS(TC)" "TXT1.3K/TCP
 		IFS='|' read -r t s qq cc <<<"$r"
 		[[ $t == "$test" ]] && q[$s]=$qq && c[$s]=$cc
 	done
-	awk -v t="$test" -v qo="${q[grpc-config-dns]}" -v qc="${q[coredns]}" -v qk="${q[knot]}" \
-		-v co="${c[grpc-config-dns]}" -v cc="${c[coredns]}" -v ck="${c[knot]}" 'BEGIN {
-		printf "  %-22s qps x%.2f CoreDNS, x%.2f Knot   CPU/query x%.2f CoreDNS, x%.2f Knot\n", t, qo/qc, qo/qk, co/cc, co/ck }'
+	line=$(printf '  %-22s' "$test")
+	for other in $SERVERS; do
+		[[ $other == grpc-config-dns ]] && continue
+		line+=$(awk -v o="$other" -v qo="${q[grpc-config-dns]:-0}" -v qx="${q[$other]:-0}" \
+			-v co="${c[grpc-config-dns]:-0}" -v cx="${c[$other]:-0}" 'BEGIN {
+			if (qx == 0 || cx == 0) { printf "   %s: -", o; exit }
+			printf "   qps x%.2f, CPU/query x%.2f %s", qo/qx, co/cx, o }')
+	done
+	echo "$line"
 done

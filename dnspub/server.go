@@ -3,6 +3,7 @@ package dnspub
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -319,23 +320,75 @@ func (s *Server) readConfig() ([]byte, error) {
 // publisher reads before reading it: a huge file would otherwise be held
 // in memory whole before config.Parse refused it.
 func readConfigFile(path string) ([]byte, error) {
+	var b []byte
+	err := scanConfigFile(path, func(f *os.File, size int64) error {
+		// Sized from Stat, plus one byte to see the end without growing:
+		// io.ReadAll would double its way there and leave twice the file
+		// as garbage, which a publisher that answers queries without
+		// allocating would keep for a long time.
+		b = make([]byte, 0, size+1)
+		for {
+			if len(b) == cap(b) {
+				b = append(b, 0)[:len(b)]
+			}
+			n, err := f.Read(b[len(b):cap(b)])
+			b = b[:len(b)+n]
+			if len(b) > config.MaxConfigSize {
+				return errConfigTooLarge
+			}
+			if err == io.EOF {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+		}
+	})
+	return b, err
+}
+
+// hashConfigFile returns the SHA-256 of the config file without holding
+// it in memory: the watcher looks at a file of 30 MB every second.
+func hashConfigFile(path string) (sum [sha256.Size]byte, err error) {
+	err = scanConfigFile(path, func(f *os.File, _ int64) error {
+		h := sha256.New()
+		n, err := io.Copy(h, io.LimitReader(f, config.MaxConfigSize+1))
+		if err != nil {
+			return err
+		}
+		if n > config.MaxConfigSize {
+			return errConfigTooLarge
+		}
+		h.Sum(sum[:0])
+		return nil
+	})
+	return sum, err
+}
+
+var errConfigTooLarge = errors.New("too large")
+
+// scanConfigFile opens the config file and hands it to read with its size,
+// refusing one larger than a config may be before reading it.
+func scanConfigFile(path string, read func(f *os.File, size int64) error) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer f.Close()
 	tooLarge := fmt.Errorf("%s is larger than the %d bytes (64 MiB) a publisher config may have: split its zones across several publishers", path, config.MaxConfigSize)
-	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > config.MaxConfigSize {
-		return nil, tooLarge
+	size := int64(512)
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		if fi.Size() > config.MaxConfigSize {
+			return tooLarge
+		}
+		size = fi.Size()
 	}
-	b, err := io.ReadAll(io.LimitReader(f, config.MaxConfigSize+1))
-	if err != nil {
-		return nil, err
+	if err := read(f, size); err == errConfigTooLarge {
+		return tooLarge
+	} else if err != nil {
+		return err
 	}
-	if len(b) > config.MaxConfigSize {
-		return nil, tooLarge
-	}
-	return b, nil
+	return nil
 }
 
 // Reload reads the config file again and publishes it if it is valid and
@@ -615,6 +668,21 @@ func (s *Server) Serials() map[string]uint32 {
 		}
 	}
 	return out
+}
+
+// Published returns the config being served, the SOA serial of each of
+// its zones and the snapshot's version, all from one snapshot; cfg is nil
+// before the first load. Nothing returned may be modified.
+func (s *Server) Published() (cfg *config.Config, serials map[string]uint32, version uint64) {
+	snap := s.snap.Load()
+	if snap == nil {
+		return nil, nil, 0
+	}
+	serials = make(map[string]uint32, len(snap.zones))
+	for o, e := range snap.zones {
+		serials[o] = e.cur.Serial()
+	}
+	return snap.cfg, serials, snap.version
 }
 
 // Start binds the UDP and TCP sockets and starts serving, watching the

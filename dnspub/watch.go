@@ -209,13 +209,12 @@ func (s *Server) watchPoll(tr fileTracker, w *watchState, now time.Time) {
 	}
 	w.idle = false
 	s.watchReads.Add(1)
-	text, err := readConfigFile(s.opts.ConfigFile)
+	h, err := hashConfigFile(s.opts.ConfigFile)
 	if err != nil {
 		// Being replaced, or gone, or too large: keep serving; the next
 		// poll sees it again (SIGHUP says why).
 		return
 	}
-	h := sha256.Sum256(text)
 	if h == last {
 		w.pendingSince = time.Time{}
 		if !st.writing {
@@ -254,6 +253,15 @@ func (s *Server) watchPoll(tr fileTracker, w *watchState, now time.Time) {
 		if quiet < s.opts.Settle {
 			hold = func(cfg *config.Config, old *snapshot) string { return removals(cfg, old) }
 		}
+	}
+	text, err := readConfigFile(s.opts.ConfigFile)
+	if err != nil {
+		return
+	}
+	if th := sha256.Sum256(text); th != h {
+		// Written again since it was looked at: wait for it to be quiet.
+		w.pending, w.pendingSince = th, now
+		return
 	}
 	_, err = s.load(text, "file changed ("+st.kind.String()+")", hold)
 	var held *heldError

@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/ui"
 	"github.com/grpc-config-dns/grpc-config-dns/internal/httpserve"
 	"github.com/grpc-config-dns/grpc-config-dns/store"
 )
@@ -46,7 +47,9 @@ written is never loaded: write it by rename, or see docs/publisher.md); an
 invalid config is logged and the previous one keeps serving. SOA serials are kept
 in FILE.serial (--state) so that they never go backwards. SIGTERM or
 SIGINT stops the server gracefully. --metrics serves Prometheus metrics at
-http://ADDR/metrics.
+http://ADDR/metrics, and a read-only web view of the zones and services
+at http://ADDR/ui/ (for each service: the published record, the policy
+that set each value, lint, and which clients get which choice).
 
 Exit status: 0 stopped by a signal; 1 the config is invalid; 2 usage, I/O
 or listen error.`,
@@ -129,6 +132,8 @@ func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel 
 	if metricsAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		// The read-only web view: what DNS answers now, and why.
+		mux.Handle("/ui/", ui.Handler(publishedSource(srv, configFile), log))
 		// Timeouts and a connection bound: held connections must not use
 		// up the descriptors the DNS server needs.
 		hs, err = httpserve.Listen(metricsAddr, mux, httpserve.Limits{MaxConns: 16})
@@ -137,7 +142,7 @@ func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel 
 			return usageErr("metrics: %v", err)
 		}
 		go hs.Serve()
-		log.Info("metrics", "url", "http://"+hs.Addr().String()+"/metrics")
+		log.Info("metrics", "url", "http://"+hs.Addr().String()+"/metrics", "ui", "http://"+hs.Addr().String()+"/ui/")
 	}
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {
@@ -174,4 +179,20 @@ func portOf(addr string) string {
 		return "53"
 	}
 	return strings.TrimSpace(p)
+}
+
+// publishedSource shows the web view what srv serves, one snapshot per
+// page.
+func publishedSource(srv *dnspub.Server, configFile string) ui.Source {
+	name := configFile
+	if name == "" {
+		name = "the built-in example"
+	}
+	return ui.SourceFunc(func() *ui.Snapshot {
+		cfg, serials, version := srv.Published()
+		if cfg == nil {
+			return nil
+		}
+		return &ui.Snapshot{Config: cfg, Serials: serials, Version: version, Source: name}
+	})
 }

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
 )
 
 // A config of 100 000 services is 30 MB of YAML, and reading it whole
@@ -167,7 +168,15 @@ var errCut = fmt.Errorf("config: an item of a services list does not read alone"
 // invalid) and its diagnostics, with lines, offsets and paths relative to
 // the item, so that a Parser can use them again wherever the item moves.
 type itemResult struct {
-	svc      *Service
+	svc *Service
+	// target is what the zone's policies selected the service by, and
+	// policyKey what those policies were: a reading is used again only
+	// when the zone's policies that select target are the same.
+	target    policy.Target
+	policyKey string
+	// abs are diagnostics placed outside the item (in a policy that
+	// makes the service invalid), with the config's own positions.
+	abs      []sc.Diagnostic
 	nameLine int // relative line of the name, 0 without one
 	nameCol  int
 	diags    []sc.Diagnostic
@@ -188,11 +197,15 @@ func (d *doc) readItem(it item, path string, z *Zone) (*itemResult, error) {
 	shiftLines(&root, it.line)
 	w := d.worker()
 	e := w.service(root.Content[0].Content[0], path, z)
-	r := &itemResult{svc: e.svc, errors: w.errors, omitted: w.omitted, jsonSize: w.jsonBytes}
+	r := &itemResult{svc: e.svc, target: e.target, policyKey: z.policyKey(e.target), errors: w.errors, omitted: w.omitted, jsonSize: w.jsonBytes}
 	if e.node != nil {
 		r.nameLine, r.nameCol = e.node.Line-it.line, e.node.Column
 	}
 	for _, diag := range w.ds {
+		if diag.Path != path && !strings.HasPrefix(diag.Path, path+"/") {
+			r.abs = append(r.abs, diag)
+			continue
+		}
 		if diag.Line > 0 {
 			diag.Line -= it.line
 		}
@@ -222,11 +235,17 @@ func (d *doc) worker() *doc {
 // merge adds what reading item it (as entry path) found to d, and
 // returns the entry.
 func (d *doc) merge(r *itemResult, it item, path string) svcEntry {
-	e := svcEntry{svc: r.svc, path: path}
+	e := svcEntry{svc: r.svc, path: path, target: r.target}
 	if r.nameLine > 0 {
 		e.node = &yaml.Node{Line: r.nameLine + it.line, Column: r.nameCol}
 	}
 	listedErrors := 0
+	for _, diag := range r.abs {
+		if diag.Severity == sc.Error {
+			listedErrors++
+		}
+		d.add(diag)
+	}
 	for _, diag := range r.diags {
 		if diag.Line > 0 {
 			diag.Line += it.line
@@ -274,7 +293,7 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 	context := itemContext(z, d.sigLen)
 	for i, it := range b.items {
 		keys[i] = itemKey(context, it.text)
-		if r, ok := d.cache.get(keys[i]); ok {
+		if r, ok := d.cache.get(keys[i]); ok && r.policyKey == z.policyKey(r.target) {
 			results[i] = r
 		} else {
 			todo = append(todo, i)

@@ -56,6 +56,10 @@ const (
 	codeServerOption
 	codeSRVPort
 	codeSRVNoAddress
+	codePolicy
+	codePolicyDuplicate
+	codePolicyUnused
+	codeLabel
 
 	numCodes
 )
@@ -105,6 +109,10 @@ var codes = [numCodes]sc.CodeInfo{
 	codeServerOption:          {Code: "server-option", Severity: sc.Error, Summary: "a server option is out of range"},
 	codeSRVPort:               {Code: "srv-port", Severity: sc.Error, Summary: "a service port is not a whole number from 1 to 65535"},
 	codeSRVNoAddress:          {Code: "srv-no-address", Severity: sc.Error, Summary: "a service names a port but has no addresses for its SRV record to point at"},
+	codePolicy:                {Code: "policy", Severity: sc.Error, Summary: "a policy is malformed: its name, targetRef or default"},
+	codePolicyDuplicate:       {Code: "policy-duplicate", Severity: sc.Error, Summary: "two policies of a zone have the same name"},
+	codePolicyUnused:          {Code: "policy-unused", Severity: sc.Warning, Summary: "a policy selects no service of its zone (a typo in its targetRef?)"},
+	codeLabel:                 {Code: "label-syntax", Severity: sc.Error, Summary: "a service label is malformed"},
 }
 
 func (c diagCode) String() string        { return codes[c].Code }

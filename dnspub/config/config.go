@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
 )
 
 // Config is a validated publisher config with every default applied and
@@ -95,6 +96,13 @@ type Zone struct {
 	Transfer    Transfer
 	// Compat is the zone's default for its services' Compat.
 	Compat Compat
+	// Policies are the zone's policies in merge order (docs/policies.md);
+	// PolicySet indexes them and Rules holds the merged policies of every
+	// service, resolved once. All are nil without policies.
+	Policies  []*policy.Policy
+	PolicySet *policy.Set
+	Rules     *policy.Rules
+	policyAt  map[string]*policyPlace
 }
 
 // Compat shapes a published record for the gRPC clients that read DNS
@@ -160,6 +168,13 @@ type Service struct {
 	TXT []string
 	// Compat is how the record is shaped for other gRPC clients.
 	Compat Compat
+	// Labels are what label policies select the service by.
+	Labels map[string]string
+	// Own is the service's own config as JSON, kept when policies
+	// applied to it: the published record is Own with the policies merged
+	// in. OwnChoices says the service wrote choices, not serviceConfig.
+	Own        []byte
+	OwnChoices bool
 }
 
 // Value is the compact JSON choice list the service publishes, or nil.
@@ -494,6 +509,8 @@ type svcEntry struct {
 	svc  *Service
 	node *yaml.Node // the name's node
 	path string
+	// target is what policies selected the service by.
+	target policy.Target
 }
 
 func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yaml.Node) {
@@ -501,8 +518,8 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 		return nil, nil
 	}
 	z := &Zone{TTL: DefaultTTL, Compat: DefaultCompat, SOA: SOA{Refresh: DefaultRefresh, Retry: DefaultRetry, Expire: DefaultExpire, Minimum: DefaultMinimum}}
-	var originNode, nsNode, soaNode, svcKey, svcNode, xfrNode *yaml.Node
-	var nsPath, soaPath, svcPath, xfrPath string
+	var originNode, nsNode, soaNode, svcKey, svcNode, xfrNode, polNode *yaml.Node
+	var nsPath, soaPath, svcPath, xfrPath, polPath string
 	present := d.object(n, path, "a zone", []field{
 		{"origin", func(_, v *yaml.Node, _ string) { originNode = v }},
 		{"ttl", func(_, v *yaml.Node, p string) {
@@ -516,6 +533,7 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 		{"services", func(k, v *yaml.Node, p string) { svcKey, svcNode, svcPath = k, v, p }},
 		{"transfer", func(_, v *yaml.Node, p string) { xfrNode, xfrPath = v, p }},
 		{"compat", func(_, v *yaml.Node, p string) { z.Compat, _ = d.compat(v, p, z.Compat) }},
+		{"policies", func(_, v *yaml.Node, p string) { polNode, polPath = v, p }},
 	})
 	if present == nil {
 		return nil, nil
@@ -546,11 +564,16 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 	if soaNode != nil {
 		d.soa(soaNode, soaPath, z)
 	}
+	d.zonePolicies(polNode, polPath, z)
 	svcs := d.zoneServices(svcKey, svcNode, svcPath, z)
 	if xfrNode != nil {
 		d.transfer(xfrNode, xfrPath, z, keys)
 	}
 	d.crossCheck(z, svcs, nss)
+	if d.errorCount() == errorsBefore {
+		// An invalid service would look unselected.
+		d.unusedPolicies(z)
+	}
 	if d.errorCount() > errorsBefore {
 		return nil, originNode
 	}
@@ -823,6 +846,7 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 		return e
 	}
 	s.Name = name
+	e.target = s.target()
 	if !d.serviceName(sn, path, s, z) {
 		return e
 	}
@@ -837,10 +861,10 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 		d.report(sn.config, sn.configPath, codeChoicesAndConfig, "service %s sets both choices and serviceConfig: use choices for a list of canary choices, or serviceConfig for one config for every client", name)
 		ok = false
 	case sn.choices != nil:
-		value = d.serviceValue(sn.choices, sn.choicesPath, sc.KindChoices, s)
+		value = d.serviceValue(sn.choices, sn.choicesPath, sc.KindChoices, s, z)
 		ok = ok && value != nil
 	case sn.config != nil:
-		value = d.serviceValue(sn.config, sn.configPath, sc.KindServiceConfig, s)
+		value = d.serviceValue(sn.config, sn.configPath, sc.KindServiceConfig, s, z)
 		ok = ok && value != nil
 	}
 	if value != nil {
@@ -884,6 +908,11 @@ func (d *doc) serviceFields(n *yaml.Node, path string, s *Service) (sn serviceNo
 			}
 		}},
 		{"choices", func(_, v *yaml.Node, p string) { sn.choices, sn.choicesPath = v, p }},
+		{"labels", func(_, v *yaml.Node, p string) {
+			var lok bool
+			s.Labels, lok = d.labels(v, p)
+			ok = ok && lok
+		}},
 		{"serviceConfig", func(_, v *yaml.Node, p string) { sn.config, sn.configPath = v, p }},
 		{"bareHostCompat", func(_, v *yaml.Node, p string) {
 			b, bok := d.boolean(v, p, "bareHostCompat")
@@ -953,16 +982,41 @@ func (d *doc) addressAnswerFits(at *yaml.Node, path string, s *Service) bool {
 	return true
 }
 
-// serviceValue converts a service's choices or serviceConfig to JSON, has
+// serviceValue converts a service's choices or serviceConfig to JSON,
+// merges the zone's policies that select it into every choice, has
 // serviceconfig.Publish decide what to publish under the service's compat
-// settings, maps its diagnostics back to the YAML, and returns the compact
-// choice list to publish (nil when it is refused).
-func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) []byte {
+// settings, maps its diagnostics back to the YAML (a policy's value when
+// the policy set it), and returns the compact choice list to publish (nil
+// when it is refused).
+func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service, z *Zone) []byte {
 	j, ok := d.toJSON(n, path)
 	if !ok {
 		return nil
 	}
-	rec, ds := sc.Publish(sc.Source{JSON: j.text, Kind: kind}, sc.PublishOptions{
+	text, place := j.text, func(diag *sc.Diagnostic) bool {
+		at := n
+		if diag.Offset >= 0 {
+			if m := j.node(diag.Offset); m != nil {
+				at = m
+			}
+		}
+		loc := d.at(at, path+diag.Path, codeYAMLValue, "")
+		diag.Path, diag.Line, diag.Column, diag.Offset = loc.Path, loc.Line, loc.Column, loc.Offset
+		return true
+	}
+	s.OwnChoices = kind == sc.KindChoices
+	if z.PolicySet != nil {
+		if st := z.PolicySet.StackFor(s.target()); !st.Empty() {
+			res, err := st.Apply(j.text, kind == sc.KindChoices)
+			if err != nil {
+				d.report(n, path, codeYAMLValue, "%v", err)
+				return nil
+			}
+			s.Own = j.text
+			text, place = res.JSON, d.placeByOrigin(n, path, res, s, z)
+		}
+	}
+	rec, ds := sc.Publish(sc.Source{JSON: text, Kind: kind}, sc.PublishOptions{
 		Owner:              s.TXTOwner(),
 		NineDigitDurations: s.Compat.NineDigitDurations,
 		OmitNulls:          s.Compat.OmitNulls,
@@ -973,18 +1027,12 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service) 
 			d.add(diag) // counted, not placed
 			continue
 		}
-		at := n
-		if diag.Offset >= 0 {
-			if m := j.node(diag.Offset); m != nil {
-				at = m
-			}
-		}
 		if diag.Code == "grpc-go-channel-failure" {
 			diag.Message += ", or set compat: {allowGrpcGoFailure: true} on the service or its zone if no grpc-go client reads it"
 		}
-		loc := d.at(at, path+diag.Path, codeYAMLValue, "")
-		diag.Path, diag.Line, diag.Column, diag.Offset = loc.Path, loc.Line, loc.Column, loc.Offset
-		d.add(diag)
+		if place(&diag) {
+			d.add(diag)
+		}
 	}
 	if rec == nil {
 		return nil

@@ -13,7 +13,7 @@ import (
 // an error diagnostic.
 func FuzzParse(f *testing.F) {
 	f.Add(Example)
-	for _, name := range []string{"example.json", "production.yaml", "invalid.yaml"} {
+	for _, name := range []string{"example.json", "production.yaml", "invalid.yaml", "policies.yaml"} {
 		if b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "publisher", name)); err == nil {
 			f.Add(b)
 		}
@@ -30,6 +30,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("zones:\n  - origin: a.\n    nameservers: [ns.b.]\n    services:\n      # a comment\n      - name: s\n        addresses: [10.0.0.1]\n\n      - name: t\n        serviceConfig:\n          methodConfig: [{name: [{}], timeout: 1m}]\n      -   name: u\n    transfer: {allow: [10.0.0.0/8]}\n"))
 	f.Add([]byte("zones:\n- origin: a.\n  nameservers: [ns.b.]\n  services:\n  - name: s\n    serviceConfig: \"x\n  - y\"\n  - name: t\n"))
 	f.Add([]byte(`{"zones":[{"origin":"é.test.","nameservers":["ns.b."],"services":[{"name":"s","choices":[{"serviceConfig":{"x€":1,"methodConfig":[{"name":[{}],"timeout":"1m"}]}}]}]}]}`))
+	// Policies: a label policy, one that breaks a service, one unused.
+	f.Add([]byte("zones:\n  - origin: a.\n    nameservers: [ns.b.]\n    policies:\n      - {name: p, targetRef: {kind: Service, labels: {t: x}}, default: {methodConfig: [{name: [{}], timeout: 1m}]}}\n      - {name: q, targetRef: {kind: Service, name: zz}, default: {}}\n    services:\n      - name: s\n        labels: {t: x}\n        serviceConfig: {}\n      - name: u\n        choices: [{serviceConfig: {}}]\n"))
 	f.Fuzz(func(t *testing.T, text []byte) {
 		// A watchdog: an input that makes Parse loop crashes the worker,
 		// and the fuzzer keeps the input.

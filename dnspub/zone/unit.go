@@ -1,8 +1,10 @@
 package zone
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
+	"maps"
 	"net/netip"
 	"slices"
 
@@ -101,7 +103,8 @@ func sameService(a, b *config.Service) bool {
 	}
 	return a.Name == b.Name && a.TTL == b.TTL && a.Port == b.Port && a.Compat == b.Compat &&
 		slices.Equal(a.Addresses, b.Addresses) && slices.Equal(a.TXT, b.TXT) &&
-		(a.TXT == nil) == (b.TXT == nil)
+		(a.TXT == nil) == (b.TXT == nil) &&
+		maps.Equal(a.Labels, b.Labels) && bytes.Equal(a.Own, b.Own) && a.OwnChoices == b.OwnChoices
 }
 
 // apexUnit makes the zone's NS records and the addresses of the

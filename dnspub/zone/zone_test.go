@@ -114,7 +114,7 @@ func TestTXTEscaping(t *testing.T) {
 // be compared by sameService, or Update could share a service that
 // differs in it.
 func TestSameServiceComparesEveryField(t *testing.T) {
-	if n := reflect.TypeOf(config.Service{}).NumField(); n != 6 {
+	if n := reflect.TypeOf(config.Service{}).NumField(); n != 9 {
 		t.Errorf("config.Service has %d fields: compare the new ones in sameService, then update this count", n)
 	}
 }

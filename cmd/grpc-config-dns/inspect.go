@@ -1,0 +1,142 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
+)
+
+func init() { extraCommands = append(extraCommands, inspectCmd) }
+
+func inspectCmd(e *env) *cobra.Command {
+	var file, format string
+	cmd := &cobra.Command{
+		Use:   "inspect SERVICE --config FILE [--format text|json]",
+		Short: "Print a service's published config and which policy set each value",
+		Long: `Read a publisher config as serve does, and print what SERVICE publishes:
+the policies that apply to it in merge order (zone-wide, then by labels,
+then by name; the service's own config last), and every value of the
+published config with the layers that set it. The last one's value is the
+one published; earlier ones were overridden. See docs/policies.md.
+
+--format json prints one object for tools:
+{"zone","service","labels","policies":[{"name","kind","target"}],
+ "config":CHOICES,"fields":[{"path","value","origins":[{"policy","kind","path"}]}]}
+where kind is Zone, ServiceByLabels, ServiceByName or Own.
+
+Exit status: 0 printed; 1 the config is invalid; 2 usage or I/O error (no
+such service).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if file == "" {
+				return usageErr("inspect needs --config FILE: the publisher config that holds %s", args[0])
+			}
+			if format != "text" && format != "json" {
+				return usageErr("--format must be text or json, not %q", format)
+			}
+			return e.inspect(file, args[0], format)
+		},
+	}
+	cmd.Flags().StringVar(&file, "config", "", "publisher config (YAML or JSON)")
+	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	return cmd
+}
+
+func (e *env) inspect(file, service, format string) error {
+	in, err := readFile(file)
+	if err != nil {
+		return err
+	}
+	ds := in.tooLarge
+	var cfg *config.Config
+	if ds == nil {
+		cfg, ds = config.Parse(in.text)
+	}
+	if cfg == nil {
+		for _, d := range ds {
+			fmt.Fprintln(e.stderr, formatDiagnostic(file, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
+		}
+		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: fix the errors above (grpc-config-dns lint %s lists them), then inspect again", file, file)}
+	}
+	z, s, err := cfg.FindService(service)
+	if err != nil {
+		return usageErr("%s: %v", file, err)
+	}
+	insp := z.Inspect(s)
+	if format == "json" {
+		enc := json.NewEncoder(e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(insp)
+	}
+	writeInspection(e.stdout, insp)
+	return nil
+}
+
+// writeInspection prints an inspection for a person.
+func writeInspection(w io.Writer, in *config.Inspection) {
+	fmt.Fprintf(w, "service %s (zone %s)\n", in.Service, in.Zone)
+	if len(in.Labels) > 0 {
+		fmt.Fprintf(w, "labels: %s\n", formatLabels(in.Labels))
+	}
+	if len(in.Policies) == 0 {
+		fmt.Fprintln(w, "policies: none apply")
+	} else {
+		fmt.Fprintln(w, "policies, in merge order (later ones win):")
+		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+		for i, p := range in.Policies {
+			fmt.Fprintf(tw, "  %d.\t%s\t%s\t%s\n", i+1, p.Name, p.Kind, p.Target)
+		}
+		tw.Flush()
+	}
+	if len(in.Fields) == 0 {
+		fmt.Fprintln(w, "config: none published (the service has no choices or serviceConfig)")
+		return
+	}
+	fmt.Fprintln(w, "published config, value by value, with who set it (the last one wins):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, f := range in.Fields {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", f.Path, f.Value, describeOrigins(f.Origins))
+	}
+	tw.Flush()
+}
+
+// describeOrigins says who set a value: the winner first, then whom it
+// overrode.
+func describeOrigins(os []policy.Origin) string {
+	if len(os) == 0 {
+		return "?"
+	}
+	name := func(o policy.Origin) string {
+		if o.Kind == policy.Own {
+			return "service"
+		}
+		return fmt.Sprintf("policy %s (%s)", o.Policy, o.Kind)
+	}
+	last := os[len(os)-1]
+	s := name(last) + " " + last.Path
+	if len(os) > 1 {
+		var over []string
+		for _, o := range os[:len(os)-1] {
+			over = append(over, name(o))
+		}
+		s += "; over " + strings.Join(over, ", ")
+	}
+	return s
+}
+
+func formatLabels(l map[string]string) string {
+	var parts []string
+	for k, v := range l {
+		parts = append(parts, k+"="+v)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,244 @@
+// Package ui is the publisher's read-only web view (GET /ui/): the zones
+// and services being served, and for one service the published TXT
+// record, its final config with the policy that set each value, its lint
+// diagnostics, and who gets what: the share of clients, by language,
+// host, dynamic parameters and percentage bucket, that lands on each
+// choice.
+//
+// Pages are rendered on the server with html/template from embedded
+// files: no build step, no JavaScript. The Handler reads snapshots
+// through a Source, so it can be mounted on any listener (serve mounts it
+// on --metrics; the admin listener of a store can mount it too).
+package ui
+
+import (
+	"embed"
+	"encoding/json"
+	"html/template"
+	"io/fs"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+)
+
+// Snapshot is one published version, as the view shows it. Nothing in it
+// is modified.
+type Snapshot struct {
+	Config *config.Config
+	// Serials are the zones' SOA serials, by origin.
+	Serials map[string]uint32
+	// ResourceVersions are the zones' store resourceVersions, by origin;
+	// nil when the zones come from a config file.
+	ResourceVersions map[string]string
+	// Version counts the snapshots the server published.
+	Version uint64
+	// Source says where the zones come from (a file name, a store).
+	Source string
+}
+
+// Source returns the snapshot being served, or nil before the first.
+type Source interface {
+	Snapshot() *Snapshot
+}
+
+// SourceFunc adapts a function to Source.
+type SourceFunc func() *Snapshot
+
+// Snapshot calls f.
+func (f SourceFunc) Snapshot() *Snapshot { return f() }
+
+//go:embed templates/*.html static/*
+var files embed.FS
+
+var pages = template.Must(template.New("").Funcs(template.FuncMap{
+	"trimdot": func(s string) string { return strings.TrimSuffix(s, ".") },
+	"labels":  formatLabels,
+}).ParseFS(files, "templates/*.html"))
+
+// Handler serves the view under /ui/ from src.
+func Handler(src Source, log *slog.Logger) http.Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	h := &handler{src: src, log: log}
+	static, _ := fs.Sub(files, "static")
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /ui/{$}", h.index)
+	mux.HandleFunc("GET /ui/zones/{zone}/services/{name}", h.service)
+	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(static)))
+	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
+		h.render(w, http.StatusNotFound, "notfound", map[string]string{"What": "page " + r.URL.Path})
+	})
+	return mux
+}
+
+type handler struct {
+	src Source
+	log *slog.Logger
+}
+
+func (h *handler) render(w http.ResponseWriter, status int, name string, data any) {
+	var b strings.Builder
+	if err := pages.ExecuteTemplate(&b, name, data); err != nil {
+		h.log.Error("ui: rendering", "page", name, "err", err)
+		http.Error(w, "internal error rendering the page", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Content-Security-Policy", "default-src 'self'; style-src 'self'; script-src 'none'")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	w.Write([]byte(b.String()))
+}
+
+// zoneView is a zone as the index lists it.
+type zoneView struct {
+	Origin, ResourceVersion string
+	Serial                  uint32
+	Policies                int
+	Services                []serviceRow
+	// Total counts the zone's services, Matched those the filter keeps
+	// (at most maxRowsPerZone are listed).
+	Total, Matched int
+}
+
+// Hidden is how many matching services are not listed.
+func (z zoneView) Hidden() int { return z.Matched - len(z.Services) }
+
+type serviceRow struct {
+	Name, Labels string
+	Addresses    int
+	TXTBytes     int
+	Policies     []string
+}
+
+// maxRowsPerZone bounds the index: a zone of 100 000 services is found
+// with the filter, not by scrolling.
+const maxRowsPerZone = 500
+
+func (h *handler) index(w http.ResponseWriter, r *http.Request) {
+	snap := h.src.Snapshot()
+	if snap == nil || snap.Config == nil {
+		h.render(w, http.StatusServiceUnavailable, "notfound", map[string]string{"What": "a published config (nothing is published yet)"})
+		return
+	}
+	q := strings.TrimSpace(r.URL.Query().Get("q"))
+	var zones []zoneView
+	for _, z := range snap.Config.Zones {
+		zv := zoneView{Origin: z.Origin, Serial: snap.Serials[z.Origin], ResourceVersion: snap.ResourceVersions[z.Origin], Policies: len(z.Policies), Total: len(z.Services)}
+		for _, s := range z.Services {
+			labels := formatLabels(s.Labels)
+			if q != "" && !strings.Contains(s.Name, strings.ToLower(q)) && !strings.Contains(labels, q) {
+				continue
+			}
+			if zv.Matched++; len(zv.Services) == maxRowsPerZone {
+				continue
+			}
+			row := serviceRow{Name: s.Name, Labels: labels, Addresses: len(s.Addresses), TXTBytes: sc.RDataLen(s.TXT)}
+			if z.Rules != nil && s.Own != nil {
+				for _, p := range z.Rules.For(s.Name).Policies {
+					row.Policies = append(row.Policies, p.Name)
+				}
+			}
+			zv.Services = append(zv.Services, row)
+		}
+		zones = append(zones, zv)
+	}
+	h.render(w, http.StatusOK, "index", map[string]any{"Snap": snap, "Zones": zones, "Query": q})
+}
+
+// serviceView is everything the service page shows.
+type serviceView struct {
+	Snap                    *Snapshot
+	Zone                    *config.Zone
+	Service                 *config.Service
+	Serial                  uint32
+	ResourceVersion, Labels string
+	Inspection              *config.Inspection
+	Fields                  []fieldView
+	ConfigJSON              string
+	TXT                     []txtString
+	RDataBytes, AnswerBytes int
+	Diagnostics             sc.Diagnostics
+	Split                   *Split
+	SplitError              string
+}
+
+type txtString struct {
+	Text  string
+	Bytes int
+}
+
+type fieldView struct {
+	Path, Value, SetBy, Over string
+	ByPolicy                 bool
+}
+
+func (h *handler) service(w http.ResponseWriter, r *http.Request) {
+	snap := h.src.Snapshot()
+	zoneName, name := r.PathValue("zone"), r.PathValue("name")
+	if snap == nil || snap.Config == nil {
+		h.render(w, http.StatusServiceUnavailable, "notfound", map[string]string{"What": "a published config (nothing is published yet)"})
+		return
+	}
+	z, s, err := snap.Config.FindService(name)
+	if err != nil || strings.TrimSuffix(z.Origin, ".") != strings.ToLower(strings.TrimSuffix(zoneName, ".")) {
+		h.render(w, http.StatusNotFound, "notfound", map[string]string{"What": "service " + name + " in zone " + zoneName})
+		return
+	}
+	v := &serviceView{Snap: snap, Zone: z, Service: s, Serial: snap.Serials[z.Origin], ResourceVersion: snap.ResourceVersions[z.Origin], Labels: formatLabels(s.Labels)}
+	v.Inspection = z.Inspect(s)
+	for _, f := range v.Inspection.Fields {
+		v.Fields = append(v.Fields, newFieldView(f))
+	}
+	if s.TXT != nil {
+		var pretty strings.Builder
+		enc := json.NewEncoder(&pretty)
+		enc.SetIndent("", "  ")
+		enc.Encode(v.Inspection.Config)
+		v.ConfigJSON = pretty.String()
+		for _, t := range s.TXT {
+			v.TXT = append(v.TXT, txtString{Text: sc.EscapeTXTString(t), Bytes: len(t)})
+		}
+		v.RDataBytes = sc.RDataLen(s.TXT)
+		v.AnswerBytes = sc.ResponseSize(s.TXTOwner(), s.TXT, true)
+		v.Diagnostics = sc.LintRecords([][]string{s.TXT}, sc.LintOptions{Owner: s.TXTOwner()})
+		if v.Split, err = whoGetsWhat(s.TXTOwner(), s.TXT); err != nil {
+			v.SplitError = err.Error()
+		}
+	}
+	h.render(w, http.StatusOK, "service", v)
+}
+
+func newFieldView(f config.InspectedField) fieldView {
+	fv := fieldView{Path: f.Path, Value: string(f.Value)}
+	name := func(i int) string {
+		o := f.Origins[i]
+		if o.Policy == "" {
+			return "service"
+		}
+		return "policy " + o.Policy + " (" + o.Kind.String() + ")"
+	}
+	if n := len(f.Origins); n > 0 {
+		fv.SetBy, fv.ByPolicy = name(n-1)+" "+f.Origins[n-1].Path, f.Origins[n-1].Policy != ""
+		var over []string
+		for i := range n - 1 {
+			over = append(over, name(i))
+		}
+		fv.Over = strings.Join(over, ", ")
+	}
+	return fv
+}
+
+func formatLabels(l map[string]string) string {
+	var parts []string
+	for k, v := range l {
+		parts = append(parts, k+"="+v)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}

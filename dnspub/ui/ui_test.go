@@ -1,0 +1,212 @@
+package ui
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"golang.org/x/net/html"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+)
+
+func testSource(t *testing.T) Source {
+	t.Helper()
+	text, err := os.ReadFile("../../testdata/publisher/policies.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, ds := config.Parse(text)
+	if cfg == nil {
+		t.Fatal(ds)
+	}
+	snap := &Snapshot{Config: cfg, Serials: map[string]uint32{"policies.test.": 2026112301}, Version: 3, Source: "policies.yaml"}
+	return SourceFunc(func() *Snapshot { return snap })
+}
+
+// get fetches path from h and parses the page.
+func get(t *testing.T, h http.Handler, path string, status int) *html.Node {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+	if rec.Code != status {
+		t.Fatalf("GET %s: %d, want %d:\n%s", path, rec.Code, status, rec.Body)
+	}
+	if ct := rec.Header().Get("Content-Type"); !strings.HasPrefix(ct, "text/html") {
+		t.Fatalf("GET %s: Content-Type %q", path, ct)
+	}
+	doc, err := html.Parse(io.Reader(rec.Body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// all returns the elements below n with tag and class (either may be "").
+func all(n *html.Node, tag, class string) []*html.Node {
+	var out []*html.Node
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.ElementNode && (tag == "" || n.Data == tag) && (class == "" || hasClass(n, class)) {
+			out = append(out, n)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+	}
+	walk(n)
+	return out
+}
+
+func attr(n *html.Node, key string) string {
+	for _, a := range n.Attr {
+		if a.Key == key {
+			return a.Val
+		}
+	}
+	return ""
+}
+
+func hasClass(n *html.Node, c string) bool {
+	return strings.Contains(" "+attr(n, "class")+" ", " "+c+" ")
+}
+
+func text(n *html.Node) string {
+	var b strings.Builder
+	var walk func(*html.Node)
+	walk = func(n *html.Node) {
+		if n.Type == html.TextNode {
+			b.WriteString(n.Data)
+		}
+		for c := n.FirstChild; c != nil; c = c.NextSibling {
+			walk(c)
+		}
+		b.WriteByte(' ') // cells and blocks read apart
+	}
+	walk(n)
+	return strings.Join(strings.Fields(b.String()), " ")
+}
+
+func TestIndexListsZonesAndServices(t *testing.T) {
+	doc := get(t, Handler(testSource(t), nil), "/ui/", 200)
+	zones := all(doc, "tr", "zone")
+	if len(zones) != 1 || !strings.Contains(text(zones[0]), "policies.test. 2026112301 3 3") {
+		t.Errorf("zones table: %q", text(zones[0]))
+	}
+	var links []string
+	for _, a := range all(doc, "a", "") {
+		links = append(links, attr(a, "href"))
+	}
+	if !strings.Contains(strings.Join(links, " "), "/ui/zones/policies.test/services/echo.policies.test") {
+		t.Errorf("no link to echo's page: %v", links)
+	}
+	if s := all(doc, "script", ""); len(s) > 0 {
+		t.Error("the page has a script")
+	}
+}
+
+func TestServicePage(t *testing.T) {
+	doc := get(t, Handler(testSource(t), nil), "/ui/zones/policies.test/services/echo.policies.test", 200)
+	fields := all(doc, "tr", "field")
+	if len(fields) < 10 {
+		t.Fatalf("%d fields", len(fields))
+	}
+	// Every value has its origin beside it.
+	byPath := map[string]string{}
+	for _, f := range fields {
+		path, value, origin := all(f, "td", "path"), all(f, "td", "value"), all(f, "td", "origin")
+		if len(path) != 1 || len(value) != 1 || len(origin) != 1 || text(origin[0]) == "" {
+			t.Fatalf("a field row without path, value and origin: %q", text(f))
+		}
+		byPath[text(path[0])] = text(value[0]) + " | " + text(origin[0])
+	}
+	if got, want := byPath["/0/serviceConfig/methodConfig/0/timeout"], `"0.500000000s" | policy echo-fast (Service by name) /methodConfig/0/timeout over policy retries (Zone)`; got != want {
+		t.Errorf("timeout row %q, want %q", got, want)
+	}
+	// Every bar of the split adds up to 100 %.
+	rows := all(doc, "div", "bar")
+	if len(rows) < 2 {
+		t.Fatalf("%d split rows", len(rows))
+	}
+	for _, r := range rows {
+		sum := 0
+		for _, s := range all(r, "span", "seg") {
+			p, err := strconv.Atoi(attr(s, "data-percent"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			sum += p
+		}
+		if sum != 100 {
+			t.Errorf("a split row adds up to %d%%: %q", sum, text(r))
+		}
+	}
+	// Go clients on other hosts: 20 % on choice 0, the rest on choice 2
+	// (choice 1 is for host canary-1 only).
+	if got := text(rows[0].Parent); !strings.Contains(got, "go on other hosts choice 0 · 20% choice 2 · 80%") {
+		t.Errorf("first row %q", got)
+	}
+	page := text(doc)
+	for _, want := range []string{"canary-1", "RDATA", "SOA serial 2026112301", "labels team=payments"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if len(all(doc, "li", "")) == 0 || len(all(doc, "ol", "")) == 0 {
+		t.Error("no TXT strings listed")
+	}
+}
+
+func TestNotFoundAndStatic(t *testing.T) {
+	h := Handler(testSource(t), nil)
+	get(t, h, "/ui/zones/policies.test/services/nope.policies.test", 404)
+	get(t, h, "/ui/zones/other.test/services/echo.policies.test", 404)
+	get(t, h, "/ui/nothing", 404)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/ui/static/style.css", nil))
+	if rec.Code != 200 || !strings.Contains(rec.Body.String(), ".w100 { width: 100%; }") {
+		t.Errorf("style.css: %d", rec.Code)
+	}
+	empty := Handler(SourceFunc(func() *Snapshot { return nil }), nil)
+	get(t, empty, "/ui/", 503)
+}
+
+func TestIndexFilter(t *testing.T) {
+	h := Handler(testSource(t), nil)
+	doc := get(t, h, "/ui/?q=team%3Dpayments", 200)
+	var names []string
+	for _, r := range all(doc, "tr", "service") {
+		names = append(names, strings.Fields(text(r))[0])
+	}
+	if got := strings.Join(names, " "); got != "echo.policies.test. billing.policies.test." {
+		t.Errorf("filtered by label: %s", got)
+	}
+	doc = get(t, h, "/ui/?q=SEARCH", 200)
+	if rows := all(doc, "tr", "service"); len(rows) != 1 {
+		t.Errorf("filtered by name: %d rows", len(rows))
+	}
+}
+
+func TestIndexListsAtMost500ServicesPerZone(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("zones:\n  - origin: big.test.\n    nameservers: [ns1.example.net.]\n    services:\n")
+	for i := range 600 {
+		b.WriteString("      - {name: s" + strconv.Itoa(i) + ", addresses: [10.0." + strconv.Itoa(i/256) + "." + strconv.Itoa(i%256) + "]}\n")
+	}
+	cfg, ds := config.Parse([]byte(b.String()))
+	if cfg == nil {
+		t.Fatal(ds)
+	}
+	snap := &Snapshot{Config: cfg}
+	doc := get(t, Handler(SourceFunc(func() *Snapshot { return snap }), nil), "/ui/", 200)
+	if n := len(all(doc, "tr", "service")); n != 500 {
+		t.Errorf("%d rows", n)
+	}
+	if !strings.Contains(text(doc), "100 more services are not listed") {
+		t.Error("the index does not say how many services it leaves out")
+	}
+}

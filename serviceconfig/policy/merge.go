@@ -1,0 +1,253 @@
+package policy
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/grpc-config-dns/grpc-config-dns/internal/asciijson"
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+)
+
+// Origin is one layer that set a value: a policy, or the service's own
+// config (Kind Own, Policy ""). Path is the JSON pointer of the value in
+// that layer: in the policy's default, or in the service's own config.
+type Origin struct {
+	Policy string `json:"policy,omitempty"`
+	Kind   Kind   `json:"kind"`
+	Path   string `json:"path"`
+}
+
+// value is a JSON value that remembers which layers set it. Objects keep
+// their members in order.
+type value struct {
+	kind jtree.Kind
+	raw  []byte   // scalars: the JSON text
+	keys []string // objects: decoded keys, parallel to elems
+	// elems are an object's member values or an array's elements.
+	elems []*value
+	from  []Origin
+}
+
+func fromTree(t *jtree.Tree, i int32) *value {
+	n := &t.Nodes[i]
+	v := &value{kind: n.Kind}
+	switch n.Kind {
+	case jtree.Object:
+		for k := n.First; k >= 0; {
+			e := t.Nodes[k].Next
+			v.keys = append(v.keys, t.Str(k))
+			v.elems = append(v.elems, fromTree(t, e))
+			k = t.Nodes[e].Next
+		}
+	case jtree.Array:
+		for e := n.First; e >= 0; e = t.Nodes[e].Next {
+			v.elems = append(v.elems, fromTree(t, e))
+		}
+	default:
+		v.raw = t.Raw(i)
+	}
+	return v
+}
+
+func (v *value) appendJSON(dst []byte) []byte {
+	switch v.kind {
+	case jtree.Object:
+		dst = append(dst, '{')
+		for i, k := range v.keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = asciijson.AppendString(dst, k)
+			dst = append(dst, ':')
+			dst = v.elems[i].appendJSON(dst)
+		}
+		return append(dst, '}')
+	case jtree.Array:
+		dst = append(dst, '[')
+		for i, e := range v.elems {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = e.appendJSON(dst)
+		}
+		return append(dst, ']')
+	}
+	return append(dst, v.raw...)
+}
+
+// clone copies v deeply; scalars' text is shared (never written).
+func (v *value) clone() *value {
+	c := &value{kind: v.kind, raw: v.raw, keys: slices.Clone(v.keys), from: slices.Clone(v.from)}
+	if v.elems != nil {
+		c.elems = make([]*value, len(v.elems))
+		for i, e := range v.elems {
+			c.elems[i] = e.clone()
+		}
+	}
+	return c
+}
+
+// stamped copies v with every value's origin set to o at the matching
+// path below path.
+func (v *value) stamped(o Origin) *value {
+	c := &value{kind: v.kind, raw: v.raw, keys: slices.Clip(v.keys), from: []Origin{o}}
+	if v.elems != nil {
+		c.elems = make([]*value, len(v.elems))
+		for i, e := range v.elems {
+			sub := o
+			sub.Path = o.Path + "/" + v.segment(i)
+			c.elems[i] = e.stamped(sub)
+		}
+	}
+	return c
+}
+
+func (v *value) segment(i int) string {
+	if v.kind == jtree.Object {
+		return escape(v.keys[i])
+	}
+	return strconv.Itoa(i)
+}
+
+func (v *value) member(key string) int {
+	return slices.Index(v.keys, key)
+}
+
+// mergeLayer merges src, a layer whose values come from o (o.Path is
+// src's own path), into dst, which it owns. The rules, everywhere:
+// objects merge key by key; at the top of a service config, methodConfig
+// entries merge by their name list; any other value replaces the one
+// below, and keeps the history of who set it.
+func mergeLayer(dst, src *value, o Origin, configRoot bool) {
+	dst.from = append(dst.from, o)
+	for si, key := range src.keys {
+		so := o
+		so.Path = o.Path + "/" + escape(key)
+		sv := src.elems[si]
+		di := dst.member(key)
+		switch {
+		case di < 0:
+			dst.keys = append(dst.keys, key)
+			dst.elems = append(dst.elems, sv.stamped(so))
+		case sv.kind == jtree.Object && dst.elems[di].kind == jtree.Object:
+			mergeLayer(dst.elems[di], sv, so, false)
+		case configRoot && key == "methodConfig" && sv.kind == jtree.Array && dst.elems[di].kind == jtree.Array:
+			mergeMethodConfig(dst.elems[di], sv, so)
+		default:
+			history := dst.elems[di].from
+			dst.elems[di] = sv.stamped(so)
+			dst.elems[di].from = append(slices.Clip(history), so)
+		}
+	}
+}
+
+// mergeMethodConfig merges a layer's methodConfig list into dst's: an
+// entry whose name list names the same methods as an entry below merges
+// into it key by key; any other entry is added.
+func mergeMethodConfig(dst, src *value, o Origin) {
+	dst.from = append(dst.from, o)
+	index := map[string]int{}
+	for i, e := range dst.elems {
+		if k, ok := methodKey(e); ok {
+			if _, dup := index[k]; !dup {
+				index[k] = i
+			}
+		}
+	}
+	for si, e := range src.elems {
+		so := o
+		so.Path = o.Path + "/" + strconv.Itoa(si)
+		k, ok := methodKey(e)
+		if di, found := index[k]; ok && found && dst.elems[di].kind == jtree.Object {
+			mergeLayer(dst.elems[di], e, so, false)
+			continue
+		}
+		if ok {
+			index[k] = len(dst.elems)
+		}
+		dst.elems = append(dst.elems, e.stamped(so))
+	}
+}
+
+// methodKey identifies a methodConfig entry by the methods it names: its
+// name list's {service, method} pairs, sorted. Entries without a name
+// list are never merged.
+func methodKey(e *value) (string, bool) {
+	if e.kind != jtree.Object {
+		return "", false
+	}
+	i := e.member("name")
+	if i < 0 || e.elems[i].kind != jtree.Array {
+		return "", false
+	}
+	var names []string
+	for _, n := range e.elems[i].elems {
+		if n.kind != jtree.Object {
+			return "", false
+		}
+		var svc, method string
+		for j, k := range n.keys {
+			switch k {
+			case "service":
+				svc = string(n.elems[j].raw)
+			case "method":
+				method = string(n.elems[j].raw)
+			}
+		}
+		names = append(names, svc+"\x00"+method)
+	}
+	slices.Sort(names)
+	return strings.Join(names, "\x01"), true
+}
+
+// Field is one value of a final config and the layers that set it, in
+// merge order: the last one's value is the one published.
+type Field struct {
+	Path    string   `json:"path"`
+	Value   []byte   `json:"-"`
+	Origins []Origin `json:"origins"`
+}
+
+// fields lists v's leaves (scalars and empty objects or lists), in
+// document order, below path.
+func (v *value) fields(path string, out []Field) []Field {
+	if len(v.elems) == 0 {
+		return append(out, Field{Path: path, Value: v.appendJSON(nil), Origins: v.from})
+	}
+	for i, e := range v.elems {
+		out = e.fields(path+"/"+v.segment(i), out)
+	}
+	return out
+}
+
+// at returns the deepest value on the way to JSON pointer path.
+func (v *value) at(path string) *value {
+	if path == "" || path[0] != '/' {
+		return v
+	}
+	for _, seg := range strings.Split(path[1:], "/") {
+		seg = strings.NewReplacer("~1", "/", "~0", "~").Replace(seg)
+		i := -1
+		if v.kind == jtree.Object {
+			i = v.member(seg)
+		} else if n, err := strconv.Atoi(seg); err == nil && v.kind == jtree.Array && n >= 0 && n < len(v.elems) {
+			i = n
+		}
+		if i < 0 {
+			break
+		}
+		v = v.elems[i]
+	}
+	return v
+}
+
+// Leaves lists the leaves of JSON document js (scalars, empty objects and
+// lists) in document order, without origins.
+func Leaves(js []byte) ([]Field, error) {
+	t, err := jtree.Parse(js)
+	if err != nil {
+		return nil, err
+	}
+	return fromTree(t, 0).fields("", nil), nil
+}

@@ -1,0 +1,244 @@
+package policy
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+)
+
+// Set is the policies of one zone, indexed for selection. It is safe for
+// concurrent use.
+type Set struct {
+	zone   []*Policy // KindZone, by name
+	labels []*Policy // KindLabels, by name
+	byName map[string][]*Policy
+
+	mu     sync.Mutex
+	stacks map[string]*Stack // by the names of the policies selected
+}
+
+// Less orders policies for merging: by the specificity of their
+// TargetRef's kind, then by name.
+func Less(a, b *Policy) int {
+	return cmp.Or(cmp.Compare(a.TargetRef.Kind, b.TargetRef.Kind), strings.Compare(a.Name, b.Name))
+}
+
+// NewSet indexes ps, which Parse made (or which carry a Default that
+// parses as a JSON object). Two policies of one name are an error: their
+// order would depend on how they were listed.
+func NewSet(ps []*Policy) (*Set, error) {
+	s := &Set{byName: map[string][]*Policy{}, stacks: map[string]*Stack{}}
+	seen := map[string]bool{}
+	for _, p := range ps {
+		if seen[p.Name] {
+			return nil, fmt.Errorf("policy %q is defined twice: policy names are unique in a zone", p.Name)
+		}
+		seen[p.Name] = true
+		if p.def == nil {
+			t, err := jtree.Parse(p.Default)
+			if err != nil || t.Nodes[0].Kind != jtree.Object {
+				return nil, fmt.Errorf("policy %q: default is not a JSON object", p.Name)
+			}
+			p.def = fromTree(t, 0)
+		}
+		switch p.TargetRef.Kind {
+		case KindZone:
+			s.zone = append(s.zone, p)
+		case KindLabels:
+			s.labels = append(s.labels, p)
+		case KindName:
+			s.byName[p.TargetRef.Name] = append(s.byName[p.TargetRef.Name], p)
+		default:
+			return nil, fmt.Errorf("policy %q has no valid targetRef", p.Name)
+		}
+	}
+	slices.SortFunc(s.zone, Less)
+	slices.SortFunc(s.labels, Less)
+	for _, l := range s.byName {
+		slices.SortFunc(l, Less)
+	}
+	return s, nil
+}
+
+// Len is the number of policies in s.
+func (s *Set) Len() int {
+	n := len(s.zone) + len(s.labels)
+	for _, l := range s.byName {
+		n += len(l)
+	}
+	return n
+}
+
+// Select returns the policies that apply to t, in merge order. It costs
+// the number of label policies, not of all policies.
+func (s *Set) Select(t Target) []*Policy {
+	out := slices.Clip(s.zone)
+	for _, p := range s.labels {
+		if p.Selects(t) {
+			out = append(out, p)
+		}
+	}
+	return append(out, s.byName[t.Name]...)
+}
+
+// StackFor returns the merged policies that apply to t. Services selected
+// by the same policies share one Stack, computed once.
+func (s *Set) StackFor(t Target) *Stack {
+	sel := s.Select(t)
+	key := stackKey(sel)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if st, ok := s.stacks[key]; ok {
+		return st
+	}
+	st := newStack(sel)
+	s.stacks[key] = st
+	return st
+}
+
+func stackKey(sel []*Policy) string {
+	var b strings.Builder
+	for _, p := range sel {
+		b.WriteString(p.Name)
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+// Unused returns the policies that select none of targets, by name.
+func (s *Set) Unused(targets []Target) []*Policy {
+	used := map[*Policy]bool{}
+	for _, t := range targets {
+		for _, p := range s.Select(t) {
+			used[p] = true
+		}
+	}
+	var out []*Policy
+	for _, l := range [][]*Policy{s.zone, s.labels} {
+		for _, p := range l {
+			if !used[p] {
+				out = append(out, p)
+			}
+		}
+	}
+	for _, l := range s.byName {
+		for _, p := range l {
+			if !used[p] {
+				out = append(out, p)
+			}
+		}
+	}
+	slices.SortFunc(out, Less)
+	return out
+}
+
+// Rules is what a Set makes of a snapshot's services (the seed's
+// ResourceRules): the zone's stack, and a stack for each service that a
+// label or name policy selects. Services missing from Services use Zone.
+type Rules struct {
+	Zone     *Stack
+	Services map[string]*Stack
+}
+
+// Resolve computes the stack of every service of targets, once.
+func (s *Set) Resolve(targets []Target) *Rules {
+	r := &Rules{Zone: s.StackFor(Target{}), Services: map[string]*Stack{}}
+	for _, t := range targets {
+		if st := s.StackFor(t); st != r.Zone {
+			r.Services[t.Name] = st
+		}
+	}
+	return r
+}
+
+// For returns the stack of service name: a map lookup.
+func (r *Rules) For(name string) *Stack {
+	if st, ok := r.Services[name]; ok {
+		return st
+	}
+	return r.Zone
+}
+
+// Stack is the policies that apply to some services, merged in order.
+type Stack struct {
+	Policies []*Policy
+	merged   *value
+}
+
+func newStack(sel []*Policy) *Stack {
+	st := &Stack{Policies: sel, merged: &value{kind: jtree.Object}}
+	for _, p := range sel {
+		mergeLayer(st.merged, p.def, Origin{Policy: p.Name, Kind: p.TargetRef.Kind}, true)
+	}
+	st.merged.from = nil // the root is every layer's; say so only for fields
+	return st
+}
+
+// Empty reports whether no policy applies.
+func (st *Stack) Empty() bool { return st == nil || len(st.Policies) == 0 }
+
+// Defaults is the merged defaults of the stack's policies, as compact JSON.
+func (st *Stack) Defaults() []byte { return st.merged.appendJSON(nil) }
+
+// Result is a service's final config and where each value came from.
+type Result struct {
+	// JSON is the final config: a choice list when the service's own
+	// config was one, else a service config object. Compact.
+	JSON []byte
+	// Fields lists every leaf of JSON (scalars, empty objects and lists)
+	// with the layers that set it, in merge order.
+	Fields []Field
+	root   *value
+}
+
+// Origins returns the layers that set the value at JSON pointer path of
+// the final config, or of the nearest value above it that exists.
+func (r *Result) Origins(path string) []Origin { return r.root.at(path).from }
+
+// Apply merges the stack under own, the service's own config: a service
+// config object, or (choices) a list of choices, into each of whose
+// serviceConfig the stack merges. own must be JSON; values of other
+// types are left for validation to report.
+func (st *Stack) Apply(own []byte, choices bool) (*Result, error) {
+	t, err := jtree.Parse(own)
+	if err != nil {
+		return nil, fmt.Errorf("the service's own config is not JSON: %w", err)
+	}
+	src := fromTree(t, 0)
+	self := Origin{Kind: Own}
+	var root *value
+	switch {
+	case !choices && src.kind == jtree.Object:
+		root = st.withOwn(src, self)
+	case choices && src.kind == jtree.Array:
+		root = src.stamped(self)
+		for i, c := range src.elems {
+			j := c.member("serviceConfig")
+			if c.kind != jtree.Object || j < 0 || c.elems[j].kind != jtree.Object {
+				continue
+			}
+			o := self
+			o.Path = fmt.Sprintf("/%d/serviceConfig", i)
+			root.elems[i].elems[j] = st.withOwn(c.elems[j], o)
+		}
+	default:
+		root = src.stamped(self)
+	}
+	return &Result{JSON: root.appendJSON(nil), Fields: root.fields("", nil), root: root}, nil
+}
+
+func (st *Stack) withOwn(own *value, o Origin) *value {
+	var v *value
+	if st == nil {
+		v = &value{kind: jtree.Object}
+	} else {
+		v = st.merged.clone()
+	}
+	mergeLayer(v, own, o, true)
+	v.from = []Origin{o}
+	return v
+}
