@@ -19,6 +19,7 @@ import (
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/ui"
 	"github.com/grpc-config-dns/grpc-config-dns/internal/httpserve"
 	"github.com/grpc-config-dns/grpc-config-dns/store"
 	"github.com/grpc-config-dns/grpc-config-dns/store/api"
@@ -149,13 +150,16 @@ func (e *env) serveStore(sf storeFlags, configFile, listen, metricsAddr, logForm
 	if metricsAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		// The read-only web view, as with a config file: what DNS answers
+		// now, from the store's snapshot.
+		mux.Handle("/ui/", ui.Handler(publishedSource(srv, "the store "+redact(sf.store)), log))
 		if hs, err = httpserve.Listen(metricsAddr, mux, httpserve.Limits{MaxConns: 16}); err != nil {
 			admin.Close()
 			stop(context.Background())
 			return usageErr("metrics: %v", err)
 		}
 		go hs.Serve()
-		log.Info("metrics", "url", "http://"+hs.Addr().String()+"/metrics")
+		log.Info("metrics", "url", "http://"+hs.Addr().String()+"/metrics", "ui", "http://"+hs.Addr().String()+"/ui/")
 	}
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {

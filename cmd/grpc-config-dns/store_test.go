@@ -399,3 +399,24 @@ func TestIsLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestServeStoreWebView: with --metrics, serve --store has the web view
+// of issue 16 too, showing what the store's snapshot publishes.
+func TestServeStoreWebView(t *testing.T) {
+	metrics := freeAddr(t)
+	s := startStoreServe(t, t.TempDir(), "--metrics", metrics)
+	defer stopAll(t, s)
+	if code, out, errs := s.cli("publish", "../../testdata/publisher/example.yaml"); code != 0 {
+		t.Fatalf("publish: exit %d\n%s%s", code, out, errs)
+	}
+	serial := s.waitTXT("_grpc_config.echo.example.test.", "round_robin", time.Second)
+	resp, err := http.Get("http://" + metrics + "/ui/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || !strings.Contains(string(b), "example.test") || !strings.Contains(string(b), fmt.Sprint(serial)) || !strings.Contains(string(b), "the store") {
+		t.Errorf("GET /ui/: %d\n%s", resp.StatusCode, b)
+	}
+}
