@@ -25,6 +25,7 @@ import (
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+	"github.com/grpc-config-dns/grpc-config-dns/store"
 )
 
 // Options configure a Server.
@@ -65,6 +66,18 @@ type Options struct {
 	PortableUDP bool
 	// Now replaces the clock for serials (tests).
 	Now func() time.Time
+
+	// Store, when set, is where the zones and services come from (serve
+	// --store; see storefeed.go): ConfigFile and StateFile are not used,
+	// and the SOA serials follow the store's revisions.
+	Store *store.Store
+	// Settings are the server: settings in store mode; nil means the
+	// defaults.
+	Settings *config.Server
+	// Keys are the TSIG keys the zones of the store may name.
+	Keys []*config.Key
+	// StorePing is how often the store's health is checked; 0 means 1s.
+	StorePing time.Duration
 }
 
 // ConfigError is returned when the config is invalid. Diagnostics holds
@@ -140,6 +153,12 @@ type Server struct {
 
 	// limiter keeps logs of unauthenticated, spoofable events bounded.
 	limiter *logLimiter
+
+	// feed is what was read of the store in store mode (nil otherwise);
+	// building is the store revision of the version being built.
+	feed     *feed
+	building int64
+	cancel   context.CancelFunc
 }
 
 // snapshot is one published version of everything: immutable.
@@ -149,6 +168,9 @@ type snapshot struct {
 	table   *wire.Table
 	zones   map[string]*zoneEntry // by origin
 	keys    map[string]*config.Key
+	// storeRev is the store revision the version is built from (store
+	// mode).
+	storeRev int64
 }
 
 // zoneEntry is a zone's current version and the differences from the
@@ -173,10 +195,45 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
+	if s.feed != nil {
+		s.firstStoreSync()
+		return s, nil
+	}
 	if err := s.loadFirst(); err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// firstStoreSync serves an empty version, then the store's zones if it
+// answers: a server whose store is down starts, answers REFUSED and is
+// not ready until it can read the store.
+func (s *Server) firstStoreSync() {
+	s.reloadMu.Lock()
+	s.publish(&config.Config{Server: s.settings(), Keys: s.opts.Keys}, "the store", "start", 0)
+	s.reloadMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.ping(ctx); err != nil {
+		s.log.Error("the store does not answer at start; serving nothing until it does", "err", err)
+		return
+	}
+	if err := s.syncStore(ctx); err != nil {
+		s.feed.lastErr.Store(err.Error())
+		s.log.Error("cannot read the store at start; serving nothing until it can be read", "err", err)
+	}
+}
+
+func (s *Server) ping(ctx context.Context) error {
+	err := s.feed.st.Ping(ctx)
+	s.feed.up.Store(err == nil)
+	if err == nil {
+		s.feed.upGauge.Set(1)
+	} else {
+		s.feed.lastErr.Store(err.Error())
+		s.feed.upGauge.Set(0)
+	}
+	return err
 }
 
 // newServer is New without the first load, so that tests can inject
@@ -201,6 +258,8 @@ func newServer(opts Options) (*Server, error) {
 		opts.Now = time.Now
 	}
 	switch {
+	case opts.Store != nil:
+		opts.StateFile, opts.ConfigFile = "", ""
 	case opts.StateFile == "-":
 		opts.StateFile = ""
 	case opts.StateFile == "" && opts.ConfigFile != "":
@@ -209,9 +268,22 @@ func newServer(opts Options) (*Server, error) {
 	s := &Server{opts: opts, log: opts.Logger, done: make(chan struct{}), conns: map[*tcpConn]struct{}{}, perGroup: map[netip.Prefix]int{},
 		newTracker: newFileTracker, limiter: newLogLimiter(10, time.Second)}
 	s.metrics = newMetrics(s.Serials)
+	if opts.Store != nil {
+		if opts.StorePing <= 0 {
+			s.opts.StorePing = time.Second
+		}
+		s.feed = newFeed(opts.Store, opts.Keys)
+	}
 	if opts.Registerer != nil {
 		if err := s.metrics.register(opts.Registerer); err != nil {
 			return nil, err
+		}
+		if s.feed != nil {
+			for _, c := range s.feed.collectors() {
+				if err := opts.Registerer.Register(c); err != nil {
+					return nil, err
+				}
+			}
 		}
 	}
 	var err error
@@ -327,6 +399,13 @@ func scanConfigFile(path string, read func(f *os.File, size int64) error) error 
 // Reload reads the config file again and publishes it if it is valid and
 // changed. An invalid config returns a *ConfigError and changes nothing.
 func (s *Server) Reload() error {
+	if s.feed != nil {
+		select {
+		case s.feed.resync <- struct{}{}:
+		default:
+		}
+		return nil
+	}
 	text, err := s.readConfig()
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("rejected").Inc()
@@ -369,6 +448,12 @@ func (s *Server) load(text []byte, why string, hold func(*config.Config, *snapsh
 		}
 		return nil, &ConfigError{File: name, Diagnostics: ds}
 	}
+	return s.publish(cfg, name, why, len(text))
+}
+
+// publish builds the snapshot of a valid config and serves it, once its
+// serials are persisted. reloadMu is held.
+func (s *Server) publish(cfg *config.Config, name, why string, size int) (changed []string, err error) {
 	old := s.snap.Load()
 	next, serials, changed, err := s.build(cfg, old)
 	if err != nil {
@@ -405,7 +490,7 @@ func (s *Server) load(text []byte, why string, hold func(*config.Config, *snapsh
 	}
 	s.log.Info("config loaded", "config", name, "version", next.version, "zones", len(next.zones), "changed", len(changed), "why", why)
 	s.notifier.update(next, changed)
-	if len(text) >= returnMemoryAbove {
+	if size >= returnMemoryAbove {
 		s.returnMemory()
 	}
 	return changed, nil
@@ -468,7 +553,7 @@ func sameServing(a, b *snapshot) bool {
 // change keep their version (and serial); changed zones get a new serial
 // and a step in their IXFR history.
 func (s *Server) build(cfg *config.Config, old *snapshot) (*snapshot, *serialTxn, []string, error) {
-	next := &snapshot{cfg: cfg, zones: map[string]*zoneEntry{}, keys: map[string]*config.Key{}}
+	next := &snapshot{cfg: cfg, zones: map[string]*zoneEntry{}, keys: map[string]*config.Key{}, storeRev: s.building}
 	serials := s.serials.begin()
 	now := s.opts.Now()
 	var te *wire.Editor
@@ -496,13 +581,35 @@ func (s *Server) build(cfg *config.Config, old *snapshot) (*snapshot, *serialTxn
 				prevZone = prev.cur
 			}
 		}
-		z, ch := zone.Update(prevZone, zc)
+		// In store mode a zone's serial is decided by the store's
+		// revisions (storeSerial), else by the serial state.
+		want, fixed := s.fixedSerial(zc.Origin)
+		if prev != nil && prev.cfg == zc && (!fixed || want == prev.cur.Serial()) {
+			// The same config object (store mode keeps a zone's config
+			// while nothing of it changes): nothing to build.
+			serials.set(zc.Origin, prev.cur.Serial(), prev.cur.Digest(), zc.SOA.Expire)
+			next.zones[zc.Origin] = prev
+			continue
+		}
+		var z *zone.Zone
+		var ch *zone.Change
+		if d := s.feedDelta(zc, prev); d != nil {
+			z, ch = zone.UpdateServices(prevZone, zc, d.changed, d.removed)
+		} else {
+			z, ch = zone.Update(prevZone, zc)
+		}
 		e := &zoneEntry{cfg: zc}
-		if prev != nil && prev.cur.Digest() == z.Digest() {
+		if prev != nil && prev.cur.Digest() == z.Digest() && (!fixed || want == prev.cur.Serial()) {
 			e.cur, e.history = prev.cur, prev.history
 		} else {
-			serial := serials.next(zc.Origin, z.Digest(), now)
+			serial := want
+			if !fixed {
+				serial = serials.next(zc.Origin, z.Digest(), now)
+			}
 			if prev != nil && !serialGreater(serial, prev.cur.Serial()) {
+				if fixed {
+					s.log.Error("the store's revision for this zone is not above the serial served (was the store restored from an older backup?): serving the served serial + 1", "zone", zc.Origin, "store_serial", serial, "served", prev.cur.Serial())
+				}
 				// The state file was edited or the zone's content went back
 				// to an old digest: never go backwards while serving.
 				serial = prev.cur.Serial() + 1
@@ -609,6 +716,19 @@ func (s *Server) Start() error {
 		}()
 	}
 	s.notifier.start(s.done)
+	if s.feed != nil {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.cancel = cancel
+		s.wg.Add(2)
+		go func() {
+			defer s.wg.Done()
+			s.followStore(ctx)
+		}()
+		go func() {
+			defer s.wg.Done()
+			s.pingStore(ctx, s.opts.StorePing)
+		}()
+	}
 	s.log.Info("serving", "udp", addr.String(), "tcp", tcp.Addr().String(), "udp_workers", udp.workers(), "batched_udp", udp.batched())
 	// Announce the zones to the secondaries: they may have missed changes
 	// while we were down.
@@ -657,6 +777,9 @@ func (s *Server) Addr() net.Addr {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		close(s.done)
+		if s.cancel != nil {
+			s.cancel()
+		}
 		if s.udp != nil {
 			s.udp.wake()
 		}

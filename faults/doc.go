@@ -8,6 +8,14 @@
 //   - a zone removed, the server killed, the zone added back;
 //   - the serial state on a full disk and on a read-only disk (a small
 //     tmpfs, so root is needed: these tests skip otherwise);
+//   - `serve --store DIR` killed with kill -9 while four clients write
+//     through the admin API, twelve times: every acknowledged write is
+//     there after the restart, versions and serials never go back;
+//   - two `serve --store etcd://…` replicas: one killed with kill -9
+//     during writes and restarted serves its peer's serial within a
+//     second (needs etcd: run.sh installs it as root, else the test skips);
+//   - the embedded store on a full disk: writes refused with 507 and
+//     nothing changed, served again once space is freed;
 //   - a DNS server that answers with TC=1 over TCP too, to `select`;
 //   - hostile inputs to `lint` (a 60 MB file of one-letter values, 40 000
 //     choices, a million-digit number…) and hostile 58 KB answers to

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"sync/atomic"
 )
@@ -14,6 +16,20 @@ import (
 // rotation before it stops answering.
 type health struct {
 	ready atomic.Bool
+	// check, when set, says why the server is not ready although it is
+	// up (with --store: the store does not answer).
+	check func() error
+}
+
+// err says why the server is not ready, or nil.
+func (h *health) err() error {
+	if !h.ready.Load() {
+		return errors.New("starting or shutting down")
+	}
+	if h.check != nil {
+		return h.check()
+	}
+	return nil
 }
 
 func (h *health) register(mux *http.ServeMux) {
@@ -23,9 +39,9 @@ func (h *health) register(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		if !h.ready.Load() {
+		if err := h.err(); err != nil {
 			w.WriteHeader(http.StatusServiceUnavailable)
-			w.Write([]byte("not ready: starting or shutting down\n"))
+			fmt.Fprintf(w, "not ready: %v\n", err)
 			return
 		}
 		w.Write([]byte("ok\n"))

@@ -21,6 +21,7 @@ import (
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/ui"
 	"github.com/grpc-config-dns/grpc-config-dns/internal/httpserve"
+	"github.com/grpc-config-dns/grpc-config-dns/store"
 )
 
 func init() { extraCommands = append(extraCommands, serveCmd) }
@@ -30,6 +31,7 @@ func serveCmd(e *env) *cobra.Command {
 		config, listen, metrics, state, logFormat, logLevel string
 		grace, lameDuck                                     time.Duration
 		queryLog                                            bool
+		storeFlags
 	}
 	cmd := &cobra.Command{
 		Use:   "serve [--config FILE] [--listen 127.0.0.1:1053] [--metrics ADDR] [--state FILE] [--log-format text|json] [--log-level LEVEL] [--shutdown-grace 5s] [--lame-duck 0s] [--query-log]",
@@ -57,6 +59,17 @@ Exit status: 0 stopped by a signal; 1 the config is invalid; 2 usage, I/O
 or listen error.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.store != "" {
+				if cmd.Flags().Changed("state") {
+					return usageErr("--state is for --config files: with --store, serials follow the store's revisions")
+				}
+				return e.serveStore(o.storeFlags, o.config, o.listen, o.metrics, o.logFormat, o.logLevel, o.grace, o.lameDuck, o.queryLog)
+			}
+			for _, name := range []string{"admin", "admin-token-file", "admin-tls-cert", "admin-tls-key", "history"} {
+				if cmd.Flags().Changed(name) {
+					return usageErr("--%s is for a store: give --store DIR or --store etcd://HOST:PORT/PREFIX", name)
+				}
+			}
 			return e.serve(o.config, o.listen, o.metrics, o.state, o.logFormat, o.logLevel, o.grace, o.lameDuck, o.queryLog)
 		},
 	}
@@ -70,6 +83,12 @@ or listen error.`,
 	f.DurationVar(&o.grace, "shutdown-grace", 5*time.Second, "how long TCP connections may take to finish on SIGTERM")
 	f.DurationVar(&o.lameDuck, "lame-duck", 0, "on SIGTERM, how long to keep answering DNS with /readyz unready before stopping (like 5s behind a load balancer)")
 	f.BoolVar(&o.queryLog, "query-log", false, "log every query answered (client, name, type, rcode, zone, size, duration) at info level")
+	f.StringVar(&o.store, "store", "", "serve the zones of a store, changed at runtime through the admin API: a directory (embedded store) or etcd://HOST:PORT[,HOST:PORT]/PREFIX; --config then holds only server: and tsigKeys:")
+	f.StringVar(&o.admin, "admin", DefaultAdmin, "address of the admin HTTP API (with --store)")
+	f.StringVar(&o.tokenFile, "admin-token-file", "", "file of bearer tokens (one a line) the admin API requires; needed to listen beyond loopback")
+	f.StringVar(&o.tlsCert, "admin-tls-cert", "", "certificate (PEM) for HTTPS on the admin API")
+	f.StringVar(&o.tlsKey, "admin-tls-key", "", "private key (PEM) of --admin-tls-cert")
+	f.Int64Var(&o.history, "history", store.DefaultHistory, "store revisions kept for watches, Exact lists and continue tokens; older ones are compacted")
 	return cmd
 }
 

@@ -236,6 +236,27 @@ func (t *Transfer) Allowed(addr netip.Addr) bool {
 // linear in the text and bounded, whatever the text.
 func Parse(text []byte) (*Config, sc.Diagnostics) { return parse(text, nil) }
 
+// ParseSettings reads the settings of a publisher whose zones live in a
+// store (serve --store): a config with server: and tsigKeys: only. Zones
+// in it are an error.
+func ParseSettings(text []byte) (*Config, sc.Diagnostics) {
+	if why := tooLarge(text); why != "" {
+		return nil, sc.Diagnostics{{Severity: codeConfigTooLarge.severity(), Code: codeConfigTooLarge.String(), Offset: 0, Line: 1, Column: 1, Message: why}}
+	}
+	d := newDoc(text)
+	d.settingsOnly = true
+	root := d.parseYAML(text)
+	var cfg *Config
+	if root != nil {
+		cfg = d.config(root)
+	}
+	ds := d.diagnostics()
+	if ds.HasErrors() {
+		return nil, ds
+	}
+	return cfg, ds
+}
+
 func parse(text []byte, cache *itemCache) (*Config, sc.Diagnostics) {
 	if why := tooLarge(text); why != "" {
 		return nil, sc.Diagnostics{{Severity: codeConfigTooLarge.severity(), Code: codeConfigTooLarge.String(), Offset: 0, Line: 1, Column: 1,
@@ -306,6 +327,13 @@ func (d *doc) config(root *yaml.Node) *Config {
 		}
 	}
 	d.sigLen = maxSignatureLen(cfg.Keys)
+	if d.settingsOnly {
+		if zonesNode != nil {
+			d.report(zonesNode, zonesPath, codeUnknownKey, "zones live in the store when serve has --store: load them with `grpc-config-dns import --config FILE --server URL`, and keep only server: and tsigKeys: here")
+			return nil
+		}
+		return cfg
+	}
 	if zonesNode == nil {
 		d.report(root, "", codeMissingField, "the config has no zones: add a zones: list with at least one zone (see testdata/publisher/example.yaml)")
 		return nil

@@ -46,6 +46,8 @@ type doc struct {
 	readBlocks int
 	cache      *itemCache
 	cutFailed  error
+	// settingsOnly reads a config without zones (ParseSettings).
+	settingsOnly bool
 }
 
 func newDoc(src []byte) *doc {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tool tests of the publisher: dig and kdig queries, named-checkzone on the
 # output of `zone`, and BIND 9, Knot DNS and CoreDNS as secondaries (AXFR,
-# NOTIFY, IXFR where they do it, answers byte for byte). Installs what it
+# NOTIFY, IXFR where they do it, answers byte for byte; BIND also follows
+# writes made through the admin API of `serve --store`). Installs what it
 # needs on Debian when run as root (CoreDNS with go install, which takes a
 # few minutes the first time; later runs reuse the binary in .ci/bin), then
 # requires every tool (a missing one fails instead of skipping).

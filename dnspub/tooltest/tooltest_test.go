@@ -351,54 +351,11 @@ func freePort(t *testing.T) string {
 // every record byte for byte as we do.
 func TestBINDSecondary(t *testing.T) {
 	need(t, "named")
-	dir := t.TempDir()
 	namedPort := freePort(t)
 	namedAddr := "127.0.0.1:" + namedPort
 	p := startPublisher(t, pubConfig(namedAddr, "192.0.2.1"))
 
-	conf := fmt.Sprintf(`
-options {
-	directory "%[1]s";
-	pid-file "%[1]s/named.pid";
-	listen-on port %[2]s { 127.0.0.1; };
-	listen-on-v6 { none; };
-	recursion no;
-	dnssec-validation no;
-	notify no;
-	allow-query { 127.0.0.1; };
-};
-controls { };
-key "xfr-key" { algorithm hmac-sha256; secret "%[3]s"; };
-zone "example.test" {
-	type secondary;
-	file "%[1]s/example.test.db";
-	primaries port %[4]s { 127.0.0.1 key "xfr-key"; };
-	allow-notify { 127.0.0.1; };
-	request-ixfr yes;
-};
-`, dir, namedPort, secret, p.port)
-	confFile := filepath.Join(dir, "named.conf")
-	os.WriteFile(confFile, []byte(conf), 0o644)
-	named := exec.Command("named", "-g", "-n", "1", "-c", confFile)
-	var namedLog lockedBuffer
-	named.Stdout, named.Stderr = &namedLog, &namedLog
-	if err := named.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		named.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { named.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			named.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("named log:\n%s", namedLog.String())
-		}
-	})
+	namedLog := startNamed(t, namedPort, p.port)
 
 	ourSerial := func() uint32 { return query(t, p.addr, "example.test.", dns.TypeSOA).Answer[0].(*dns.SOA).Serial }
 	theirSerial := func() uint32 {
@@ -433,6 +390,59 @@ zone "example.test" {
 	if len(r.Answer) != 1 || r.Answer[0].(*dns.A).A.String() != "192.0.2.77" {
 		t.Errorf("BIND serves %v after the change", r.Answer)
 	}
+}
+
+// startNamed starts BIND 9 as a secondary of example.test on 127.0.0.1 at
+// namedPort, transferring from us at primaryPort with the TSIG key, and
+// returns its log. It is stopped when the test ends.
+func startNamed(t *testing.T, namedPort, primaryPort string) *lockedBuffer {
+	t.Helper()
+	dir := t.TempDir()
+	conf := fmt.Sprintf(`
+options {
+	directory "%[1]s";
+	pid-file "%[1]s/named.pid";
+	listen-on port %[2]s { 127.0.0.1; };
+	listen-on-v6 { none; };
+	recursion no;
+	dnssec-validation no;
+	notify no;
+	allow-query { 127.0.0.1; };
+};
+controls { };
+key "xfr-key" { algorithm hmac-sha256; secret "%[3]s"; };
+zone "example.test" {
+	type secondary;
+	file "%[1]s/example.test.db";
+	primaries port %[4]s { 127.0.0.1 key "xfr-key"; };
+	allow-notify { 127.0.0.1; };
+	request-ixfr yes;
+};
+`, dir, namedPort, secret, primaryPort)
+	confFile := filepath.Join(dir, "named.conf")
+	os.WriteFile(confFile, []byte(conf), 0o644)
+	named := exec.Command("named", "-g", "-n", "1", "-c", confFile)
+	var namedLog lockedBuffer
+	named.Stdout, named.Stderr = &namedLog, &namedLog
+	if err := named.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		named.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { named.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			named.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("named log:\n%s", namedLog.String())
+		}
+	})
+
+	return &namedLog
 }
 
 // sameAnswers checks that the secondary answers every record of the zone
@@ -472,4 +482,98 @@ func wireRRs(t *testing.T, rrs []dns.RR) string {
 	}
 	sort.Strings(out) // RRset order is not significant
 	return strings.Join(out, " ")
+}
+
+// TestBINDSecondaryFollowsAPI: with `serve --store`, a BIND 9 secondary
+// follows writes made through the admin API (the CLI's import and
+// publish): AXFR of the imported zone, then for each publish our NOTIFY,
+// an IXFR, and BIND (asked with dig) answers the new TXT record.
+func TestBINDSecondaryFollowsAPI(t *testing.T) {
+	need(t, "named", "dig")
+	dir := t.TempDir()
+	namedPort, ourPort, adminPort := freePort(t), freePort(t), freePort(t)
+	namedAddr := "127.0.0.1:" + namedPort
+	ourAddr := "127.0.0.1:" + ourPort
+	server := "http://127.0.0.1:" + adminPort
+
+	// The TSIG key is the server's (--config holds only settings and
+	// keys with --store); the zone and its services come from the API.
+	settings := filepath.Join(dir, "settings.yaml")
+	os.WriteFile(settings, []byte(`tsigKeys:
+  - {name: xfr-key, algorithm: hmac-sha256, secret: "`+secret+`"}
+`), 0o644)
+	var logs lockedBuffer
+	pub := exec.Command(bin, "serve", "--store", filepath.Join(dir, "store"), "--config", settings,
+		"--listen", ourAddr, "--admin", "127.0.0.1:"+adminPort)
+	pub.Stderr = &logs
+	if err := pub.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pub.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { pub.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			pub.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("publisher log:\n%s", logs.String())
+		}
+	})
+	waitFor(t, "the admin API", 10*time.Second, func() bool { return strings.Contains(logs.String(), `msg="admin API"`) })
+
+	cfg := filepath.Join(dir, "publisher.yaml")
+	os.WriteFile(cfg, []byte(pubConfigPadded(namedAddr, "192.0.2.1", 10)), 0o644)
+	if out := run(t, bin, "import", "--config", cfg, "--server", server); !strings.Contains(out, "service/example.test/echo created") {
+		t.Fatalf("import:\n%s", out)
+	}
+
+	namedLog := startNamed(t, namedPort, ourPort)
+
+	serial := func(addr string) uint32 {
+		m := new(dns.Msg)
+		m.SetQuestion("example.test.", dns.TypeSOA)
+		r, _, err := (&dns.Client{Timeout: time.Second}).Exchange(m, addr)
+		if err != nil || r.Rcode != dns.RcodeSuccess || len(r.Answer) != 1 {
+			return 0
+		}
+		return r.Answer[0].(*dns.SOA).Serial
+	}
+	v1 := serial(ourAddr)
+	waitFor(t, "BIND to transfer the zone", 30*time.Second, func() bool { return serial(namedAddr) == v1 })
+	sameAnswers(t, ourAddr, namedAddr)
+
+	// Durations with a fraction are published with nine fraction digits
+	// (compat.nineDigitDurations).
+	for i, timeout := range []struct{ written, published string }{{"2.5s", "2.500000000s"}, {"7s", "7s"}} {
+		svc := filepath.Join(dir, fmt.Sprintf("echo%d.yaml", i))
+		os.WriteFile(svc, []byte(`metadata: {zone: example.test, name: echo}
+spec:
+  addresses: [192.0.2.1, "2001:db8::1"]
+  port: 50051
+  ttl: 30
+  serviceConfig: {methodConfig: [{name: [{service: echo.Echo}], timeout: `+timeout.written+`}]}
+`), 0o644)
+		if out := run(t, bin, "publish", svc, "--server", server); !strings.Contains(out, "service/example.test/echo configured") {
+			t.Fatalf("publish:\n%s", out)
+		}
+		var v2 uint32
+		waitFor(t, "a new serial", 5*time.Second, func() bool { v2 = serial(ourAddr); return v2 != v1 })
+		waitFor(t, "BIND to follow the write", 30*time.Second, func() bool { return serial(namedAddr) == v2 })
+		if !regexp.MustCompile(`msg="zone transfer" zone=example.test. type=ixfr serial=` + fmt.Sprint(v2)).MatchString(logs.String()) {
+			t.Errorf("write %d did not go by incremental IXFR:\n%s", i, logs.String())
+		}
+		out := runStdout(t, "dig", "@127.0.0.1", "-p", namedPort, "+short", "TXT", "_grpc_config.echo.example.test.")
+		if !strings.Contains(out, `\"timeout\":\"`+timeout.published+`\"`) {
+			t.Errorf("write %d: dig at BIND answers %q, want the timeout %s", i, out, timeout.published)
+		}
+		sameAnswers(t, ourAddr, namedAddr)
+		v1 = v2
+	}
+	if n := strings.Count(namedLog.String(), "received notify for zone 'example.test'"); n < 2 {
+		t.Errorf("BIND logged %d NOTIFYs of ours, want one per write", n)
+	}
 }

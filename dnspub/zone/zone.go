@@ -78,26 +78,9 @@ func New(c *config.Zone, serial uint32) *Zone {
 // was built from, so that the two versions share it and the one just
 // parsed can be collected.
 func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
-	z := &Zone{Origin: c.Origin}
-	var serial uint32
-	if prev != nil {
-		*z = *prev
-		serial = prev.SOA.Serial
-	}
-	z.SOA = &dns.SOA{
-		Hdr:     hdr(c.Origin, dns.TypeSOA, c.TTL),
-		Ns:      c.SOA.MName,
-		Mbox:    c.SOA.RName,
-		Serial:  serial,
-		Refresh: c.SOA.Refresh,
-		Retry:   c.SOA.Retry,
-		Expire:  c.SOA.Expire,
-		Minttl:  c.SOA.Minimum,
-	}
-	ed := &editor{z: z, units: z.units.Edit(), owners: z.owners.Edit(), refs: z.refs.Edit(), touched: map[string]bool{}}
+	ed := newEditor(prev, c)
 	keep := map[string]bool{apexKey: true}
 	kept := 1 // units of prev that c keeps: the apex, and services below
-	ed.put(apexUnit(c))
 	var changed []*config.Service
 	for i, s := range c.Services {
 		keep[s.Name] = true
@@ -122,6 +105,55 @@ func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 		}
 	}
 	return ed.finish()
+}
+
+// UpdateServices is Update for a config c that differs from the one prev
+// was built from only in its services: those of changed are new or
+// replaced, the services named by removed are gone, every other is as it
+// was. It costs what the change touches, not the size of the zone (Update
+// compares every service). prev must not be nil.
+func UpdateServices(prev *Zone, c *config.Zone, changed []*config.Service, removed []string) (*Zone, *Change) {
+	ed := newEditor(prev, c)
+	var build []*config.Service
+	for _, s := range changed {
+		if old, ok := ed.units.Get(s.Name); ok && old.src != nil && sameService(old.src, s) {
+			continue
+		}
+		build = append(build, s)
+	}
+	for _, u := range buildUnits(build) {
+		ed.put(u)
+	}
+	for _, name := range removed {
+		if name != apexKey {
+			ed.remove(name)
+		}
+	}
+	return ed.finish()
+}
+
+// newEditor starts the version of zone c that follows prev (nil for
+// none), with c's SOA fields and apex records (its NS records and glue).
+func newEditor(prev *Zone, c *config.Zone) *editor {
+	z := &Zone{Origin: c.Origin}
+	var serial uint32
+	if prev != nil {
+		*z = *prev
+		serial = prev.SOA.Serial
+	}
+	z.SOA = &dns.SOA{
+		Hdr:     hdr(c.Origin, dns.TypeSOA, c.TTL),
+		Ns:      c.SOA.MName,
+		Mbox:    c.SOA.RName,
+		Serial:  serial,
+		Refresh: c.SOA.Refresh,
+		Retry:   c.SOA.Retry,
+		Expire:  c.SOA.Expire,
+		Minttl:  c.SOA.Minimum,
+	}
+	ed := &editor{z: z, units: z.units.Edit(), owners: z.owners.Edit(), refs: z.refs.Edit(), touched: map[string]bool{}}
+	ed.put(apexUnit(c))
+	return ed
 }
 
 // WithSerial returns a copy of z with another SOA serial; everything else

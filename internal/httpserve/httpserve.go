@@ -89,6 +89,17 @@ func (s *Server) Serve() error {
 	return err
 }
 
+// ServeTLS is Serve over TLS, with s.TLSConfig and the certificate and
+// key files as http.Server.ServeTLS takes them ("" when TLSConfig has
+// them).
+func (s *Server) ServeTLS(certFile, keyFile string) error {
+	err := s.Server.ServeTLS(s.ln, certFile, keyFile)
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return err
+}
+
 // Refused is how many connections were closed on accept because every
 // slot was taken by a connection in a request.
 func (s *Server) Refused() uint64 {

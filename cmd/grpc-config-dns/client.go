@@ -1,0 +1,833 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/store"
+)
+
+func init() {
+	extraCommands = append(extraCommands, importCmd, publishCmd, getCmd, listCmd, watchCmd, deleteCmd)
+}
+
+// Environment variables the client commands read.
+const (
+	envServer = "GRPC_CONFIG_DNS_SERVER"
+	envToken  = "GRPC_CONFIG_DNS_TOKEN"
+)
+
+// clientFlags are the flags every admin API command has.
+type clientFlags struct {
+	server, token, tokenFile, cacert, output string
+}
+
+func (c *clientFlags) add(cmd *cobra.Command, output bool) {
+	f := cmd.Flags()
+	f.StringVar(&c.server, "server", "", "admin API URL, like http://127.0.0.1:8053 (default $"+envServer+", else http://"+DefaultAdmin+")")
+	f.StringVar(&c.token, "token", "", "bearer token (default $"+envToken+")")
+	f.StringVar(&c.tokenFile, "token-file", "", "file holding the bearer token")
+	f.StringVar(&c.cacert, "cacert", "", "CA certificate (PEM) to verify an https server with")
+	if output {
+		f.StringVarP(&c.output, "output", "o", "table", "output: table, json or yaml")
+	}
+}
+
+// client talks to the admin API.
+type client struct {
+	base   string
+	token  string
+	hc     *http.Client
+	output string
+	e      *env
+}
+
+func (c *clientFlags) client(e *env) (*client, error) {
+	base := c.server
+	if base == "" {
+		base = os.Getenv(envServer)
+	}
+	if base == "" {
+		base = "http://" + DefaultAdmin
+	}
+	u, err := url.Parse(base)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, usageErr("--server %q is not an http:// or https:// URL", base)
+	}
+	token := c.token
+	if token == "" && c.tokenFile != "" {
+		b, err := os.ReadFile(c.tokenFile)
+		if err != nil {
+			return nil, usageErr("%v", err)
+		}
+		token = strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0])
+	}
+	if token == "" {
+		token = os.Getenv(envToken)
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 16
+	if c.cacert != "" {
+		pem, err := os.ReadFile(c.cacert)
+		if err != nil {
+			return nil, usageErr("%v", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, usageErr("--cacert %s holds no PEM certificate", c.cacert)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	switch c.output {
+	case "", "table", "json", "yaml":
+	default:
+		return nil, usageErr("-o must be table, json or yaml, not %q", c.output)
+	}
+	return &client{base: strings.TrimSuffix(base, "/"), token: token, hc: &http.Client{Transport: tr}, output: c.output, e: e}, nil
+}
+
+// apiError is a refusal by the server: exit 1, with its message and
+// diagnostics printed like lint's.
+type apiError struct{ e *store.Error }
+
+func (a *apiError) Error() string {
+	return fmt.Sprintf("%s (%d %s)", a.e.Message, a.e.Code, a.e.Reason)
+}
+
+func (c *client) request(ctx context.Context, method, path string, body any, out any) error {
+	var rd io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		rd = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return &exitError{code: exitUsage, err: fmt.Errorf("%s %s: %v", method, c.base+path, err)}
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
+	if err != nil {
+		return &exitError{code: exitUsage, err: fmt.Errorf("%s %s: %v", method, c.base+path, err)}
+	}
+	if resp.StatusCode >= 300 {
+		var e store.Error
+		if json.Unmarshal(b, &e) != nil || e.Code == 0 {
+			msg := strings.TrimSpace(string(b))
+			if len(msg) > 200 {
+				msg = msg[:200] + "…"
+			}
+			return &exitError{code: exitUsage, err: fmt.Errorf("%s %s: the server answered %d %q, which is no admin API answer: is --server the admin URL of serve --store (https:// when it has --admin-tls-cert)?", method, c.base+path, resp.StatusCode, msg)}
+		}
+		return &apiError{&e}
+	}
+	if out != nil {
+		if err := json.Unmarshal(b, out); err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("%s %s: the answer is not JSON: %v", method, c.base+path, err)}
+		}
+	}
+	return nil
+}
+
+// fail prints an API refusal and turns it into the exit code: 1 when the
+// server refused the request (4xx), 2 when it failed (5xx).
+func (c *client) fail(what string, err error) error {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	fmt.Fprintf(c.e.stderr, "%s: %s\n", what, ae.e.Message)
+	for _, d := range ae.e.Diagnostics {
+		loc := what + ":" + d.Path
+		if d.Line > 0 {
+			loc = fmt.Sprintf("%s:%d:%d", loc, d.Line, d.Column)
+		}
+		fmt.Fprintf(c.e.stderr, "%s: %s: %s [%s]\n", loc, d.Severity, d.Message, d.Code)
+	}
+	code := exitInvalid
+	if ae.e.Code >= 500 || ae.e.Code == http.StatusUnauthorized {
+		code = exitUsage
+	}
+	return &exitError{code: code}
+}
+
+func esc(s string) string { return url.PathEscape(s) }
+
+func objectPath(zone, name string) string {
+	if name == "" {
+		return "/v1/zones/" + esc(zone)
+	}
+	return "/v1/zones/" + esc(zone) + "/services/" + esc(name)
+}
+
+// print writes objects as the output flag says.
+func (c *client) print(v any, objs []*store.Object) error {
+	switch c.output {
+	case "json":
+		b, err := json.MarshalIndent(v, "", "  ")
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(c.e.stdout, string(b))
+	case "yaml":
+		b, err := toYAML(v)
+		if err != nil {
+			return err
+		}
+		c.e.stdout.Write(b)
+	default:
+		tw := tabwriter.NewWriter(c.e.stdout, 0, 4, 2, ' ', 0)
+		printTable(tw, objs, true)
+		tw.Flush()
+	}
+	return nil
+}
+
+// toYAML writes JSON as block YAML, numbers as written.
+func toYAML(v any) ([]byte, error) {
+	j, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	var n yaml.Node
+	if err := yaml.Unmarshal(j, &n); err != nil {
+		return nil, err
+	}
+	var block func(*yaml.Node)
+	block = func(n *yaml.Node) {
+		n.Style = 0 // the encoder quotes a string that would read as another type
+		for _, c := range n.Content {
+			block(c)
+		}
+	}
+	block(&n)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&n); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func printTable(tw io.Writer, objs []*store.Object, header bool) {
+	services := false
+	for _, o := range objs {
+		services = services || o.Metadata.Zone != ""
+	}
+	if header {
+		if services {
+			fmt.Fprintln(tw, "ZONE\tNAME\tVERSION\tADDRESSES\tCONFIG")
+		} else {
+			fmt.Fprintln(tw, "NAME\tVERSION\tTTL\tNAMESERVERS")
+		}
+	}
+	for _, o := range objs {
+		var spec map[string]json.RawMessage
+		json.Unmarshal(o.Spec, &spec)
+		if services {
+			var addrs []string
+			json.Unmarshal(spec["addresses"], &addrs)
+			cfg := "-"
+			if v, ok := spec["choices"]; ok {
+				var ch []json.RawMessage
+				json.Unmarshal(v, &ch)
+				cfg = fmt.Sprintf("%d choices", len(ch))
+			} else if v, ok := spec["serviceConfig"]; ok {
+				cfg = abbrev(string(v), 40)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Metadata.Zone, o.Metadata.Name, o.Metadata.ResourceVersion, orDash(strings.Join(addrs, ",")), cfg)
+		} else {
+			ttl := strings.Trim(string(spec["ttl"]), `"`)
+			var nss []json.RawMessage
+			json.Unmarshal(spec["nameservers"], &nss)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", o.Metadata.Name, o.Metadata.ResourceVersion, orDash(ttl), len(nss))
+		}
+	}
+}
+
+func abbrev(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-1] + "…"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// putResult is what a PUT did to one object.
+type putResult struct {
+	obj    *store.Object
+	action string // created, configured, unchanged
+	err    error
+	what   string
+}
+
+func (c *client) put(ctx context.Context, zone, name string, o *store.Object) putResult {
+	what := "zone/" + zone
+	if name != "" {
+		what = "service/" + zone + "/" + name
+	}
+	var before *store.Object
+	var out store.Object
+	if o.Metadata.ResourceVersion == "" {
+		var cur store.Object
+		if err := c.request(ctx, "GET", objectPath(zone, name), nil, &cur); err == nil {
+			before = &cur
+		}
+	}
+	if err := c.request(ctx, "PUT", objectPath(zone, name), o, &out); err != nil {
+		return putResult{err: err, what: what}
+	}
+	action := "configured"
+	switch {
+	case before != nil && before.Metadata.ResourceVersion == out.Metadata.ResourceVersion:
+		action = "unchanged"
+	case before == nil && o.Metadata.ResourceVersion == "":
+		action = "created"
+	}
+	return putResult{obj: &out, action: action, what: what}
+}
+
+// publishSpecs puts the zones of a publisher config, then their services
+// (8 at a time), and reports each.
+func (c *client) publishSpecs(ctx context.Context, specs *config.Specs, quiet bool) error {
+	failed, worst := 0, exitInvalid
+	report := func(r putResult) {
+		if r.err != nil {
+			failed++
+			var ee *exitError
+			if errors.As(c.fail(r.what, r.err), &ee) && ee.code == exitUsage {
+				worst = exitUsage
+			}
+			return
+		}
+		if !quiet || r.action != "unchanged" {
+			fmt.Fprintf(c.e.stdout, "%s %s (version %s)\n", r.what, r.action, r.obj.Metadata.ResourceVersion)
+		}
+	}
+	counts := map[string]int{}
+	for _, z := range specs.Zones {
+		r := c.put(ctx, z.Name, "", &store.Object{Metadata: store.Metadata{Name: z.Name}, Spec: z.Spec})
+		report(r)
+		if r.err != nil {
+			var ae *apiError
+			if !errors.As(r.err, &ae) {
+				return r.err
+			}
+			continue
+		}
+		counts[r.action]++
+		results := make(chan putResult)
+		work := make(chan config.ServiceSpec)
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for s := range work {
+					results <- c.put(ctx, z.Name, s.Name, &store.Object{Metadata: store.Metadata{Name: s.Name, Zone: z.Name}, Spec: s.Spec})
+				}
+			}()
+		}
+		go func() {
+			for _, s := range z.Services {
+				work <- s
+			}
+			close(work)
+			wg.Wait()
+			close(results)
+		}()
+		var fatal error
+		for r := range results {
+			report(r)
+			var ae *apiError
+			if r.err != nil && !errors.As(r.err, &ae) && fatal == nil {
+				fatal = r.err
+			}
+			if r.err == nil {
+				counts[r.action]++
+			}
+		}
+		if fatal != nil {
+			return fatal
+		}
+	}
+	if len(specs.Keys) > 0 {
+		fmt.Fprintf(c.e.stderr, "note: the config's %d TSIG keys are not stored (they are secrets): give them to serve with --config FILE holding tsigKeys:\n", len(specs.Keys))
+	}
+	fmt.Fprintf(c.e.stderr, "%d created, %d configured, %d unchanged, %d refused\n", counts["created"], counts["configured"], counts["unchanged"], failed)
+	if failed > 0 {
+		return &exitError{code: worst}
+	}
+	return nil
+}
+
+// readInput reads a file argument ("-" for stdin).
+func (e *env) readFileArg(path string) ([]byte, error) {
+	if path == "-" {
+		return io.ReadAll(io.LimitReader(e.stdin, config.MaxConfigSize+1))
+	}
+	return readLimited(path)
+}
+
+func readLimited(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, config.MaxConfigSize+1))
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	if len(b) > config.MaxConfigSize {
+		return nil, usageErr("%s is larger than %d bytes", path, config.MaxConfigSize)
+	}
+	return b, nil
+}
+
+// publishConfig checks a publisher config and publishes its objects.
+func (c *client) publishConfig(name string, text []byte) error {
+	specs, ds := config.SplitSpecs(text)
+	for _, d := range ds {
+		fmt.Fprintln(c.e.stderr, formatDiagnostic(name, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
+	}
+	if specs == nil {
+		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: nothing was published", name)}
+	}
+	return c.publishSpecs(context.Background(), specs, false)
+}
+
+func importCmd(e *env) *cobra.Command {
+	var cf clientFlags
+	var file string
+	cmd := &cobra.Command{
+		Use:   "import --config FILE --server URL",
+		Short: "Load the zones and services of a publisher config into a store",
+		Long: `Load every zone and service of a publisher config into the store behind an
+admin API (serve --store): each zone, then its services, created or replaced.
+The config is checked whole first, as serve would; the store checks each
+object again. TSIG keys are not stored: serve reads them from --config.
+
+Exit status: 0 all stored; 1 the config or an object was refused; 2 usage
+or connection error.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if file == "" {
+				return usageErr("--config FILE is required")
+			}
+			c, err := cf.client(e)
+			if err != nil {
+				return err
+			}
+			text, err := e.readFileArg(file)
+			if err != nil {
+				return err
+			}
+			return c.publishConfig(file, text)
+		},
+	}
+	cmd.Flags().StringVar(&file, "config", "", "publisher config (YAML or JSON; - for stdin)")
+	cf.add(cmd, false)
+	return cmd
+}
+
+func publishCmd(e *env) *cobra.Command {
+	var cf clientFlags
+	var ifVersion string
+	cmd := &cobra.Command{
+		Use:   "publish FILE --server URL [--if-version RV]",
+		Short: "Create or replace zones and services through the admin API",
+		Long: `Create or replace objects in a store through its admin API. FILE (- for
+stdin) is either a publisher config (zones: …), whose zones and services are
+all published, or one or more objects, YAML documents or JSON:
+
+  metadata: {zone: example.test, name: echo}
+  spec:
+    addresses: [192.0.2.1]
+    serviceConfig: {loadBalancingConfig: [{round_robin: {}}]}
+
+An object with metadata.zone is a service of that zone; one without is a
+zone. --if-version RV (or metadata.resourceVersion) makes the write
+conditional: it is refused with a conflict if the object changed since.
+
+Exit status: 0 published; 1 refused (invalid, conflict, not found); 2 usage
+or connection error.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client(e)
+			if err != nil {
+				return err
+			}
+			text, err := e.readFileArg(args[0])
+			if err != nil {
+				return err
+			}
+			objs, isConfig, err := parseObjects(text)
+			if err != nil {
+				return &exitError{code: exitInvalid, err: fmt.Errorf("%s: %v", args[0], err)}
+			}
+			if isConfig {
+				if ifVersion != "" {
+					return usageErr("--if-version applies to one object, not to a publisher config")
+				}
+				return c.publishConfig(args[0], text)
+			}
+			if ifVersion != "" {
+				if len(objs) != 1 {
+					return usageErr("--if-version applies to one object; %s holds %d", args[0], len(objs))
+				}
+				objs[0].Metadata.ResourceVersion = ifVersion
+			}
+			var out []*store.Object
+			failed := false
+			for _, o := range objs {
+				zone, name := o.Metadata.Zone, o.Metadata.Name
+				if zone == "" {
+					zone, name = name, ""
+				}
+				r := c.put(context.Background(), zone, name, o)
+				if r.err != nil {
+					if err := c.fail(r.what, r.err); err != nil {
+						var ee *exitError
+						if !errors.As(err, &ee) || ee.code != exitInvalid {
+							return err
+						}
+					}
+					failed = true
+					continue
+				}
+				out = append(out, r.obj)
+				if c.output == "table" {
+					fmt.Fprintf(e.stdout, "%s %s (version %s)\n", r.what, r.action, r.obj.Metadata.ResourceVersion)
+				}
+			}
+			if c.output != "table" {
+				var v any = out
+				if len(out) == 1 {
+					v = out[0]
+				}
+				if err := c.print(v, out); err != nil {
+					return err
+				}
+			}
+			if failed {
+				return &exitError{code: exitInvalid}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&ifVersion, "if-version", "", "publish only if the object is still at this resourceVersion")
+	cf.add(cmd, true)
+	return cmd
+}
+
+// parseObjects reads objects (YAML documents, a JSON object or a JSON
+// list) or recognises a publisher config.
+func parseObjects(text []byte) ([]*store.Object, bool, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(text))
+	var out []*store.Object
+	for i := 0; ; i++ {
+		var doc any
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("document %d: %v", i+1, err)
+		}
+		if doc == nil {
+			continue
+		}
+		items := []any{doc}
+		switch d := doc.(type) {
+		case map[string]any:
+			if _, ok := d["zones"]; ok && i == 0 {
+				return nil, true, nil
+			}
+			if list, ok := d["items"].([]any); ok {
+				items = list
+			}
+		case []any:
+			items = d
+		}
+		for _, it := range items {
+			b, err := json.Marshal(it)
+			if err != nil {
+				return nil, false, fmt.Errorf("document %d: %v", i+1, err)
+			}
+			var o store.Object
+			if err := json.Unmarshal(b, &o); err != nil || o.Metadata.Name == "" || len(o.Spec) == 0 {
+				return nil, false, fmt.Errorf("document %d is not an object {metadata: {name: …, zone: …}, spec: {…}} nor a publisher config (zones: …)", i+1)
+			}
+			out = append(out, &o)
+		}
+	}
+	if len(out) == 0 {
+		return nil, false, errors.New("no object in the file")
+	}
+	return out, false, nil
+}
+
+func getCmd(e *env) *cobra.Command {
+	var cf clientFlags
+	var rv string
+	cmd := &cobra.Command{
+		Use:   "get ZONE [SERVICE] --server URL",
+		Short: "Show a zone or a service of a store",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client(e)
+			if err != nil {
+				return err
+			}
+			name := ""
+			if len(args) == 2 {
+				name = args[1]
+			}
+			path := objectPath(args[0], name)
+			if rv != "" {
+				path += "?resourceVersion=" + url.QueryEscape(rv)
+			}
+			var o store.Object
+			if err := c.request(context.Background(), "GET", path, nil, &o); err != nil {
+				return c.fail(strings.Join(args, "/"), err)
+			}
+			return c.print(&o, []*store.Object{&o})
+		},
+	}
+	cmd.Flags().StringVar(&rv, "resource-version", "", "at least this version (default: the latest)")
+	cf.add(cmd, true)
+	return cmd
+}
+
+func deleteCmd(e *env) *cobra.Command {
+	var cf clientFlags
+	var ifVersion string
+	cmd := &cobra.Command{
+		Use:   "delete ZONE [SERVICE] --server URL [--if-version RV]",
+		Short: "Delete a service (or an empty zone) of a store",
+		Args:  cobra.RangeArgs(1, 2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client(e)
+			if err != nil {
+				return err
+			}
+			name := ""
+			if len(args) == 2 {
+				name = args[1]
+			}
+			path := objectPath(args[0], name)
+			if ifVersion != "" {
+				path += "?resourceVersion=" + url.QueryEscape(ifVersion)
+			}
+			var o store.Object
+			if err := c.request(context.Background(), "DELETE", path, nil, &o); err != nil {
+				return c.fail(strings.Join(args, "/"), err)
+			}
+			if c.output == "table" {
+				fmt.Fprintf(e.stdout, "%s deleted (version %s)\n", strings.Join(args, "/"), o.Metadata.ResourceVersion)
+				return nil
+			}
+			return c.print(&o, nil)
+		},
+	}
+	cmd.Flags().StringVar(&ifVersion, "if-version", "", "delete only if the object is still at this resourceVersion")
+	cf.add(cmd, true)
+	return cmd
+}
+
+func listCmd(e *env) *cobra.Command {
+	var cf clientFlags
+	var o store.ListOptions
+	cmd := &cobra.Command{
+		Use:   "list [ZONE] --server URL [--limit N] [--resource-version RV] [--match Exact|NotOlderThan] [--continue TOKEN]",
+		Short: "List the services of a zone (or the zones) of a store",
+		Long: `List the services of ZONE, or the zones without it. --resource-version and
+--match follow Kubernetes (resourceVersion and resourceVersionMatch): without
+them the latest; NotOlderThan RV at least that version; Exact RV exactly that
+version (refused when it was compacted). --limit N shows one page of N and
+prints the command for the next page on stderr.`,
+		Args: cobra.RangeArgs(0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client(e)
+			if err != nil {
+				return err
+			}
+			path := "/v1/zones"
+			if len(args) == 1 {
+				path = objectPath(args[0], "") + "/services"
+			}
+			q := url.Values{}
+			if o.Limit > 0 {
+				q.Set("limit", fmt.Sprint(o.Limit))
+			}
+			for k, v := range map[string]string{"continue": o.Continue, "resourceVersion": o.ResourceVersion, "resourceVersionMatch": o.ResourceVersionMatch} {
+				if v != "" {
+					q.Set(k, v)
+				}
+			}
+			if len(q) > 0 {
+				path += "?" + q.Encode()
+			}
+			var l store.List
+			if err := c.request(context.Background(), "GET", path, nil, &l); err != nil {
+				return c.fail("list", err)
+			}
+			if err := c.print(&l, l.Items); err != nil {
+				return err
+			}
+			if l.Metadata.Continue != "" {
+				fmt.Fprintf(e.stderr, "more: add --continue %s (list at version %s)\n", l.Metadata.Continue, l.Metadata.ResourceVersion)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.Int64Var(&o.Limit, "limit", 0, "at most this many items (one page)")
+	f.StringVar(&o.ResourceVersion, "resource-version", "", "the version to list at (see --match)")
+	f.StringVar(&o.ResourceVersionMatch, "match", "", "how --resource-version applies: Exact or NotOlderThan")
+	f.StringVar(&o.Continue, "continue", "", "the continue token of the previous page")
+	cf.add(cmd, true)
+	return cmd
+}
+
+func watchCmd(e *env) *cobra.Command {
+	var cf clientFlags
+	var rv string
+	cmd := &cobra.Command{
+		Use:   "watch [ZONE] --server URL [--resource-version RV]",
+		Short: "Follow the changes of the services of a zone (or of the zones)",
+		Long: `Print every change of the services of ZONE (or of the zones) as it happens:
+from --resource-version RV on, or, without it, every object first (as ADDED)
+and then the changes. Stops on SIGINT; -o json prints the raw events.`,
+		Args: cobra.RangeArgs(0, 1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client(e)
+			if err != nil {
+				return err
+			}
+			path := "/v1/zones"
+			if len(args) == 1 {
+				path = objectPath(args[0], "") + "/services"
+			}
+			path += "?watch=true"
+			if rv != "" {
+				path += "&resourceVersion=" + url.QueryEscape(rv)
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer stop()
+			return c.watch(ctx, path)
+		},
+	}
+	cmd.Flags().StringVar(&rv, "resource-version", "", "print the changes after this version")
+	cf.add(cmd, true)
+	return cmd
+}
+
+func (c *client) watch(ctx context.Context, path string) error {
+	req, err := http.NewRequestWithContext(ctx, "GET", c.base+path, nil)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return &exitError{code: exitUsage, err: err}
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var e store.Error
+		if json.Unmarshal(b, &e) != nil || e.Code == 0 {
+			e = store.Error{Code: resp.StatusCode, Message: strings.TrimSpace(string(b))}
+		}
+		return c.fail("watch", &apiError{&e})
+	}
+	// Events are printed as they come, so the columns have fixed widths
+	// (a tabwriter aligns only what it holds).
+	const row = "%-9s %-24s %-24s %s\n"
+	if c.output == "table" {
+		fmt.Fprintf(c.e.stdout, row, "EVENT", "ZONE", "NAME", "VERSION")
+	}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 4<<20)
+	for sc.Scan() {
+		var ev struct {
+			Type   store.EventType `json:"type"`
+			Object json.RawMessage `json:"object"`
+		}
+		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
+			return &exitError{code: exitUsage, err: fmt.Errorf("watch: %v", err)}
+		}
+		switch c.output {
+		case "json":
+			fmt.Fprintln(c.e.stdout, sc.Text())
+			continue
+		case "yaml":
+			b, _ := toYAML(ev)
+			fmt.Fprintf(c.e.stdout, "---\n%s", b)
+			continue
+		}
+		if ev.Type == store.ErrorEvent {
+			var e store.Error
+			json.Unmarshal(ev.Object, &e)
+			return c.fail("watch", &apiError{&e})
+		}
+		var o store.Object
+		json.Unmarshal(ev.Object, &o)
+		if ev.Type == store.Bookmark {
+			continue
+		}
+		fmt.Fprintf(c.e.stdout, row, ev.Type, orDash(o.Metadata.Zone), o.Metadata.Name, o.Metadata.ResourceVersion)
+	}
+	if ctx.Err() == nil && sc.Err() != nil {
+		return &exitError{code: exitUsage, err: fmt.Errorf("watch: %v", sc.Err())}
+	}
+	return nil
+}

@@ -1,0 +1,218 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/ui"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/httpserve"
+	"github.com/grpc-config-dns/grpc-config-dns/store"
+	"github.com/grpc-config-dns/grpc-config-dns/store/api"
+)
+
+// storeFlags are serve's flags for store mode (DESIGN.md §7.1).
+type storeFlags struct {
+	store, admin, tokenFile, tlsCert, tlsKey string
+	history                                  int64
+}
+
+// DefaultAdmin is where the admin API listens by default: loopback only.
+const DefaultAdmin = "127.0.0.1:8053"
+
+// isLoopback reports whether a listen address only accepts connections
+// from this machine.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serveStore runs serve with the zones of a store and the admin API.
+func (e *env) serveStore(sf storeFlags, configFile, listen, metricsAddr, logFormat, logLevel string, grace, lameDuck time.Duration, queryLog bool) error {
+	log, err := newLogger(e, logFormat, logLevel)
+	if err != nil {
+		return err
+	}
+	var tokens []string
+	switch {
+	case sf.tokenFile != "":
+		if tokens, err = api.ReadTokens(sf.tokenFile); err != nil {
+			return usageErr("%v", err)
+		}
+	case !isLoopback(sf.admin):
+		return usageErr("--admin %s accepts connections from other machines: give --admin-token-file with the bearer tokens that may use the admin API (or listen on 127.0.0.1)", sf.admin)
+	}
+	if (sf.tlsCert == "") != (sf.tlsKey == "") {
+		return usageErr("--admin-tls-cert and --admin-tls-key go together")
+	}
+	var tlsConfig *tls.Config
+	if sf.tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(sf.tlsCert, sf.tlsKey)
+		if err != nil {
+			return usageErr("admin TLS: %v", err)
+		}
+		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	} else if len(tokens) > 0 && !isLoopback(sf.admin) {
+		log.Warn("the admin API's bearer tokens travel in clear text: give --admin-tls-cert and --admin-tls-key, or keep the network trusted", "admin", sf.admin)
+	}
+	settings := &config.Config{}
+	if configFile != "" {
+		text, err := os.ReadFile(configFile)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		cfg, ds := config.ParseSettings(text)
+		for _, d := range ds {
+			fmt.Fprintln(e.stderr, formatDiagnostic(configFile, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
+		}
+		if cfg == nil {
+			return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: not serving", configFile)}
+		}
+		settings = cfg
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfoGauge())
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sigs)
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	st, err := store.Open(ctx, store.Options{Location: sf.store, History: sf.history, Keys: settings.Keys, Logger: log})
+	cancel()
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	defer st.Close()
+	opts := dnspub.Options{Store: st, Listen: listen, Logger: log, Registerer: reg, Keys: settings.Keys}
+	if queryLog {
+		opts.QueryLog = log.With("log", "query")
+	}
+	if configFile != "" {
+		opts.Settings = &settings.Server
+	}
+	srv, err := dnspub.New(opts)
+	if err != nil {
+		return usageErr("%v", err)
+	}
+	if err := srv.Start(); err != nil {
+		return listenError("--listen", listen, err)
+	}
+	// One readiness for both listeners: the store's, and unready during
+	// the lame-duck period.
+	hc := &health{check: srv.Ready}
+	hc.ready.Store(true)
+	stop := func(ctx context.Context) {
+		if err := srv.Shutdown(ctx); err != nil {
+			log.Warn("connections closed before they finished", "err", err)
+		}
+	}
+	admin, err := httpserve.Listen(sf.admin, api.New(api.Options{Store: st, Tokens: tokens, Ready: hc.err, Logger: log}),
+		httpserve.Limits{MaxConns: 256})
+	if err != nil {
+		stop(context.Background())
+		return usageErr("admin API: %v", err)
+	}
+	// TLS handshake failures and the like go to the log, as warnings.
+	admin.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
+		admin.TLSConfig = tlsConfig
+	}
+	go func() {
+		var err error
+		if tlsConfig != nil {
+			err = admin.ServeTLS("", "")
+		} else {
+			err = admin.Serve()
+		}
+		if err != nil {
+			log.Error("admin API stopped", "err", err)
+		}
+	}()
+	log.Info("admin API", "url", scheme+"://"+admin.Addr().String(), "store", redact(sf.store), "auth", len(tokens) > 0)
+	var hs *httpserve.Server
+	if metricsAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		hc.register(mux)
+		// The read-only web view, as with a config file: what DNS answers
+		// now, from the store's snapshot.
+		mux.Handle("/ui/", ui.Handler(publishedSource(srv, "the store "+redact(sf.store)), log))
+		if hs, err = httpserve.Listen(metricsAddr, mux, httpserve.Limits{MaxConns: 16}); err != nil {
+			admin.Close()
+			stop(context.Background())
+			return listenError("--metrics", metricsAddr, err)
+		}
+		go hs.Serve()
+		log.Info("metrics", "url", "http://"+hs.Addr().String()+"/metrics", "ui", "http://"+hs.Addr().String()+"/ui/")
+	}
+	for sig := range sigs {
+		if sig == syscall.SIGHUP {
+			log.Info("SIGHUP: reading the store again")
+			srv.Reload()
+			continue
+		}
+		log.Info("stopping", "signal", sig.String())
+		break
+	}
+	hc.ready.Store(false)
+	if lameDuck > 0 {
+		log.Info("lame duck: /readyz unready, still answering DNS", "for", lameDuck.String())
+		time.Sleep(lameDuck)
+	}
+	ctx, cancel = context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	admin.Shutdown(ctx)
+	if hs != nil {
+		hs.Shutdown(ctx)
+	}
+	stop(ctx)
+	log.Info("stopped")
+	return nil
+}
+
+// redact hides credentials in a store URL for logs.
+func redact(loc string) string {
+	if i := strings.Index(loc, "@"); i >= 0 && strings.HasPrefix(loc, "etcd://") {
+		return "etcd://…" + loc[i:]
+	}
+	return loc
+}
+
+func newLogger(e *env, logFormat, logLevel string) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		return nil, usageErr("--log-level must be debug, info, warn or error, not %q", logLevel)
+	}
+	hopts := &slog.HandlerOptions{Level: level}
+	switch logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(e.stderr, hopts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(e.stderr, hopts)), nil
+	}
+	return nil, usageErr("--log-format must be text or json, not %q", logFormat)
+}

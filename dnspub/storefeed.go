@@ -1,0 +1,600 @@
+package dnspub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+	"github.com/grpc-config-dns/grpc-config-dns/store"
+)
+
+// Store mode (serve --store): the zones and services come from a
+// versioned store (package store) instead of a config file. The server
+// reads a snapshot of the store, then follows its changes; every batch of
+// changes becomes the next version of the zones it touches, built
+// incrementally like a reload (only the services that changed are made
+// again), then NOTIFY goes out and IXFR serves the differences.
+//
+// SOA serials follow the store's revisions, so that every replica on one
+// store serves the same serial for the same data and the serial a
+// secondary holds says which writes it has:
+//
+//	serial(zone) = (base + max(L, E)) mod 2^32
+//
+// where L is the revision of the last write to the zone or one of its
+// services (deletions included: the store keeps a per-zone marker that
+// every such write rewrites), E is the revision the server has read up to
+// rounded down to a multiple of 2^30, and base is a number the store
+// fixes when it is created (its creation time in Unix seconds, so that a
+// zone moved from a config file to a store keeps serials above the ones
+// the file gave it). A secondary holding serial S has every write to the
+// zone up to the revision r with (base + r) mod 2^32 = S nearest below the
+// store's.
+//
+// Serials stay monotonic in RFC 1982 arithmetic past 2^32: two versions
+// of a zone that a secondary can compare differ by less than 2^31 as long
+// as the server sees the store advance by less than 2^30 revisions at a
+// time, because E moves every zone's serial forward every 2^30 revisions
+// even when the zone does not change (one NOTIFY per zone per 2^30
+// writes). Revisions never decrease in a store (embedded or etcd), and are
+// persisted before a write is acknowledged, so serials never go backwards
+// across restarts, kill -9 included. Only a store restored from an older
+// backup can go back; the server then keeps serving the served serial + 1
+// and logs an error.
+
+// storeEpoch is the step by which E moves every zone's serial.
+const storeEpoch = 1 << 30
+
+// feed is what the server has read of the store.
+type feed struct {
+	st   *store.Store
+	keys []*config.Key
+	base uint32
+	rev  int64 // read up to
+	// zones by store name; touched only by the server's feed goroutine
+	// (and by New, before it starts).
+	zones map[string]*feedZone
+
+	up       atomic.Bool // the store answered the last ping
+	synced   atomic.Bool // a snapshot of the store is served
+	lastErr  atomic.Value
+	upGauge  prometheus.Gauge
+	revGauge prometheus.Gauge
+	invalid  prometheus.Gauge
+	resyncs  prometheus.Counter
+	resync   chan struct{} // SIGHUP: read the store again
+}
+
+type feedZone struct {
+	name   string
+	spec   []byte
+	rev    int64
+	marker int64
+	// base is the zone's validated spec (nil: absent or invalid), cfg the
+	// config last built (with services); nil when dirty.
+	base     *config.Zone
+	cfg      *config.Zone
+	respec   bool // base must be validated again, and every service
+	services map[string]*feedService
+
+	// What is served of the zone, kept up to date change by change so
+	// that a write to one service of 100 000 costs that service: last is
+	// the config built last, served its valid services (in no order),
+	// index their places in served by store name, pending the services
+	// changed since last was built, and delta how cfg differs from last
+	// (nil: cfg was built whole).
+	last    *config.Zone
+	served  []*config.Service
+	names   []string // the store names of served
+	index   map[string]int
+	pending map[string]bool
+	delta   *zoneDelta
+}
+
+// zoneDelta is how a zone's config differs from the one built before it:
+// services changed (new or replaced) and removed (by config name), the
+// others the same (see zone.UpdateServices).
+type zoneDelta struct {
+	prev    *config.Zone
+	changed []*config.Service
+	removed []string
+}
+
+type feedService struct {
+	spec []byte
+	rev  int64
+	svc  *config.Service // nil: not validated yet, or invalid (bad)
+	bad  bool
+}
+
+func newFeed(st *store.Store, keys []*config.Key) *feed {
+	f := &feed{st: st, keys: keys, zones: map[string]*feedZone{}, resync: make(chan struct{}, 1),
+		upGauge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "store_up",
+			Help: "1 while the store answers; 0 while it does not (the last snapshot keeps being served)."}),
+		revGauge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "store_revision",
+			Help: "The store revision the served zones are built from."}),
+		invalid: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "store_invalid_objects",
+			Help: "Zones and services in the store that this server cannot serve (invalid with its TSIG keys or rules); each is logged."}),
+		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "store_resyncs_total",
+			Help: "Times the whole store was read again (start, a watch that fell behind compaction, SIGHUP)."}),
+	}
+	f.lastErr.Store("")
+	return f
+}
+
+func (f *feed) collectors() []prometheus.Collector {
+	return []prometheus.Collector{f.upGauge, f.revGauge, f.invalid, f.resyncs}
+}
+
+func (f *feed) zone(name string) *feedZone {
+	z := f.zones[name]
+	if z == nil {
+		z = &feedZone{name: name, services: map[string]*feedService{}}
+		f.zones[name] = z
+	}
+	return z
+}
+
+// apply records one item; it is a no-op for an item already known.
+func (f *feed) apply(it store.Item) {
+	z := f.zone(it.Zone)
+	switch it.Kind {
+	case store.KindZone:
+		if it.Deleted {
+			z.spec, z.rev = nil, 0
+		} else if z.spec != nil && z.rev == it.Rev {
+			return
+		} else {
+			z.spec, z.rev = it.Spec, it.Rev
+		}
+		z.respec, z.cfg = true, nil
+	case store.KindService:
+		if it.Deleted {
+			if _, ok := z.services[it.Name]; !ok {
+				return
+			}
+			delete(z.services, it.Name)
+		} else {
+			if old := z.services[it.Name]; old != nil && old.rev == it.Rev {
+				return
+			}
+			z.services[it.Name] = &feedService{spec: it.Spec, rev: it.Rev}
+		}
+		if z.pending == nil {
+			z.pending = map[string]bool{}
+		}
+		z.pending[it.Name] = true
+		z.cfg = nil
+	case store.KindMarker:
+		rev := it.Rev
+		if it.Deleted {
+			rev = 0
+		}
+		if z.marker != rev {
+			z.marker, z.cfg = rev, nil
+		}
+	}
+}
+
+// replace makes the feed hold exactly items (a snapshot at rev), keeping
+// what did not change.
+func (f *feed) replace(items []store.Item, rev int64) {
+	type key struct {
+		zone, name string
+		kind       store.Kind
+	}
+	seen := map[key]bool{}
+	for _, it := range items {
+		f.apply(it)
+		seen[key{it.Zone, it.Name, it.Kind}] = true
+	}
+	for name, z := range f.zones {
+		if z.spec != nil && !seen[key{name, "", store.KindZone}] {
+			f.apply(store.Item{Kind: store.KindZone, Zone: name, Deleted: true})
+		}
+		if z.marker != 0 && !seen[key{name, "", store.KindMarker}] {
+			f.apply(store.Item{Kind: store.KindMarker, Zone: name, Deleted: true})
+		}
+		for svc := range z.services {
+			if !seen[key{name, svc, store.KindService}] {
+				f.apply(store.Item{Kind: store.KindService, Zone: name, Name: svc, Deleted: true})
+			}
+		}
+	}
+	f.rev = rev
+}
+
+// serial is the SOA serial of zone origin (see the top of this file).
+func (f *feed) serial(origin string) uint32 {
+	name, _ := config.ZoneName(origin)
+	z := f.zones[name]
+	l := int64(0)
+	if z != nil {
+		l = max(z.marker, z.rev)
+	}
+	e := f.rev / storeEpoch * storeEpoch
+	return uint32(uint64(f.base) + uint64(max(l, e)))
+}
+
+// config returns the config to serve: every zone whose spec is valid,
+// with its valid services. A zone that did not change keeps its config
+// object, which build recognises.
+func (f *feed) config(settings config.Server, log func(msg string, args ...any)) *config.Config {
+	cfg := &config.Config{Server: settings, Keys: f.keys}
+	invalid := 0
+	for name, z := range f.zones {
+		if z.spec == nil && len(z.services) == 0 && z.marker == 0 {
+			delete(f.zones, name)
+			continue
+		}
+		if z.respec {
+			z.respec = false
+			z.base = nil
+			if z.spec != nil {
+				zc, ds := config.ValidateZone(name, z.spec, f.keys)
+				if zc == nil {
+					log("zone in the store is invalid here: not serving it", "zone", name, "version", z.rev, "errors", summary(ds))
+				}
+				z.base = zc
+			}
+			for _, s := range z.services {
+				s.svc, s.bad = nil, false
+			}
+			z.last = nil // build it whole
+		}
+		if z.base == nil {
+			invalid++
+			continue
+		}
+		if z.cfg == nil {
+			z.cfg = f.build(z, log)
+		}
+		invalid += len(z.services) - len(z.served) // every service is validated by build
+		cfg.Zones = append(cfg.Zones, z.cfg)
+	}
+	f.invalid.Set(float64(invalid))
+	return cfg
+}
+
+// build validates the zone's new services (in parallel: a store of
+// 100 000 is read at start) and makes its config: from the changed
+// services alone when only a few changed since the last build, else
+// whole.
+func (f *feed) build(z *feedZone, log func(msg string, args ...any)) *config.Zone {
+	whole := z.last == nil || len(z.pending) > len(z.services)/4
+	var names []string
+	if whole {
+		for name := range z.services {
+			names = append(names, name)
+		}
+	} else {
+		for name := range z.pending {
+			names = append(names, name)
+		}
+	}
+	f.validate(z, names, log)
+	if whole {
+		z.served, z.names, z.index = z.served[:0], z.names[:0], make(map[string]int, len(z.services))
+		for name, s := range z.services {
+			if s.svc != nil {
+				z.index[name] = len(z.served)
+				z.served = append(z.served, s.svc)
+				z.names = append(z.names, name)
+			}
+		}
+		z.delta = nil
+	} else {
+		d := &zoneDelta{prev: z.last}
+		for _, name := range names {
+			if i, ok := z.index[name]; ok {
+				d.removed = append(d.removed, z.served[i].Name)
+				last := len(z.served) - 1
+				if i != last {
+					z.served[i], z.names[i] = z.served[last], z.names[last]
+					z.index[z.names[i]] = i
+				}
+				z.served[last] = nil
+				z.served, z.names = z.served[:last], z.names[:last]
+				delete(z.index, name)
+			}
+			if s := z.services[name]; s != nil && s.svc != nil {
+				z.index[name] = len(z.served)
+				z.served = append(z.served, s.svc)
+				z.names = append(z.names, name)
+				d.changed = append(d.changed, s.svc)
+				// Replaced, not removed.
+				if k := len(d.removed) - 1; k >= 0 && d.removed[k] == s.svc.Name {
+					d.removed = d.removed[:k]
+				}
+			}
+		}
+		z.delta = d
+	}
+	clear(z.pending)
+	zc := *z.base
+	zc.Services = slices.Clone(z.served)
+	z.last = &zc
+	return &zc
+}
+
+// validate validates the services of z named (those not validated yet).
+func (f *feed) validate(z *feedZone, names []string, log func(msg string, args ...any)) {
+	var todo []*feedService
+	var todoNames []string
+	for _, name := range names {
+		if s := z.services[name]; s != nil && s.svc == nil && !s.bad {
+			todo = append(todo, s)
+			todoNames = append(todoNames, name)
+		}
+	}
+	workers := 1
+	if len(todo) >= 256 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	diags := make([]sc.Diagnostics, len(todo))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(todo); i += workers {
+				todo[i].svc, diags[i] = config.ValidateService(z.base, todoNames[i], todo[i].spec, f.keys)
+				todo[i].bad = todo[i].svc == nil
+			}
+		}()
+	}
+	wg.Wait()
+	for i, s := range todo {
+		if s.bad {
+			log("service in the store is invalid here: not serving it", "zone", z.name, "service", todoNames[i], "version", s.rev, "errors", summary(diags[i]))
+		}
+	}
+}
+
+func summary(ds sc.Diagnostics) string {
+	out := ""
+	for _, d := range ds {
+		if d.Severity == sc.Error {
+			if out != "" {
+				out += "; "
+			}
+			out += fmt.Sprintf("%s: %s [%s]", d.Path, d.Message, d.Code)
+		}
+	}
+	return out
+}
+
+// feedDelta returns how zc differs from the config prev was built from,
+// when the store's feed knows (nil: compare every service).
+func (s *Server) feedDelta(zc *config.Zone, prev *zoneEntry) *zoneDelta {
+	if s.feed == nil || prev == nil {
+		return nil
+	}
+	name, _ := config.ZoneName(zc.Origin)
+	z := s.feed.zones[name]
+	if z == nil || z.cfg != zc || z.delta == nil || z.delta.prev != prev.cfg {
+		return nil
+	}
+	return z.delta
+}
+
+// fixedSerial returns the serial of a zone in store mode.
+func (s *Server) fixedSerial(origin string) (uint32, bool) {
+	if s.feed == nil {
+		return 0, false
+	}
+	return s.feed.serial(origin), true
+}
+
+// Ready reports whether the server serves what it should: in store mode,
+// a snapshot of the store has been served and the store answers (while it
+// does not, the last snapshot keeps being served).
+func (s *Server) Ready() error {
+	if s.snap.Load() == nil {
+		return errors.New("no version is served yet")
+	}
+	if s.feed == nil {
+		return nil
+	}
+	if !s.feed.synced.Load() {
+		return fmt.Errorf("the store has not been read yet: %s", s.feed.lastErr.Load())
+	}
+	if !s.feed.up.Load() {
+		return fmt.Errorf("the store does not answer (%s): serving its revision %d", s.feed.lastErr.Load(), s.StoreRevision())
+	}
+	return nil
+}
+
+// StoreRevision is the store revision the served zones are built from (0
+// outside store mode).
+func (s *Server) StoreRevision() int64 {
+	if snap := s.snap.Load(); snap != nil {
+		return snap.storeRev
+	}
+	return 0
+}
+
+// syncStore reads the whole store and publishes it.
+func (s *Server) syncStore(ctx context.Context) error {
+	f := s.feed
+	if f.base == 0 {
+		base, err := f.st.SerialBase(ctx)
+		if err != nil {
+			return err
+		}
+		f.base = base
+	}
+	items, rev, err := f.st.Snapshot(ctx)
+	if err != nil {
+		return err
+	}
+	f.resyncs.Inc()
+	f.replace(items, rev)
+	if err := s.publishStore("store snapshot"); err != nil {
+		return err
+	}
+	f.synced.Store(true)
+	return nil
+}
+
+// publishStore builds and serves the feed's state.
+func (s *Server) publishStore(why string) error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	cfg := s.feed.config(s.settings(), func(msg string, args ...any) { s.log.Error(msg, args...) })
+	s.building = s.feed.rev
+	_, err := s.publish(cfg, "the store", why, 0)
+	if err == nil {
+		s.feed.revGauge.Set(float64(s.feed.rev))
+	}
+	return err
+}
+
+func (s *Server) settings() config.Server {
+	if s.opts.Settings != nil {
+		return *s.opts.Settings
+	}
+	return config.Server{
+		MaxUDPSize: config.DefaultMaxUDPSize, TCPIdleTimeout: config.DefaultTCPIdleTimeout,
+		MaxTCPConnections: config.DefaultMaxTCPConnections, MaxTCPConnectionsPerAddress: config.DefaultMaxTCPConnectionsPerAddress,
+		IXFRHistory: config.DefaultIXFRHistory,
+	}
+}
+
+// followStore keeps the served zones in line with the store: a snapshot,
+// then its changes, and a new snapshot when the changes cannot be
+// followed (compacted while behind) or on SIGHUP.
+func (s *Server) followStore(ctx context.Context) {
+	f := s.feed
+	for {
+		if !f.synced.Load() || len(f.resync) > 0 {
+			select {
+			case <-f.resync:
+			default:
+			}
+			if err := s.syncStore(ctx); err != nil {
+				f.lastErr.Store(err.Error())
+				s.log.Error("cannot read the store; serving what was read before, retrying", "err", err, "revision", f.rev)
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Second):
+				}
+				continue
+			}
+		}
+		err := s.followChanges(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		f.synced.Store(false)
+		if err != nil {
+			f.lastErr.Store(err.Error())
+			s.log.Warn("following the store failed; reading it whole again", "err", err, "revision", f.rev)
+		}
+	}
+}
+
+// maxBatches is how many batches of changes one version takes at most.
+const maxBatches = 256
+
+func (s *Server) followChanges(ctx context.Context) error {
+	f := s.feed
+	fctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ch := f.st.Follow(fctx, f.rev)
+	for {
+		var b store.Changes
+		var ok bool
+		select {
+		case b, ok = <-ch:
+		case <-f.resync:
+			return nil
+		case <-ctx.Done():
+			return nil
+		}
+		if !ok {
+			return errors.New("the store's watch ended")
+		}
+		n, changed := 0, false
+		for {
+			if b.Err != nil {
+				if errors.Is(b.Err, store.ErrCompacted) {
+					return fmt.Errorf("the changes after revision %d were compacted before they were read", f.rev)
+				}
+				return b.Err
+			}
+			for _, it := range b.Items {
+				f.apply(it)
+				changed = true
+			}
+			if b.Rev > f.rev {
+				// An epoch boundary changes every serial.
+				changed = changed || b.Rev/storeEpoch != f.rev/storeEpoch
+				f.rev = b.Rev
+			}
+			n++
+			if n == maxBatches {
+				break
+			}
+			select {
+			case b, ok = <-ch:
+				if !ok {
+					return errors.New("the store's watch ended")
+				}
+				continue
+			default:
+			}
+			break
+		}
+		if changed {
+			if err := s.publishStore("store change"); err != nil {
+				s.log.Error("a store change is not served", "err", err, "revision", f.rev)
+			}
+		} else {
+			f.revGauge.Set(float64(f.rev))
+		}
+	}
+}
+
+// pingStore checks every interval that the store answers.
+func (s *Server) pingStore(ctx context.Context, every time.Duration) {
+	f := s.feed
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		pctx, cancel := context.WithTimeout(ctx, every)
+		err := f.st.Ping(pctx)
+		cancel()
+		if ctx.Err() != nil {
+			return
+		}
+		switch {
+		case err == nil && !f.up.Load():
+			f.up.Store(true)
+			f.upGauge.Set(1)
+			s.log.Info("the store answers", "revision", f.rev)
+		case err != nil && f.up.Load():
+			f.up.Store(false)
+			f.upGauge.Set(0)
+			f.lastErr.Store(err.Error())
+			s.log.Error("the store does not answer; serving the last snapshot", "err", err, "revision", f.rev)
+		case err != nil:
+			f.lastErr.Store(err.Error())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}

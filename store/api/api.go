@@ -1,0 +1,389 @@
+// Package api is the admin HTTP API of a store (DESIGN.md §7.1): zones
+// and services as Kubernetes-shaped JSON objects, with resourceVersion
+// preconditions, lists with limit/continue and resourceVersionMatch, and
+// watches, as kube-apiserver serves them.
+//
+//	GET|PUT|DELETE /v1/zones/{zone}
+//	GET            /v1/zones                      list, or watch with watch=true
+//	GET|PUT|DELETE /v1/zones/{zone}/services/{name}
+//	GET            /v1/zones/{zone}/services      list, or watch with watch=true
+//	GET            /healthz, /readyz
+//
+// With bearer tokens configured, every /v1/ request must carry one
+// (Authorization: Bearer TOKEN), compared in constant time; /healthz and
+// /readyz are open.
+package api
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/grpc-config-dns/grpc-config-dns/store"
+)
+
+// Options configure the API.
+type Options struct {
+	Store *store.Store
+	// Tokens are the bearer tokens accepted; none means no authentication
+	// (only allowed on loopback: see cmd serve).
+	Tokens []string
+	// Ready reports whether the server is ready: nil when it is.
+	Ready func() error
+	// Logger; nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// ReadTokens reads a token file: one token a line; blank lines and lines
+// starting with # are ignored.
+func ReadTokens(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("admin token file: %w", err)
+	}
+	var out []string
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		t := strings.TrimSpace(sc.Text())
+		if t == "" || strings.HasPrefix(t, "#") {
+			continue
+		}
+		if len(t) < 16 {
+			return nil, fmt.Errorf("admin token file %s: a token is %d characters; use at least 16 random ones (like `openssl rand -hex 32`)", path, len(t))
+		}
+		out = append(out, t)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("admin token file %s holds no token: write one per line (like `openssl rand -hex 32`)", path)
+	}
+	return out, nil
+}
+
+type handler struct {
+	s      *store.Store
+	tokens [][sha256.Size]byte
+	ready  func() error
+	log    *slog.Logger
+}
+
+// New returns the API's handler.
+func New(opts Options) http.Handler {
+	h := &handler{s: opts.Store, ready: opts.Ready, log: opts.Logger}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	for _, t := range opts.Tokens {
+		h.tokens = append(h.tokens, sha256.Sum256([]byte(t)))
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
+	mux.HandleFunc("/readyz", h.readyz)
+	mux.HandleFunc("/v1/zones", h.auth(h.zones))
+	mux.HandleFunc("/v1/zones/{zone}", h.auth(h.zone))
+	mux.HandleFunc("/v1/zones/{zone}/services", h.auth(h.services))
+	mux.HandleFunc("/v1/zones/{zone}/services/{name}", h.auth(h.service))
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, &store.Error{Code: http.StatusNotFound, Reason: store.ReasonNotFound,
+			Message: fmt.Sprintf("no such path %s: the API has /v1/zones/{zone} and /v1/zones/{zone}/services/{name}", r.URL.Path)})
+	})
+	return mux
+}
+
+func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
+	if h.ready != nil {
+		if err := h.ready(); err != nil {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			fmt.Fprintf(w, "not ready: %v\n", err)
+			return
+		}
+	}
+	io.WriteString(w, "ok\n")
+}
+
+// auth checks the bearer token, comparing its hash with every accepted
+// token's in constant time.
+func (h *handler) auth(next http.HandlerFunc) http.HandlerFunc {
+	if len(h.tokens) == 0 {
+		return next
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
+		match := 0
+		for _, t := range h.tokens {
+			match |= subtle.ConstantTimeCompare(sum[:], t[:])
+		}
+		if !ok || match != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="grpc-config-dns"`)
+			writeError(w, &store.Error{Code: http.StatusUnauthorized, Reason: store.ReasonUnauthorized,
+				Message: "a valid bearer token is required: send Authorization: Bearer TOKEN with a token of the server's --admin-token-file"})
+			return
+		}
+		next(w, r)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	w.Write(append(b, '\n'))
+}
+
+func writeError(w http.ResponseWriter, err error) {
+	var e *store.Error
+	if !errors.As(err, &e) {
+		e = &store.Error{Code: http.StatusInternalServerError, Reason: store.ReasonInternal, Message: err.Error()}
+	}
+	b, _ := json.Marshal(e)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(e.Code)
+	w.Write(append(b, '\n'))
+}
+
+func notAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+	w.Header().Set("Allow", allow)
+	writeError(w, &store.Error{Code: http.StatusMethodNotAllowed, Reason: store.ReasonNotAllowed,
+		Message: fmt.Sprintf("%s is not allowed on %s: use %s", r.Method, r.URL.Path, allow)})
+}
+
+// maxBody bounds a request body: a spec (config.MaxSpecSize) and its
+// metadata.
+const maxBody = 2 << 20
+
+func readObject(w http.ResponseWriter, r *http.Request) (*store.Object, error) {
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxBody))
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return nil, &store.Error{Code: http.StatusRequestEntityTooLarge, Reason: store.ReasonTooLarge, Message: fmt.Sprintf("the request body is larger than %d bytes", maxBody)}
+	}
+	if err != nil {
+		return nil, &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest, Message: fmt.Sprintf("reading the request body: %v", err)}
+	}
+	var obj store.Object
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return nil, &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest,
+			Message: fmt.Sprintf("the body is not a JSON object {\"metadata\":{…},\"spec\":{…}}: %v", err)}
+	}
+	return &obj, nil
+}
+
+func listOptions(r *http.Request) (store.ListOptions, error) {
+	q := r.URL.Query()
+	o := store.ListOptions{Continue: q.Get("continue"), ResourceVersion: q.Get("resourceVersion"), ResourceVersionMatch: q.Get("resourceVersionMatch")}
+	if l := q.Get("limit"); l != "" {
+		v, err := strconv.ParseInt(l, 10, 64)
+		if err != nil || v < 0 {
+			return o, &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest, Message: fmt.Sprintf("limit %q is not a whole number of items (0 or more)", l)}
+		}
+		o.Limit = v
+	}
+	return o, nil
+}
+
+// deletePrecondition reads the resourceVersion a DELETE requires, from
+// ?resourceVersion= or a Kubernetes DeleteOptions body
+// ({"preconditions":{"resourceVersion":"N"}}).
+func deletePrecondition(w http.ResponseWriter, r *http.Request) (string, error) {
+	rv := r.URL.Query().Get("resourceVersion")
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+	if err != nil {
+		return "", &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest, Message: fmt.Sprintf("reading the request body: %v", err)}
+	}
+	if len(bytes.TrimSpace(b)) > 0 {
+		var opts struct {
+			Preconditions struct {
+				ResourceVersion string `json:"resourceVersion"`
+			} `json:"preconditions"`
+		}
+		if err := json.Unmarshal(b, &opts); err != nil {
+			return "", &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest, Message: fmt.Sprintf("the body of a DELETE is DeleteOptions ({\"preconditions\":{\"resourceVersion\":\"N\"}}): %v", err)}
+		}
+		if p := opts.Preconditions.ResourceVersion; p != "" {
+			if rv != "" && rv != p {
+				return "", &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest, Message: "the resourceVersion parameter and preconditions.resourceVersion differ: give one"}
+			}
+			rv = p
+		}
+	}
+	return rv, nil
+}
+
+func (h *handler) zones(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		notAllowed(w, r, "GET")
+		return
+	}
+	h.listOrWatch(w, r, func(ctx context.Context, o store.ListOptions) (*store.List, error) {
+		return h.s.ListZones(ctx, o)
+	}, func(ctx context.Context, rv string) (<-chan store.Event, error) {
+		return h.s.WatchZones(ctx, rv)
+	})
+}
+
+func (h *handler) services(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet {
+		notAllowed(w, r, "GET")
+		return
+	}
+	zone := r.PathValue("zone")
+	h.listOrWatch(w, r, func(ctx context.Context, o store.ListOptions) (*store.List, error) {
+		return h.s.ListServices(ctx, zone, o)
+	}, func(ctx context.Context, rv string) (<-chan store.Event, error) {
+		return h.s.WatchServices(ctx, zone, rv)
+	})
+}
+
+func (h *handler) zone(w http.ResponseWriter, r *http.Request) {
+	zone := r.PathValue("zone")
+	ctx := r.Context()
+	switch r.Method {
+	case http.MethodGet:
+		obj, err := h.s.GetZone(ctx, zone, r.URL.Query().Get("resourceVersion"))
+		respond(w, http.StatusOK, obj, err)
+	case http.MethodPut:
+		obj, err := readObject(w, r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		out, created, err := h.s.PutZone(ctx, zone, obj)
+		respond(w, createdCode(created), out, err)
+	case http.MethodDelete:
+		rv, err := deletePrecondition(w, r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		out, err := h.s.DeleteZone(ctx, zone, rv)
+		respond(w, http.StatusOK, out, err)
+	default:
+		notAllowed(w, r, "GET, PUT, DELETE")
+	}
+}
+
+func (h *handler) service(w http.ResponseWriter, r *http.Request) {
+	zone, name := r.PathValue("zone"), r.PathValue("name")
+	ctx := r.Context()
+	switch r.Method {
+	case http.MethodGet:
+		obj, err := h.s.GetService(ctx, zone, name, r.URL.Query().Get("resourceVersion"))
+		respond(w, http.StatusOK, obj, err)
+	case http.MethodPut:
+		obj, err := readObject(w, r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		out, created, err := h.s.PutService(ctx, zone, name, obj)
+		respond(w, createdCode(created), out, err)
+	case http.MethodDelete:
+		rv, err := deletePrecondition(w, r)
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		out, err := h.s.DeleteService(ctx, zone, name, rv)
+		respond(w, http.StatusOK, out, err)
+	default:
+		notAllowed(w, r, "GET, PUT, DELETE")
+	}
+}
+
+func createdCode(created bool) int {
+	if created {
+		return http.StatusCreated
+	}
+	return http.StatusOK
+}
+
+func respond(w http.ResponseWriter, code int, v any, err error) {
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	writeJSON(w, code, v)
+}
+
+// DefaultWatchTimeout is how long a watch without timeoutSeconds lasts.
+const DefaultWatchTimeout = 30 * time.Minute
+
+func (h *handler) listOrWatch(w http.ResponseWriter, r *http.Request,
+	list func(context.Context, store.ListOptions) (*store.List, error),
+	watch func(context.Context, string) (<-chan store.Event, error)) {
+	q := r.URL.Query()
+	if q.Get("watch") == "true" || q.Get("watch") == "1" {
+		for _, p := range []string{"limit", "continue", "resourceVersionMatch"} {
+			if q.Get(p) != "" {
+				writeError(w, &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest, Message: fmt.Sprintf("%s is not allowed on a watch: a watch takes resourceVersion and timeoutSeconds", p)})
+				return
+			}
+		}
+		timeout := DefaultWatchTimeout
+		if t := q.Get("timeoutSeconds"); t != "" {
+			v, err := strconv.ParseInt(t, 10, 64)
+			if err != nil || v <= 0 {
+				writeError(w, &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest, Message: fmt.Sprintf("timeoutSeconds %q is not a positive whole number", t)})
+				return
+			}
+			timeout = time.Duration(min(v, 24*3600)) * time.Second
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), timeout)
+		defer cancel()
+		events, err := watch(ctx, q.Get("resourceVersion"))
+		if err != nil {
+			writeError(w, err)
+			return
+		}
+		h.stream(ctx, w, events, timeout)
+		return
+	}
+	o, err := listOptions(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	l, err := list(r.Context(), o)
+	respond(w, http.StatusOK, l, err)
+}
+
+// stream writes events as newline-delimited JSON, flushing each, with the
+// server's read and write timeouts lifted for the watch's life.
+func (h *handler) stream(ctx context.Context, w http.ResponseWriter, events <-chan store.Event, timeout time.Duration) {
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Time{})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	rc.Flush()
+	enc := json.NewEncoder(w)
+	for e := range events {
+		rc.SetWriteDeadline(time.Now().Add(30 * time.Second))
+		if err := enc.Encode(e); err != nil {
+			return
+		}
+		if len(events) == 0 {
+			if err := rc.Flush(); err != nil {
+				return
+			}
+		}
+	}
+	rc.Flush()
+}

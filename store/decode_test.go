@@ -1,0 +1,56 @@
+package store
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+)
+
+// TestDecodeFastPathIsUnmarshal: values as the store writes them decode
+// (without decoding their spec) to what json.Unmarshal makes of them, and
+// values of any other shape still decode, or fail naming the key.
+func TestDecodeFastPathIsUnmarshal(t *testing.T) {
+	var values [][]byte
+	for _, labels := range []map[string]string{
+		nil,
+		{"spec": "x", "a": `,"spec":{"b":1}}`},
+		{`"}]\`: `{[\"`, "é": "\u2028"},
+	} {
+		for _, spec := range []string{`{}`, `{"a":[1,{"b":"}"}],"c":"\"spec\":"}`, `{"addresses":["192.0.2.1"]}`} {
+			v, err := json.Marshal(stored{Metadata: storedMeta{Name: "n", Zone: "z", Labels: labels}, Spec: json.RawMessage(spec)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, _, ok := splitStored(v); !ok {
+				t.Errorf("splitStored(%s): not split", v)
+			}
+			values = append(values, v)
+		}
+	}
+	// Other shapes: the slow path.
+	values = append(values,
+		[]byte(`{"spec":{},"metadata":{"name":"n"}}`),
+		[]byte(`{"metadata":{"name":"n"},"spec":{},"extra":1}`),
+		[]byte(` {"metadata":{"name":"n"},"spec":{}}`),
+	)
+	for _, v := range values {
+		got, err := decode(kv{key: "s/z/n", value: v, modRev: 7})
+		if err != nil {
+			t.Errorf("decode(%s): %v", v, err)
+			continue
+		}
+		var st stored
+		if err := json.Unmarshal(v, &st); err != nil {
+			t.Fatal(err)
+		}
+		want := &Object{Metadata: Metadata{Name: st.Metadata.Name, Zone: st.Metadata.Zone, Labels: st.Metadata.Labels, ResourceVersion: "7"}, Spec: st.Spec}
+		if !reflect.DeepEqual(got.Metadata, want.Metadata) || string(got.Spec) != string(want.Spec) {
+			t.Errorf("decode(%s) = %+v %s, want %+v %s", v, got.Metadata, got.Spec, want.Metadata, want.Spec)
+		}
+	}
+	for _, bad := range []string{``, `{"metadata":{"name":"n"},"spec":{`, `{"metadata":"x","spec":{}}`, `{"metadata":{"name":"n"},"spec":{]}`} {
+		if _, err := decode(kv{key: "s/z/n", value: []byte(bad), modRev: 7}); err == nil {
+			t.Errorf("decode(%q): no error", bad)
+		}
+	}
+}

@@ -1,0 +1,841 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+)
+
+// Options configure a Store.
+type Options struct {
+	// Location is a directory (the embedded store) or
+	// etcd://HOST:PORT[,HOST:PORT…]/PREFIX.
+	Location string
+	// History is how many revisions stay readable (Exact lists, continue
+	// tokens, watches); older ones are compacted. 0 means DefaultHistory.
+	History int64
+	// Keys are the TSIG keys a zone's transfer may name.
+	Keys []*config.Key
+	// WaitForRevision is how long a read asking for a revision the store
+	// has not reached yet waits before failing (504); 0 means 3s.
+	WaitForRevision time.Duration
+	// BookmarkInterval is how often a watch sends a BOOKMARK; 0 means 10s.
+	BookmarkInterval time.Duration
+	// Logger receives the backend's logs; nil means slog.Default().
+	Logger *slog.Logger
+	// Now replaces the clock (the serial base of a new store).
+	Now func() time.Time
+}
+
+// DefaultHistory is the default of Options.History.
+const DefaultHistory = 10000
+
+// Store holds zones and services, versioned: every accepted write gets a
+// new resourceVersion, strictly greater than every earlier one.
+type Store struct {
+	b    backend
+	opts Options
+}
+
+// Open opens the store at opts.Location.
+func Open(ctx context.Context, opts Options) (*Store, error) {
+	if opts.History <= 0 {
+		opts.History = DefaultHistory
+	}
+	if opts.WaitForRevision <= 0 {
+		opts.WaitForRevision = 3 * time.Second
+	}
+	if opts.BookmarkInterval <= 0 {
+		opts.BookmarkInterval = 10 * time.Second
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	var b backend
+	var err error
+	if rest, ok := strings.CutPrefix(opts.Location, "etcd://"); ok {
+		b, err = openEtcd(ctx, rest, opts)
+	} else {
+		if opts.Location == "" {
+			return nil, fmt.Errorf("no store given: --store DIR (the embedded store) or --store etcd://HOST:PORT/PREFIX")
+		}
+		if strings.Contains(opts.Location, "://") {
+			return nil, fmt.Errorf("store %q: the only URL scheme is etcd:// (etcd://HOST:PORT[,HOST:PORT]/PREFIX); a directory is the embedded store", opts.Location)
+		}
+		b, err = openBolt(opts.Location, opts.History, opts.Now())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Store{b: b, opts: opts}, nil
+}
+
+// Close releases the store.
+func (s *Store) Close() error { return s.b.close() }
+
+// Keys of objects: zones, services, and each zone's change marker, which
+// every write to the zone or one of its services rewrites, so that its
+// revision is that of the zone's last change, deletions included (the SOA
+// serial follows it).
+func zoneKey(zone string) string          { return "z/" + zone }
+func servicePrefix(zone string) string    { return "s/" + zone + "/" }
+func serviceKey(zone, name string) string { return servicePrefix(zone) + name }
+func markerKey(zone string) string        { return "m/" + zone }
+
+// stored is an object as the store keeps it: without its resourceVersion,
+// which is the revision of the write.
+type stored struct {
+	Metadata storedMeta      `json:"metadata"`
+	Spec     json.RawMessage `json:"spec"`
+}
+
+type storedMeta struct {
+	Name   string            `json:"name"`
+	Zone   string            `json:"zone,omitempty"`
+	Labels map[string]string `json:"labels,omitempty"`
+}
+
+func decode(k kv) (*Object, error) {
+	var st stored
+	if meta, spec, ok := splitStored(k.value); ok && json.Valid(spec) && json.Unmarshal(meta, &st.Metadata) == nil {
+		st.Spec = spec
+	} else if err := json.Unmarshal(k.value, &st); err != nil {
+		return nil, fmt.Errorf("store: the value of %s at revision %d is corrupt: %v", k.key, k.modRev, err)
+	}
+	return &Object{Metadata: Metadata{Name: st.Metadata.Name, Zone: st.Metadata.Zone, Labels: st.Metadata.Labels,
+		ResourceVersion: FormatRV(k.modRev)}, Spec: st.Spec}, nil
+}
+
+// splitStored cuts a value as the store writes it,
+// {"metadata":{…},"spec":{…}}, into its metadata and spec, without
+// decoding the spec: a list page decodes hundreds of values, and the spec
+// is most of each. ok is false for any other shape (decode then reads the
+// value the slow way, which says what is wrong with it).
+func splitStored(v []byte) (meta, spec []byte, ok bool) {
+	const head, mid = `{"metadata":`, `,"spec":`
+	if !bytes.HasPrefix(v, []byte(head)) || len(v) < len(head)+len(mid)+3 || v[len(v)-1] != '}' {
+		return nil, nil, false
+	}
+	// The end of the metadata object: depth and strings followed byte by
+	// byte (an escaped quote does not end a string).
+	depth, inString, escaped := 0, false, false
+	for i := len(head); i < len(v); i++ {
+		c := v[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+		case c == '}' || c == ']':
+			depth--
+			if depth == 0 {
+				rest := v[i+1:]
+				if !bytes.HasPrefix(rest, []byte(mid)) {
+					return nil, nil, false
+				}
+				return v[len(head) : i+1], rest[len(mid) : len(rest)-1], true
+			}
+		}
+		if depth <= 0 {
+			return nil, nil, false // the metadata is not an object
+		}
+	}
+	return nil, nil, false
+}
+
+// internal turns a backend error into an API error.
+func (s *Store) internal(err error) *Error {
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
+		return errorf(http.StatusGatewayTimeout, ReasonTimeout, "the store did not answer in time: %v", err)
+	case isUnavailable(err):
+		return errorf(http.StatusServiceUnavailable, ReasonUnavailable, "the store is unavailable: %v; try again when it is back", err)
+	case isNoSpace(err):
+		return errorf(http.StatusInsufficientStorage, ReasonStorageFull, "%v: nothing was stored; free space on the store's disk", err)
+	}
+	return errorf(http.StatusInternalServerError, ReasonInternal, "%v", err)
+}
+
+// waitFor waits until the store has reached revision rv, for at most
+// opts.WaitForRevision.
+func (s *Store) waitFor(ctx context.Context, rv int64) error {
+	deadline := time.Now().Add(s.opts.WaitForRevision)
+	for {
+		cur, err := s.b.rev(ctx)
+		if err != nil {
+			return s.internal(err)
+		}
+		if cur >= rv {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errorf(http.StatusGatewayTimeout, ReasonTimeout, "Too large resource version: %d, current: %d; the store has not reached that version (was it given by another store?)", rv, cur)
+		}
+		select {
+		case <-ctx.Done():
+			return s.internal(ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// getKey reads one key as a Kubernetes get does: rv "" the latest
+// (consistent), "0" any, N at least N.
+func (s *Store) getKey(ctx context.Context, key, rv string) (*kv, error) {
+	at := int64(0)
+	var min int64
+	if rv != "" {
+		v, err := ParseRV(rv)
+		if err != nil {
+			return nil, err
+		}
+		at, min = -1, v
+		if v > 0 {
+			if err := s.waitFor(ctx, v); err != nil {
+				return nil, err
+			}
+		}
+	}
+	kvs, _, read, err := s.b.rangeKeys(ctx, key, key, 1, at)
+	if err == nil && read < min {
+		kvs, _, _, err = s.b.rangeKeys(ctx, key, key, 1, 0)
+	}
+	if err != nil {
+		return nil, s.internal(err)
+	}
+	if len(kvs) == 0 || kvs[0].key != key {
+		return nil, nil
+	}
+	return &kvs[0], nil
+}
+
+// GetZone returns a zone; rv is the get's resourceVersion parameter.
+func (s *Store) GetZone(ctx context.Context, zone, rv string) (*Object, error) {
+	name, err := zoneName(zone)
+	if err != nil {
+		return nil, err
+	}
+	k, err := s.getKey(ctx, zoneKey(name), rv)
+	if err != nil {
+		return nil, err
+	}
+	if k == nil {
+		return nil, notFound("zone %s not found: create it with PUT /v1/zones/%s", name, name)
+	}
+	return decode(*k)
+}
+
+// GetService returns a service.
+func (s *Store) GetService(ctx context.Context, zone, svc, rv string) (*Object, error) {
+	z, name, err := serviceName(zone, svc)
+	if err != nil {
+		return nil, err
+	}
+	k, err := s.getKey(ctx, serviceKey(z, name), rv)
+	if err != nil {
+		return nil, err
+	}
+	if k == nil {
+		return nil, notFound("service %s of zone %s not found", name, z)
+	}
+	return decode(*k)
+}
+
+func zoneName(zone string) (string, error) {
+	name, msg := config.ZoneName(zone)
+	if msg != "" {
+		return "", badRequest("%s", msg)
+	}
+	return name, nil
+}
+
+func serviceName(zone, svc string) (string, string, error) {
+	z, err := zoneName(zone)
+	if err != nil {
+		return "", "", err
+	}
+	name, msg := config.ServiceName(origin(z), svc)
+	if msg != "" {
+		return "", "", badRequest("%s", msg)
+	}
+	return z, name, nil
+}
+
+func origin(zone string) string {
+	if zone == "." {
+		return "."
+	}
+	return zone + "."
+}
+
+// precondition reads metadata.resourceVersion of a PUT: 0 for none.
+func precondition(rv string) (int64, error) {
+	if rv == "" {
+		return 0, nil
+	}
+	v, err := ParseRV(rv)
+	if err != nil {
+		return 0, err
+	}
+	if v == 0 {
+		return 0, badRequest("metadata.resourceVersion 0 is no version an object can have: leave it out for an unconditional write")
+	}
+	return v, nil
+}
+
+// body checks what every PUT carries and returns the value to store.
+func body(obj *Object, name, zone string) ([]byte, error) {
+	spec := bytes.TrimSpace(obj.Spec)
+	if len(spec) == 0 || spec[0] != '{' {
+		return nil, badRequest("the %s has no spec object: send {\"metadata\":{…},\"spec\":{…}}", describeName(name, zone))
+	}
+	if len(spec) > config.MaxSpecSize {
+		return nil, errorf(http.StatusRequestEntityTooLarge, ReasonTooLarge, "the spec of %s is %d bytes, more than %d", describeName(name, zone), len(spec), config.MaxSpecSize)
+	}
+	if len(obj.Metadata.Labels) > 64 {
+		return nil, badRequest("%s has %d labels; at most 64", describeName(name, zone), len(obj.Metadata.Labels))
+	}
+	for k, v := range obj.Metadata.Labels {
+		if k == "" || len(k) > 253 || len(v) > 63 {
+			return nil, badRequest("label %q=%q of %s: keys are 1 to 253 bytes, values at most 63", k, v, describeName(name, zone))
+		}
+	}
+	var buf bytes.Buffer
+	if err := json.Compact(&buf, spec); err != nil {
+		return nil, badRequest("the spec of %s is not JSON: %v", describeName(name, zone), err)
+	}
+	return json.Marshal(stored{Metadata: storedMeta{Name: name, Zone: zone, Labels: obj.Metadata.Labels}, Spec: buf.Bytes()})
+}
+
+func describeName(name, zone string) string {
+	if zone == "" {
+		return "zone " + name
+	}
+	return "service " + name + " of zone " + zone
+}
+
+// maxRetries bounds the retries of a write whose zone changed while it
+// was validated.
+const maxRetries = 8
+
+// PutZone creates or replaces a zone. zone is the name in the URL;
+// obj.Metadata.Name, when set, must be the same. A set
+// obj.Metadata.ResourceVersion makes the write conditional. created says
+// whether the zone is new.
+func (s *Store) PutZone(ctx context.Context, zone string, obj *Object) (out *Object, created bool, err error) {
+	name, err := zoneName(zone)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := sameName(obj, name, ""); err != nil {
+		return nil, false, err
+	}
+	want, err := precondition(obj.Metadata.ResourceVersion)
+	if err != nil {
+		return nil, false, err
+	}
+	value, err := body(obj, name, "")
+	if err != nil {
+		return nil, false, err
+	}
+	var st stored
+	json.Unmarshal(value, &st)
+	zc, ds := config.ValidateZone(origin(name), st.Spec, s.opts.Keys)
+	if zc == nil {
+		return nil, false, invalid("the spec of zone "+name, ds)
+	}
+	for range maxRetries {
+		cur, err := s.getKey(ctx, zoneKey(name), "")
+		if err != nil {
+			return nil, false, err
+		}
+		if e := checkPrecondition(cur, want, "zone "+name); e != nil {
+			return nil, false, e
+		}
+		if cur != nil && bytes.Equal(cur.value, value) {
+			o, err := decode(*cur)
+			return o, false, err // nothing changed: no new version
+		}
+		// The zone's settings are its services' defaults: every service
+		// must still be valid under them, and stay unchanged until the
+		// zone is written.
+		rev, e := s.checkServices(ctx, name, zc)
+		if e != nil {
+			return nil, false, e
+		}
+		t := &txn{puts: []kvPut{{zoneKey(name), value}, {markerKey(name), nil}},
+			cmps: []cmp{{key: zoneKey(name), modRev: modRev(cur)}}}
+		if rev > 0 {
+			t.cmps = append(t.cmps, cmp{key: servicePrefix(name), notAfter: rev})
+		}
+		res, err := s.b.txn(ctx, t)
+		if err != nil {
+			return nil, false, s.internal(err)
+		}
+		if res.ok {
+			_, existed := res.prev[zoneKey(name)]
+			return &Object{Metadata: Metadata{Name: name, Labels: obj.Metadata.Labels, ResourceVersion: FormatRV(res.rev)}, Spec: st.Spec}, !existed, nil
+		}
+	}
+	return nil, false, conflict("zone %s kept changing while it was written; try again", name)
+}
+
+func modRev(k *kv) int64 {
+	if k == nil {
+		return 0
+	}
+	return k.modRev
+}
+
+func sameName(obj *Object, name, zone string) error {
+	m := obj.Metadata
+	if zone == "" {
+		if m.Zone != "" {
+			return badRequest("a zone has no metadata.zone (it is %q): remove it", m.Zone)
+		}
+		if m.Name != "" {
+			if n, msg := config.ZoneName(m.Name); msg != "" || n != name {
+				return badRequest("metadata.name %q is not the zone in the URL (%s): make them the same", m.Name, name)
+			}
+		}
+		return nil
+	}
+	if m.Zone != "" {
+		if z, msg := config.ZoneName(m.Zone); msg != "" || z != zone {
+			return badRequest("metadata.zone %q is not the zone in the URL (%s): make them the same", m.Zone, zone)
+		}
+	}
+	if m.Name != "" {
+		if n, msg := config.ServiceName(origin(zone), m.Name); msg != "" || n != name {
+			return badRequest("metadata.name %q is not the service in the URL (%s): make them the same", m.Name, name)
+		}
+	}
+	return nil
+}
+
+// checkPrecondition compares the object's version with the one a write
+// requires (0: none).
+func checkPrecondition(cur *kv, want int64, what string) *Error {
+	switch {
+	case want == 0:
+		return nil
+	case cur == nil:
+		return conflict("Operation cannot be fulfilled on %s: it does not exist (deleted since version %d?); create it without a resourceVersion", what, want)
+	case cur.modRev != want:
+		return conflict("Operation cannot be fulfilled on %s: the object has been modified (it is at version %d, not %d); please apply your changes to the latest version and try again", what, cur.modRev, want)
+	}
+	return nil
+}
+
+// checkServices validates every service of zone under zc and returns the
+// revision they were read at.
+func (s *Store) checkServices(ctx context.Context, zone string, zc *config.Zone) (int64, *Error) {
+	var bad *Error
+	var rev int64
+	from := ""
+	for {
+		kvs, more, read, err := s.b.rangeKeys(ctx, servicePrefix(zone), from, 1000, rev)
+		if err != nil {
+			return 0, s.internal(err)
+		}
+		rev = read
+		for _, k := range kvs {
+			o, err := decode(k)
+			if err != nil {
+				return 0, s.internal(err)
+			}
+			if _, ds := config.ValidateService(zc, o.Metadata.Name, o.Spec, s.opts.Keys); ds.HasErrors() {
+				if bad == nil {
+					bad = errorf(http.StatusUnprocessableEntity, ReasonInvalid, "zone %s: its services would be invalid with this spec (the zone's settings are their defaults): nothing was stored; fix the zone's spec or the services", zone)
+				}
+				for _, d := range ds {
+					if d.Severity.String() == "error" && len(bad.Diagnostics) < 100 {
+						bad.Diagnostics = append(bad.Diagnostics, Diagnostic{Severity: "error", Code: d.Code,
+							Message: "service " + o.Metadata.Name + ": " + d.Message, Path: "/spec"})
+					}
+				}
+			}
+		}
+		if !more || len(kvs) == 0 {
+			break
+		}
+		from = kvs[len(kvs)-1].key + "\x00"
+	}
+	return rev, bad
+}
+
+// zoneConfig reads zone and validates its spec: the defaults of its
+// services.
+func (s *Store) zoneConfig(ctx context.Context, zone string) (*config.Zone, *kv, error) {
+	k, err := s.getKey(ctx, zoneKey(zone), "")
+	if err != nil {
+		return nil, nil, err
+	}
+	if k == nil {
+		return nil, nil, notFound("zone %s not found: create it first (PUT /v1/zones/%s, or publish a config that has it)", zone, zone)
+	}
+	o, err := decode(*k)
+	if err != nil {
+		return nil, nil, s.internal(err)
+	}
+	zc, ds := config.ValidateZone(origin(zone), o.Spec, s.opts.Keys)
+	if zc == nil {
+		e := invalid("zone "+zone+" as stored (for this server's TSIG keys)", ds)
+		e.Code, e.Reason = http.StatusConflict, ReasonConflict
+		return nil, nil, e
+	}
+	return zc, k, nil
+}
+
+// PutService creates or replaces a service of an existing zone, after
+// validating its spec with every rule of the publisher (422 Invalid and
+// nothing stored when it fails).
+func (s *Store) PutService(ctx context.Context, zone, svc string, obj *Object) (out *Object, created bool, err error) {
+	z, name, err := serviceName(zone, svc)
+	if err != nil {
+		return nil, false, err
+	}
+	if err := sameName(obj, name, z); err != nil {
+		return nil, false, err
+	}
+	want, err := precondition(obj.Metadata.ResourceVersion)
+	if err != nil {
+		return nil, false, err
+	}
+	value, err := body(obj, name, z)
+	if err != nil {
+		return nil, false, err
+	}
+	var st stored
+	json.Unmarshal(value, &st)
+	for range maxRetries {
+		zc, zkv, err := s.zoneConfig(ctx, z)
+		if err != nil {
+			return nil, false, err
+		}
+		if _, ds := config.ValidateService(zc, name, st.Spec, s.opts.Keys); ds.HasErrors() {
+			return nil, false, invalid("the spec of service "+name+" of zone "+z, ds)
+		}
+		key := serviceKey(z, name)
+		cur, err := s.getKey(ctx, key, "")
+		if err != nil {
+			return nil, false, err
+		}
+		if e := checkPrecondition(cur, want, "service "+name+" of zone "+z); e != nil {
+			return nil, false, e
+		}
+		if cur != nil && bytes.Equal(cur.value, value) {
+			o, err := decode(*cur)
+			return o, false, err
+		}
+		res, err := s.b.txn(ctx, &txn{
+			cmps: []cmp{{key: zoneKey(z), modRev: zkv.modRev}, {key: key, modRev: modRev(cur)}},
+			puts: []kvPut{{key, value}, {markerKey(z), nil}},
+		})
+		if err != nil {
+			return nil, false, s.internal(err)
+		}
+		if res.ok {
+			_, existed := res.prev[key]
+			return &Object{Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, ResourceVersion: FormatRV(res.rev)}, Spec: st.Spec}, !existed, nil
+		}
+	}
+	return nil, false, conflict("service %s of zone %s, or its zone, kept changing while it was written; try again", name, z)
+}
+
+// DeleteZone deletes an empty zone; ifRV, when not "", is a precondition.
+// It returns the zone's last state, at the revision of its deletion.
+func (s *Store) DeleteZone(ctx context.Context, zone, ifRV string) (*Object, error) {
+	name, err := zoneName(zone)
+	if err != nil {
+		return nil, err
+	}
+	want, err := precondition(ifRV)
+	if err != nil {
+		return nil, err
+	}
+	for range maxRetries {
+		cur, err := s.getKey(ctx, zoneKey(name), "")
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil {
+			return nil, notFound("zone %s not found", name)
+		}
+		if e := checkPrecondition(cur, want, "zone "+name); e != nil {
+			return nil, e
+		}
+		res, err := s.b.txn(ctx, &txn{
+			cmps: []cmp{{key: zoneKey(name), modRev: cur.modRev}, {key: servicePrefix(name), empty: true}},
+			dels: []string{zoneKey(name), markerKey(name)},
+		})
+		if err != nil {
+			return nil, s.internal(err)
+		}
+		if res.ok {
+			return deletedObject(res, zoneKey(name))
+		}
+		kvs, _, _, err := s.b.rangeKeys(ctx, servicePrefix(name), "", 1, 0)
+		if err != nil {
+			return nil, s.internal(err)
+		}
+		if len(kvs) > 0 {
+			return nil, conflict("zone %s still has services (%s, …): delete them first, then the zone", name, strings.TrimPrefix(kvs[0].key, servicePrefix(name)))
+		}
+	}
+	return nil, conflict("zone %s kept changing while it was deleted; try again", name)
+}
+
+func deletedObject(res txnResult, key string) (*Object, error) {
+	prev, ok := res.prev[key]
+	if !ok {
+		return nil, notFound("%s was deleted meanwhile", key)
+	}
+	prev.modRev = res.rev
+	return decode(prev)
+}
+
+// DeleteService deletes a service; ifRV, when not "", is a precondition.
+func (s *Store) DeleteService(ctx context.Context, zone, svc, ifRV string) (*Object, error) {
+	z, name, err := serviceName(zone, svc)
+	if err != nil {
+		return nil, err
+	}
+	want, err := precondition(ifRV)
+	if err != nil {
+		return nil, err
+	}
+	key := serviceKey(z, name)
+	for range maxRetries {
+		cur, err := s.getKey(ctx, key, "")
+		if err != nil {
+			return nil, err
+		}
+		if cur == nil {
+			return nil, notFound("service %s of zone %s not found", name, z)
+		}
+		if e := checkPrecondition(cur, want, "service "+name+" of zone "+z); e != nil {
+			return nil, e
+		}
+		res, err := s.b.txn(ctx, &txn{
+			cmps: []cmp{{key: key, modRev: cur.modRev}, {key: zoneKey(z), modRev: -1}},
+			dels: []string{key},
+			puts: []kvPut{{markerKey(z), nil}},
+		})
+		if err != nil {
+			return nil, s.internal(err)
+		}
+		if res.ok {
+			return deletedObject(res, key)
+		}
+	}
+	return nil, conflict("service %s of zone %s kept changing while it was deleted; try again", name, z)
+}
+
+// ListOptions are the parameters of a list, as Kubernetes names them.
+type ListOptions struct {
+	Limit                int64
+	Continue             string
+	ResourceVersion      string
+	ResourceVersionMatch string
+}
+
+// The values of ResourceVersionMatch.
+const (
+	MatchNotOlderThan = "NotOlderThan"
+	MatchExact        = "Exact"
+)
+
+// readPlan is how a list is read: at a revision (0 the latest,
+// consistently; -1 any recent one), at least min, from a key on.
+type readPlan struct {
+	at, min int64
+	from    string
+}
+
+// plan applies the rules of "Consistent Resource Version Semantics for
+// List" (Kubernetes KEP 1904) to a list's options.
+func (s *Store) plan(ctx context.Context, o ListOptions, prefix string) (readPlan, error) {
+	if o.Limit < 0 {
+		return readPlan{}, badRequest("limit %d is negative: give a number of items, or 0 for all", o.Limit)
+	}
+	switch o.ResourceVersionMatch {
+	case "", MatchNotOlderThan, MatchExact:
+	default:
+		return readPlan{}, badRequest("resourceVersionMatch %q is not supported: use NotOlderThan or Exact", o.ResourceVersionMatch)
+	}
+	if o.Continue != "" {
+		if o.ResourceVersion != "" {
+			return readPlan{}, badRequest("specifying resourceVersion is not allowed when using continue: the continue token holds the version of the list")
+		}
+		if o.ResourceVersionMatch != "" {
+			return readPlan{}, badRequest("resourceVersionMatch is forbidden when continue is provided: the continue token holds the version of the list")
+		}
+		rv, start, err := decodeContinue(o.Continue, prefix)
+		if err != nil {
+			return readPlan{}, err
+		}
+		return readPlan{at: rv, from: start}, nil
+	}
+	if o.ResourceVersion == "" {
+		if o.ResourceVersionMatch != "" {
+			return readPlan{}, badRequest("resourceVersionMatch is forbidden unless resourceVersion is provided")
+		}
+		return readPlan{at: 0}, nil
+	}
+	rv, err := ParseRV(o.ResourceVersion)
+	if err != nil {
+		return readPlan{}, err
+	}
+	match := o.ResourceVersionMatch
+	if match == "" { // the legacy rules
+		switch {
+		case rv == 0:
+			return readPlan{at: -1}, nil
+		case o.Limit == 0:
+			match = MatchNotOlderThan
+		default:
+			match = MatchExact
+		}
+	}
+	if match == MatchExact {
+		if rv == 0 {
+			return readPlan{}, badRequest("resourceVersionMatch Exact is forbidden for resourceVersion 0: no data is at version 0; use NotOlderThan for any version")
+		}
+		if err := s.waitFor(ctx, rv); err != nil {
+			return readPlan{}, err
+		}
+		return readPlan{at: rv}, nil
+	}
+	if rv > 0 {
+		if err := s.waitFor(ctx, rv); err != nil {
+			return readPlan{}, err
+		}
+	}
+	return readPlan{at: -1, min: rv}, nil
+}
+
+type continueToken struct {
+	RV    int64  `json:"rv"`
+	Start string `json:"start"`
+}
+
+func encodeContinue(rv int64, start string) string {
+	b, _ := json.Marshal(continueToken{rv, start})
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func decodeContinue(s, prefix string) (int64, string, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	var t continueToken
+	if err == nil {
+		err = json.Unmarshal(b, &t)
+	}
+	if err != nil || t.RV <= 0 || !strings.HasPrefix(t.Start, prefix) {
+		return 0, "", badRequest("continue %q is not a continue token of this list: pass metadata.continue of the previous page unchanged", s)
+	}
+	return t.RV, t.Start, nil
+}
+
+// ListZones lists zones.
+func (s *Store) ListZones(ctx context.Context, o ListOptions) (*List, error) {
+	return s.list(ctx, "z/", o)
+}
+
+// ListServices lists the services of a zone.
+func (s *Store) ListServices(ctx context.Context, zone string, o ListOptions) (*List, error) {
+	z, err := zoneName(zone)
+	if err != nil {
+		return nil, err
+	}
+	return s.list(ctx, servicePrefix(z), o)
+}
+
+func (s *Store) list(ctx context.Context, prefix string, o ListOptions) (*List, error) {
+	p, err := s.plan(ctx, o, prefix)
+	if err != nil {
+		return nil, err
+	}
+	kvs, more, read, err := s.b.rangeKeys(ctx, prefix, p.from, int(o.Limit), p.at)
+	if err == nil && read < p.min {
+		kvs, more, read, err = s.b.rangeKeys(ctx, prefix, p.from, int(o.Limit), 0)
+	}
+	switch {
+	case errors.Is(err, errCompacted) && o.Continue != "":
+		return nil, gone("The provided continue parameter is too old to display a consistent list result (version %d was compacted). You can start a new list without the continue parameter.", p.at)
+	case errors.Is(err, errCompacted):
+		return nil, gone("too old resource version: %d was compacted (the store keeps the last --history versions); list without resourceVersion, or with NotOlderThan", p.at)
+	case errors.Is(err, errFuture):
+		return nil, errorf(http.StatusGatewayTimeout, ReasonTimeout, "Too large resource version: %d", p.at)
+	case err != nil:
+		return nil, s.internal(err)
+	}
+	out := &List{Metadata: ListMeta{ResourceVersion: FormatRV(read)}, Items: make([]*Object, 0, len(kvs))}
+	for _, k := range kvs {
+		obj, err := decode(k)
+		if err != nil {
+			return nil, s.internal(err)
+		}
+		out.Items = append(out.Items, obj)
+	}
+	if more && len(kvs) > 0 {
+		out.Metadata.Continue = encodeContinue(read, kvs[len(kvs)-1].key+"\x00")
+	}
+	return out, nil
+}
+
+// Ping checks that the store answers (a consistent read on etcd).
+func (s *Store) Ping(ctx context.Context) error {
+	_, err := s.b.rev(ctx)
+	return err
+}
+
+// Revision returns the latest revision.
+func (s *Store) Revision(ctx context.Context) (int64, error) { return s.b.rev(ctx) }
+
+// SerialBase is the number the store adds to revisions to make SOA
+// serials (fixed when the store was created; see package dnspub).
+func (s *Store) SerialBase(ctx context.Context) (uint32, error) { return s.b.serialBase(ctx) }
+
+// Compact forgets the revisions older than the history window now (the
+// store also does so as it goes); revisions before rev are forgotten
+// when rev > 0, whatever the window.
+func (s *Store) Compact(ctx context.Context, rev int64) error {
+	if rev <= 0 {
+		cur, err := s.b.rev(ctx)
+		if err != nil {
+			return err
+		}
+		rev = cur - s.opts.History
+	}
+	if rev <= 0 {
+		return nil
+	}
+	return s.b.compactTo(ctx, rev)
+}

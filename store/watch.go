@@ -1,0 +1,269 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// WatchZones watches the zones; see WatchServices.
+func (s *Store) WatchZones(ctx context.Context, rv string) (<-chan Event, error) {
+	return s.watch(ctx, "z/", rv)
+}
+
+// WatchServices streams the changes of a zone's services, as a Kubernetes
+// watch does: rv "" or "0" starts with a synthetic ADDED event for every
+// service (at the latest version, read consistently for ""), then a
+// BOOKMARK marking the end of them; rv N starts with the changes after N
+// (410 Gone when N was compacted). BOOKMARKs come every
+// Options.BookmarkInterval. A watch that falls behind compaction ends with
+// an ERROR event (410). The channel closes when ctx ends.
+func (s *Store) WatchServices(ctx context.Context, zone, rv string) (<-chan Event, error) {
+	z, err := zoneName(zone)
+	if err != nil {
+		return nil, err
+	}
+	return s.watch(ctx, servicePrefix(z), rv)
+}
+
+// initialEventsEnd is the annotation of the BOOKMARK after the synthetic
+// ADDED events, as Kubernetes names it.
+const initialEventsEnd = "k8s.io/initial-events-end"
+
+type bookmarkObject struct {
+	Metadata bookmarkMeta `json:"metadata"`
+}
+
+type bookmarkMeta struct {
+	ResourceVersion string            `json:"resourceVersion"`
+	Annotations     map[string]string `json:"annotations,omitempty"`
+}
+
+func (s *Store) watch(ctx context.Context, prefix, rv string) (<-chan Event, error) {
+	var start int64
+	var initial []*Object
+	if rv == "" || rv == "0" {
+		o := ListOptions{}
+		if rv == "0" {
+			o.ResourceVersion = "0"
+		}
+		var err error
+		if initial, start, err = s.listAll(ctx, prefix, o); err != nil {
+			return nil, err
+		}
+	} else {
+		v, err := ParseRV(rv)
+		if err != nil {
+			return nil, err
+		}
+		if err := s.waitFor(ctx, v); err != nil {
+			return nil, err
+		}
+		if _, _, _, err := s.b.rangeKeys(ctx, prefix, "", 1, v); err != nil {
+			if errors.Is(err, errCompacted) {
+				return nil, gone("too old resource version: %d was compacted (the store keeps the last --history versions); watch without resourceVersion to start from the current state", v)
+			}
+			return nil, s.internal(err)
+		}
+		start = v
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	changes := s.b.watch(wctx, prefix, start)
+	out := make(chan Event, 64)
+	go func() {
+		defer cancel()
+		defer close(out)
+		send := func(e Event) bool {
+			select {
+			case out <- e:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		}
+		for _, o := range initial {
+			if !send(Event{Type: Added, Object: o}) {
+				return
+			}
+		}
+		last := start
+		if initial != nil || rv == "" || rv == "0" {
+			if !send(Event{Type: Bookmark, Object: bookmarkObject{bookmarkMeta{FormatRV(start), map[string]string{initialEventsEnd: "true"}}}}) {
+				return
+			}
+		}
+		tick := time.NewTicker(s.opts.BookmarkInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				s.b.requestProgress(wctx)
+				if !send(Event{Type: Bookmark, Object: bookmarkObject{bookmarkMeta{ResourceVersion: FormatRV(last)}}}) {
+					return
+				}
+			case b, ok := <-changes:
+				if !ok {
+					return
+				}
+				if b.err != nil {
+					e := s.internal(b.err)
+					if errors.Is(b.err, errCompacted) {
+						e = errorf(http.StatusGone, ReasonGone, "too old resource version: %d was compacted while the watch was behind; watch again without resourceVersion", last)
+					}
+					send(Event{Type: ErrorEvent, Object: e})
+					return
+				}
+				for _, c := range b.events {
+					obj, err := decode(c.kv)
+					if err != nil {
+						send(Event{Type: ErrorEvent, Object: s.internal(err)})
+						return
+					}
+					t := Modified
+					switch {
+					case c.deleted:
+						t = Deleted
+					case c.created:
+						t = Added
+					}
+					if !send(Event{Type: t, Object: obj}) {
+						return
+					}
+				}
+				last = max(last, b.rev)
+			}
+		}
+	}()
+	return out, nil
+}
+
+// listAll reads every object under prefix at one revision, in pages.
+func (s *Store) listAll(ctx context.Context, prefix string, o ListOptions) ([]*Object, int64, error) {
+	o.Limit = 1000
+	if o.ResourceVersion != "" {
+		o.ResourceVersionMatch = MatchNotOlderThan
+	}
+	var out []*Object
+	var rev int64
+	for {
+		l, err := s.list(ctx, prefix, o)
+		if err != nil {
+			return nil, 0, err
+		}
+		out = append(out, l.Items...)
+		rev, _ = ParseRV(l.Metadata.ResourceVersion)
+		if l.Metadata.Continue == "" {
+			break
+		}
+		o = ListOptions{Limit: 1000, Continue: l.Metadata.Continue}
+	}
+	if out == nil {
+		out = []*Object{}
+	}
+	return out, rev, nil
+}
+
+// Item is what a publisher reads of the store: a zone, a service, or a
+// zone's change marker, whose Rev is the revision of the last write to the
+// zone or to one of its services (deletions included).
+type Item struct {
+	Kind Kind
+	Zone string // of a service or a marker; the zone itself for a zone
+	Name string // of a service
+	// Spec is nil for a deletion and for markers.
+	Spec    []byte
+	Labels  map[string]string
+	Rev     int64
+	Deleted bool
+}
+
+// KindMarker is the Kind of a zone's change marker.
+const KindMarker Kind = 3
+
+// Changes is a batch of a feed: the items changed up to Rev, in order.
+type Changes struct {
+	Items []Item
+	Rev   int64
+	Err   error
+}
+
+func itemOf(k kv, deleted bool) (Item, bool) {
+	switch {
+	case strings.HasPrefix(k.key, "m/"):
+		return Item{Kind: KindMarker, Zone: k.key[2:], Rev: k.modRev, Deleted: deleted}, true
+	case strings.HasPrefix(k.key, "z/"), strings.HasPrefix(k.key, "s/"):
+		it := Item{Kind: KindZone, Zone: k.key[2:], Rev: k.modRev, Deleted: deleted}
+		if k.key[0] == 's' {
+			it.Kind = KindService
+			it.Zone, it.Name, _ = strings.Cut(k.key[2:], "/")
+		}
+		if !deleted {
+			o, err := decode(k)
+			if err != nil {
+				return Item{}, false
+			}
+			it.Spec, it.Labels = o.Spec, o.Metadata.Labels
+		}
+		return it, true
+	}
+	return Item{}, false
+}
+
+// Snapshot reads every zone, service and marker at one revision (the
+// latest, read consistently), and returns them with that revision.
+func (s *Store) Snapshot(ctx context.Context) ([]Item, int64, error) {
+	var out []Item
+	var at int64
+	from := ""
+	for {
+		kvs, more, read, err := s.b.rangeKeys(ctx, "", from, 1000, at)
+		if err != nil {
+			return nil, 0, err
+		}
+		at = read
+		for _, k := range kvs {
+			if it, ok := itemOf(k, false); ok {
+				out = append(out, it)
+			}
+		}
+		if !more || len(kvs) == 0 {
+			return out, at, nil
+		}
+		from = kvs[len(kvs)-1].key + "\x00"
+	}
+}
+
+// Follow sends the changes after revision after, in order, until ctx
+// ends or an error (a batch with Err: errors.Is(Err, ErrCompacted) when
+// after was compacted: take a new Snapshot). Batches without items say
+// the store reached Rev.
+func (s *Store) Follow(ctx context.Context, after int64) <-chan Changes {
+	out := make(chan Changes, 1)
+	go func() {
+		defer close(out)
+		for b := range s.b.watch(ctx, "", after) {
+			ch := Changes{Rev: b.rev, Err: b.err}
+			for _, c := range b.events {
+				if it, ok := itemOf(c.kv, c.deleted); ok {
+					ch.Items = append(ch.Items, it)
+				}
+			}
+			select {
+			case out <- ch:
+			case <-ctx.Done():
+				return
+			}
+			if b.err != nil {
+				return
+			}
+		}
+	}()
+	return out
+}
+
+// ErrCompacted is the error of a Follow whose revision was compacted.
+var ErrCompacted = errCompacted
