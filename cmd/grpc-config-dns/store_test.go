@@ -273,6 +273,13 @@ func TestReplicasOnEtcd(t *testing.T) {
 	}
 	sa := a.waitTXT("_grpc_config.echo.example.test.", "round_robin", time.Second)
 	sb := b.waitTXT("_grpc_config.echo.example.test.", "round_robin", time.Second)
+	// The file is several writes: a replica may show the echo record at
+	// an earlier one than the other. Once both have all of them, their
+	// serials are the same.
+	for deadline := time.Now().Add(time.Second); sa != sb && time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		_, sa, _ = a.txt("_grpc_config.echo.example.test.")
+		_, sb, _ = b.txt("_grpc_config.echo.example.test.")
+	}
 	if code, _, errs := a.cli("publish", serviceFile(t, "3s")); code != 0 {
 		t.Fatalf("publish via A: exit %d\n%s", code, errs)
 	}
