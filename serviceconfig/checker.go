@@ -212,7 +212,8 @@ func (c *checker) unknownField(k int32, code diagCode, where string, known []str
 		return
 	}
 	msg := fmt.Sprintf("unknown field %s in %s", quoteExcerpt(name), where)
-	if s := Suggest(name, known); s != "" {
+	s := Suggest(name, known)
+	if s != "" {
 		msg += fmt.Sprintf(": did you mean %q?", s)
 	} else {
 		msg += fmt.Sprintf(" (known fields: %s)", strings.Join(known, ", "))
@@ -222,7 +223,12 @@ func (c *checker) unknownField(k int32, code diagCode, where string, known []str
 	} else {
 		msg += "; remove it"
 	}
+	before := len(c.diags)
 	c.report(k, code, "%s", msg)
+	if s != "" && code == codeUnknownField && len(c.diags) == before+1 {
+		// For the publisher's gate (misspelled-field).
+		c.diags[before].suggestion = s
+	}
 }
 
 // want reports a type mismatch and returns false when node v is not of

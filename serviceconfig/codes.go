@@ -68,6 +68,7 @@ const (
 	codeChoicesNoCatchAll
 	codeChoiceExtensionKey
 	codeGrpcGoChannelFailure
+	codeMisspelledField
 	codeChoiceLanguageCase
 
 	// Service config.
@@ -171,6 +172,7 @@ var codes = [numCodes]codeID{
 	codeChoicesNoCatchAll:           {"choices-no-catch-all", Warning},
 	codeChoiceExtensionKey:          {"choice-extension-key", Warning},
 	codeGrpcGoChannelFailure:        {"grpc-go-channel-failure", Error},
+	codeMisspelledField:             {"misspelled-field", Error},
 	codeChoiceLanguageCase:          {"choice-language-case", Warning},
 
 	// Service config.
@@ -271,6 +273,7 @@ var codeDocs = [numCodes]codeDoc{
 	codeChoicesNoCatchAll:           {"no choice matches every client: grpc-go and grpc-js fail the channel when none matches", "valid (gRFC A21: no match means no config), but grpc-go and grpc-js fail the channel"},
 	codeChoiceExtensionKey:          {"a choice uses dynamicParameterConstraints, which other gRPC clients reject or ignore", "our extension: grpc-java and grpc-js reject the record when they come to the choice (they stop at the first that matches), grpc-go and C-core ignore the key"},
 	codeGrpcGoChannelFailure:        {"grpc-go clients (its built-in dns resolver) would fail their channel on the record: refused unless allowed (compat.allowGrpcGoFailure, encode --allow-grpc-go-failure)", "the publisher's compat gate (docs/rules.md#severity): valid by the spec, but published only when allowed"},
+	codeMisspelledField:             {"a field one typo away from one gRPC defines, which clients would drop silently: refused unless allowed (compat.allowMisspelledFields, encode --allow-misspelled-fields)", "the publisher's compat gate (docs/rules.md#severity): valid by the spec (unknown-field, a warning when linting a record), but published only when allowed"},
 	codeChoiceLanguageCase:          {"clientLanguage names Go in a case grpc-go does not match (it compares with \"GO\")", "valid (gRFC A2: case-insensitive), but grpc-go compares exactly"},
 
 	// Service config.

@@ -48,6 +48,9 @@ type Diagnostic struct {
 	// function that knows that text.
 	Line, Column int
 
+	// suggestion is the known field an unknown-field diagnostic takes the
+	// field for a misspelling of, or "".
+	suggestion string
 	// related is 1 + the offset of a second place the message refers to
 	// (the first of two duplicate keys), or 0.
 	related int

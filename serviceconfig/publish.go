@@ -3,6 +3,7 @@ package serviceconfig
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // Source is a record as a tool has it, to check and publish: Text, else
@@ -47,6 +48,12 @@ type PublishOptions struct {
 	// matches, or a chosen config it rejects: the model of grpc-go in grpcgo.go).
 	// Without it such a record is refused with grpc-go-channel-failure.
 	AllowGrpcGoFailure bool
+	// AllowMisspelledFields publishes a config with a field one typo away
+	// from one gRPC defines ("timout"). Clients ignore unknown fields, so
+	// the record is valid, and lint of a record only warns; but the value
+	// the author meant would be dropped without a word, so the publisher
+	// refuses it with misspelled-field unless allowed.
+	AllowMisspelledFields bool
 }
 
 // Record is a choice list as it is published.
@@ -77,6 +84,10 @@ func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 			continue // left out below
 		case isSizeCode(d.Code):
 			continue // sized below, on the record as published
+		case d.suggestion != "" && !opts.AllowMisspelledFields:
+			d.Severity, d.Code = codeMisspelledField.severity(), codeMisspelledField.String()
+			d.Message = strings.TrimSuffix(d.Message, "; gRPC clients ignore it") +
+				"; gRPC clients would ignore it and drop the value silently, so it is not published: correct the name"
 		}
 		out = append(out, d)
 	}

@@ -11,7 +11,7 @@ import (
 func encodeCmd(e *env) *cobra.Command {
 	opts := sc.PublishOptions{NineDigitDurations: true, OmitNulls: true}
 	cmd := &cobra.Command{
-		Use:   "encode [--nine-digit-durations=false] [--omit-nulls=false] [--allow-grpc-go-failure] INPUT",
+		Use:   "encode [--nine-digit-durations=false] [--omit-nulls=false] [--allow-grpc-go-failure] [--allow-misspelled-fields] INPUT",
 		Short: "Print the TXT RDATA that publishes a config, as quoted strings of at most 255 bytes",
 		Long: `Validate INPUT (a choice list, a service config, or a TXT record) and print
 the TXT record that publishes it: "grpc_config=" and the compact JSON, cut
@@ -41,6 +41,7 @@ error.`,
 	}
 	cmd.Flags().BoolVar(&opts.NineDigitDurations, "nine-digit-durations", true, "write every duration with a fraction with 9 digits, as serve does by default")
 	cmd.Flags().BoolVar(&opts.OmitNulls, "omit-nulls", true, "leave out the members whose value is null, as serve does by default")
+	cmd.Flags().BoolVar(&opts.AllowMisspelledFields, "allow-misspelled-fields", false, "encode a config with a field one typo away from one gRPC defines (clients drop it), as serve does with compat: {allowMisspelledFields: true}")
 	cmd.Flags().BoolVar(&opts.AllowGrpcGoFailure, "allow-grpc-go-failure", false, "encode a record on which grpc-go's own dns resolver would fail its channel, as serve does with compat: {allowGrpcGoFailure: true}")
 	return cmd
 }
@@ -63,6 +64,9 @@ func (e *env) encode(arg string, opts sc.PublishOptions) error {
 	for _, d := range ds {
 		if d.Code == "grpc-go-channel-failure" {
 			d.Message += ", or pass --allow-grpc-go-failure if no grpc-go client reads it"
+		}
+		if d.Code == "misspelled-field" {
+			d.Message += " (or pass --allow-misspelled-fields to encode it as written)"
 		}
 		fmt.Fprintln(e.stderr, formatDiagnostic(name, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
 	}

@@ -62,7 +62,7 @@ func pipelineCases(t *testing.T) []pipelineCase {
 var pipelineCompats = []sc.PublishOptions{
 	{NineDigitDurations: true, OmitNulls: true},
 	{NineDigitDurations: true, OmitNulls: true, AllowGrpcGoFailure: true},
-	{NineDigitDurations: false, OmitNulls: false, AllowGrpcGoFailure: true},
+	{NineDigitDurations: false, OmitNulls: false, AllowGrpcGoFailure: true, AllowMisspelledFields: true},
 }
 
 // owner is the owner name of the record in the publisher configs below,
@@ -102,7 +102,7 @@ func TestOnePublishPipeline(t *testing.T) {
 		}
 		// Lint says whether a record is valid: publishable with the
 		// grpc-go gate off, as written.
-		rec, _ := sc.Publish(sc.Source{Text: []byte(c.text)}, sc.PublishOptions{AllowGrpcGoFailure: true})
+		rec, _ := sc.Publish(sc.Source{Text: []byte(c.text)}, sc.PublishOptions{AllowGrpcGoFailure: true, AllowMisspelledFields: true})
 		code, _, _ := runStdin(t, c.text, "lint", "-")
 		if (code == exitOK) != (rec != nil) {
 			t.Errorf("%s: lint exits %d, Publish with the gate off publishes %v", c.name, code, rec != nil)
@@ -126,7 +126,7 @@ func codes(ds sc.Diagnostics) []string {
 // "refused".
 func encodeVerdict(t *testing.T, text string, opts sc.PublishOptions) string {
 	code, out, errs := runStdin(t, text, "encode", "--nine-digit-durations="+strconv.FormatBool(opts.NineDigitDurations),
-		"--omit-nulls="+strconv.FormatBool(opts.OmitNulls), "--allow-grpc-go-failure="+strconv.FormatBool(opts.AllowGrpcGoFailure), "-")
+		"--omit-nulls="+strconv.FormatBool(opts.OmitNulls), "--allow-grpc-go-failure="+strconv.FormatBool(opts.AllowGrpcGoFailure), "--allow-misspelled-fields="+strconv.FormatBool(opts.AllowMisspelledFields), "-")
 	switch code {
 	case exitOK:
 		return strings.TrimSuffix(out, "\n")
@@ -190,8 +190,8 @@ func publisherConfig(value []byte, kind sc.Kind, opts sc.PublishOptions) []byte 
 		key = "serviceConfig"
 	}
 	return fmt.Appendf(nil, `{"zones":[{"origin":"example.com.","nameservers":[{"name":"ns1","addresses":["192.0.2.53"]}],
-"compat":{"nineDigitDurations":%t,"omitNulls":%t,"allowGrpcGoFailure":%t},
-"services":[{"name":"service","addresses":["192.0.2.1"],%q:%s}]}]}`, opts.NineDigitDurations, opts.OmitNulls, opts.AllowGrpcGoFailure, key, value)
+"compat":{"nineDigitDurations":%t,"omitNulls":%t,"allowGrpcGoFailure":%t,"allowMisspelledFields":%t},
+"services":[{"name":"service","addresses":["192.0.2.1"],%q:%s}]}]}`, opts.NineDigitDurations, opts.OmitNulls, opts.AllowGrpcGoFailure, opts.AllowMisspelledFields, key, value)
 }
 
 // serveVerdict is the record serve would publish from cfg, or "refused".

@@ -130,6 +130,11 @@ type Compat struct {
 	// it matches, or a config it rejects). Off by default: such a record is
 	// refused with the reason.
 	AllowGrpcGoFailure bool
+	// AllowMisspelledFields publishes a config with a field one typo away
+	// from one gRPC defines ("timout"), which clients ignore, dropping the
+	// value the author meant. Off by default: refused with
+	// misspelled-field.
+	AllowMisspelledFields bool
 }
 
 // DefaultCompat is the compat: of a zone that sets none.
@@ -1084,15 +1089,19 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service, 
 		}
 	}
 	rec, ds := sc.Publish(sc.Source{JSON: text, Kind: kind}, sc.PublishOptions{
-		Owner:              s.TXTOwner(),
-		NineDigitDurations: s.Compat.NineDigitDurations,
-		OmitNulls:          s.Compat.OmitNulls,
-		AllowGrpcGoFailure: s.Compat.AllowGrpcGoFailure,
+		Owner:                 s.TXTOwner(),
+		NineDigitDurations:    s.Compat.NineDigitDurations,
+		OmitNulls:             s.Compat.OmitNulls,
+		AllowGrpcGoFailure:    s.Compat.AllowGrpcGoFailure,
+		AllowMisspelledFields: s.Compat.AllowMisspelledFields,
 	})
 	for _, diag := range ds {
 		if e, w := diag.OmittedCounts(); e+w > 0 || d.full(diag.Severity) {
 			d.add(diag) // counted, not placed
 			continue
+		}
+		if diag.Code == "misspelled-field" {
+			diag.Message += " (or set compat: {allowMisspelledFields: true} to publish it as written)"
 		}
 		if diag.Code == "grpc-go-channel-failure" {
 			diag.Message += ", or set compat: {allowGrpcGoFailure: true} on the service or its zone if no grpc-go client reads it"
@@ -1129,6 +1138,7 @@ func (d *doc) compat(n *yaml.Node, path string, base Compat) (Compat, map[string
 		flag("omitNulls", &base.OmitNulls),
 		flag("bareHost", &base.BareHost),
 		flag("allowGrpcGoFailure", &base.AllowGrpcGoFailure),
+		flag("allowMisspelledFields", &base.AllowMisspelledFields),
 	})
 	return base, set
 }

@@ -389,3 +389,35 @@ func TestSizeOfThePublishedRecord(t *testing.T) {
 	}
 	t.Fatal("never crossed a size limit")
 }
+
+// A misspelt field is valid in a record (clients ignore it) but drops the
+// value its author meant: the publisher refuses it, where it was written,
+// unless the service allows it; a field with no near match is published
+// with a warning.
+func TestMisspelledFieldIsNotPublished(t *testing.T) {
+	text := `
+zones:
+  - origin: example.test.
+    nameservers: [{name: ns1, addresses: [192.0.2.1]}]
+    services:
+      - name: typo
+        serviceConfig: {methodConfig: [{name: [{}], timout: 1s}]}
+`
+	cfg, ds := Parse([]byte(text))
+	if cfg != nil || len(ds) != 1 || ds[0].Code != "misspelled-field" || ds[0].Line != 7 || ds[0].Column != 53 ||
+		!strings.Contains(ds[0].Message, `"timeout"`) || !strings.Contains(ds[0].Message, "allowMisspelledFields") {
+		t.Fatalf("got %v %+v; want one misspelled-field error at 7:53 naming timeout and the compat flag", cfg != nil, ds)
+	}
+	allowed := strings.Replace(text, "- name: typo", "- name: typo\n        compat: {allowMisspelledFields: true}", 1)
+	cfg, ds = Parse([]byte(allowed))
+	if cfg == nil || len(ds) != 1 || ds[0].Code != "unknown-field" {
+		t.Fatalf("allowed: got %v %+v; want it published with the unknown-field warning", cfg != nil, ds)
+	}
+	if v := string(cfg.Zones[0].Services[0].Value()); !strings.Contains(v, `"timout"`) {
+		t.Errorf("allowed: published %s; want the field as written", v)
+	}
+	unrelated := strings.Replace(text, "timout", "xExtension", 1)
+	if cfg, ds = Parse([]byte(unrelated)); cfg == nil || len(ds) != 1 || ds[0].Code != "unknown-field" {
+		t.Errorf("a field with no near match: got %v %+v; want it published with a warning", cfg != nil, ds)
+	}
+}
