@@ -416,14 +416,24 @@ func TestServeStoreWebView(t *testing.T) {
 	if code, out, errs := s.cli("publish", "../../testdata/publisher/example.yaml"); code != 0 {
 		t.Fatalf("publish: exit %d\n%s%s", code, out, errs)
 	}
-	serial := s.waitTXT("_grpc_config.echo.example.test.", "round_robin", time.Second)
-	resp, err := http.Get("http://" + metrics + "/ui/")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || !strings.Contains(string(b), "example.test") || !strings.Contains(string(b), fmt.Sprint(serial)) || !strings.Contains(string(b), "the store") {
-		t.Errorf("GET /ui/: %d\n%s", resp.StatusCode, b)
+	s.waitTXT("_grpc_config.echo.example.test.", "round_robin", time.Second)
+	// The file is several writes: the page shows the serial DNS answers
+	// once the last of them is served.
+	var page string
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		_, serial, _ := s.txt("_grpc_config.echo.example.test.")
+		resp, err := http.Get("http://" + metrics + "/ui/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		page = string(b)
+		if resp.StatusCode == 200 && strings.Contains(page, "example.test") && strings.Contains(page, fmt.Sprint(serial)) && strings.Contains(page, "the store") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("GET /ui/: %d, want the zone and serial %d from the store\n%s", resp.StatusCode, serial, page)
+		}
 	}
 }
