@@ -14,6 +14,7 @@ import (
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
 	"github.com/grpc-config-dns/grpc-config-dns/store"
 )
 
@@ -85,6 +86,12 @@ type feedZone struct {
 	cfg      *config.Zone
 	respec   bool // base must be validated again, and every service
 	services map[string]*feedService
+	// policies of the zone; repolicy says they changed since base was
+	// made, and replaced holds the versions they replaced (nil for a new
+	// one): the services either version selects are validated again.
+	policies map[string]*feedPolicy
+	repolicy bool
+	replaced []*policy.Policy
 
 	// What is served of the zone, kept up to date change by change so
 	// that a write to one service of 100 000 costs that service: last is
@@ -110,10 +117,17 @@ type zoneDelta struct {
 }
 
 type feedService struct {
+	spec   []byte
+	labels map[string]string
+	rev    int64
+	svc    *config.Service // nil: not validated yet, or invalid (bad)
+	bad    bool
+}
+
+type feedPolicy struct {
 	spec []byte
 	rev  int64
-	svc  *config.Service // nil: not validated yet, or invalid (bad)
-	bad  bool
+	p    *policy.Policy // nil: not read yet, or invalid
 }
 
 func newFeed(st *store.Store, keys []*config.Key) *feed {
@@ -138,7 +152,7 @@ func (f *feed) collectors() []prometheus.Collector {
 func (f *feed) zone(name string) *feedZone {
 	z := f.zones[name]
 	if z == nil {
-		z = &feedZone{name: name, services: map[string]*feedService{}}
+		z = &feedZone{name: name, services: map[string]*feedService{}, policies: map[string]*feedPolicy{}}
 		f.zones[name] = z
 	}
 	return z
@@ -167,13 +181,34 @@ func (f *feed) apply(it store.Item) {
 			if old := z.services[it.Name]; old != nil && old.rev == it.Rev {
 				return
 			}
-			z.services[it.Name] = &feedService{spec: it.Spec, rev: it.Rev}
+			z.services[it.Name] = &feedService{spec: it.Spec, labels: it.Labels, rev: it.Rev}
 		}
 		if z.pending == nil {
 			z.pending = map[string]bool{}
 		}
 		z.pending[it.Name] = true
 		z.cfg = nil
+	case store.KindPolicy:
+		old := z.policies[it.Name]
+		if it.Deleted {
+			if old == nil {
+				return
+			}
+			delete(z.policies, it.Name)
+		} else {
+			if old != nil && old.rev == it.Rev {
+				return
+			}
+			z.policies[it.Name] = &feedPolicy{spec: it.Spec, rev: it.Rev}
+		}
+		// nil for a new policy, or one not read yet (whose own
+		// replaced version is already listed).
+		var was *policy.Policy
+		if old != nil {
+			was = old.p
+		}
+		z.replaced = append(z.replaced, was)
+		z.repolicy, z.cfg = true, nil
 	case store.KindMarker:
 		rev := it.Rev
 		if it.Deleted {
@@ -209,6 +244,11 @@ func (f *feed) replace(items []store.Item, rev int64) {
 				f.apply(store.Item{Kind: store.KindService, Zone: name, Name: svc, Deleted: true})
 			}
 		}
+		for p := range z.policies {
+			if !seen[key{name, p, store.KindPolicy}] {
+				f.apply(store.Item{Kind: store.KindPolicy, Zone: name, Name: p, Deleted: true})
+			}
+		}
 	}
 	f.rev = rev
 }
@@ -232,25 +272,11 @@ func (f *feed) config(settings config.Server, log func(msg string, args ...any))
 	cfg := &config.Config{Server: settings, Keys: f.keys}
 	invalid := 0
 	for name, z := range f.zones {
-		if z.spec == nil && len(z.services) == 0 && z.marker == 0 {
+		if z.spec == nil && len(z.services) == 0 && len(z.policies) == 0 && z.marker == 0 {
 			delete(f.zones, name)
 			continue
 		}
-		if z.respec {
-			z.respec = false
-			z.base = nil
-			if z.spec != nil {
-				zc, ds := config.ValidateZone(name, z.spec, f.keys)
-				if zc == nil {
-					log("zone in the store is invalid here: not serving it", "zone", name, "version", z.rev, "errors", summary(ds))
-				}
-				z.base = zc
-			}
-			for _, s := range z.services {
-				s.svc, s.bad = nil, false
-			}
-			z.last = nil // build it whole
-		}
+		f.rebase(z, log)
 		if z.base == nil {
 			invalid++
 			continue
@@ -263,6 +289,75 @@ func (f *feed) config(settings config.Server, log func(msg string, args ...any))
 	}
 	f.invalid.Set(float64(invalid))
 	return cfg
+}
+
+// rebase makes the zone's base again when its spec or its policies
+// changed: after a change of spec every service is validated again, after
+// a change of policies those that the old or the new versions select.
+func (f *feed) rebase(z *feedZone, log func(msg string, args ...any)) {
+	if !z.respec && !z.repolicy {
+		return
+	}
+	whole := z.respec || z.base == nil
+	replaced := z.replaced
+	z.respec, z.repolicy, z.replaced, z.base = false, false, nil, nil
+	var fresh []*policy.Policy
+	if z.spec != nil {
+		zc, ds := config.ValidateZone(z.name, z.spec, f.keys)
+		if zc == nil {
+			log("zone in the store is invalid here: not serving it", "zone", z.name, "version", z.rev, "errors", summary(ds))
+		} else {
+			z.base, fresh = f.withPolicies(z, zc, log)
+		}
+	}
+	if whole || z.base == nil {
+		for _, s := range z.services {
+			s.svc, s.bad = nil, false
+		}
+		z.last = nil // build it whole
+		return
+	}
+	changed := append(slices.Clip(replaced), fresh...)
+	if z.pending == nil {
+		z.pending = map[string]bool{}
+	}
+	for name, s := range z.services {
+		t := z.base.ServiceTarget(name, s.labels)
+		for _, p := range changed {
+			if p != nil && p.Selects(t) {
+				s.svc, s.bad = nil, false
+				z.pending[name] = true
+				break
+			}
+		}
+	}
+}
+
+// withPolicies reads the zone's policies into base and returns it with
+// the policies read now (those that changed). A policy invalid here makes
+// the zone invalid here: serving its services without it would publish
+// configs nobody wrote.
+func (f *feed) withPolicies(z *feedZone, base *config.Zone, log func(msg string, args ...any)) (*config.Zone, []*policy.Policy) {
+	ps := make([]*policy.Policy, 0, len(z.policies))
+	var fresh []*policy.Policy
+	for name, fp := range z.policies {
+		if fp.p == nil {
+			p, ds := config.ValidatePolicy(base, name, fp.spec)
+			if p == nil {
+				log("policy in the store is invalid here: not serving its zone", "zone", z.name, "policy", name, "version", fp.rev, "errors", summary(ds))
+				return nil, nil
+			}
+			fp.p = p
+			fresh = append(fresh, p)
+		}
+		ps = append(ps, fp.p)
+	}
+	zc, err := base.WithPolicies(ps)
+	if err != nil {
+		log("the zone's policies cannot be used: not serving it", "zone", z.name, "err", err)
+		return nil, nil
+	}
+	return zc, fresh
 }
 
 // build validates the zone's new services (in parallel: a store of
@@ -347,7 +442,7 @@ func (f *feed) validate(z *feedZone, names []string, log func(msg string, args .
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(todo); i += workers {
-				todo[i].svc, diags[i] = config.ValidateService(z.base, todoNames[i], todo[i].spec, f.keys)
+				todo[i].svc, diags[i] = config.ValidateService(z.base, todoNames[i], todo[i].labels, todo[i].spec, f.keys)
 				todo[i].bad = todo[i].svc == nil
 			}
 		}()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The tests that need a real etcd: the API conformance and concurrency
-# tests on the etcd backend, and replicas of serve on one etcd. Installs
+# tests on the etcd backend (policies too), and replicas of serve on one etcd. Installs
 # Debian's etcd-server (etcd 3.4) when run as root, then requires it (a
 # missing etcd fails instead of skipping). Each test starts its own etcd
 # on 127.0.0.1 with a temporary data directory. The concurrency test runs
@@ -12,4 +12,4 @@ cd "$(dirname "$0")/.."
 internal/etcdtest/install.sh
 
 GRPC_CONFIG_DNS_SOAK="${GRPC_CONFIG_DNS_SOAK:-30s}" GRPC_CONFIG_DNS_ETCD=1 exec go test -count=1 -timeout 400s -v \
-	-run 'Conformance|Concurrency|Etcd|Replica' ./store/... ./dnspub/... ./cmd/grpc-config-dns/ "$@"
+	-run 'Conformance|Concurrency|Etcd|Replica|Polic' ./store/... ./dnspub/... ./cmd/grpc-config-dns/ "$@"

@@ -12,6 +12,8 @@ import (
 // Object is a zone or a service, shaped as Kubernetes shapes its objects
 // (DESIGN.md §7.1).
 type Object struct {
+	// Kind is "Policy" for a policy, empty for zones and services.
+	Kind     string          `json:"kind,omitempty"`
 	Metadata Metadata        `json:"metadata"`
 	Spec     json.RawMessage `json:"spec"`
 }
@@ -44,8 +46,13 @@ const (
 )
 
 func (k Kind) String() string {
-	if k == KindZone {
+	switch k {
+	case KindZone:
 		return "zone"
+	case KindPolicy:
+		return "policy"
+	case KindMarker:
+		return "marker"
 	}
 	return "service"
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
 )
 
 // Options configure a Store.
@@ -114,8 +115,12 @@ func decode(k kv) (*Object, error) {
 	} else if err := json.Unmarshal(k.value, &st); err != nil {
 		return nil, fmt.Errorf("store: the value of %s at revision %d is corrupt: %v", k.key, k.modRev, err)
 	}
-	return &Object{Metadata: Metadata{Name: st.Metadata.Name, Zone: st.Metadata.Zone, Labels: st.Metadata.Labels,
-		ResourceVersion: FormatRV(k.modRev)}, Spec: st.Spec}, nil
+	o := &Object{Metadata: Metadata{Name: st.Metadata.Name, Zone: st.Metadata.Zone, Labels: st.Metadata.Labels,
+		ResourceVersion: FormatRV(k.modRev)}, Spec: st.Spec}
+	if strings.HasPrefix(k.key, "p/") {
+		o.Kind = PolicyKind
+	}
+	return o, nil
 }
 
 // splitStored cuts a value as the store writes it,
@@ -241,14 +246,7 @@ func (s *Store) GetZone(ctx context.Context, zone, rv string) (*Object, error) {
 	if err != nil {
 		return nil, err
 	}
-	k, err := s.getKey(ctx, zoneKey(name), rv)
-	if err != nil {
-		return nil, err
-	}
-	if k == nil {
-		return nil, notFound("zone %s not found: create it with PUT /v1/zones/%s", name, name)
-	}
-	return decode(*k)
+	return s.getObject(ctx, zoneKey(name), rv, "zone %s not found: create it with PUT /v1/zones/%s", name, name)
 }
 
 // GetService returns a service.
@@ -257,12 +255,17 @@ func (s *Store) GetService(ctx context.Context, zone, svc, rv string) (*Object, 
 	if err != nil {
 		return nil, err
 	}
-	k, err := s.getKey(ctx, serviceKey(z, name), rv)
+	return s.getObject(ctx, serviceKey(z, name), rv, "service %s of zone %s not found", name, z)
+}
+
+// getObject reads the object at key, or answers 404 with the message.
+func (s *Store) getObject(ctx context.Context, key, rv, missing string, args ...any) (*Object, error) {
+	k, err := s.getKey(ctx, key, rv)
 	if err != nil {
 		return nil, err
 	}
 	if k == nil {
-		return nil, notFound("service %s of zone %s not found", name, z)
+		return nil, notFound(missing, args...)
 	}
 	return decode(*k)
 }
@@ -310,34 +313,27 @@ func precondition(rv string) (int64, error) {
 }
 
 // body checks what every PUT carries and returns the value to store.
-func body(obj *Object, name, zone string) ([]byte, error) {
+func body(obj *Object, desc, name, zone string) ([]byte, error) {
 	spec := bytes.TrimSpace(obj.Spec)
 	if len(spec) == 0 || spec[0] != '{' {
-		return nil, badRequest("the %s has no spec object: send {\"metadata\":{…},\"spec\":{…}}", describeName(name, zone))
+		return nil, badRequest("the %s has no spec object: send {\"metadata\":{…},\"spec\":{…}}", desc)
 	}
 	if len(spec) > config.MaxSpecSize {
-		return nil, errorf(http.StatusRequestEntityTooLarge, ReasonTooLarge, "the spec of %s is %d bytes, more than %d", describeName(name, zone), len(spec), config.MaxSpecSize)
+		return nil, errorf(http.StatusRequestEntityTooLarge, ReasonTooLarge, "the spec of %s is %d bytes, more than %d", desc, len(spec), config.MaxSpecSize)
 	}
 	if len(obj.Metadata.Labels) > 64 {
-		return nil, badRequest("%s has %d labels; at most 64", describeName(name, zone), len(obj.Metadata.Labels))
+		return nil, badRequest("%s has %d labels; at most 64", desc, len(obj.Metadata.Labels))
 	}
 	for k, v := range obj.Metadata.Labels {
 		if k == "" || len(k) > 253 || len(v) > 63 {
-			return nil, badRequest("label %q=%q of %s: keys are 1 to 253 bytes, values at most 63", k, v, describeName(name, zone))
+			return nil, badRequest("label %q=%q of %s: keys are 1 to 253 bytes, values at most 63", k, v, desc)
 		}
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, spec); err != nil {
-		return nil, badRequest("the spec of %s is not JSON: %v", describeName(name, zone), err)
+		return nil, badRequest("the spec of %s is not JSON: %v", desc, err)
 	}
 	return json.Marshal(stored{Metadata: storedMeta{Name: name, Zone: zone, Labels: obj.Metadata.Labels}, Spec: buf.Bytes()})
-}
-
-func describeName(name, zone string) string {
-	if zone == "" {
-		return "zone " + name
-	}
-	return "service " + name + " of zone " + zone
 }
 
 // maxRetries bounds the retries of a write whose zone changed while it
@@ -360,14 +356,14 @@ func (s *Store) PutZone(ctx context.Context, zone string, obj *Object) (out *Obj
 	if err != nil {
 		return nil, false, err
 	}
-	value, err := body(obj, name, "")
+	value, err := body(obj, "zone "+name, name, "")
 	if err != nil {
 		return nil, false, err
 	}
 	var st stored
 	json.Unmarshal(value, &st)
-	zc, ds := config.ValidateZone(origin(name), st.Spec, s.opts.Keys)
-	if zc == nil {
+	base, ds := config.ValidateZone(origin(name), st.Spec, s.opts.Keys)
+	if base == nil {
 		return nil, false, invalid("the spec of zone "+name, ds)
 	}
 	for range maxRetries {
@@ -382,15 +378,27 @@ func (s *Store) PutZone(ctx context.Context, zone string, obj *Object) (out *Obj
 			o, err := decode(*cur)
 			return o, false, err // nothing changed: no new version
 		}
-		// The zone's settings are its services' defaults: every service
-		// must still be valid under them, and stay unchanged until the
-		// zone is written.
-		rev, e := s.checkServices(ctx, name, zc)
-		if e != nil {
-			return nil, false, e
+		// The zone's settings are its services' defaults, under its
+		// policies: every service must still be valid, and the services
+		// and policies stay unchanged until the zone is written.
+		ps, err := s.readPolicies(ctx, name)
+		if err != nil {
+			return nil, false, err
+		}
+		zc, err := base.WithPolicies(ps.list())
+		if err != nil {
+			return nil, false, s.internal(err)
+		}
+		rev, bad, err := s.checkServices(ctx, name, zc, nil)
+		if err != nil {
+			return nil, false, err
+		}
+		if bad != nil {
+			bad.Message = fmt.Sprintf("zone %s: its services would be invalid with this spec (the zone's settings are their defaults): nothing was stored; fix the zone's spec or the services", name)
+			return nil, false, bad
 		}
 		t := &txn{puts: []kvPut{{zoneKey(name), value}, {markerKey(name), nil}},
-			cmps: []cmp{{key: zoneKey(name), modRev: modRev(cur)}}}
+			cmps: []cmp{{key: zoneKey(name), modRev: modRev(cur)}, {key: policyMarkerKey(name), modRev: ps.marker}}}
 		if rev > 0 {
 			t.cmps = append(t.cmps, cmp{key: servicePrefix(name), notAfter: rev})
 		}
@@ -453,33 +461,44 @@ func checkPrecondition(cur *kv, want int64, what string) *Error {
 	return nil
 }
 
-// checkServices validates every service of zone under zc and returns the
-// revision they were read at.
-func (s *Store) checkServices(ctx context.Context, zone string, zc *config.Zone) (int64, *Error) {
+// checkServices validates the services of zone under zc (those that
+// only selects, when not nil) and returns the revision they were read at,
+// and a 422 listing the problems of the invalid ones (nil when there are
+// none), whose caller sets its message.
+func (s *Store) checkServices(ctx context.Context, zone string, zc *config.Zone, only func(policy.Target) bool) (int64, *Error, error) {
 	var bad *Error
 	var rev int64
 	from := ""
 	for {
 		kvs, more, read, err := s.b.rangeKeys(ctx, servicePrefix(zone), from, 1000, rev)
 		if err != nil {
-			return 0, s.internal(err)
+			return 0, nil, s.internal(err)
 		}
 		rev = read
 		for _, k := range kvs {
 			o, err := decode(k)
 			if err != nil {
-				return 0, s.internal(err)
+				return 0, nil, s.internal(err)
 			}
-			if _, ds := config.ValidateService(zc, o.Metadata.Name, o.Spec, s.opts.Keys); ds.HasErrors() {
-				if bad == nil {
-					bad = errorf(http.StatusUnprocessableEntity, ReasonInvalid, "zone %s: its services would be invalid with this spec (the zone's settings are their defaults): nothing was stored; fix the zone's spec or the services", zone)
+			if only != nil && !only(zc.ServiceTarget(o.Metadata.Name, o.Metadata.Labels)) {
+				continue
+			}
+			_, ds := config.ValidateService(zc, o.Metadata.Name, o.Metadata.Labels, o.Spec, s.opts.Keys)
+			if !ds.HasErrors() {
+				continue
+			}
+			if bad == nil {
+				bad = errorf(http.StatusUnprocessableEntity, ReasonInvalid, "")
+			}
+			for _, d := range ds {
+				if d.Severity.String() != "error" || len(bad.Diagnostics) >= 100 {
+					continue
 				}
-				for _, d := range ds {
-					if d.Severity.String() == "error" && len(bad.Diagnostics) < 100 {
-						bad.Diagnostics = append(bad.Diagnostics, Diagnostic{Severity: "error", Code: d.Code,
-							Message: "service " + o.Metadata.Name + ": " + d.Message, Path: "/spec"})
-					}
+				msg := d.Message
+				if !strings.Contains(msg, "applied to service") {
+					msg = "service " + o.Metadata.Name + ": " + msg
 				}
+				bad.Diagnostics = append(bad.Diagnostics, Diagnostic{Severity: "error", Code: d.Code, Message: msg, Path: "/spec" + d.Path})
 			}
 		}
 		if !more || len(kvs) == 0 {
@@ -487,30 +506,39 @@ func (s *Store) checkServices(ctx context.Context, zone string, zc *config.Zone)
 		}
 		from = kvs[len(kvs)-1].key + "\x00"
 	}
-	return rev, bad
+	return rev, bad, nil
 }
 
 // zoneConfig reads zone and validates its spec: the defaults of its
-// services.
-func (s *Store) zoneConfig(ctx context.Context, zone string) (*config.Zone, *kv, error) {
+// services, with its policies. It returns the zone's key and the version
+// of its policies (the policy marker's modification revision) that the
+// config was made from.
+func (s *Store) zoneConfig(ctx context.Context, zone string) (*config.Zone, *kv, *zonePolicies, error) {
 	k, err := s.getKey(ctx, zoneKey(zone), "")
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if k == nil {
-		return nil, nil, notFound("zone %s not found: create it first (PUT /v1/zones/%s, or publish a config that has it)", zone, zone)
+		return nil, nil, nil, notFound("zone %s not found: create it first (PUT /v1/zones/%s, or publish a config that has it)", zone, zone)
 	}
 	o, err := decode(*k)
 	if err != nil {
-		return nil, nil, s.internal(err)
+		return nil, nil, nil, s.internal(err)
 	}
 	zc, ds := config.ValidateZone(origin(zone), o.Spec, s.opts.Keys)
 	if zc == nil {
 		e := invalid("zone "+zone+" as stored (for this server's TSIG keys)", ds)
 		e.Code, e.Reason = http.StatusConflict, ReasonConflict
-		return nil, nil, e
+		return nil, nil, nil, e
 	}
-	return zc, k, nil
+	ps, err := s.readPolicies(ctx, zone)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if zc, err = zc.WithPolicies(ps.list()); err != nil {
+		return nil, nil, nil, s.internal(err)
+	}
+	return zc, k, ps, nil
 }
 
 // PutService creates or replaces a service of an existing zone, after
@@ -528,19 +556,38 @@ func (s *Store) PutService(ctx context.Context, zone, svc string, obj *Object) (
 	if err != nil {
 		return nil, false, err
 	}
-	value, err := body(obj, name, z)
+	var top map[string]json.RawMessage
+	if json.Unmarshal(obj.Spec, &top) == nil && top["labels"] != nil {
+		return nil, false, badRequest("the spec of service %s of zone %s has labels: a stored service's labels are its metadata.labels, which label policies select it by; move them there", name, z)
+	}
+	for k, v := range obj.Metadata.Labels {
+		if msg := policy.CheckLabel(k, v); msg != "" {
+			return nil, false, badRequest("metadata.labels of service %s of zone %s: %s", name, z, msg)
+		}
+	}
+	value, err := body(obj, "service "+name+" of zone "+z, name, z)
 	if err != nil {
 		return nil, false, err
 	}
 	var st stored
 	json.Unmarshal(value, &st)
 	for range maxRetries {
-		zc, zkv, err := s.zoneConfig(ctx, z)
+		zc, zkv, ps, err := s.zoneConfig(ctx, z)
 		if err != nil {
 			return nil, false, err
 		}
-		if _, ds := config.ValidateService(zc, name, st.Spec, s.opts.Keys); ds.HasErrors() {
-			return nil, false, invalid("the spec of service "+name+" of zone "+z, ds)
+		if _, ds := config.ValidateService(zc, name, obj.Metadata.Labels, st.Spec, s.opts.Keys); ds.HasErrors() {
+			what := "the spec of service " + name + " of zone " + z
+			if zc.PolicySet != nil {
+				if sel := zc.PolicySet.Select(zc.ServiceTarget(name, obj.Metadata.Labels)); len(sel) > 0 {
+					names := make([]string, len(sel))
+					for i, p := range sel {
+						names[i] = p.Name
+					}
+					what += ", with the policies that select it (" + strings.Join(names, ", ") + "),"
+				}
+			}
+			return nil, false, invalid(what, ds)
 		}
 		key := serviceKey(z, name)
 		cur, err := s.getKey(ctx, key, "")
@@ -555,7 +602,7 @@ func (s *Store) PutService(ctx context.Context, zone, svc string, obj *Object) (
 			return o, false, err
 		}
 		res, err := s.b.txn(ctx, &txn{
-			cmps: []cmp{{key: zoneKey(z), modRev: zkv.modRev}, {key: key, modRev: modRev(cur)}},
+			cmps: []cmp{{key: zoneKey(z), modRev: zkv.modRev}, {key: policyMarkerKey(z), modRev: ps.marker}, {key: key, modRev: modRev(cur)}},
 			puts: []kvPut{{key, value}, {markerKey(z), nil}},
 		})
 		if err != nil {
@@ -592,8 +639,8 @@ func (s *Store) DeleteZone(ctx context.Context, zone, ifRV string) (*Object, err
 			return nil, e
 		}
 		res, err := s.b.txn(ctx, &txn{
-			cmps: []cmp{{key: zoneKey(name), modRev: cur.modRev}, {key: servicePrefix(name), empty: true}},
-			dels: []string{zoneKey(name), markerKey(name)},
+			cmps: []cmp{{key: zoneKey(name), modRev: cur.modRev}, {key: servicePrefix(name), empty: true}, {key: policyPrefix(name), empty: true}},
+			dels: []string{zoneKey(name), markerKey(name), policyMarkerKey(name)},
 		})
 		if err != nil {
 			return nil, s.internal(err)
@@ -607,6 +654,12 @@ func (s *Store) DeleteZone(ctx context.Context, zone, ifRV string) (*Object, err
 		}
 		if len(kvs) > 0 {
 			return nil, conflict("zone %s still has services (%s, …): delete them first, then the zone", name, strings.TrimPrefix(kvs[0].key, servicePrefix(name)))
+		}
+		if kvs, _, _, err = s.b.rangeKeys(ctx, policyPrefix(name), "", 1, 0); err != nil {
+			return nil, s.internal(err)
+		}
+		if len(kvs) > 0 {
+			return nil, conflict("zone %s still has policies (%s, …): delete them first, then the zone", name, strings.TrimPrefix(kvs[0].key, policyPrefix(name)))
 		}
 	}
 	return nil, conflict("zone %s kept changing while it was deleted; try again", name)

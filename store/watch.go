@@ -167,13 +167,13 @@ func (s *Store) listAll(ctx context.Context, prefix string, o ListOptions) ([]*O
 	return out, rev, nil
 }
 
-// Item is what a publisher reads of the store: a zone, a service, or a
-// zone's change marker, whose Rev is the revision of the last write to the
+// Item is what a publisher reads of the store: a zone, a service, a
+// policy, or a zone's change marker, whose Rev is the revision of the last write to the
 // zone or to one of its services (deletions included).
 type Item struct {
 	Kind Kind
 	Zone string // of a service or a marker; the zone itself for a zone
-	Name string // of a service
+	Name string // of a service or a policy
 	// Spec is nil for a deletion and for markers.
 	Spec    []byte
 	Labels  map[string]string
@@ -195,10 +195,14 @@ func itemOf(k kv, deleted bool) (Item, bool) {
 	switch {
 	case strings.HasPrefix(k.key, "m/"):
 		return Item{Kind: KindMarker, Zone: k.key[2:], Rev: k.modRev, Deleted: deleted}, true
-	case strings.HasPrefix(k.key, "z/"), strings.HasPrefix(k.key, "s/"):
+	case strings.HasPrefix(k.key, "z/"), strings.HasPrefix(k.key, "s/"), strings.HasPrefix(k.key, "p/"):
 		it := Item{Kind: KindZone, Zone: k.key[2:], Rev: k.modRev, Deleted: deleted}
-		if k.key[0] == 's' {
+		switch k.key[0] {
+		case 's':
 			it.Kind = KindService
+			it.Zone, it.Name, _ = strings.Cut(k.key[2:], "/")
+		case 'p':
+			it.Kind = KindPolicy
 			it.Zone, it.Name, _ = strings.Cut(k.key[2:], "/")
 		}
 		if !deleted {

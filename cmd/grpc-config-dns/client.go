@@ -187,9 +187,16 @@ func (c *client) fail(what string, err error) error {
 
 func esc(s string) string { return url.PathEscape(s) }
 
+// policyArg is how a command names a policy where it names a service:
+// policy/NAME (a service name has no slash).
+const policyArg = "policy/"
+
 func objectPath(zone, name string) string {
 	if name == "" {
 		return "/v1/zones/" + esc(zone)
+	}
+	if p, ok := strings.CutPrefix(name, policyArg); ok {
+		return "/v1/zones/" + esc(zone) + "/policies/" + esc(p)
 	}
 	return "/v1/zones/" + esc(zone) + "/services/" + esc(name)
 }
@@ -245,9 +252,24 @@ func toYAML(v any) ([]byte, error) {
 }
 
 func printTable(tw io.Writer, objs []*store.Object, header bool) {
-	services := false
+	services, policies := false, len(objs) > 0
 	for _, o := range objs {
 		services = services || o.Metadata.Zone != ""
+		policies = policies && o.Kind == store.PolicyKind
+	}
+	if policies {
+		if header {
+			fmt.Fprintln(tw, "ZONE\tNAME\tVERSION\tTARGET")
+		}
+		for _, o := range objs {
+			var spec struct {
+				TargetRef map[string]any `json:"targetRef"`
+			}
+			json.Unmarshal(o.Spec, &spec)
+			t, _ := json.Marshal(spec.TargetRef)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", o.Metadata.Zone, o.Metadata.Name, o.Metadata.ResourceVersion, abbrev(string(t), 60))
+		}
+		return
 	}
 	if header {
 		if services {
@@ -304,7 +326,9 @@ type putResult struct {
 
 func (c *client) put(ctx context.Context, zone, name string, o *store.Object) putResult {
 	what := "zone/" + zone
-	if name != "" {
+	if p, ok := strings.CutPrefix(name, policyArg); ok {
+		what = "policy/" + zone + "/" + p
+	} else if name != "" {
 		what = "service/" + zone + "/" + name
 	}
 	var before *store.Object
@@ -357,6 +381,19 @@ func (c *client) publishSpecs(ctx context.Context, specs *config.Specs, quiet bo
 			continue
 		}
 		counts[r.action]++
+		// Policies before services: a service may need a policy's
+		// values to be valid.
+		for _, p := range z.Policies {
+			r := c.put(ctx, z.Name, policyArg+p.Name, &store.Object{Kind: store.PolicyKind, Metadata: store.Metadata{Name: p.Name, Zone: z.Name}, Spec: p.Spec})
+			report(r)
+			var ae *apiError
+			if r.err != nil && !errors.As(r.err, &ae) {
+				return r.err
+			}
+			if r.err == nil {
+				counts[r.action]++
+			}
+		}
 		results := make(chan putResult)
 		work := make(chan config.ServiceSpec)
 		var wg sync.WaitGroup
@@ -365,7 +402,7 @@ func (c *client) publishSpecs(ctx context.Context, specs *config.Specs, quiet bo
 			go func() {
 				defer wg.Done()
 				for s := range work {
-					results <- c.put(ctx, z.Name, s.Name, &store.Object{Metadata: store.Metadata{Name: s.Name, Zone: z.Name}, Spec: s.Spec})
+					results <- c.put(ctx, z.Name, s.Name, &store.Object{Metadata: store.Metadata{Name: s.Name, Zone: z.Name, Labels: s.Labels}, Spec: s.Spec})
 				}
 			}()
 		}
@@ -487,8 +524,10 @@ all published, or one or more objects, YAML documents or JSON:
     addresses: [192.0.2.1]
     serviceConfig: {loadBalancingConfig: [{round_robin: {}}]}
 
-An object with metadata.zone is a service of that zone; one without is a
-zone. --if-version RV (or metadata.resourceVersion) makes the write
+An object with metadata.zone is a service of that zone, or with kind: Policy
+one of its policies (docs/policies.md); one without metadata.zone is a zone.
+A publisher config's policies are published after its zones and before its
+services, and a service's labels: become its metadata.labels. --if-version RV (or metadata.resourceVersion) makes the write
 conditional: it is refused with a conflict if the object changed since.
 
 Exit status: 0 published; 1 refused (invalid, conflict, not found); 2 usage
@@ -523,7 +562,12 @@ or connection error.`,
 			failed := false
 			for _, o := range objs {
 				zone, name := o.Metadata.Zone, o.Metadata.Name
-				if zone == "" {
+				switch {
+				case o.Kind == store.PolicyKind:
+					name = policyArg + name
+				case o.Kind != "":
+					return &exitError{code: exitInvalid, err: fmt.Errorf("%s: kind %q: objects are zones and services (no kind) and policies (kind: Policy)", args[0], o.Kind)}
+				case zone == "":
 					zone, name = name, ""
 				}
 				r := c.put(context.Background(), zone, name, o)
@@ -613,8 +657,8 @@ func getCmd(e *env) *cobra.Command {
 	var cf clientFlags
 	var rv string
 	cmd := &cobra.Command{
-		Use:   "get ZONE [SERVICE] --server URL",
-		Short: "Show a zone or a service of a store",
+		Use:   "get ZONE [SERVICE | policy/NAME] --server URL",
+		Short: "Show a zone, a service or a policy of a store",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := cf.client(e)
@@ -645,8 +689,8 @@ func deleteCmd(e *env) *cobra.Command {
 	var cf clientFlags
 	var ifVersion string
 	cmd := &cobra.Command{
-		Use:   "delete ZONE [SERVICE] --server URL [--if-version RV]",
-		Short: "Delete a service (or an empty zone) of a store",
+		Use:   "delete ZONE [SERVICE | policy/NAME] --server URL [--if-version RV]",
+		Short: "Delete a service, a policy, or an empty zone of a store",
 		Args:  cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := cf.client(e)
@@ -677,13 +721,29 @@ func deleteCmd(e *env) *cobra.Command {
 	return cmd
 }
 
+// collectionPath is the path of what list and watch show: the zones, or
+// a zone's services or policies.
+func collectionPath(args []string, policies bool) (string, error) {
+	switch {
+	case len(args) == 0 && policies:
+		return "", usageErr("--policies needs the ZONE whose policies to show")
+	case len(args) == 0:
+		return "/v1/zones", nil
+	case policies:
+		return objectPath(args[0], "") + "/policies", nil
+	}
+	return objectPath(args[0], "") + "/services", nil
+}
+
 func listCmd(e *env) *cobra.Command {
 	var cf clientFlags
+	var policies bool
 	var o store.ListOptions
 	cmd := &cobra.Command{
-		Use:   "list [ZONE] --server URL [--limit N] [--resource-version RV] [--match Exact|NotOlderThan] [--continue TOKEN]",
-		Short: "List the services of a zone (or the zones) of a store",
-		Long: `List the services of ZONE, or the zones without it. --resource-version and
+		Use:   "list [ZONE] --server URL [--policies] [--limit N] [--resource-version RV] [--match Exact|NotOlderThan] [--continue TOKEN]",
+		Short: "List the services (or policies) of a zone, or the zones, of a store",
+		Long: `List the services of ZONE (its policies with --policies), or the zones
+without it. --resource-version and
 --match follow Kubernetes (resourceVersion and resourceVersionMatch): without
 them the latest; NotOlderThan RV at least that version; Exact RV exactly that
 version (refused when it was compacted). --limit N shows one page of N and
@@ -694,9 +754,9 @@ prints the command for the next page on stderr.`,
 			if err != nil {
 				return err
 			}
-			path := "/v1/zones"
-			if len(args) == 1 {
-				path = objectPath(args[0], "") + "/services"
+			path, err := collectionPath(args, policies)
+			if err != nil {
+				return err
 			}
 			q := url.Values{}
 			if o.Limit > 0 {
@@ -724,6 +784,7 @@ prints the command for the next page on stderr.`,
 		},
 	}
 	f := cmd.Flags()
+	f.BoolVar(&policies, "policies", false, "list the zone's policies instead of its services")
 	f.Int64Var(&o.Limit, "limit", 0, "at most this many items (one page)")
 	f.StringVar(&o.ResourceVersion, "resource-version", "", "the version to list at (see --match)")
 	f.StringVar(&o.ResourceVersionMatch, "match", "", "how --resource-version applies: Exact or NotOlderThan")
@@ -735,10 +796,12 @@ prints the command for the next page on stderr.`,
 func watchCmd(e *env) *cobra.Command {
 	var cf clientFlags
 	var rv string
+	var policies bool
 	cmd := &cobra.Command{
-		Use:   "watch [ZONE] --server URL [--resource-version RV]",
-		Short: "Follow the changes of the services of a zone (or of the zones)",
-		Long: `Print every change of the services of ZONE (or of the zones) as it happens:
+		Use:   "watch [ZONE] --server URL [--policies] [--resource-version RV]",
+		Short: "Follow the changes of the services (or policies) of a zone, or of the zones",
+		Long: `Print every change of the services of ZONE (its policies with --policies,
+the zones without ZONE) as it happens:
 from --resource-version RV on, or, without it, every object first (as ADDED)
 and then the changes. Stops on SIGINT; -o json prints the raw events.`,
 		Args: cobra.RangeArgs(0, 1),
@@ -747,9 +810,9 @@ and then the changes. Stops on SIGINT; -o json prints the raw events.`,
 			if err != nil {
 				return err
 			}
-			path := "/v1/zones"
-			if len(args) == 1 {
-				path = objectPath(args[0], "") + "/services"
+			path, err := collectionPath(args, policies)
+			if err != nil {
+				return err
 			}
 			path += "?watch=true"
 			if rv != "" {
@@ -761,6 +824,7 @@ and then the changes. Stops on SIGINT; -o json prints the raw events.`,
 		},
 	}
 	cmd.Flags().StringVar(&rv, "resource-version", "", "print the changes after this version")
+	cmd.Flags().BoolVar(&policies, "policies", false, "follow the zone's policies instead of its services")
 	cf.add(cmd, true)
 	return cmd
 }

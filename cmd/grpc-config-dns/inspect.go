@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/url"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -12,42 +14,108 @@ import (
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
+	"github.com/grpc-config-dns/grpc-config-dns/store"
 )
 
 func init() { extraCommands = append(extraCommands, inspectCmd) }
 
 func inspectCmd(e *env) *cobra.Command {
 	var file, format string
+	var cf clientFlags
 	cmd := &cobra.Command{
-		Use:   "inspect SERVICE --config FILE [--format text|json]",
+		Use:   "inspect SERVICE (--config FILE | --server URL) [--format text|json]",
 		Short: "Print a service's published config and which policy set each value",
-		Long: `Read a publisher config as serve does, and print what SERVICE publishes:
-the policies that apply to it in merge order (zone-wide, then by labels,
-then by name; the service's own config last), and every value of the
-published config with the layers that set it. The last one's value is the
-one published; earlier ones were overridden. See docs/policies.md.
+		Long: `Print what SERVICE publishes, read from a publisher config (--config, as
+serve reads it) or from a store through its admin API (--server, which
+answers GET /v1/zones/{zone}/services/{name}/inspect): the policies that
+apply to it in merge order (zone-wide, then by labels, then by name; the
+service's own config last), and every value of the published config with
+the layers that set it. The last one's value is the one published; earlier
+ones were overridden. See docs/policies.md.
 
 --format json prints one object for tools:
 {"zone","service","labels","policies":[{"name","kind","target"}],
  "config":CHOICES,"fields":[{"path","value","origins":[{"policy","kind","path"}]}]}
 where kind is Zone, ServiceByLabels, ServiceByName or Own.
 
-Exit status: 0 printed; 1 the config is invalid; 2 usage or I/O error (no
-such service).`,
+Exit status: 0 printed; 1 the config is invalid, or the server refused;
+2 usage, I/O or connection error (no such service).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if file == "" {
-				return usageErr("inspect needs --config FILE: the publisher config that holds %s", args[0])
+			server := cmd.Flags().Changed("server")
+			switch {
+			case file != "" && server:
+				return usageErr("give --config FILE or --server URL, not both")
+			case file == "" && !server:
+				return usageErr("inspect needs --config FILE (a publisher config) or --server URL (a store's admin API) that holds %s", args[0])
 			}
 			if format != "text" && format != "json" {
 				return usageErr("--format must be text or json, not %q", format)
+			}
+			if server {
+				c, err := cf.client(e)
+				if err != nil {
+					return err
+				}
+				return c.inspect(context.Background(), args[0], format)
 			}
 			return e.inspect(file, args[0], format)
 		},
 	}
 	cmd.Flags().StringVar(&file, "config", "", "publisher config (YAML or JSON)")
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	cf.add(cmd, false)
 	return cmd
+}
+
+// inspect asks the admin API: the zone is the longest of the store's
+// zones that holds the service.
+func (c *client) inspect(ctx context.Context, service, format string) error {
+	fqdn := strings.ToLower(strings.TrimSuffix(strings.TrimSpace(service), ".")) + "."
+	var zones store.List
+	o := ""
+	for {
+		var page store.List
+		path := "/v1/zones?limit=500"
+		if o != "" {
+			path += "&continue=" + url.QueryEscape(o)
+		}
+		if err := c.request(ctx, "GET", path, nil, &page); err != nil {
+			return c.fail("list zones", err)
+		}
+		zones.Items = append(zones.Items, page.Items...)
+		if o = page.Metadata.Continue; o == "" {
+			break
+		}
+	}
+	zone := ""
+	for _, z := range zones.Items {
+		origin := z.Metadata.Name + "."
+		if z.Metadata.Name == "." {
+			origin = "."
+		}
+		if (fqdn == origin || origin == "." || strings.HasSuffix(fqdn, "."+origin)) && len(z.Metadata.Name) > len(zone) {
+			zone = z.Metadata.Name
+		}
+	}
+	if zone == "" {
+		return usageErr("no zone of %s holds %s: give the service's full name, like echo.example.test", c.base, fqdn)
+	}
+	rel, msg := config.ServiceName(zone, fqdn)
+	if msg != "" {
+		return usageErr("%s", msg)
+	}
+	var insp config.Inspection
+	if err := c.request(ctx, "GET", objectPath(zone, rel)+"/inspect", nil, &insp); err != nil {
+		return c.fail("inspect "+fqdn, err)
+	}
+	if format == "json" {
+		enc := json.NewEncoder(c.e.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(&insp)
+	}
+	writeInspection(c.e.stdout, &insp)
+	return nil
 }
 
 func (e *env) inspect(file, service, format string) error {

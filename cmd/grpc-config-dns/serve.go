@@ -53,7 +53,8 @@ for --lame-duck more, then TCP connections get --shutdown-grace to finish.
 (liveness) and /readyz (readiness) beside them, and a read-only web view
 of the zones and services at http://ADDR/ui/ (for each service: the
 published record, the policy that set each value, lint, and which clients
-get which choice). --query-log logs every query answered.
+get which choice); with --store the view is on the admin listener instead,
+behind its tokens. --query-log logs every query answered.
 
 Exit status: 0 stopped by a signal; 1 the config is invalid; 2 usage, I/O
 or listen error.`,

@@ -128,7 +128,11 @@ func (e *env) serveStore(sf storeFlags, configFile, listen, metricsAddr, logForm
 			log.Warn("connections closed before they finished", "err", err)
 		}
 	}
-	admin, err := httpserve.Listen(sf.admin, api.New(api.Options{Store: st, Tokens: tokens, Ready: hc.err, Logger: log}),
+	// The read-only web view, as with a config file: what DNS answers
+	// now, from the store's snapshot; behind the admin API's tokens, as
+	// it shows every config.
+	view := ui.Handler(publishedSource(srv, "the store "+redact(sf.store)), log)
+	admin, err := httpserve.Listen(sf.admin, api.New(api.Options{Store: st, Tokens: tokens, Ready: hc.err, Logger: log, UI: view}),
 		httpserve.Limits{MaxConns: 256})
 	if err != nil {
 		stop(context.Background())
@@ -152,22 +156,19 @@ func (e *env) serveStore(sf storeFlags, configFile, listen, metricsAddr, logForm
 			log.Error("admin API stopped", "err", err)
 		}
 	}()
-	log.Info("admin API", "url", scheme+"://"+admin.Addr().String(), "store", redact(sf.store), "auth", len(tokens) > 0)
+	log.Info("admin API", "url", scheme+"://"+admin.Addr().String(), "ui", scheme+"://"+admin.Addr().String()+"/ui/", "store", redact(sf.store), "auth", len(tokens) > 0)
 	var hs *httpserve.Server
 	if metricsAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 		hc.register(mux)
-		// The read-only web view, as with a config file: what DNS answers
-		// now, from the store's snapshot.
-		mux.Handle("/ui/", ui.Handler(publishedSource(srv, "the store "+redact(sf.store)), log))
 		if hs, err = httpserve.Listen(metricsAddr, mux, httpserve.Limits{MaxConns: 16}); err != nil {
 			admin.Close()
 			stop(context.Background())
 			return listenError("--metrics", metricsAddr, err)
 		}
 		go hs.Serve()
-		log.Info("metrics", "url", "http://"+hs.Addr().String()+"/metrics", "ui", "http://"+hs.Addr().String()+"/ui/")
+		log.Info("metrics", "url", "http://"+hs.Addr().String()+"/metrics")
 	}
 	for sig := range sigs {
 		if sig == syscall.SIGHUP {

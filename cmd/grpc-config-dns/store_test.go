@@ -410,8 +410,7 @@ func TestIsLoopback(t *testing.T) {
 // TestServeStoreWebView: with --metrics, serve --store has the web view
 // of issue 16 too, showing what the store's snapshot publishes.
 func TestServeStoreWebView(t *testing.T) {
-	metrics := freeAddr(t)
-	s := startStoreServe(t, t.TempDir(), "--metrics", metrics)
+	s := startStoreServe(t, t.TempDir())
 	defer stopAll(t, s)
 	if code, out, errs := s.cli("publish", "../../testdata/publisher/example.yaml"); code != 0 {
 		t.Fatalf("publish: exit %d\n%s%s", code, out, errs)
@@ -422,7 +421,7 @@ func TestServeStoreWebView(t *testing.T) {
 	var page string
 	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		_, serial, _ := s.txt("_grpc_config.echo.example.test.")
-		resp, err := http.Get("http://" + metrics + "/ui/")
+		resp, err := http.Get(s.url() + "/ui/")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -74,8 +74,14 @@ func (c *Config) FindService(name string) (*Zone, *Service, error) {
 func (z *Zone) Inspect(s *Service) *Inspection {
 	in := &Inspection{Zone: z.Origin, Service: s.Name, Labels: s.Labels, Policies: []AppliedPolicy{}, Fields: []InspectedField{}, Config: json.RawMessage("null")}
 	var res *policy.Result
-	if z.Rules != nil && s.Own != nil {
-		st := z.Rules.For(s.Name)
+	if z.PolicySet != nil && s.Own != nil {
+		// A zone read from a store resolves stacks as services come.
+		var st *policy.Stack
+		if z.Rules != nil {
+			st = z.Rules.For(s.Name)
+		} else {
+			st = z.PolicySet.StackFor(s.target())
+		}
 		for _, p := range st.Policies {
 			in.Policies = append(in.Policies, AppliedPolicy{Name: p.Name, Kind: p.TargetRef.Kind, Target: describeRef(p.TargetRef)})
 		}

@@ -26,8 +26,8 @@ const MaxSpecSize = 1 << 20
 // ValidateZone checks the spec of zone origin (YAML or JSON) and returns
 // the zone, without services, or nil and diagnostics holding an error.
 // keys are the TSIG keys its transfer may name. A spec may repeat the
-// origin (it must then be the same name); it may not hold services, which
-// are objects of their own.
+// origin (it must then be the same name); it may not hold services or
+// policies, which are objects of their own (ValidatePolicy, WithPolicies).
 func ValidateZone(origin string, spec []byte, keys []*Key) (*Zone, sc.Diagnostics) {
 	d, root := specDoc(spec, "zone "+origin)
 	if root == nil {
@@ -40,6 +40,10 @@ func ValidateZone(origin string, spec []byte, keys []*Key) (*Zone, sc.Diagnostic
 	}
 	if k, v := member(root, "services"); k != nil {
 		d.report(k, "/services", codeUnknownKey, "a zone's spec holds no services: each service is an object of its own (PUT /v1/zones/%s/services/NAME, or grpc-config-dns publish)", strings.TrimSuffix(origin, "."))
+		removeMember(root, k, v)
+	}
+	if k, v := member(root, "policies"); k != nil {
+		d.report(k, "/policies", codeUnknownKey, "a zone's spec holds no policies: each policy is an object of its own (PUT /v1/zones/%s/policies/NAME, or grpc-config-dns publish)", strings.TrimSuffix(origin, "."))
 		removeMember(root, k, v)
 	}
 	want := strings.ToLower(strings.TrimSuffix(origin, ".")) + "."
@@ -63,10 +67,21 @@ func ValidateZone(origin string, spec []byte, keys []*Key) (*Zone, sc.Diagnostic
 // or absolute) of zone z, as z's services are checked in a whole config,
 // and returns the service or nil and diagnostics holding an error. A spec
 // may repeat the name (it must then be the same name).
-func ValidateService(z *Zone, name string, spec []byte, keys []*Key) (*Service, sc.Diagnostics) {
+//
+// labels, when not nil, are the service's labels as a store keeps them
+// (metadata.labels), which label policies select it by; a spec of an
+// object with labels may not carry labels of its own.
+func ValidateService(z *Zone, name string, labels map[string]string, spec []byte, keys []*Key) (*Service, sc.Diagnostics) {
 	d, root := specDoc(spec, "service "+name)
 	if root == nil {
 		return nil, d.diagnostics()
+	}
+	if len(labels) > 0 {
+		if k, _ := member(root, "labels"); k != nil {
+			d.report(k, "/labels", codeFieldType, "the service's labels are given twice, in metadata.labels and in spec.labels: keep them in metadata.labels only")
+			return nil, d.diagnostics()
+		}
+		addLabels(root, labels)
 	}
 	d.sigLen = maxSignatureLen(keys)
 	want := absName(name, z.Origin)
@@ -189,14 +204,26 @@ type ZoneSpec struct {
 	Name string
 	// Spec is the zone's fields but services, as compact JSON.
 	Spec     []byte
+	Policies []PolicySpec
 	Services []ServiceSpec
+}
+
+// PolicySpec is one policy of a zone as a store object.
+type PolicySpec struct {
+	Name string
+	// Spec is the policy's fields but its name, as compact JSON.
+	Spec []byte
 }
 
 // ServiceSpec is one service of a zone as a store object.
 type ServiceSpec struct {
 	// Name is relative to the zone's origin, as a store keys it.
 	Name string
-	// Spec is the service's fields but its name, as compact JSON.
+	// Labels are the service's labels, which a store keeps as
+	// metadata.labels.
+	Labels map[string]string
+	// Spec is the service's fields but its name and labels, as compact
+	// JSON.
 	Spec []byte
 }
 
@@ -222,11 +249,13 @@ func SplitSpecs(text []byte) (*Specs, sc.Diagnostics) {
 		name, _ := ZoneName(zc.Origin)
 		zs := ZoneSpec{Name: name}
 		spec := &yaml.Node{Kind: yaml.MappingNode}
-		var services *yaml.Node
+		var services, policies *yaml.Node
 		for _, p := range d.pairs(zn) {
 			switch p.k.Value {
 			case "services":
 				services = deref(p.v)
+			case "policies":
+				policies = deref(p.v)
 			case "origin":
 			default:
 				spec.Content = append(spec.Content, p.k, p.v)
@@ -237,13 +266,37 @@ func SplitSpecs(text []byte) (*Specs, sc.Diagnostics) {
 			return nil, d.diagnostics()
 		}
 		zs.Spec = j.text
+		if policies != nil {
+			for k, pn := range d.list(policies, fmt.Sprintf("/zones/%d/policies", i), "policies") {
+				pspec := &yaml.Node{Kind: yaml.MappingNode}
+				var pname string
+				for _, p := range d.pairs(pn) {
+					if p.k.Value == "name" {
+						pname = strings.TrimSpace(deref(p.v).Value)
+						continue
+					}
+					pspec.Content = append(pspec.Content, p.k, p.v)
+				}
+				j, ok := d.toJSON(pspec, fmt.Sprintf("/zones/%d/policies/%d", i, k))
+				if !ok {
+					return nil, d.diagnostics()
+				}
+				zs.Policies = append(zs.Policies, PolicySpec{Name: pname, Spec: j.text})
+			}
+		}
 		if services != nil {
 			for k, sn := range d.list(services, fmt.Sprintf("/zones/%d/services", i), "services") {
 				sspec := &yaml.Node{Kind: yaml.MappingNode}
 				var sname string
+				var labels map[string]string
 				for _, p := range d.pairs(sn) {
 					if p.k.Value == "name" {
 						sname = strings.TrimSpace(deref(p.v).Value)
+						continue
+					}
+					if p.k.Value == "labels" {
+						// A store keeps them as metadata.labels.
+						labels, _ = d.labels(p.v, "")
 						continue
 					}
 					sspec.Content = append(sspec.Content, p.k, p.v)
@@ -256,7 +309,7 @@ func SplitSpecs(text []byte) (*Specs, sc.Diagnostics) {
 				if !ok {
 					return nil, d.diagnostics()
 				}
-				zs.Services = append(zs.Services, ServiceSpec{Name: rel, Spec: j.text})
+				zs.Services = append(zs.Services, ServiceSpec{Name: rel, Labels: labels, Spec: j.text})
 			}
 		}
 		out.Zones = append(out.Zones, zs)

@@ -51,6 +51,18 @@ func (k Kind) MarshalText() ([]byte, error) {
 	return nil, fmt.Errorf("invalid policy kind %d", k)
 }
 
+// UnmarshalText reads a kind as MarshalText writes it (inspect --server
+// reads the admin API's JSON).
+func (k *Kind) UnmarshalText(b []byte) error {
+	for _, c := range []Kind{KindZone, KindLabels, KindName, Own} {
+		if t, _ := c.MarshalText(); string(t) == string(b) {
+			*k = c
+			return nil
+		}
+	}
+	return fmt.Errorf("policy kind %q is none of Zone, ServiceByLabels, ServiceByName, Own", b)
+}
+
 // TargetRef selects the services a policy applies to.
 type TargetRef struct {
 	Kind Kind

@@ -7,10 +7,15 @@
 //	GET            /v1/zones                      list, or watch with watch=true
 //	GET|PUT|DELETE /v1/zones/{zone}/services/{name}
 //	GET            /v1/zones/{zone}/services      list, or watch with watch=true
+//	GET            /v1/zones/{zone}/services/{name}/inspect
+//	GET|PUT|DELETE /v1/zones/{zone}/policies/{name}
+//	GET            /v1/zones/{zone}/policies      list, or watch with watch=true
+//	GET            /ui/                           the web view, when given
 //	GET            /healthz, /readyz
 //
-// With bearer tokens configured, every /v1/ request must carry one
-// (Authorization: Bearer TOKEN), compared in constant time; /healthz and
+// With bearer tokens configured, every /v1/ and /ui/ request must carry
+// one (Authorization: Bearer TOKEN), compared in constant time; a browser
+// gives it once to /ui/login, which keeps it in a cookie. /healthz and
 // /readyz are open.
 package api
 
@@ -20,12 +25,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -42,6 +49,9 @@ type Options struct {
 	Tokens []string
 	// Ready reports whether the server is ready: nil when it is.
 	Ready func() error
+	// UI is the read-only web view served at /ui/, behind the same
+	// tokens; nil means none.
+	UI http.Handler
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
 }
@@ -94,9 +104,16 @@ func New(opts Options) http.Handler {
 	mux.HandleFunc("/v1/zones/{zone}", h.auth(h.zone))
 	mux.HandleFunc("/v1/zones/{zone}/services", h.auth(h.services))
 	mux.HandleFunc("/v1/zones/{zone}/services/{name}", h.auth(h.service))
+	mux.HandleFunc("/v1/zones/{zone}/services/{name}/inspect", h.auth(h.inspect))
+	mux.HandleFunc("/v1/zones/{zone}/policies", h.auth(h.policies))
+	mux.HandleFunc("/v1/zones/{zone}/policies/{name}", h.auth(h.policy))
+	if opts.UI != nil {
+		mux.HandleFunc("/ui/login", h.login)
+		mux.Handle("/ui/", h.auth(opts.UI.ServeHTTP))
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &store.Error{Code: http.StatusNotFound, Reason: store.ReasonNotFound,
-			Message: fmt.Sprintf("no such path %s: the API has /v1/zones/{zone} and /v1/zones/{zone}/services/{name}", r.URL.Path)})
+			Message: fmt.Sprintf("no such path %s: the API has /v1/zones/{zone}, /v1/zones/{zone}/services/{name} and /v1/zones/{zone}/policies/{name}", r.URL.Path)})
 	})
 	return mux
 }
@@ -121,12 +138,21 @@ func (h *handler) auth(next http.HandlerFunc) http.HandlerFunc {
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		sum := sha256.Sum256([]byte(strings.TrimSpace(got)))
-		match := 0
-		for _, t := range h.tokens {
-			match |= subtle.ConstantTimeCompare(sum[:], t[:])
+		isUI := strings.HasPrefix(r.URL.Path, "/ui/")
+		if !ok && isUI {
+			// A browser's token, from /ui/login; only the web view takes
+			// it (Path=/ui/), so no page elsewhere can write with it.
+			if c, err := r.Cookie(uiCookie); err == nil {
+				if b, err := base64.RawURLEncoding.DecodeString(c.Value); err == nil {
+					got, ok = string(b), true
+				}
+			}
 		}
-		if !ok || match != 1 {
+		if !ok || !h.valid(got) {
+			if isUI && r.Method == http.MethodGet && r.Header.Get("Authorization") == "" {
+				http.Redirect(w, r, "/ui/login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
+				return
+			}
 			w.Header().Set("WWW-Authenticate", `Bearer realm="grpc-config-dns"`)
 			writeError(w, &store.Error{Code: http.StatusUnauthorized, Reason: store.ReasonUnauthorized,
 				Message: "a valid bearer token is required: send Authorization: Bearer TOKEN with a token of the server's --admin-token-file"})
@@ -134,6 +160,17 @@ func (h *handler) auth(next http.HandlerFunc) http.HandlerFunc {
 		}
 		next(w, r)
 	}
+}
+
+// valid compares token's hash with every accepted token's in constant
+// time.
+func (h *handler) valid(token string) bool {
+	sum := sha256.Sum256([]byte(strings.TrimSpace(token)))
+	match := 0
+	for _, t := range h.tokens {
+		match |= subtle.ConstantTimeCompare(sum[:], t[:])
+	}
+	return match == 1
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
@@ -251,12 +288,20 @@ func (h *handler) services(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (h *handler) zone(w http.ResponseWriter, r *http.Request) {
-	zone := r.PathValue("zone")
+// objectOps are the store's operations on one kind of object, named by
+// the request's path.
+type objectOps struct {
+	get func(ctx context.Context, r *http.Request, rv string) (*store.Object, error)
+	put func(ctx context.Context, r *http.Request, obj *store.Object) (*store.Object, bool, error)
+	del func(ctx context.Context, r *http.Request, rv string) (*store.Object, error)
+}
+
+// serve serves GET, PUT and DELETE of one object.
+func (o objectOps) serve(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	switch r.Method {
 	case http.MethodGet:
-		obj, err := h.s.GetZone(ctx, zone, r.URL.Query().Get("resourceVersion"))
+		obj, err := o.get(ctx, r, r.URL.Query().Get("resourceVersion"))
 		respond(w, http.StatusOK, obj, err)
 	case http.MethodPut:
 		obj, err := readObject(w, r)
@@ -264,7 +309,7 @@ func (h *handler) zone(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		out, created, err := h.s.PutZone(ctx, zone, obj)
+		out, created, err := o.put(ctx, r, obj)
 		respond(w, createdCode(created), out, err)
 	case http.MethodDelete:
 		rv, err := deletePrecondition(w, r)
@@ -272,39 +317,39 @@ func (h *handler) zone(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		out, err := h.s.DeleteZone(ctx, zone, rv)
+		out, err := o.del(ctx, r, rv)
 		respond(w, http.StatusOK, out, err)
 	default:
 		notAllowed(w, r, "GET, PUT, DELETE")
 	}
 }
 
+func (h *handler) zone(w http.ResponseWriter, r *http.Request) {
+	objectOps{
+		get: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
+			return h.s.GetZone(ctx, r.PathValue("zone"), rv)
+		},
+		put: func(ctx context.Context, r *http.Request, obj *store.Object) (*store.Object, bool, error) {
+			return h.s.PutZone(ctx, r.PathValue("zone"), obj)
+		},
+		del: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
+			return h.s.DeleteZone(ctx, r.PathValue("zone"), rv)
+		},
+	}.serve(w, r)
+}
+
 func (h *handler) service(w http.ResponseWriter, r *http.Request) {
-	zone, name := r.PathValue("zone"), r.PathValue("name")
-	ctx := r.Context()
-	switch r.Method {
-	case http.MethodGet:
-		obj, err := h.s.GetService(ctx, zone, name, r.URL.Query().Get("resourceVersion"))
-		respond(w, http.StatusOK, obj, err)
-	case http.MethodPut:
-		obj, err := readObject(w, r)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		out, created, err := h.s.PutService(ctx, zone, name, obj)
-		respond(w, createdCode(created), out, err)
-	case http.MethodDelete:
-		rv, err := deletePrecondition(w, r)
-		if err != nil {
-			writeError(w, err)
-			return
-		}
-		out, err := h.s.DeleteService(ctx, zone, name, rv)
-		respond(w, http.StatusOK, out, err)
-	default:
-		notAllowed(w, r, "GET, PUT, DELETE")
-	}
+	objectOps{
+		get: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
+			return h.s.GetService(ctx, r.PathValue("zone"), r.PathValue("name"), rv)
+		},
+		put: func(ctx context.Context, r *http.Request, obj *store.Object) (*store.Object, bool, error) {
+			return h.s.PutService(ctx, r.PathValue("zone"), r.PathValue("name"), obj)
+		},
+		del: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
+			return h.s.DeleteService(ctx, r.PathValue("zone"), r.PathValue("name"), rv)
+		},
+	}.serve(w, r)
 }
 
 func createdCode(created bool) int {
