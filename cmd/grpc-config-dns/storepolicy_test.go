@@ -119,6 +119,23 @@ func TestStorePolicies(t *testing.T) {
 		t.Fatalf("inspect of a service in no zone: exit %d %s", code, errs)
 	}
 
+	// The web view on the admin listener shows the policies and the
+	// origin of each value, as for a config file.
+	for _, c := range []struct{ path, want string }{
+		{"/ui/", "echo-fast"},
+		{"/ui/zones/policies.test/services/echo.policies.test", "policy echo-fast"},
+	} {
+		resp, err := http.Get(s.url() + c.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(b), c.want) {
+			t.Fatalf("GET %s: %d, want %q in\n%s", c.path, resp.StatusCode, c.want, b)
+		}
+	}
+
 	// A policy change reaches DNS; a service's labels, from metadata,
 	// select it.
 	code, body := s.put("/v1/zones/policies.test/policies/payments-round-robin",

@@ -67,6 +67,33 @@ func (c *Config) FindService(name string) (*Zone, *Service, error) {
 	return nil, nil, fmt.Errorf("no service %s: %s (give the service's full name, like echo.example.test)", fqdn, hint)
 }
 
+// stackOf returns the merged policies that apply to s: nil when none
+// made its config.
+func (z *Zone) stackOf(s *Service) *policy.Stack {
+	if z.PolicySet == nil || s.Own == nil {
+		return nil
+	}
+	if z.Rules != nil {
+		return z.Rules.For(s.Name)
+	}
+	// A zone read from a store resolves stacks as they are asked for.
+	return z.PolicySet.StackFor(s.target())
+}
+
+// PolicyNames returns the names of the policies that apply to s, in
+// merge order.
+func (z *Zone) PolicyNames(s *Service) []string {
+	st := z.stackOf(s)
+	if st == nil {
+		return nil
+	}
+	out := make([]string, len(st.Policies))
+	for i, p := range st.Policies {
+		out[i] = p.Name
+	}
+	return out
+}
+
 // Inspect returns what service s of zone z publishes and where each value
 // came from. The record's values are matched to the layers by their JSON
 // pointer: publishing rewrites durations and leaves nulls out, but moves
@@ -74,14 +101,7 @@ func (c *Config) FindService(name string) (*Zone, *Service, error) {
 func (z *Zone) Inspect(s *Service) *Inspection {
 	in := &Inspection{Zone: z.Origin, Service: s.Name, Labels: s.Labels, Policies: []AppliedPolicy{}, Fields: []InspectedField{}, Config: json.RawMessage("null")}
 	var res *policy.Result
-	if z.PolicySet != nil && s.Own != nil {
-		// A zone read from a store resolves stacks as services come.
-		var st *policy.Stack
-		if z.Rules != nil {
-			st = z.Rules.For(s.Name)
-		} else {
-			st = z.PolicySet.StackFor(s.target())
-		}
+	if st := z.stackOf(s); st != nil {
 		for _, p := range st.Policies {
 			in.Policies = append(in.Policies, AppliedPolicy{Name: p.Name, Kind: p.TargetRef.Kind, Target: describeRef(p.TargetRef)})
 		}

@@ -138,12 +138,7 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 			if zv.Matched++; len(zv.Services) == maxRowsPerZone {
 				continue
 			}
-			row := serviceRow{Name: s.Name, Labels: labels, Addresses: len(s.Addresses), TXTBytes: sc.RDataLen(s.TXT)}
-			if z.Rules != nil && s.Own != nil {
-				for _, p := range z.Rules.For(s.Name).Policies {
-					row.Policies = append(row.Policies, p.Name)
-				}
-			}
+			row := serviceRow{Name: s.Name, Labels: labels, Addresses: len(s.Addresses), TXTBytes: sc.RDataLen(s.TXT), Policies: z.PolicyNames(s)}
 			zv.Services = append(zv.Services, row)
 		}
 		zones = append(zones, zv)
