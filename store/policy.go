@@ -34,7 +34,8 @@ const KindPolicy Kind = 4
 // have none, as before policies were objects).
 const PolicyKind = "Policy"
 
-// zonePolicies are the policies of a zone, read after its marker.
+// zonePolicies are the policies of a zone, read after its marker; never
+// changed once read (a Store keeps the last set of each zone it read).
 type zonePolicies struct {
 	marker int64 // modification revision of the marker, 0: none
 	byName map[string]*policy.Policy
@@ -63,6 +64,10 @@ func (s *Store) readPolicies(ctx context.Context, zone string) (*zonePolicies, e
 		// No policy was ever written (the marker goes with the zone).
 		return zp, nil
 	}
+	// Every policy write rewrites the marker: its revision names the set.
+	if c, ok := s.policies.Load(zone); ok && c.(*zonePolicies).marker == zp.marker {
+		return c.(*zonePolicies), nil
+	}
 	base := &config.Zone{Origin: origin(zone)}
 	from := ""
 	for {
@@ -84,10 +89,16 @@ func (s *Store) readPolicies(ctx context.Context, zone string) (*zonePolicies, e
 			zp.byName[p.Name], zp.kvs[p.Name] = p, &kvs[i]
 		}
 		if !more || len(kvs) == 0 {
-			return zp, nil
+			break
 		}
 		from = kvs[len(kvs)-1].key + "\x00"
 	}
+	// The policies were read after the marker: if one was written
+	// meanwhile, they are newer than the marker says, and are not kept.
+	if m2, err := s.getKey(ctx, policyMarkerKey(zone), ""); err == nil && modRev(m2) == zp.marker {
+		s.policies.Store(zone, zp)
+	}
+	return zp, nil
 }
 
 func policyName(zone, name string) (string, string, error) {

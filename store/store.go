@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
@@ -45,6 +46,9 @@ const DefaultHistory = 10000
 type Store struct {
 	b    backend
 	opts Options
+	// policies caches each zone's *zonePolicies, read and parsed once per
+	// version of the zone's policy marker.
+	policies sync.Map
 }
 
 // Open opens the store at opts.Location.
