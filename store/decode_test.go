@@ -17,14 +17,17 @@ func TestDecodeFastPathIsUnmarshal(t *testing.T) {
 		{`"}]\`: `{[\"`, "é": "\u2028"},
 	} {
 		for _, spec := range []string{`{}`, `{"a":[1,{"b":"}"}],"c":"\"spec\":"}`, `{"addresses":["192.0.2.1"]}`} {
-			v, err := json.Marshal(stored{Metadata: storedMeta{Name: "n", Zone: "z", Labels: labels}, Spec: json.RawMessage(spec)})
-			if err != nil {
-				t.Fatal(err)
+			for _, m := range []storedMeta{{Name: "n", Zone: "z"}, {Name: "n"}, {Name: `a"b<&>\`, Zone: "é\u2028"}, {Name: "", Zone: ""}} {
+				m.Labels = labels
+				v, err := json.Marshal(stored{Metadata: m, Spec: json.RawMessage(spec)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, _, ok := splitStored(v); !ok {
+					t.Errorf("splitStored(%s): not split", v)
+				}
+				values = append(values, v)
 			}
-			if _, _, ok := splitStored(v); !ok {
-				t.Errorf("splitStored(%s): not split", v)
-			}
-			values = append(values, v)
 		}
 	}
 	// Other shapes: the slow path.
@@ -32,6 +35,9 @@ func TestDecodeFastPathIsUnmarshal(t *testing.T) {
 		[]byte(`{"spec":{},"metadata":{"name":"n"}}`),
 		[]byte(`{"metadata":{"name":"n"},"spec":{},"extra":1}`),
 		[]byte(` {"metadata":{"name":"n"},"spec":{}}`),
+		[]byte(`{"metadata":{"name":"n","zone":"z","extra":1},"spec":{}}`),
+		[]byte(`{"metadata":{"name":"n" ,"zone":"z"},"spec":{}}`),
+		[]byte(`{"metadata":{"zone":"z","name":"n"},"spec":{}}`),
 	)
 	for _, v := range values {
 		got, err := decode(kv{key: "s/z/n", value: v, modRev: 7})

@@ -114,7 +114,7 @@ type storedMeta struct {
 
 func decode(k kv) (*Object, error) {
 	var st stored
-	if meta, spec, ok := splitStored(k.value); ok && json.Valid(spec) && json.Unmarshal(meta, &st.Metadata) == nil {
+	if meta, spec, ok := splitStored(k.value); ok && json.Valid(spec) && readMeta(meta, &st.Metadata) {
 		st.Spec = spec
 	} else if err := json.Unmarshal(k.value, &st); err != nil {
 		return nil, fmt.Errorf("store: the value of %s at revision %d is corrupt: %v", k.key, k.modRev, err)
@@ -125,6 +125,42 @@ func decode(k kv) (*Object, error) {
 		o.Kind = PolicyKind
 	}
 	return o, nil
+}
+
+// readMeta reads stored metadata: by hand when it has the shape the
+// store writes, {"name":"…"[,"zone":"…"][,"labels":{…}]} with names
+// without escapes (a list page reads hundreds, and reflection was a third
+// of a page's cost), else with encoding/json. ok is false when it is not
+// JSON of that kind.
+func readMeta(meta []byte, m *storedMeta) bool {
+	rest, ok := bytes.CutPrefix(meta, []byte(`{"name":`))
+	var name, zone string
+	if ok {
+		name, rest, ok = plainString(rest)
+	}
+	if z, found := bytes.CutPrefix(rest, []byte(`,"zone":`)); ok && found {
+		zone, rest, ok = plainString(z)
+	}
+	if !ok {
+		return json.Unmarshal(meta, m) == nil
+	}
+	if string(rest) == "}" {
+		m.Name, m.Zone = name, zone
+		return true
+	}
+	return json.Unmarshal(meta, m) == nil
+}
+
+// plainString reads a JSON string without escapes at the start of b.
+func plainString(b []byte) (string, []byte, bool) {
+	if len(b) < 2 || b[0] != '"' {
+		return "", nil, false
+	}
+	end := bytes.IndexByte(b[1:], '"')
+	if end < 0 || bytes.IndexByte(b[1:end+1], '\\') >= 0 {
+		return "", nil, false
+	}
+	return string(b[1 : end+1]), b[end+2:], true
 }
 
 // splitStored cuts a value as the store writes it,

@@ -174,8 +174,15 @@ func (h *handler) valid(token string) bool {
 }
 
 func writeJSON(w http.ResponseWriter, code int, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b []byte
+	var err error
+	if l, ok := v.(*store.List); ok {
+		size := 128
+		for _, o := range l.Items {
+			size += len(o.Spec) + len(o.Metadata.Name) + len(o.Metadata.Zone) + 96
+		}
+		b = l.AppendJSON(make([]byte, 0, size))
+	} else if b, err = json.Marshal(v); err != nil {
 		writeError(w, err)
 		return
 	}
