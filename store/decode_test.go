@@ -60,3 +60,32 @@ func TestDecodeFastPathIsUnmarshal(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecode: no stored value makes decode panic (etcd may be shared
+// with other writers), and what it reads is what encoding/json reads.
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{
+		`{"metadata":{"name":"n","zone":"z"},"spec":{}}`,
+		`{"metadata":{"name":"n","zone":"z","labels":{"a":"b"}},"spec":{"x":[1,"}"]}}`,
+		`{"metadata":{"name":"a\"b"},"spec":{}}`,
+		`{"metadata":{"name":"n"},"spec":{]}`,
+		`{"metadata":{"name":"n" ,"zone":"z"},"spec":{}}`,
+		`{"metadata":"x","spec":{}}`, ``, `{`, "{\"metadata\":{\"name\":\"\xff\"},\"spec\":{}}",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, v []byte) {
+		got, err := decode(kv{key: "s/z/n", value: v, modRev: 1})
+		var st stored
+		uerr := json.Unmarshal(v, &st)
+		if err != nil {
+			return // refused: the slow path said why
+		}
+		if uerr != nil {
+			t.Fatalf("decode accepted %q, which json.Unmarshal refuses: %v", v, uerr)
+		}
+		if got.Metadata.Name != st.Metadata.Name || got.Metadata.Zone != st.Metadata.Zone || !reflect.DeepEqual(got.Metadata.Labels, st.Metadata.Labels) {
+			t.Fatalf("decode(%q) = %+v, json.Unmarshal %+v", v, got.Metadata, st.Metadata)
+		}
+	})
+}

@@ -151,16 +151,22 @@ func readMeta(meta []byte, m *storedMeta) bool {
 	return json.Unmarshal(meta, m) == nil
 }
 
-// plainString reads a JSON string without escapes at the start of b.
+// plainString reads a JSON string of printable ASCII without escapes
+// (what names are) at the start of b; anything else is for
+// encoding/json, which knows what invalid UTF-8 and escapes become.
 func plainString(b []byte) (string, []byte, bool) {
 	if len(b) < 2 || b[0] != '"' {
 		return "", nil, false
 	}
-	end := bytes.IndexByte(b[1:], '"')
-	if end < 0 || bytes.IndexByte(b[1:end+1], '\\') >= 0 {
-		return "", nil, false
+	for i := 1; i < len(b); i++ {
+		switch c := b[i]; {
+		case c == '"':
+			return string(b[1:i]), b[i+1:], true
+		case c < 0x20 || c > 0x7e || c == '\\':
+			return "", nil, false
+		}
 	}
-	return string(b[1 : end+1]), b[end+2:], true
+	return "", nil, false
 }
 
 // splitStored cuts a value as the store writes it,
