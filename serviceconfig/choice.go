@@ -39,6 +39,11 @@ type Choices struct {
 	List []Choice
 	tree *jtree.Tree
 	src  *source // set by choicesFromText
+	// place is src.place from the start of the text, set with src. Validate
+	// calls it through this field so that a program that never reads a
+	// text (a gRPC client of the resolver) does not link the code that
+	// places diagnostics in one (resolver's TestClientSize).
+	place func(Diagnostics)
 }
 
 // Choice keys defined by gRFC A2. Anything else makes the record invalid.
@@ -213,8 +218,8 @@ func (ch *Choices) Validate(i int) Diagnostics {
 	c.pushIdx(ch.List[i].elem)
 	c.pushKey(keyNodeOf(ch.tree, ch.List[i].node, cfg))
 	validateServiceConfig(c, cfg)
-	if ch.src != nil {
-		ch.src.place(c.diags, firstSignificant(ch.src.text))
+	if ch.place != nil {
+		ch.place(c.diags)
 	}
 	c.diags.Sort()
 	return c.diags.Capped()
