@@ -60,7 +60,7 @@ type outcome struct {
 }
 
 // dnsResolver resolves one target for one channel: the I/O shell around
-// serviceconfig.Choose (what a record means) and channelConfig (what the
+// serviceconfig.ChooseRecords (what a record means) and channelConfig (what the
 // channel does with that, gRFC A21).
 type dnsResolver struct {
 	b          *Builder
@@ -472,7 +472,7 @@ func (d *dnsResolver) nameError(got map[uint16]lookupResult) error {
 }
 
 // evaluate turns a TXT answer into what it means for the channel:
-// serviceconfig.Choose decides, and grpc-go must be able to parse the
+// serviceconfig.ChooseRecords decides, and grpc-go must be able to parse the
 // chosen config.
 func (d *dnsResolver) evaluate(a *answer, err error) outcome {
 	owner := sc.OwnerPrefix + strings.TrimSuffix(d.name, ".")
@@ -483,7 +483,7 @@ func (d *dnsResolver) evaluate(a *answer, err error) outcome {
 		return outcome{ev: event{kind: evLookupFailed, err: fmt.Errorf("dnsconfig: TXT lookup of %s: %w", owner, err)},
 			reason: "the TXT lookup failed: " + err.Error()}
 	}
-	o := sc.Choose(sc.Answer{Owner: owner, NXDomain: a.nxdomain, Records: a.txt}, d.sel)
+	o := sc.ChooseRecords(sc.Answer{Owner: owner, NXDomain: a.nxdomain, Records: a.txt}, d.sel)
 	return d.outcomeOf(o, owner)
 }
 

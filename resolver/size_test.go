@@ -9,8 +9,9 @@ import (
 
 // maxClientGrowth bounds what the resolver adds to a gRPC client: what
 // selection and validation need, not the linter (issue 18: it was 4.5 MB,
-// with the JSON Schema layer, x/text and miekg/dns).
-const maxClientGrowth = 1 << 20
+// with the JSON Schema layer, x/text and miekg/dns). It is the issue's
+// "1 MB" in decimal, 1 000 000 bytes, not a MiB.
+const maxClientGrowth = 1_000_000
 
 // TestClientSize builds the same health-check client twice, with
 // grpc-go's dns resolver (testdata/clientsize/plain) and with ours

@@ -1,7 +1,7 @@
 package serviceconfig
 
 import (
-	"slices"
+	"sort"
 	"strconv"
 
 	"github.com/grpc-config-dns/grpc-config-dns/internal/asciijson"
@@ -39,6 +39,11 @@ type Choices struct {
 	List []Choice
 	tree *jtree.Tree
 	src  *source // set by choicesFromText
+	// place is src.place from the start of the text, set with src. Validate
+	// calls it through this field so that a program that never reads a
+	// text (a gRPC client of the resolver) does not link the code that
+	// places diagnostics in one (resolver's TestClientSize).
+	place func(Diagnostics)
 }
 
 // Choice keys defined by gRFC A2. Anything else makes the record invalid.
@@ -213,8 +218,8 @@ func (ch *Choices) Validate(i int) Diagnostics {
 	c.pushIdx(ch.List[i].elem)
 	c.pushKey(keyNodeOf(ch.tree, ch.List[i].node, cfg))
 	validateServiceConfig(c, cfg)
-	if ch.src != nil {
-		ch.src.place(c.diags, firstSignificant(ch.src.text))
+	if ch.place != nil {
+		ch.place(c.diags)
 	}
 	c.diags.Sort()
 	return c.diags.Capped()
@@ -504,7 +509,11 @@ func nineDigitDurations(value []byte) ([]byte, error) {
 	if len(c.shortFractions) == 0 {
 		return value, nil
 	}
-	slices.SortFunc(c.shortFractions, func(a, b int32) int { return int(t.Nodes[a].Start - t.Nodes[b].Start) })
+	// sort.Slice, not slices.SortFunc: a gRPC client links it already, and
+	// the generic sort for int32 (here and in jtree) cost it 13 kB
+	// (resolver's TestClientSize). Starts differ, so the order is the same.
+	sf := c.shortFractions
+	sort.Slice(sf, func(i, j int) bool { return t.Nodes[sf[i]].Start < t.Nodes[sf[j]].Start })
 	out := make([]byte, 0, len(value)+8*len(c.shortFractions))
 	last := 0
 	for _, n := range c.shortFractions {

@@ -445,32 +445,57 @@ func joinAnd(m []string) string {
 	return strings.Join(m[:len(m)-1], ", ") + " and " + m[len(m)-1]
 }
 
+// The field checks that many policies share are method values of small
+// rule types, not closures returned by helpers: the compiler inlines such
+// a helper and compiles a copy of its closure at every call site (eight
+// copies of durationField's), which cost a gRPC client of the resolver
+// about 23 kB (resolver's TestClientSize). A method value shares one body.
+
+// kindField checks that a field is of one JSON kind.
+type kindField struct {
+	what string
+	kind jtree.Kind
+}
+
+func (f kindField) check(c *checker, v int32) { c.want(v, f.kind, codeLBPolicyConfig, f.what) }
+
 func boolField(what string) func(c *checker, v int32) {
-	return func(c *checker, v int32) { c.want(v, jtree.Bool, codeLBPolicyConfig, what) }
+	return kindField{what, jtree.Bool}.check
 }
 
 func stringField(what string) func(c *checker, v int32) {
-	return func(c *checker, v int32) { c.want(v, jtree.String, codeLBPolicyConfig, what) }
+	return kindField{what, jtree.String}.check
 }
 
 // durationField checks a Duration field of a policy config whose spec
 // allows negative values; refuseNeg names the clients that reject them.
 func durationField(what string, refuseNeg client) func(c *checker, v int32) {
-	return func(c *checker, v int32) {
-		if d, ok := duration(c, v, what); ok && d.neg() {
-			refuseNeg := negRefusers(d, refuseNeg)
-			c.refuse(v, codeDurationNegative, refuseNeg, "%s %s is negative: the spec does not forbid it, but %s %s the whole config; write a positive duration", what, c.t.Raw(v), refuseNeg, refuseNeg.verb("rejects", "reject"))
-		}
+	return negDurationField{what, refuseNeg}.check
+}
+
+type negDurationField struct {
+	what      string
+	refuseNeg client
+}
+
+func (f negDurationField) check(c *checker, v int32) {
+	if d, ok := duration(c, v, f.what); ok && d.neg() {
+		refuseNeg := negRefusers(d, f.refuseNeg)
+		c.refuse(v, codeDurationNegative, refuseNeg, "%s %s is negative: the spec does not forbid it, but %s %s the whole config; write a positive duration", f.what, c.t.Raw(v), refuseNeg, refuseNeg.verb("rejects", "reject"))
 	}
 }
 
 // nonNegDuration checks a Duration field that the spec says must not be
 // negative.
 func nonNegDuration(what, src string) func(c *checker, v int32) {
-	return func(c *checker, v int32) {
-		if d, ok := duration(c, v, what); ok && d.neg() {
-			c.report(v, codeLBPolicyConfig, "%s %s must not be negative (%s)", what, c.t.Raw(v), src)
-		}
+	return nonNegDurationField{what, src}.check
+}
+
+type nonNegDurationField struct{ what, src string }
+
+func (f nonNegDurationField) check(c *checker, v int32) {
+	if d, ok := duration(c, v, f.what); ok && d.neg() {
+		c.report(v, codeLBPolicyConfig, "%s %s must not be negative (%s)", f.what, c.t.Raw(v), f.src)
 	}
 }
 
@@ -540,28 +565,9 @@ const (
 func checkRingHash(c *checker, cfg int32) {
 	t := c.t
 	var minSize, maxSize int64 = -1, -1
-	size := func(name string, dst *int64) func(*checker, int32) {
-		return func(c *checker, v int32) {
-			what := "ring_hash_experimental." + name
-			n, ok := c.protoNumber(v, what, codeLBPolicyConfig, numUint64, clientGo)
-			if !ok {
-				return
-			}
-			if n.i == 0 {
-				// proto3: 0 is the field unset, so the default applies.
-				c.refuse(v, codeProtoDefaultValue, clientCore|clientJava, "%s is 0, which proto3 reads as unset (the default, %d), but C-core and grpc-java reject the whole config; leave the field out", what, map[string]int{"minRingSize": ringHashDefaultMin, "maxRingSize": ringHashDefaultMax}[name])
-				return
-			}
-			if n.i > ringHashMax {
-				c.report(v, codeLBPolicyConfig, "%s must be at most %d (gRFC A42: \"values above 8M will be NACKed\"), not %s", what, ringHashMax, t.Raw(v))
-				return
-			}
-			*dst = n.i
-		}
-	}
 	policyFields(c, cfg, "ring_hash_experimental", []pfield{
-		{"minRingSize", size("minRingSize", &minSize)},
-		{"maxRingSize", size("maxRingSize", &maxSize)},
+		{"minRingSize", ringSizeField{"minRingSize", &minSize}.check},
+		{"maxRingSize", ringSizeField{"maxRingSize", &maxSize}.check},
 		{"requestHashHeader", func(c *checker, v int32) {
 			if !c.want(v, jtree.String, codeLBPolicyConfig, "ring_hash_experimental.requestHashHeader") {
 				return
@@ -593,6 +599,32 @@ func checkRingHash(c *checker, cfg int32) {
 	if minVal > maxVal {
 		c.report(cfg, codeLBPolicyConfig, "ring_hash_experimental.minRingSize (%d%s) is larger than maxRingSize (%d%s)", minVal, defaultNote(minSize), maxVal, defaultNote(maxSize))
 	}
+}
+
+// ringSizeField checks ring_hash_experimental's minRingSize or
+// maxRingSize and stores a valid value in dst (a method value, for one
+// body: see durationField).
+type ringSizeField struct {
+	name string
+	dst  *int64
+}
+
+func (f ringSizeField) check(c *checker, v int32) {
+	what := "ring_hash_experimental." + f.name
+	n, ok := c.protoNumber(v, what, codeLBPolicyConfig, numUint64, clientGo)
+	if !ok {
+		return
+	}
+	if n.i == 0 {
+		// proto3: 0 is the field unset, so the default applies.
+		c.refuse(v, codeProtoDefaultValue, clientCore|clientJava, "%s is 0, which proto3 reads as unset (the default, %d), but C-core and grpc-java reject the whole config; leave the field out", what, map[string]int{"minRingSize": ringHashDefaultMin, "maxRingSize": ringHashDefaultMax}[f.name])
+		return
+	}
+	if n.i > ringHashMax {
+		c.report(v, codeLBPolicyConfig, "%s must be at most %d (gRFC A42: \"values above 8M will be NACKed\"), not %s", what, ringHashMax, c.t.Raw(v))
+		return
+	}
+	*f.dst = n.i
 }
 
 func defaultNote(v int64) string {
@@ -636,23 +668,11 @@ func checkGrpclb(c *checker, cfg int32) {
 // gRFC A50 says: durations non-negative, the four percentages at most 100,
 // and a child policy.
 func checkOutlierDetection(c *checker, cfg int32) {
-	const src = "gRFC A50"
-	pct := func(what string) func(*checker, int32) {
-		return func(c *checker, v int32) {
-			if n, ok := c.protoNumber(v, what, codeLBPolicyConfig, numUint32, 0); ok && n.i > 100 {
-				c.report(v, codeLBPolicyConfig, "%s must be at most 100 (%s), not %s", what, src, c.t.Raw(v))
-			}
-		}
-	}
-	count := func(what string) func(*checker, int32) {
-		return func(c *checker, v int32) { c.protoNumber(v, what, codeLBPolicyConfig, numUint32, 0) }
-	}
+	const src = outlierDetectionSpec
+	pct := func(what string) func(*checker, int32) { return odPercentField(what).check }
+	count := func(what string) func(*checker, int32) { return odCountField(what).check }
 	ejection := func(what string, fields []pfield) func(*checker, int32) {
-		return func(c *checker, v int32) {
-			if c.want(v, jtree.Object, codeLBPolicyConfig, what) {
-				policyFields(c, v, what, fields)
-			}
-		}
+		return odEjectionField{what, fields}.check
 	}
 	const od = "outlier_detection_experimental."
 	policyFields(c, cfg, "outlier_detection_experimental", []pfield{
@@ -677,11 +697,50 @@ func checkOutlierDetection(c *checker, cfg int32) {
 	require(c, cfg, "outlier_detection_experimental", "childPolicy")
 }
 
+// The field checks of outlier_detection_experimental, method values for
+// one body each (see durationField).
+
+const outlierDetectionSpec = "gRFC A50"
+
+// odPercentField is a percentage: a uint32 of at most 100.
+type odPercentField string
+
+func (what odPercentField) check(c *checker, v int32) {
+	if n, ok := c.protoNumber(v, string(what), codeLBPolicyConfig, numUint32, 0); ok && n.i > 100 {
+		c.report(v, codeLBPolicyConfig, "%s must be at most 100 (%s), not %s", string(what), outlierDetectionSpec, c.t.Raw(v))
+	}
+}
+
+// odCountField is a uint32.
+type odCountField string
+
+func (what odCountField) check(c *checker, v int32) {
+	c.protoNumber(v, string(what), codeLBPolicyConfig, numUint32, 0)
+}
+
+// odEjectionField is an ejection config, an object with fields.
+type odEjectionField struct {
+	what   string
+	fields []pfield
+}
+
+func (f odEjectionField) check(c *checker, v int32) {
+	if c.want(v, jtree.Object, codeLBPolicyConfig, f.what) {
+		policyFields(c, v, f.what, f.fields)
+	}
+}
+
 // childPolicy checks the required child policy list of a parent policy.
 func childPolicy(parent string) func(*checker, int32) {
-	return func(c *checker, v int32) {
-		validateLBConfigList(c, v, lbList{what: parent + ".childPolicy", clients: lbPolicyIndex[parent].clients})
-	}
+	return childPolicyField(parent).check
+}
+
+// childPolicyField is the parent policy of a childPolicy field.
+type childPolicyField string
+
+func (parent childPolicyField) check(c *checker, v int32) {
+	p := string(parent)
+	validateLBConfigList(c, v, lbList{what: p + ".childPolicy", clients: lbPolicyIndex[p].clients})
 }
 
 // checkRandomSubsetting: RandomSubsettingLoadBalancingConfig (gRFC A68):

@@ -34,14 +34,20 @@ func checkXdsClusterImpl(c *checker, cfg int32) {
 }
 
 func checkOverrideHost(name string) func(c *checker, cfg int32) {
-	return func(c *checker, cfg int32) {
-		policyFields(c, cfg, name, []pfield{
-			{"clusterName", stringField(name + ".clusterName")},
-			{"childPolicy", childPolicy(name)},
-			{"overrideHostStatus", func(*checker, int32) {}}, // deprecated
-		})
-		require(c, cfg, name, "clusterName", "childPolicy")
-	}
+	return overrideHostPolicy(name).check // one body for both names (lb.go)
+}
+
+// overrideHostPolicy is the name of an override host policy.
+type overrideHostPolicy string
+
+func (p overrideHostPolicy) check(c *checker, cfg int32) {
+	name := string(p)
+	policyFields(c, cfg, name, []pfield{
+		{"clusterName", stringField(name + ".clusterName")},
+		{"childPolicy", childPolicy(name)},
+		{"overrideHostStatus", func(*checker, int32) {}}, // deprecated
+	})
+	require(c, cfg, name, "clusterName", "childPolicy")
 }
 
 func checkWrrLocality(c *checker, cfg int32) {
@@ -53,14 +59,21 @@ func checkWrrLocality(c *checker, cfg int32) {
 // childMap checks a map<string, message> field whose values are checked by
 // each.
 func childMap(what string, each func(c *checker, v int32)) func(*checker, int32) {
-	return func(c *checker, v int32) {
-		if c.want(v, jtree.Object, codeLBPolicyConfig, what) {
-			c.fields(v, func(_, e int32) {
-				if c.want(e, jtree.Object, codeLBPolicyConfig, "an entry of "+what) {
-					each(c, e)
-				}
-			})
-		}
+	return childMapField{what, each}.check // one body (lb.go's durationField)
+}
+
+type childMapField struct {
+	what string
+	each func(c *checker, v int32)
+}
+
+func (f childMapField) check(c *checker, v int32) {
+	if c.want(v, jtree.Object, codeLBPolicyConfig, f.what) {
+		c.fields(v, func(_, e int32) {
+			if c.want(e, jtree.Object, codeLBPolicyConfig, "an entry of "+f.what) {
+				f.each(c, e)
+			}
+		})
 	}
 }
 

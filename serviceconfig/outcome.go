@@ -82,11 +82,46 @@ type Outcome struct {
 // first choice whose every criterion matches) and gRFC A21's validation
 // (the structure of every choice, the service config of the selected one
 // only). It is the one implementation of that decision, used by the
-// resolver and by the select command.
+// resolver (through [ChooseRecords]) and by the select command.
 func Choose(a Answer, c Client) Outcome {
-	ch, ds, none := a.choices()
-	if none != "" {
-		return Outcome{Result: NoConfig, Choice: -1, Reason: "no service config published: " + none}
+	if a.Text == nil {
+		return ChooseRecords(a, c)
+	}
+	ch, ds := choicesFromText(a.Text)
+	return choose(ch, ds, c)
+}
+
+// ChooseRecords is [Choose] for an answer from DNS: it reads a's Owner,
+// NXDomain and Records, and ignores Text. The resolver calls it rather than
+// Choose so that a gRPC client does not link the readers of the forms
+// people write a record in (presentation format, a bare choice list or
+// service config), which it never reads: about 40 kB of the client
+// (resolver's TestClientSize).
+func ChooseRecords(a Answer, c Client) Outcome {
+	owner := a.Owner
+	if owner == "" {
+		owner = "the owner name"
+	}
+	switch {
+	case a.NXDomain:
+		return noConfig(fmt.Sprintf("%s does not exist (NXDOMAIN)", owner))
+	case len(a.Records) == 0:
+		return noConfig(fmt.Sprintf("%s has no TXT records", owner))
+	}
+	ch, ds := choicesFromRecords(a.Records)
+	return choose(ch, ds, c)
+}
+
+// noConfig is the outcome of an answer without a record; none says why.
+func noConfig(none string) Outcome {
+	return Outcome{Result: NoConfig, Choice: -1, Reason: "no service config published: " + none}
+}
+
+// choose is Choose once the answer's choice list is read: ch is nil when
+// the record is invalid, or when there is none, and ds says why.
+func choose(ch *Choices, ds Diagnostics, c Client) Outcome {
+	if ch == nil && len(ds) == 1 && ds[0].Code == codeTXTNoRecord.String() {
+		return noConfig(ds[0].Message)
 	}
 	if ch == nil {
 		err := ds.Err()
@@ -111,30 +146,6 @@ func Choose(a Answer, c Client) Outcome {
 	why := append(skipped(ch, c, out.Choice), ch.Why(c, out.Choice).String())
 	out.Reason = fmt.Sprintf("%s (%s)", strings.Join(why, "; "), c)
 	return out
-}
-
-// choices reads the answer's choice list. none, when not empty, says why
-// there is no record at all (no service config, not an invalid one); else
-// ch is nil when the record is invalid, and ds says why.
-func (a Answer) choices() (ch *Choices, ds Diagnostics, none string) {
-	owner := a.Owner
-	if owner == "" {
-		owner = "the owner name"
-	}
-	switch {
-	case a.Text != nil:
-		ch, ds = choicesFromText(a.Text)
-	case a.NXDomain:
-		return nil, nil, fmt.Sprintf("%s does not exist (NXDOMAIN)", owner)
-	case len(a.Records) == 0:
-		return nil, nil, fmt.Sprintf("%s has no TXT records", owner)
-	default:
-		ch, ds = choicesFromRecords(a.Records)
-	}
-	if ch == nil && len(ds) == 1 && ds[0].Code == codeTXTNoRecord.String() {
-		return nil, nil, ds[0].Message
-	}
-	return ch, ds, ""
 }
 
 // maxExplained is how many skipped choices a reason explains one by one.

@@ -1,6 +1,7 @@
 package serviceconfig
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -63,6 +64,13 @@ func TestChoose(t *testing.T) {
 			}
 			if tc.code != "" && !hasCode(o.Diagnostics, tc.code) {
 				t.Errorf("diagnostics %v, want %s", o.Diagnostics, tc.code)
+			}
+			// The resolver's entry point decides the same for answers
+			// from DNS.
+			if tc.answer.Text == nil {
+				if r := ChooseRecords(tc.answer, goClient); !reflect.DeepEqual(r, o) {
+					t.Errorf("ChooseRecords: %+v\nChoose: %+v", r, o)
+				}
 			}
 		})
 	}

@@ -69,6 +69,7 @@ func choicesFromText(text []byte) (*Choices, Diagnostics) {
 		return nil, ds
 	}
 	ch.src = src
+	ch.place = func(ds Diagnostics) { src.place(ds, firstSignificant(text)) }
 	return ch, nil
 }
 
