@@ -322,7 +322,7 @@ func (f *feed) rebase(z *feedZone, log func(msg string, args ...any)) {
 		z.pending = map[string]bool{}
 	}
 	for name, s := range z.services {
-		t := z.base.ServiceTarget(name, s.labels)
+		t := z.base.ServiceTarget(name, s.labels, s.spec)
 		for _, p := range changed {
 			if p != nil && p.Selects(t) {
 				s.svc, s.bad = nil, false

@@ -39,7 +39,21 @@ const PolicyKind = "Policy"
 type zonePolicies struct {
 	marker int64 // modification revision of the marker, 0: none
 	byName map[string]*policy.Policy
-	kvs    map[string]*kv
+	kvs    map[string]*kv // the valid ones and the invalid ones
+	// invalid are stored policies this server cannot read (written by
+	// another version, or corrupt): the zone cannot be written until they
+	// are replaced or deleted, which stays possible.
+	invalid map[string]*Error
+}
+
+// usable returns the 409 of an invalid stored policy other than except.
+func (zp *zonePolicies) usable(except string) error {
+	for name, e := range zp.invalid {
+		if name != except {
+			return e
+		}
+	}
+	return nil
 }
 
 func (zp *zonePolicies) list() []*policy.Policy {
@@ -80,13 +94,19 @@ func (s *Store) readPolicies(ctx context.Context, zone string) (*zonePolicies, e
 			if err != nil {
 				return nil, s.internal(err)
 			}
-			p, ds := config.ValidatePolicy(base, o.Metadata.Name, o.Spec)
+			name := strings.TrimPrefix(kvs[i].key, policyPrefix(zone))
+			zp.kvs[name] = &kvs[i]
+			p, ds := config.ValidatePolicy(base, name, o.Spec)
 			if p == nil {
-				e := invalid("policy "+o.Metadata.Name+" of zone "+zone+" as stored", ds)
+				e := invalid("policy "+name+" of zone "+zone+" as stored (replace or delete it)", ds)
 				e.Code, e.Reason = http.StatusConflict, ReasonConflict
-				return nil, e
+				if zp.invalid == nil {
+					zp.invalid = map[string]*Error{}
+				}
+				zp.invalid[name] = e
+				continue
 			}
-			zp.byName[p.Name], zp.kvs[p.Name] = p, &kvs[i]
+			zp.byName[name] = p
 		}
 		if !more || len(kvs) == 0 {
 			break
@@ -165,7 +185,7 @@ func (s *Store) PutPolicy(ctx context.Context, zone, name string, obj *Object) (
 	var st stored
 	json.Unmarshal(value, &st)
 	for range maxRetries {
-		zc, zkv, ps, err := s.zoneConfig(ctx, z)
+		zc, zkv, ps, err := s.zoneConfigBut(ctx, z, name)
 		if err != nil {
 			return nil, false, err
 		}
@@ -206,7 +226,7 @@ func (s *Store) DeletePolicy(ctx context.Context, zone, name, ifRV string) (*Obj
 	}
 	what := "policy " + name + " of zone " + z
 	for range maxRetries {
-		zc, zkv, ps, err := s.zoneConfig(ctx, z)
+		zc, zkv, ps, err := s.zoneConfigBut(ctx, z, name)
 		if err != nil {
 			if e, ok := err.(*Error); ok && e.Code == http.StatusNotFound {
 				return nil, notFound("%s not found (its zone is gone)", what)
@@ -256,6 +276,10 @@ func (s *Store) writePolicy(ctx context.Context, z, name string, zc *config.Zone
 	}
 	selected := func(t policy.Target) bool {
 		return (old != nil && old.Selects(t)) || (p != nil && p.Selects(t))
+	}
+	if ps.invalid[name] != nil {
+		// What the unreadable version selected is unknown: check all.
+		selected = nil
 	}
 	rev, bad, err := s.checkServices(ctx, z, nz, selected)
 	if err != nil {

@@ -431,6 +431,9 @@ func (s *Store) PutZone(ctx context.Context, zone string, obj *Object) (out *Obj
 		if err != nil {
 			return nil, false, err
 		}
+		if err := ps.usable(""); err != nil {
+			return nil, false, err
+		}
 		zc, err := base.WithPolicies(ps.list())
 		if err != nil {
 			return nil, false, s.internal(err)
@@ -526,7 +529,7 @@ func (s *Store) checkServices(ctx context.Context, zone string, zc *config.Zone,
 			if err != nil {
 				return 0, nil, s.internal(err)
 			}
-			if only != nil && !only(zc.ServiceTarget(o.Metadata.Name, o.Metadata.Labels)) {
+			if only != nil && !only(zc.ServiceTarget(o.Metadata.Name, o.Metadata.Labels, o.Spec)) {
 				continue
 			}
 			_, ds := config.ValidateService(zc, o.Metadata.Name, o.Metadata.Labels, o.Spec, s.opts.Keys)
@@ -560,6 +563,12 @@ func (s *Store) checkServices(ctx context.Context, zone string, zc *config.Zone,
 // of its policies (the policy marker's modification revision) that the
 // config was made from.
 func (s *Store) zoneConfig(ctx context.Context, zone string) (*config.Zone, *kv, *zonePolicies, error) {
+	return s.zoneConfigBut(ctx, zone, "")
+}
+
+// zoneConfigBut is zoneConfig for a write of policy except, which may be
+// one this server cannot read (and replaces or deletes).
+func (s *Store) zoneConfigBut(ctx context.Context, zone, except string) (*config.Zone, *kv, *zonePolicies, error) {
 	k, err := s.getKey(ctx, zoneKey(zone), "")
 	if err != nil {
 		return nil, nil, nil, err
@@ -579,6 +588,9 @@ func (s *Store) zoneConfig(ctx context.Context, zone string) (*config.Zone, *kv,
 	}
 	ps, err := s.readPolicies(ctx, zone)
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := ps.usable(except); err != nil {
 		return nil, nil, nil, err
 	}
 	if zc, err = zc.WithPolicies(ps.list()); err != nil {
@@ -625,7 +637,7 @@ func (s *Store) PutService(ctx context.Context, zone, svc string, obj *Object) (
 		if _, ds := config.ValidateService(zc, name, obj.Metadata.Labels, st.Spec, s.opts.Keys); ds.HasErrors() {
 			what := "the spec of service " + name + " of zone " + z
 			if zc.PolicySet != nil {
-				if sel := zc.PolicySet.Select(zc.ServiceTarget(name, obj.Metadata.Labels)); len(sel) > 0 {
+				if sel := zc.PolicySet.Select(zc.ServiceTarget(name, obj.Metadata.Labels, nil)); len(sel) > 0 {
 					names := make([]string, len(sel))
 					for i, p := range sel {
 						names[i] = p.Name

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"bytes"
 	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -77,9 +79,30 @@ func (z *Zone) WithPolicies(ps []*policy.Policy) (*Zone, error) {
 }
 
 // ServiceTarget is what policies of zone z select service name (relative
-// or absolute) with labels by.
-func (z *Zone) ServiceTarget(name string, labels map[string]string) policy.Target {
+// or absolute) by: its metadata labels, or, for an object stored before
+// labels moved to metadata, the labels of its spec (which ValidateService
+// then reads too).
+func (z *Zone) ServiceTarget(name string, labels map[string]string, spec []byte) policy.Target {
+	if len(labels) == 0 {
+		labels = specLabels(spec)
+	}
 	return policy.Target{Name: absName(name, z.Origin), Labels: labels}
+}
+
+// specLabels reads the labels of a service spec stored as JSON, nil when
+// it has none (or they are not a map of strings, which validation
+// reports).
+func specLabels(spec []byte) map[string]string {
+	if !bytes.Contains(spec, []byte(`"labels"`)) {
+		return nil
+	}
+	var v struct {
+		Labels map[string]string `json:"labels"`
+	}
+	if json.Unmarshal(spec, &v) != nil {
+		return nil
+	}
+	return v.Labels
 }
 
 // addLabels adds labels: {…} to mapping n, with no position: diagnostics

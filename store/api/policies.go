@@ -66,10 +66,14 @@ var loginPage = template.Must(template.New("login").Parse(`<!DOCTYPE html>
 // JavaScript, and a browser sends no Authorization header of its own) and
 // keeps it in a cookie for /ui/ only.
 func (h *handler) login(w http.ResponseWriter, r *http.Request) {
-	next := r.FormValue("next")
-	if !strings.HasPrefix(next, "/ui/") || strings.HasPrefix(next, "/ui/login") {
-		next = "/ui/"
+	// Anyone may send this: the body is bounded before it is read, and
+	// only URL-encoded forms are read (never multipart).
+	r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
+	if err := r.ParseForm(); err != nil {
+		writeError(w, &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest, Message: "the login form is a URL-encoded token and next, at most 4 KiB"})
+		return
 	}
+	next := safeNext(r.Form.Get("next"))
 	w.Header().Set("Cache-Control", "no-store")
 	switch r.Method {
 	case http.MethodGet:
@@ -83,8 +87,7 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 			Failed bool
 		}{next, false})
 	case http.MethodPost:
-		r.Body = http.MaxBytesReader(w, r.Body, 4<<10)
-		token := strings.TrimSpace(r.PostFormValue("token"))
+		token := strings.TrimSpace(r.PostForm.Get("token"))
 		if len(h.tokens) > 0 && !h.valid(token) {
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
 			w.WriteHeader(http.StatusUnauthorized)
@@ -96,9 +99,26 @@ func (h *handler) login(w http.ResponseWriter, r *http.Request) {
 		}
 		// Encoded: a token may hold bytes a cookie may not.
 		http.SetCookie(w, &http.Cookie{Name: uiCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(token)), Path: "/ui/", HttpOnly: true,
-			Secure: r.TLS != nil, SameSite: http.SameSiteStrictMode, MaxAge: 12 * 3600})
+			Secure: r.TLS != nil || r.Header.Get("X-Forwarded-Proto") == "https", SameSite: http.SameSiteStrictMode, MaxAge: 12 * 3600})
 		http.Redirect(w, r, next, http.StatusSeeOther)
 	default:
 		notAllowed(w, r, "GET, POST")
 	}
+}
+
+// safeNext returns where a login goes on: next when it is a path of the
+// web view (only the characters its links use, nothing a browser could
+// read as another host: no "//", "\\", "..", scheme or host), else /ui/.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/ui/") || strings.HasPrefix(next, "/ui/login") ||
+		strings.Contains(next, "//") || strings.Contains(next, "..") {
+		return "/ui/"
+	}
+	for i := 0; i < len(next); i++ {
+		c := next[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte("/-._~?=&%+", c) >= 0) {
+			return "/ui/"
+		}
+	}
+	return next
 }

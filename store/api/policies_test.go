@@ -3,8 +3,10 @@ package api_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -339,5 +341,51 @@ func TestPolicyRaces(t *testing.T) {
 				t.Fatalf("DELETE a needed policy: %d %s", e.code, e.body)
 			}
 		})
+	}
+}
+
+// countingReader counts what a handler read of a body.
+type countingReader struct {
+	n int64
+	r io.Reader
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// TestLoginHostileInput: the login form (open to anyone) reads at most
+// 4 KiB of a body, never a multipart one, and goes on only to a path of
+// the web view.
+func TestLoginHostileInput(t *testing.T) {
+	const token = "0123456789abcdef0123"
+	h := api.New(api.Options{Store: openStore(t, store.Options{Location: t.TempDir()}), Tokens: []string{token}, UI: http.NotFoundHandler()})
+	for _, ct := range []string{"application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
+		cr := &countingReader{r: strings.NewReader("token=x&pad=" + strings.Repeat("a", 8<<20))}
+		r := httptest.NewRequest("POST", "/ui/login", cr)
+		r.Header.Set("Content-Type", ct)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if cr.n > 8<<10 || w.Code < 400 {
+			t.Errorf("%s: read %d bytes of an 8 MiB body, answered %d", ct, cr.n, w.Code)
+		}
+	}
+	for _, next := range []string{"/ui/../\\evil.example", "/ui/..%2F%5Cevil", "//evil.example/ui/", "https://evil.example/ui/", "/ui//evil.example", "/ui/\\\\evil", "/ui/login"} {
+		r := httptest.NewRequest("POST", "/ui/login", strings.NewReader(url.Values{"token": {token}, "next": {next}}.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if loc := w.Header().Get("Location"); w.Code != http.StatusSeeOther || loc != "/ui/" {
+			t.Errorf("next %q: %d to %q, want /ui/", next, w.Code, loc)
+		}
+	}
+	r := httptest.NewRequest("POST", "/ui/login", strings.NewReader(url.Values{"token": {token}, "next": {"/ui/zones/example.test/services/echo?q=a%20b"}}.Encode()))
+	r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if loc := w.Header().Get("Location"); loc != "/ui/zones/example.test/services/echo?q=a%20b" {
+		t.Errorf("a page of the view: to %q", loc)
 	}
 }

@@ -1,0 +1,67 @@
+package dnspub
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/store"
+)
+
+const (
+	feedZoneSpec = `{"ttl":"30s","nameservers":[{"name":"ns1","addresses":["192.0.2.53"]}]}`
+	feedSvcSpec  = `{"addresses":["192.0.2.7"],"serviceConfig":{"methodConfig":[{"name":[{"service":"s"}],"timeout":"1s"}]}}`
+)
+
+func lbPolicy(lb string) []byte {
+	return []byte(`{"targetRef":{"kind":"Service","labels":{"team":"a"}},"default":{"loadBalancingConfig":[{"` + lb + `":{}}]}}`)
+}
+
+// TestFeedPolicyChanges: the feed's incremental revalidation serves what
+// a feed built from scratch serves, after policy changes batched before a
+// build, for services labelled in metadata and (stored before labels
+// moved there) in their spec.
+func TestFeedPolicyChanges(t *testing.T) {
+	log := func(string, ...any) {}
+	labelled := strings.Replace(feedSvcSpec, `{"addresses"`, `{"labels":{"team":"a"},"addresses"`, 1)
+	start := []store.Item{
+		{Kind: store.KindZone, Zone: "example.test", Spec: []byte(feedZoneSpec), Rev: 2},
+		{Kind: store.KindService, Zone: "example.test", Name: "meta", Spec: []byte(feedSvcSpec), Labels: map[string]string{"team": "a"}, Rev: 3},
+		{Kind: store.KindService, Zone: "example.test", Name: "legacy", Spec: []byte(labelled), Rev: 4},
+		{Kind: store.KindService, Zone: "example.test", Name: "other", Spec: []byte(feedSvcSpec), Rev: 5},
+		{Kind: store.KindPolicy, Zone: "example.test", Name: "lb", Spec: lbPolicy("pick_first"), Rev: 6},
+	}
+	f := newFeed(nil, nil)
+	f.replace(start, 6)
+	f.config(config.Server{}, log)
+	for i, lb := range []string{"round_robin", "pick_first", "round_robin"} {
+		f.apply(store.Item{Kind: store.KindPolicy, Zone: "example.test", Name: "lb", Spec: lbPolicy(lb), Rev: int64(7 + i)})
+	}
+	got := f.config(config.Server{}, log)
+
+	fresh := newFeed(nil, nil)
+	fresh.replace(append(start,
+		store.Item{Kind: store.KindPolicy, Zone: "example.test", Name: "lb", Spec: lbPolicy("round_robin"), Rev: 9}), 9)
+	want := fresh.config(config.Server{}, log)
+	values := func(c *config.Config) map[string]string {
+		out := map[string]string{}
+		for _, z := range c.Zones {
+			for _, s := range z.Services {
+				out[s.Name] = string(s.Value())
+			}
+		}
+		return out
+	}
+	g, w := values(got), values(want)
+	if len(g) != 3 {
+		t.Fatalf("served %d services: %v", len(g), g)
+	}
+	for name, v := range w {
+		if g[name] != v {
+			t.Errorf("%s: incremental %s\nfrom scratch %s", name, g[name], v)
+		}
+	}
+	if !strings.Contains(g["legacy.example.test."], "round_robin") || strings.Contains(g["other.example.test."], "round_robin") {
+		t.Errorf("selection: %v", g)
+	}
+}
