@@ -94,8 +94,9 @@ func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 		}
 		changed = append(changed, s)
 	}
-	for _, u := range buildUnits(changed) {
-		ed.put(u)
+	units, records := buildUnits(changed)
+	for i, u := range units {
+		ed.put(u, records[i])
 	}
 	if prev != nil && kept < prev.units.Len() {
 		for key := range prev.units.All() {
@@ -121,8 +122,9 @@ func UpdateServices(prev *Zone, c *config.Zone, changed []*config.Service, remov
 		}
 		build = append(build, s)
 	}
-	for _, u := range buildUnits(build) {
-		ed.put(u)
+	units, records := buildUnits(build)
+	for i, u := range units {
+		ed.put(u, records[i])
 	}
 	for _, name := range removed {
 		if name != apexKey {
@@ -276,10 +278,11 @@ type editor struct {
 	change  Change
 }
 
-// buildUnits makes the units of services, in parallel when there are
-// many (a new zone of 100 000 services).
-func buildUnits(services []*config.Service) []*unit {
+// buildUnits makes the units of services, and their records, in
+// parallel when there are many (a new zone of 100 000 services).
+func buildUnits(services []*config.Service) ([]*unit, [][]dns.RR) {
 	out := make([]*unit, len(services))
+	records := make([][]dns.RR, len(services))
 	workers := 1
 	if len(services) >= 1024 {
 		workers = runtime.GOMAXPROCS(0)
@@ -290,36 +293,34 @@ func buildUnits(services []*config.Service) []*unit {
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(services); i += workers {
-				out[i] = serviceUnit(services[i])
+				out[i], records[i] = serviceUnit(services[i])
 			}
 		}()
 	}
 	wg.Wait()
-	return out
+	return out, records
 }
 
-// put adds u, replacing the unit of the same key, if its records differ.
-func (ed *editor) put(u *unit) {
-	old, had := ed.units.Get(u.key)
+// put adds u, whose records are records, replacing the unit of the same
+// key, if its records differ. The unit does not keep the records of a
+// service: they are made again when needed.
+func (ed *editor) put(u *unit, records []dns.RR) {
+	key := u.key()
+	old, had := ed.units.Get(key)
 	var oldRecords []dns.RR
 	if had {
 		oldRecords = old.records()
 	}
-	records := u.built
-	u.built = nil // made again when needed: the unit keeps its config only
-	if records == nil {
-		records = u.records()
-	}
 	if had && old.sum == u.sum && slices.EqualFunc(oldRecords, records, func(a, b dns.RR) bool { return compareRR(a, b) == 0 }) {
 		// Same records from a config that differs otherwise: keep the
 		// new config, for sameService to compare against next time.
-		ed.units.Set(u.key, u)
+		ed.units.Set(key, u)
 		return
 	}
 	if had {
 		ed.unlink(old, oldRecords)
 	}
-	ed.units.Set(u.key, u)
+	ed.units.Set(key, u)
 	ed.link(u, records)
 	del, add := diffRecords(oldRecords, records)
 	ed.change.Deleted = append(ed.change.Deleted, del...)
@@ -340,13 +341,14 @@ func (ed *editor) remove(key string) {
 // link adds u, whose records are records, to the counts, the owner index
 // and the refs.
 func (ed *editor) link(u *unit, records []dns.RR) {
-	ed.z.count += u.count
-	ed.z.bytes += u.bytes
+	ed.z.count += int(u.count)
+	ed.z.bytes += int(u.bytes)
 	ed.z.sum.add(u.sum)
+	key := u.key()
 	for _, name := range owners(records) {
 		o := ed.ownerCopy(name)
-		i, _ := slices.BinarySearch(o.units, u.key)
-		o.units = slices.Insert(o.units, i, u.key)
+		i, _ := slices.BinarySearch(o.units, key)
+		o.units = slices.Insert(o.units, i, key)
 		ed.owners.Set(name, o)
 		ed.touch(name)
 		if len(o.units) == 1 {
@@ -364,12 +366,13 @@ func (ed *editor) link(u *unit, records []dns.RR) {
 // unlink removes u, whose records are records, from the counts, the index
 // and the refs.
 func (ed *editor) unlink(u *unit, records []dns.RR) {
-	ed.z.count -= u.count
-	ed.z.bytes -= u.bytes
+	ed.z.count -= int(u.count)
+	ed.z.bytes -= int(u.bytes)
 	ed.z.sum.sub(u.sum)
+	key := u.key()
 	for _, name := range owners(records) {
 		o := ed.ownerCopy(name)
-		if i, found := slices.BinarySearch(o.units, u.key); found {
+		if i, found := slices.BinarySearch(o.units, key); found {
 			o.units = slices.Delete(o.units, i, i+1)
 		}
 		ed.touch(name)
