@@ -345,10 +345,17 @@ func (ed *editor) link(u *unit, records []dns.RR) {
 	ed.z.bytes += int(u.bytes)
 	ed.z.sum.add(u.sum)
 	key := u.key()
+	// The names of a service are each its own only, most of the time:
+	// they share one list of units.
+	one := []string{key}
 	for _, name := range owners(records) {
 		o := ed.ownerCopy(name)
-		i, _ := slices.BinarySearch(o.units, key)
-		o.units = slices.Insert(o.units, i, key)
+		if len(o.units) == 0 {
+			o.units = one
+		} else {
+			i, _ := slices.BinarySearch(o.units, key)
+			o.units = slices.Insert(slices.Clip(o.units), i, key) // a new array
+		}
 		ed.owners.Set(name, o)
 		ed.touch(name)
 		if len(o.units) == 1 {
@@ -373,7 +380,7 @@ func (ed *editor) unlink(u *unit, records []dns.RR) {
 	for _, name := range owners(records) {
 		o := ed.ownerCopy(name)
 		if i, found := slices.BinarySearch(o.units, key); found {
-			o.units = slices.Delete(o.units, i, i+1)
+			o.units = slices.Delete(slices.Clone(o.units), i, i+1)
 		}
 		ed.touch(name)
 		if len(o.units) == 0 {
@@ -418,12 +425,13 @@ func (ed *editor) ancestors(name string, d int) {
 	}
 }
 
-// ownerCopy returns a copy of the owner entry of name, or a new one.
+// ownerCopy returns a copy of the owner entry of name, or a new one. Its
+// units are shared with the entry's: versions share the lists, which are
+// never modified, only replaced.
 func (ed *editor) ownerCopy(name string) *owner {
 	o := &owner{}
 	if old, ok := ed.owners.Get(name); ok {
-		o.units = slices.Clone(old.units)
-		o.below = old.below
+		*o = *old
 	}
 	return o
 }
