@@ -21,29 +21,43 @@ const apexKey = ""
 // A service's unit keeps the config they are made from, not the records:
 // they are made again when they are needed (a change to the unit, the
 // answers of its names, a transfer), so that a zone of 100 000 services
-// holds each service's data once, and a unit takes 64 bytes.
+// holds each service's data once, and a unit takes 16 bytes. What the
+// zone counts of a unit's records (their number, size and digest sum) is
+// counted from its records when they are added to or taken from the
+// zone's, rather than kept.
 type unit struct {
 	// src is the config the service's records are made from (nil for the
 	// apex): an equal config makes equal records (sameService).
 	src *config.Service
 	// apex holds the records of the nameservers' unit (nil for a
 	// service's).
-	apex  *[]dns.RR
-	sum   digestSum
-	count int32 // records
-	bytes int32 // of the records, uncompressed (a config is < 2 GB)
+	apex *[]dns.RR
 }
 
 func newUnit(src *config.Service, records []dns.RR) *unit {
-	u := &unit{src: src, count: int32(len(records))}
+	u := &unit{src: src}
 	if src == nil {
 		u.apex = &records
 	}
-	for _, rr := range records {
-		u.sum.add(recordHash(rr))
-		u.bytes += int32(dns.Len(rr))
-	}
 	return u
+}
+
+// sumOf is the digest sum of records.
+func sumOf(records []dns.RR) digestSum {
+	var sum digestSum
+	for _, rr := range records {
+		sum.add(recordHash(rr))
+	}
+	return sum
+}
+
+// size is the size of records in wire format, uncompressed.
+func size(records []dns.RR) int {
+	n := 0
+	for _, rr := range records {
+		n += dns.Len(rr)
+	}
+	return n
 }
 
 // key is the unit's key in its zone: apexKey, or the service's name.
