@@ -224,7 +224,7 @@ func (d *doc) readItem(it item, path string, z *Zone) (*itemResult, error) {
 	w := d.worker()
 	e := w.service(root.Content[0].Content[0], path, z)
 	r := &itemResult{svc: e.svc, errors: int32(w.errors), jsonSize: int32(w.jsonBytes)}
-	m := &itemMore{policyKey: z.policyKey(e.target), omitted: w.omitted}
+	m := itemMore{policyKey: z.policyKey(e.target), omitted: w.omitted}
 	if e.svc == nil {
 		m.target = e.target
 	}
@@ -246,7 +246,8 @@ func (d *doc) readItem(it item, path string, z *Zone) (*itemResult, error) {
 		m.diags = append(m.diags, diag)
 	}
 	if m.target.Name != "" || m.target.Labels != nil || m.policyKey != "" || m.abs != nil || m.diags != nil || m.omitted != [2]int{} {
-		r.more = m
+		more := m // allocated only here
+		r.more = &more
 	}
 	return r, nil
 }
