@@ -167,22 +167,48 @@ var errCut = fmt.Errorf("config: an item of a services list does not read alone"
 // itemResult is what reading one item made: the service (nil when it is
 // invalid) and its diagnostics, with lines, offsets and paths relative to
 // the item, so that a Parser can use them again wherever the item moves.
+// A Parser keeps one per service: what a valid service without policies
+// needs fits in 32 bytes, the rest is in more, nil for most services.
 type itemResult struct {
-	svc *Service
-	// target is what the zone's policies selected the service by, and
-	// policyKey what those policies were: a reading is used again only
-	// when the zone's policies that select target are the same.
+	svc      *Service
+	nameLine int32 // relative line of the name, 0 without one
+	nameCol  int32
+	errors   int32
+	jsonSize int32 // a config is at most MaxConfigSize bytes: all fit
+	more     *itemMore
+}
+
+// itemMore is what an itemResult rarely holds.
+type itemMore struct {
+	// target is what the zone's policies selected the service by (svc's
+	// own when svc is not nil), and policyKey what those policies were:
+	// a reading is used again only when the zone's policies that select
+	// target are the same.
 	target    policy.Target
 	policyKey string
 	// abs are diagnostics placed outside the item (in a policy that
 	// makes the service invalid), with the config's own positions.
-	abs      []sc.Diagnostic
-	nameLine int // relative line of the name, 0 without one
-	nameCol  int
-	diags    []sc.Diagnostic
-	errors   int
-	omitted  [2]int
-	jsonSize int
+	abs     []sc.Diagnostic
+	diags   []sc.Diagnostic
+	omitted [2]int
+}
+
+// target is what the zone's policies selected the service by.
+func (r *itemResult) target() policy.Target {
+	if r.svc != nil {
+		return r.svc.target() // what service set the entry's target to
+	}
+	if r.more == nil {
+		return policy.Target{}
+	}
+	return r.more.target
+}
+
+func (r *itemResult) policyKey() string {
+	if r.more == nil {
+		return ""
+	}
+	return r.more.policyKey
 }
 
 // readItem reads item it of a zone's services list, as entry path.
@@ -197,13 +223,17 @@ func (d *doc) readItem(it item, path string, z *Zone) (*itemResult, error) {
 	shiftLines(&root, it.line)
 	w := d.worker()
 	e := w.service(root.Content[0].Content[0], path, z)
-	r := &itemResult{svc: e.svc, target: e.target, policyKey: z.policyKey(e.target), errors: w.errors, omitted: w.omitted, jsonSize: w.jsonBytes}
+	r := &itemResult{svc: e.svc, errors: int32(w.errors), jsonSize: int32(w.jsonBytes)}
+	m := itemMore{policyKey: z.policyKey(e.target), omitted: w.omitted}
+	if e.svc == nil {
+		m.target = e.target
+	}
 	if e.node != nil {
-		r.nameLine, r.nameCol = e.node.Line-it.line, e.node.Column
+		r.nameLine, r.nameCol = int32(e.node.Line-it.line), int32(e.node.Column)
 	}
 	for _, diag := range w.ds {
 		if diag.Path != path && !strings.HasPrefix(diag.Path, path+"/") {
-			r.abs = append(r.abs, diag)
+			m.abs = append(m.abs, diag)
 			continue
 		}
 		if diag.Line > 0 {
@@ -213,7 +243,11 @@ func (d *doc) readItem(it item, path string, z *Zone) (*itemResult, error) {
 			diag.Offset -= it.off
 		}
 		diag.Path = strings.TrimPrefix(diag.Path, path)
-		r.diags = append(r.diags, diag)
+		m.diags = append(m.diags, diag)
+	}
+	if m.target.Name != "" || m.target.Labels != nil || m.policyKey != "" || m.abs != nil || m.diags != nil || m.omitted != [2]int{} {
+		more := m // allocated only here
+		r.more = &more
 	}
 	return r, nil
 }
@@ -235,18 +269,26 @@ func (d *doc) worker() *doc {
 // merge adds what reading item it (as entry path) found to d, and
 // returns the entry.
 func (d *doc) merge(r *itemResult, it item, path string) svcEntry {
-	e := svcEntry{svc: r.svc, path: path, target: r.target}
+	e := svcEntry{svc: r.svc, path: path, target: r.target()}
 	if r.nameLine > 0 {
-		e.node = &yaml.Node{Line: r.nameLine + it.line, Column: r.nameCol}
+		e.node = &yaml.Node{Line: int(r.nameLine) + it.line, Column: int(r.nameCol)}
+	}
+	// Every error of the item counts, those only counted there (past its
+	// own cap) too; d.add counts again those it lists, taken off below.
+	d.errors += int(r.errors)
+	d.jsonBytes += int(r.jsonSize)
+	m := r.more
+	if m == nil {
+		return e
 	}
 	listedErrors := 0
-	for _, diag := range r.abs {
+	for _, diag := range m.abs {
 		if diag.Severity == sc.Error {
 			listedErrors++
 		}
 		d.add(diag)
 	}
-	for _, diag := range r.diags {
+	for _, diag := range m.diags {
 		if diag.Line > 0 {
 			diag.Line += it.line
 		}
@@ -259,24 +301,17 @@ func (d *doc) merge(r *itemResult, it item, path string) svcEntry {
 		}
 		d.add(diag)
 	}
-	// Errors only counted in the item (past its own cap) count here too.
-	d.errors += r.errors - listedErrors
-	d.omitted[0] += r.omitted[0]
-	d.omitted[1] += r.omitted[1]
-	d.jsonBytes += r.jsonSize
+	d.errors -= listedErrors
+	d.omitted[0] += m.omitted[0]
+	d.omitted[1] += m.omitted[1]
 	return e
 }
 
-// itemKey is what a cached reading of an item depends on: its text and
-// what the zone gives its services.
-type itemKeyT struct {
-	context string // shared by the items of a zone
-	sum     [sha256.Size]byte
-}
-
-func itemKey(context string, text []byte) itemKeyT {
-	return itemKeyT{context, sha256.Sum256(text)}
-}
+// itemSum identifies the text of an item; a cached reading of it
+// depends on the zone's context too, which keys the map of the zone's
+// readings (rather than every reading's key: a zone of 100 000 services
+// would hold its context 100 000 times).
+type itemSum = [sha256.Size]byte
 
 // itemContext is what of a zone a service's reading depends on.
 func itemContext(z *Zone, sigLen int) string {
@@ -288,12 +323,12 @@ func itemContext(z *Zone, sigLen int) string {
 // parallel.
 func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 	results := make([]*itemResult, len(b.items))
-	keys := make([]itemKeyT, len(b.items))
+	keys := make([]itemSum, len(b.items))
 	var todo []int
-	context := itemContext(z, d.sigLen)
+	lastRead, nextRead := d.cache.zone(itemContext(z, d.sigLen))
 	for i, it := range b.items {
-		keys[i] = itemKey(context, it.text)
-		if r, ok := d.cache.get(keys[i]); ok && r.policyKey == z.policyKey(r.target) {
+		keys[i] = sha256.Sum256(it.text)
+		if r, ok := lastRead[keys[i]]; ok && r.policyKey() == z.policyKey(r.target()) {
 			results[i] = r
 		} else {
 			todo = append(todo, i)
@@ -330,7 +365,9 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 	}
 	var out []svcEntry
 	for i, r := range results {
-		d.cache.put(keys[i], r)
+		if nextRead != nil {
+			nextRead[keys[i]] = r
+		}
 		if e := d.merge(r, b.items[i], path(i)); e.svc != nil {
 			out = append(out, e)
 		}
@@ -338,24 +375,25 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 	return out, nil
 }
 
-// itemCache holds item readings across parses: those of the last parse,
-// and those being made by the current one.
+// itemCache holds item readings across parses, by zone context and
+// text: those of the last parse, and those being made by the current one.
 type itemCache struct {
-	last, next map[itemKeyT]*itemResult
+	last, next map[string]map[itemSum]*itemResult
 }
 
-func (c *itemCache) get(key itemKeyT) (*itemResult, bool) {
+// zone returns the readings of the zone of context: those of the last
+// parse, and the map to put those of this one in (nil for a nil cache).
+func (c *itemCache) zone(context string) (last, next map[itemSum]*itemResult) {
 	if c == nil {
-		return nil, false
+		return nil, nil
 	}
-	r, ok := c.last[key]
-	return r, ok
-}
-
-func (c *itemCache) put(key itemKeyT, r *itemResult) {
-	if c != nil {
-		c.next[key] = r
+	last = c.last[context]
+	next = c.next[context]
+	if next == nil {
+		next = make(map[itemSum]*itemResult, len(last))
+		c.next[context] = next
 	}
+	return last, next
 }
 
 // Parser reads publisher configs like Parse, and remembers what each
@@ -365,14 +403,14 @@ func (c *itemCache) put(key itemKeyT, r *itemResult) {
 // time.
 type Parser struct {
 	mu    sync.Mutex
-	items map[itemKeyT]*itemResult
+	items map[string]map[itemSum]*itemResult
 }
 
 // Parse is the package's Parse, with the Parser's memory.
 func (p *Parser) Parse(text []byte) (*Config, sc.Diagnostics) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	c := &itemCache{last: p.items, next: make(map[itemKeyT]*itemResult, len(p.items))}
+	c := &itemCache{last: p.items, next: make(map[string]map[itemSum]*itemResult, len(p.items))}
 	cfg, ds := parse(text, c)
 	p.items = c.next
 	return cfg, ds

@@ -177,13 +177,16 @@ type Service struct {
 	TXT []string
 	// Compat is how the record is shaped for other gRPC clients.
 	Compat Compat
+	// OwnChoices says the service wrote choices, not serviceConfig. (It
+	// sits by Compat's bools, where it takes no room: a fleet holds
+	// 100 000 Services.)
+	OwnChoices bool
 	// Labels are what label policies select the service by.
 	Labels map[string]string
 	// Own is the service's own config as JSON, kept when policies
 	// applied to it: the published record is Own with the policies merged
-	// in. OwnChoices says the service wrote choices, not serviceConfig.
-	Own        []byte
-	OwnChoices bool
+	// in.
+	Own []byte
 }
 
 // Value is the compact JSON choice list the service publishes, or nil.

@@ -21,37 +21,57 @@ const apexKey = ""
 // A service's unit keeps the config they are made from, not the records:
 // they are made again when they are needed (a change to the unit, the
 // answers of its names, a transfer), so that a zone of 100 000 services
-// holds each service's data once.
+// holds each service's data once, and a unit takes 16 bytes. What the
+// zone counts of a unit's records (their number, size and digest sum) is
+// counted from its records when they are added to or taken from the
+// zone's, rather than kept.
 type unit struct {
-	key string
 	// src is the config the service's records are made from (nil for the
 	// apex): an equal config makes equal records (sameService).
 	src *config.Service
-	// apex holds the records of the nameservers' unit.
-	apex  []dns.RR
-	sum   digestSum
-	count int // records
-	bytes int // of the records, uncompressed
-	// built holds the records just made, until the unit is put in a zone.
-	built []dns.RR
+	// apex holds the records of the nameservers' unit (nil for a
+	// service's).
+	apex *[]dns.RR
 }
 
-func newUnit(key string, src *config.Service, records []dns.RR) *unit {
-	u := &unit{key: key, src: src, count: len(records), built: records}
+func newUnit(src *config.Service, records []dns.RR) *unit {
+	u := &unit{src: src}
 	if src == nil {
-		u.apex = records
-	}
-	for _, rr := range records {
-		u.sum.add(recordHash(rr))
-		u.bytes += dns.Len(rr)
+		u.apex = &records
 	}
 	return u
+}
+
+// sumOf is the digest sum of records.
+func sumOf(records []dns.RR) digestSum {
+	var sum digestSum
+	for _, rr := range records {
+		sum.add(recordHash(rr))
+	}
+	return sum
+}
+
+// size is the size of records in wire format, uncompressed.
+func size(records []dns.RR) int {
+	n := 0
+	for _, rr := range records {
+		n += dns.Len(rr)
+	}
+	return n
+}
+
+// key is the unit's key in its zone: apexKey, or the service's name.
+func (u *unit) key() string {
+	if u.src == nil {
+		return apexKey
+	}
+	return u.src.Name
 }
 
 // records returns the unit's records, in canonical order.
 func (u *unit) records() []dns.RR {
 	if u.src == nil {
-		return u.apex
+		return *u.apex
 	}
 	return serviceRecords(u.src)
 }
@@ -73,7 +93,11 @@ func canonical(records []dns.RR) []dns.RR {
 	return slices.CompactFunc(records, func(a, b dns.RR) bool { return compareRR(a, b) == 0 })
 }
 
-func serviceUnit(s *config.Service) *unit { return newUnit(s.Name, s, serviceRecords(s)) }
+// serviceUnit makes the unit of s, and the records it made it from.
+func serviceUnit(s *config.Service) (*unit, []dns.RR) {
+	records := serviceRecords(s)
+	return newUnit(s, records), records
+}
 
 // serviceRecords makes the records of a service, in canonical order: its
 // addresses, its SRV record when it names a port, its TXT record (and the
@@ -109,13 +133,14 @@ func sameService(a, b *config.Service) bool {
 
 // apexUnit makes the zone's NS records and the addresses of the
 // nameservers inside the zone (glue).
-func apexUnit(c *config.Zone) *unit {
+func apexUnit(c *config.Zone) (*unit, []dns.RR) {
 	var rrs []dns.RR
 	for _, ns := range c.Nameservers {
 		rrs = append(rrs, &dns.NS{Hdr: hdr(c.Origin, dns.TypeNS, c.TTL), Ns: ns.Name})
 		rrs = append(rrs, addressRecords(ns.Name, c.TTL, ns.Addresses)...)
 	}
-	return newUnit(apexKey, nil, canonical(rrs))
+	rrs = canonical(rrs)
+	return newUnit(nil, rrs), rrs
 }
 
 func hdr(name string, t uint16, ttl uint32) dns.RR_Header {

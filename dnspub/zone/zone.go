@@ -94,8 +94,8 @@ func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 		}
 		changed = append(changed, s)
 	}
-	for _, u := range buildUnits(changed) {
-		ed.put(u)
+	for _, m := range ed.buildUnits(changed) {
+		ed.put(m)
 	}
 	if prev != nil && kept < prev.units.Len() {
 		for key := range prev.units.All() {
@@ -121,8 +121,8 @@ func UpdateServices(prev *Zone, c *config.Zone, changed []*config.Service, remov
 		}
 		build = append(build, s)
 	}
-	for _, u := range buildUnits(build) {
-		ed.put(u)
+	for _, m := range ed.buildUnits(build) {
+		ed.put(m)
 	}
 	for _, name := range removed {
 		if name != apexKey {
@@ -152,7 +152,7 @@ func newEditor(prev *Zone, c *config.Zone) *editor {
 		Minttl:  c.SOA.Minimum,
 	}
 	ed := &editor{z: z, units: z.units.Edit(), owners: z.owners.Edit(), refs: z.refs.Edit(), touched: map[string]bool{}}
-	ed.put(apexUnit(c))
+	ed.put(ed.made(apexUnit(c)))
 	return ed
 }
 
@@ -276,10 +276,34 @@ type editor struct {
 	change  Change
 }
 
-// buildUnits makes the units of services, in parallel when there are
-// many (a new zone of 100 000 services).
-func buildUnits(services []*config.Service) []*unit {
-	out := make([]*unit, len(services))
+// made is a unit to put in the zone, with what putting it counts: its
+// records and their sum, and those of the unit of the same key it
+// replaces (made again from its config).
+type made struct {
+	u          *unit
+	records    []dns.RR
+	sum        digestSum
+	old        *unit // nil when the zone has none
+	oldRecords []dns.RR
+	oldSum     digestSum
+}
+
+// made counts u, whose records are records, and the unit it replaces. It
+// only reads the editor.
+func (ed *editor) made(u *unit, records []dns.RR) made {
+	m := made{u: u, records: records, sum: sumOf(records)}
+	if old, ok := ed.units.Get(u.key()); ok {
+		m.old, m.oldRecords = old, old.records()
+		m.oldSum = sumOf(m.oldRecords)
+	}
+	return m
+}
+
+// buildUnits makes the units of services, with their records and those
+// they replace, in parallel when there are many (a new zone of 100 000
+// services, or a reload that changes them all).
+func (ed *editor) buildUnits(services []*config.Service) []made {
+	out := make([]made, len(services))
 	workers := 1
 	if len(services) >= 1024 {
 		workers = runtime.GOMAXPROCS(0)
@@ -290,7 +314,7 @@ func buildUnits(services []*config.Service) []*unit {
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(services); i += workers {
-				out[i] = serviceUnit(services[i])
+				out[i] = ed.made(serviceUnit(services[i]))
 			}
 		}()
 	}
@@ -298,29 +322,33 @@ func buildUnits(services []*config.Service) []*unit {
 	return out
 }
 
-// put adds u, replacing the unit of the same key, if its records differ.
-func (ed *editor) put(u *unit) {
-	old, had := ed.units.Get(u.key)
+// put adds the unit m made, replacing the unit of the same key, if its
+// records differ. The unit does not keep the records of a service: they
+// are made again when needed.
+func (ed *editor) put(m made) {
+	u, records := m.u, m.records
+	key := u.key()
+	old, had := ed.units.Get(key)
 	var oldRecords []dns.RR
-	if had {
+	var oldSum digestSum
+	switch {
+	case had && old == m.old:
+		oldRecords, oldSum = m.oldRecords, m.oldSum
+	case had: // put since m was made
 		oldRecords = old.records()
+		oldSum = sumOf(oldRecords)
 	}
-	records := u.built
-	u.built = nil // made again when needed: the unit keeps its config only
-	if records == nil {
-		records = u.records()
-	}
-	if had && old.sum == u.sum && slices.EqualFunc(oldRecords, records, func(a, b dns.RR) bool { return compareRR(a, b) == 0 }) {
+	if had && oldSum == m.sum && slices.EqualFunc(oldRecords, records, func(a, b dns.RR) bool { return compareRR(a, b) == 0 }) {
 		// Same records from a config that differs otherwise: keep the
 		// new config, for sameService to compare against next time.
-		ed.units.Set(u.key, u)
+		ed.units.Set(key, u)
 		return
 	}
 	if had {
-		ed.unlink(old, oldRecords)
+		ed.unlink(key, oldRecords, oldSum)
 	}
-	ed.units.Set(u.key, u)
-	ed.link(u, records)
+	ed.units.Set(key, u)
+	ed.link(key, records, m.sum)
 	del, add := diffRecords(oldRecords, records)
 	ed.change.Deleted = append(ed.change.Deleted, del...)
 	ed.change.Added = append(ed.change.Added, add...)
@@ -332,21 +360,28 @@ func (ed *editor) remove(key string) {
 		return
 	}
 	records := old.records()
-	ed.unlink(old, records)
+	ed.unlink(key, records, sumOf(records))
 	ed.units.Delete(key)
 	ed.change.Deleted = append(ed.change.Deleted, records...)
 }
 
-// link adds u, whose records are records, to the counts, the owner index
-// and the refs.
-func (ed *editor) link(u *unit, records []dns.RR) {
-	ed.z.count += u.count
-	ed.z.bytes += u.bytes
-	ed.z.sum.add(u.sum)
+// link adds the unit of key, whose records are records of digest sum
+// sum, to the counts, the owner index and the refs.
+func (ed *editor) link(key string, records []dns.RR, sum digestSum) {
+	ed.z.count += len(records)
+	ed.z.bytes += size(records)
+	ed.z.sum.add(sum)
+	// The names of a service are each its own only, most of the time:
+	// they share one list of units.
+	one := []string{key}
 	for _, name := range owners(records) {
 		o := ed.ownerCopy(name)
-		i, _ := slices.BinarySearch(o.units, u.key)
-		o.units = slices.Insert(o.units, i, u.key)
+		if len(o.units) == 0 {
+			o.units = one
+		} else {
+			i, _ := slices.BinarySearch(o.units, key)
+			o.units = slices.Insert(slices.Clip(o.units), i, key) // a new array
+		}
 		ed.owners.Set(name, o)
 		ed.touch(name)
 		if len(o.units) == 1 {
@@ -361,16 +396,16 @@ func (ed *editor) link(u *unit, records []dns.RR) {
 	}
 }
 
-// unlink removes u, whose records are records, from the counts, the index
-// and the refs.
-func (ed *editor) unlink(u *unit, records []dns.RR) {
-	ed.z.count -= u.count
-	ed.z.bytes -= u.bytes
-	ed.z.sum.sub(u.sum)
+// unlink removes the unit of key, whose records are records of digest
+// sum sum, from the counts, the index and the refs.
+func (ed *editor) unlink(key string, records []dns.RR, sum digestSum) {
+	ed.z.count -= len(records)
+	ed.z.bytes -= size(records)
+	ed.z.sum.sub(sum)
 	for _, name := range owners(records) {
 		o := ed.ownerCopy(name)
-		if i, found := slices.BinarySearch(o.units, u.key); found {
-			o.units = slices.Delete(o.units, i, i+1)
+		if i, found := slices.BinarySearch(o.units, key); found {
+			o.units = slices.Delete(slices.Clone(o.units), i, i+1)
 		}
 		ed.touch(name)
 		if len(o.units) == 0 {
@@ -415,12 +450,13 @@ func (ed *editor) ancestors(name string, d int) {
 	}
 }
 
-// ownerCopy returns a copy of the owner entry of name, or a new one.
+// ownerCopy returns a copy of the owner entry of name, or a new one. Its
+// units are shared with the entry's: versions share the lists, which are
+// never modified, only replaced.
 func (ed *editor) ownerCopy(name string) *owner {
 	o := &owner{}
 	if old, ok := ed.owners.Get(name); ok {
-		o.units = slices.Clone(old.units)
-		o.below = old.below
+		*o = *old
 	}
 	return o
 }

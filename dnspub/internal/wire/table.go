@@ -1,12 +1,12 @@
 package wire
 
 import (
-	"bytes"
 	"encoding/binary"
 	"fmt"
 	"maps"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/miekg/dns"
@@ -49,43 +49,47 @@ type zoneInfo struct {
 	nxSOA []byte
 }
 
-// template is a complete response message with ID 0, RD and CD clear,
-// and the question in lower case.
-type template struct {
-	full []byte
-	// minimal is full without the additional section, used when full does
-	// not fit; nil when there is no additional section.
-	minimal []byte
+// answer is the answer to one record type at a name: a complete
+// response message with ID 0, RD and CD clear, and the question in lower
+// case. A table of 100 000 services holds 200 000, so the node holds its
+// answers by value and the answer without its additional section is a
+// prefix of the full one.
+type answer struct {
+	qtype uint16
+	// minLen is the length of full without its additional section (the
+	// sections before it are packed the same, as compression only points
+	// back), used when full does not fit; 0 when there is none.
+	minLen uint16
+	// full is a string, not a slice: 8 bytes less for each of them.
+	full string
 }
 
 type node struct {
 	// apex is the offset of the zone's origin in the node's name, whose
 	// zone answers NODATA.
 	apex uint8
-	// answers holds the answer to each record type the name has, by type.
-	// A name has a handful of types at most, so a scan beats a map.
-	answers []typedAnswer
-	// anyT answers ANY with one RRset, the one of the lowest type (RFC
-	// 8482 §4.1); nil when the name has none.
-	anyT *template
+	// answers holds the answer to each record type the name has, by
+	// ascending type. A name has a handful of types at most, so a scan
+	// beats a map. ANY is answered with the first, without its additional
+	// section: one RRset, the one of the lowest type (RFC 8482 §4.1).
+	answers []answer
 }
 
-type typedAnswer struct {
-	qtype uint16
-	tm    *template
-}
-
-// lookup returns the answer to qtype: its RRset, or nil for NODATA.
-func (n *node) lookup(qtype uint16) *template {
+// lookup returns the answer to qtype, and whether to leave out its
+// additional section; nil for NODATA.
+func (n *node) lookup(qtype uint16) (*answer, bool) {
 	if qtype == typeANY {
-		return n.anyT
+		if len(n.answers) == 0 {
+			return nil, false
+		}
+		return &n.answers[0], true
 	}
 	for i := range n.answers {
 		if n.answers[i].qtype == qtype {
-			return n.answers[i].tm
+			return &n.answers[i], false
 		}
 	}
-	return nil
+	return nil, false
 }
 
 // New returns an empty table.
@@ -253,49 +257,47 @@ func buildNode(z *zone.Zone, name, originKey string) (string, *node, error) {
 				}
 			}
 		}
-		tm, err := packTemplate(name, typ, set, nil, glue)
+		a, err := packAnswer(name, typ, set, glue)
 		if err != nil {
 			return "", nil, err
 		}
-		nd.answers = append(nd.answers, typedAnswer{typ, tm})
-		if nd.anyT == nil {
-			// The same RRset without additional records: the answer's own
-			// bytes (the question is copied from each query anyway).
-			nd.anyT = tm
-			if tm.minimal != nil {
-				nd.anyT = &template{full: tm.minimal}
-			}
-		}
+		nd.answers = append(nd.answers, a)
 	}
+	nd.answers = slices.Clip(nd.answers)
 	return key, nd, nil
 }
 
-func packTemplate(name string, qtype uint16, answer, ns, extra []dns.RR) (*template, error) {
+func packAnswer(name string, qtype uint16, set, extra []dns.RR) (answer, error) {
 	m := &dns.Msg{Compress: true}
 	m.Response = true
 	m.Authoritative = true
 	m.Question = []dns.Question{{Name: name, Qtype: qtype, Qclass: dns.ClassINET}}
-	m.Answer, m.Ns, m.Extra = answer, ns, extra
+	m.Answer, m.Extra = set, extra
 	full, err := m.Pack()
 	if err != nil {
-		return nil, fmt.Errorf("wire: %s %s: %v", name, dns.TypeToString[qtype], err)
+		return answer{}, fmt.Errorf("wire: %s %s: %v", name, dns.TypeToString[qtype], err)
 	}
 	if len(full)+optRRLen > MaxTCPSize {
 		// Sized as an EDNS client gets it: one that fits only without the
 		// OPT record would reach such clients as TC=1 over TCP.
-		return nil, fmt.Errorf("wire: the %s answer at %s is %d bytes with the OPT record, more than a DNS message holds", dns.TypeToString[qtype], name, len(full)+optRRLen)
+		return answer{}, fmt.Errorf("wire: the %s answer at %s is %d bytes with the OPT record, more than a DNS message holds", dns.TypeToString[qtype], name, len(full)+optRRLen)
 	}
 	// Pack sizes its buffer for the message uncompressed: keep only what
 	// the message uses, a zone's answers are most of the server's memory.
-	tm := &template{full: bytes.Clone(full)}
+	a := answer{qtype: qtype, full: string(full)}
 	if len(extra) > 0 {
 		m.Extra = nil
-		if full, err = m.Pack(); err != nil {
-			return nil, err
+		minimal, err := m.Pack()
+		if err != nil {
+			return answer{}, err
 		}
-		tm.minimal = bytes.Clone(full)
+		// The same message up to the additional section, but its count.
+		if len(minimal) < headerLen || string(minimal[:10]) != a.full[:10] || !strings.HasPrefix(a.full[headerLen:], string(minimal[headerLen:])) {
+			return answer{}, fmt.Errorf("wire: %s %s: the answer without its additional section is not a prefix of the full one", name, dns.TypeToString[qtype])
+		}
+		a.minLen = uint16(len(minimal))
 	}
-	return tm, nil
+	return a, nil
 }
 
 // MaxUDPSize is the EDNS buffer cap the table was built with.
@@ -402,8 +404,8 @@ func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) ([]byte, Result) {
 		if zi := t.zones[string(key[nd.apex:])]; zi != nil {
 			r.Zone = zi.origin
 		}
-		if tm := nd.lookup(q.QType); tm != nil {
-			resp, trunc := t.fromTemplate(dst, msg, q, tm, limit)
+		if a, minimal := nd.lookup(q.QType); a != nil {
+			resp, trunc := t.fromAnswer(dst, msg, q, a, minimal, limit)
 			r.Truncated = trunc
 			r.Rcode = int(resp[3] & 0xf)
 			return resp, *r
@@ -436,19 +438,24 @@ func patchHeader(resp, msg []byte) {
 	resp[3] |= msg[3] & 0x10
 }
 
-func (t *Table) fromTemplate(dst, msg []byte, q *Query, tm *template, limit int) ([]byte, bool) {
-	body := tm.full
+// fromAnswer answers q with a, without its additional section when
+// minimal is set or the full answer does not fit.
+func (t *Table) fromAnswer(dst, msg []byte, q *Query, a *answer, minimal bool, limit int) ([]byte, bool) {
+	body := a.full
 	opt := 0
 	if q.EDNS {
 		opt = optRRLen
 	}
-	if len(body)+opt > limit {
-		if tm.minimal == nil || len(tm.minimal)+opt > limit {
-			return t.truncated(dst, msg, q, tm.full[2]|0x02, tm.full[3]), true
+	if minimal && a.minLen != 0 || len(body)+opt > limit {
+		if a.minLen == 0 || int(a.minLen)+opt > limit {
+			return t.truncated(dst, msg, q, a.full[2]|0x02, a.full[3]), true
 		}
-		body = tm.minimal
+		body = a.full[:a.minLen]
 	}
 	resp := append(dst[:0], body...)
+	if len(body) < len(a.full) {
+		resp[10], resp[11] = 0, 0 // ARCOUNT: the additional section was left out
+	}
 	patchHeader(resp, msg)
 	copy(resp[headerLen:q.QNameEnd+4], msg[headerLen:q.QNameEnd+4])
 	return t.appendOPT(resp, q, RcodeSuccess), false
