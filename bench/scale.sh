@@ -6,7 +6,10 @@
 #
 # For each N and server it measures:
 #   start     process start → the last service's TXT answered
-#   rss       memory after start (PSS of the server's processes)
+#   peak      memory when the last service is answered (PSS of the
+#             server's processes)
+#   rss       memory 3 s later: ours gives a start's garbage back to the
+#             system in the background, after it serves
 #   reload    one service changed (ours: the config renamed over; Knot:
 #             knotc zone-reload; NSD: SIGHUP) → its new TXT answered
 #   rss10     memory after 10 such reloads
@@ -163,7 +166,7 @@ publish() {
 }
 
 declare -A R
-printf '%-8s %-16s %9s %8s %9s %8s %12s %8s\n' N server start rss reload rss10 "qps(load)" lost >&2
+printf '%-8s %-16s %9s %8s %8s %9s %8s %12s %8s\n' N server start peak rss reload rss10 "qps(load)" lost >&2
 for n in $SIZES; do
 	changed="_grpc_config.svc$((n / 2)).fleet.test"
 	last="_grpc_config.svc$((n - 1)).fleet.test"
@@ -183,6 +186,8 @@ for n in $SIZES; do
 		wait_txt "$port" "$last" "Service$((n - 1))"
 		t1=$(now)
 		start=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+		peak=$(pss "$pid")
+		sleep 3
 		rss=$(pss "$pid")
 		# One reload alone, timed.
 		prepare "$server" 1
@@ -211,8 +216,8 @@ for n in $SIZES; do
 		lost=$(awk '/Queries lost/ {print $3}' "$tmp/dnsperf.out")
 		kill "$pid" && wait "$pid" 2>/dev/null || true
 		pid=
-		printf '%-8s %-16s %8ss %6sMB %8ss %6sMB %12s %8s\n' "$n" "$server" "$start" "$rss" "$reload" "$rss10" "$qps" "$lost" >&2
-		R[$n,$server]="$start $rss $reload $rss10 $qps"
+		printf '%-8s %-16s %8ss %6sMB %6sMB %8ss %6sMB %12s %8s\n' "$n" "$server" "$start" "$peak" "$rss" "$reload" "$rss10" "$qps" "$lost" >&2
+		R[$n,$server]="$start $rss $reload $rss10 $qps $peak"
 	done
 done
 
@@ -221,11 +226,11 @@ echo "ratios, grpc-config-dns / Knot (/ NSD); lower is better but for qps:"
 for n in $SIZES; do
 	for other in knot nsd; do
 		[[ -n ${R[$n,$other]:-} && -n ${R[$n,grpc-config-dns]:-} ]] || continue
-		read -r s1 r1 l1 m1 q1 <<<"${R[$n,grpc-config-dns]}"
-		read -r s2 r2 l2 m2 q2 <<<"${R[$n,$other]}"
+		read -r s1 r1 l1 m1 q1 p1 <<<"${R[$n,grpc-config-dns]}"
+		read -r s2 r2 l2 m2 q2 p2 <<<"${R[$n,$other]}"
 		awk -v n="$n" -v o="$other" -v s1="$s1" -v s2="$s2" -v r1="$r1" -v r2="$r2" -v l1="$l1" -v l2="$l2" \
-			-v m1="$m1" -v m2="$m2" -v q1="$q1" -v q2="$q2" 'BEGIN {
-			printf "  N=%-7s vs %-5s start x%.2f  rss x%.2f  reload x%.2f  rss after reloads x%.2f  qps under reloads x%.2f\n",
-				n, o, s1/s2, r1/r2, l1/l2, m1/m2, q1/q2 }'
+			-v m1="$m1" -v m2="$m2" -v q1="$q1" -v q2="$q2" -v p1="$p1" -v p2="$p2" 'BEGIN {
+			printf "  N=%-7s vs %-5s start x%.2f  peak x%.2f  rss x%.2f  reload x%.2f  rss after reloads x%.2f (x%.2f its own rss)  qps under reloads x%.2f\n",
+				n, o, s1/s2, p1/p2, r1/r2, l1/l2, m1/m2, m1/r1, q1/q2 }'
 	done
 done
