@@ -318,3 +318,82 @@ func TestLongTransferLists(t *testing.T) {
 		t.Errorf("took %v", took)
 	}
 }
+
+// nodeEstimateRef is nodeEstimate as first written, byte by byte: the
+// table-driven one must count the same.
+func nodeEstimateRef(text []byte) int {
+	n := 2
+	lineStart := true
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c == '\n' {
+			lineStart = true
+			continue
+		}
+		if lineStart && c != ' ' && c != '\t' && c != '\r' {
+			n++
+			if c == '-' && i+2 < len(text) && text[i+1] == '-' && text[i+2] == '-' {
+				n += 2
+			}
+			lineStart = false
+		}
+		next := byte('\n')
+		if i+1 < len(text) {
+			next = text[i+1]
+		}
+		blank := next == ' ' || next == '\t' || next == '\r' || next == '\n'
+		switch c {
+		case '-':
+			if blank {
+				n++
+			}
+		case '?':
+			if blank {
+				n += 2
+			}
+		case ':':
+			if blank || i > 0 && (text[i-1] == '"' || text[i-1] == '\'') {
+				n++
+			}
+		case '[', '{', ',':
+			n += 2
+		}
+	}
+	return n
+}
+
+func TestNodeEstimateIsReference(t *testing.T) {
+	texts := []string{"", "\n", "a: b", "- - -\n---\n? x\n: y", "{a: [1, 2], \"k\":v}\n  - x\n\t-\r\n", "::--??[[{{,,\n\n  \"a\":1"}
+	if b, err := os.ReadFile("../../testdata/publisher/policies.yaml"); err == nil {
+		texts = append(texts, string(b))
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	alphabet := []byte("ab \t\r\n-?:[{,\"'#")
+	for range 2000 {
+		b := make([]byte, r.IntN(64))
+		for i := range b {
+			b[i] = alphabet[r.IntN(len(alphabet))]
+		}
+		texts = append(texts, string(b))
+	}
+	for _, s := range texts {
+		if got, want := nodeEstimate([]byte(s)), nodeEstimateRef([]byte(s)); got != want {
+			t.Fatalf("nodeEstimate(%q) = %d, the reference %d", s, got, want)
+		}
+	}
+}
+
+func BenchmarkNodeEstimate(b *testing.B) {
+	text := bytes.Repeat([]byte("  - name: svc1\n    addresses: [192.0.2.1]\n    serviceConfig: {methodConfig: [{name: [{service: fleet.Service1}], timeout: 1s}]}\n"), 100000)
+	b.SetBytes(int64(len(text)))
+	for _, f := range []struct {
+		name string
+		fn   func([]byte) int
+	}{{"table", nodeEstimate}, {"reference", nodeEstimateRef}} {
+		b.Run(f.name, func(b *testing.B) {
+			for b.Loop() {
+				f.fn(text)
+			}
+		})
+	}
+}
