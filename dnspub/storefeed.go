@@ -661,7 +661,8 @@ func (s *Server) followChanges(ctx context.Context) error {
 	}
 }
 
-// pingStore checks every interval that the store answers.
+// pingStore checks every interval that the store answers. It runs beside
+// the feed's goroutine, so it reads the revision served, not f.rev.
 func (s *Server) pingStore(ctx context.Context, every time.Duration) {
 	f := s.feed
 	t := time.NewTicker(every)
@@ -677,12 +678,12 @@ func (s *Server) pingStore(ctx context.Context, every time.Duration) {
 		case err == nil && !f.up.Load():
 			f.up.Store(true)
 			f.upGauge.Set(1)
-			s.log.Info("the store answers", "revision", f.rev)
+			s.log.Info("the store answers", "revision", s.StoreRevision())
 		case err != nil && f.up.Load():
 			f.up.Store(false)
 			f.upGauge.Set(0)
 			f.lastErr.Store(err.Error())
-			s.log.Error("the store does not answer; serving the last snapshot", "err", err, "revision", f.rev)
+			s.log.Error("the store does not answer; serving the last snapshot", "err", err, "revision", s.StoreRevision())
 		case err != nil:
 			f.lastErr.Store(err.Error())
 		}
