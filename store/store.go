@@ -36,6 +36,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Now replaces the clock (the serial base of a new store).
 	Now func() time.Time
+	// NoCache reads etcd for every read instead of a copy of the store
+	// kept in memory by a watch (see cache.go); the embedded store has
+	// none.
+	NoCache bool
 }
 
 // DefaultHistory is the default of Options.History.
@@ -71,7 +75,9 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	var b backend
 	var err error
 	if rest, ok := strings.CutPrefix(opts.Location, "etcd://"); ok {
-		b, err = openEtcd(ctx, rest, opts)
+		if b, err = openEtcd(ctx, rest, opts); err == nil && !opts.NoCache {
+			b = newCachedBackend(b, opts.Logger)
+		}
 	} else {
 		if opts.Location == "" {
 			return nil, fmt.Errorf("no store given: --store DIR (the embedded store) or --store etcd://HOST:PORT/PREFIX")

@@ -1,0 +1,162 @@
+package store
+
+import (
+	"context"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+)
+
+// cachedBackend keeps every key of an etcd store in memory, fed by a
+// watch, and answers ranges from it: etcd 3.4 walks the whole rest of a
+// key range to answer a limited read, so a 500-item list page of a
+// 100 000-service zone cost 32 ms (p50) there against 1.5 ms on the
+// embedded store. This is kube-apiserver's watch cache in small; it costs
+// a copy of the store's values in memory (about 40 MB at 100 000
+// services).
+//
+// A range is answered from the cache when the cache is at a revision the
+// range may be read at: any recent one (at < 0); exactly at (at > 0); or,
+// for a consistent read of the latest (at == 0), etcd's current revision,
+// read from etcd (a quorum read). Else, and until the cache has read the
+// store, etcd answers as before.
+//
+// The cache's revision moves with the events it applies, never with
+// etcd's progress reports: etcd 3.4 before 3.4.25 may report a revision
+// before it has sent the events up to it (etcd#15220), and a cache that
+// believed it would answer with data missing at that revision (as
+// TestListCacheIsEtcd found at once). So a consistent read right after a
+// write elsewhere in etcd (another prefix) goes to etcd.
+type cachedBackend struct {
+	backend
+	log *slog.Logger
+
+	mu    sync.RWMutex
+	ready bool
+	at    int64    // the cache holds every key as of this revision
+	keys  []string // sorted
+	vals  map[string]kv
+
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func newCachedBackend(b backend, log *slog.Logger) *cachedBackend {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &cachedBackend{backend: b, log: log, stop: cancel, done: make(chan struct{})}
+	go c.run(ctx)
+	return c
+}
+
+func (c *cachedBackend) close() error {
+	c.stop()
+	<-c.done
+	return c.backend.close()
+}
+
+// run fills the cache and follows the store, reading it whole again when
+// the watch fails (compacted while behind, etcd gone).
+func (c *cachedBackend) run(ctx context.Context) {
+	defer close(c.done)
+	for ctx.Err() == nil {
+		if err := c.follow(ctx); err != nil && ctx.Err() == nil {
+			c.log.Warn("the store's list cache stopped following etcd; lists are read from etcd until it has read the store again", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+}
+
+func (c *cachedBackend) follow(ctx context.Context) error {
+	c.setReady(false)
+	vals := map[string]kv{}
+	var keys []string
+	var at int64
+	from := ""
+	for {
+		kvs, more, read, err := c.backend.rangeKeys(ctx, "", from, 5000, at)
+		if err != nil {
+			return err
+		}
+		at = read
+		for _, k := range kvs {
+			vals[k.key] = k
+			keys = append(keys, k.key)
+		}
+		if !more || len(kvs) == 0 {
+			break
+		}
+		from = kvs[len(kvs)-1].key + "\x00"
+	}
+	c.mu.Lock()
+	c.keys, c.vals, c.at, c.ready = keys, vals, at, true
+	c.mu.Unlock()
+	for b := range c.backend.watch(ctx, "", at) {
+		if b.err != nil {
+			return b.err
+		}
+		c.mu.Lock()
+		for _, ch := range b.events {
+			i, found := slices.BinarySearch(c.keys, ch.kv.key)
+			switch {
+			case ch.deleted && found:
+				c.keys = slices.Delete(c.keys, i, i+1)
+				delete(c.vals, ch.kv.key)
+			case !ch.deleted:
+				if !found {
+					c.keys = slices.Insert(c.keys, i, ch.kv.key)
+				}
+				c.vals[ch.kv.key] = ch.kv
+			}
+		}
+		// A batch of events ends at the revision of its last event, and
+		// every event up to it has come (see above for progress reports).
+		if len(b.events) > 0 && b.rev > c.at {
+			c.at = b.rev
+		}
+		c.mu.Unlock()
+	}
+	return ctx.Err()
+}
+
+func (c *cachedBackend) setReady(ready bool) {
+	c.mu.Lock()
+	c.ready = ready
+	c.mu.Unlock()
+}
+
+func (c *cachedBackend) rangeKeys(ctx context.Context, prefix, from string, limit int, at int64) ([]kv, bool, int64, error) {
+	want := at
+	if at == 0 {
+		cur, err := c.backend.rev(ctx)
+		if err != nil {
+			return nil, false, 0, err
+		}
+		want = cur // the cache answers if it is exactly there
+	}
+	if kvs, more, read, ok := c.cached(prefix, from, limit, want); ok {
+		return kvs, more, read, nil
+	}
+	return c.backend.rangeKeys(ctx, prefix, from, limit, at)
+}
+
+// cached answers a range from the cache, if it can (ok).
+func (c *cachedBackend) cached(prefix, from string, limit int, at int64) (out []kv, more bool, read int64, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	if !c.ready || at > 0 && c.at != at {
+		return nil, false, 0, false
+	}
+	i, _ := slices.BinarySearch(c.keys, max(prefix, from))
+	for ; i < len(c.keys) && strings.HasPrefix(c.keys[i], prefix); i++ {
+		if limit > 0 && len(out) == limit {
+			return out, true, c.at, true
+		}
+		out = append(out, c.vals[c.keys[i]])
+	}
+	return out, false, c.at, true
+}

@@ -1,0 +1,153 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/grpc-config-dns/grpc-config-dns/internal/etcdtest"
+)
+
+func openEtcdStore(t testing.TB, e *etcdtest.Etcd, noCache bool) *Store {
+	t.Helper()
+	s, err := Open(context.Background(), Options{Location: e.Location(fmt.Sprintf("c%d", time.Now().UnixNano())), NoCache: noCache})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// TestListCacheIsEtcd: while services are written and deleted in two
+// zones, and the etcd revision moves by writes outside the store's
+// prefix, every range the cache answers is what etcd answers at the same
+// revision.
+func TestListCacheIsEtcd(t *testing.T) {
+	e := etcdtest.Start(t)
+	s := openEtcdStore(t, e, false)
+	other := openEtcdStore(t, e, true) // moves the revision, unseen by s's watch
+	c, ok := s.b.(*cachedBackend)
+	if !ok {
+		t.Fatalf("an etcd store's backend is %T, not the cache", s.b)
+	}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	stop := time.Now().Add(2 * time.Second)
+	// Progress reports, asked for often from the start: etcd 3.4 may send
+	// one ahead of events it has still to send (a watch just made is the
+	// likeliest), which the cache must not believe.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for time.Now().Before(stop) {
+			c.backend.requestProgress(ctx)
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	zone := &Object{Spec: json.RawMessage(`{"nameservers":[{"name":"ns1","addresses":["192.0.2.53"]}]}`)}
+	for _, z := range []string{"a.test", "b.test"} {
+		if _, _, err := s.PutZone(ctx, z, zone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := other.PutZone(ctx, "x.test", zone); err != nil {
+		t.Fatal(err)
+	}
+	for w := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r := rand.New(rand.NewPCG(uint64(w), 7))
+			st := s
+			if w == 2 {
+				st = other
+			}
+			for time.Now().Before(stop) {
+				z := []string{"a.test", "b.test"}[r.IntN(2)]
+				if w == 2 {
+					z = "x.test"
+				}
+				name := fmt.Sprintf("svc-%d", r.IntN(60))
+				if r.IntN(3) == 0 {
+					st.DeleteService(ctx, z, name, "")
+					continue
+				}
+				st.PutService(ctx, z, name, &Object{Spec: json.RawMessage(fmt.Sprintf(`{"addresses":["192.0.2.%d"]}`, r.IntN(250)+1))})
+			}
+		}()
+	}
+	checks := 0
+	for time.Now().Before(stop.Add(500 * time.Millisecond)) {
+		for _, q := range []struct {
+			prefix, from string
+			limit        int
+		}{{"", "", 0}, {"s/a.test/", "", 0}, {"s/a.test/", "", 7}, {"s/b.test/", "s/b.test/svc-3", 5}, {"z/", "", 1}, {"s/", "s/a.test/svc-5", 40}} {
+			got, more, read, ok := c.cached(q.prefix, q.from, q.limit, -1)
+			if !ok {
+				continue
+			}
+			want, wmore, _, err := c.backend.rangeKeys(ctx, q.prefix, q.from, q.limit, read)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if more != wmore || len(got) != len(want) || len(got) > 0 && !reflect.DeepEqual(got, want) {
+				t.Fatalf("range %+v at %d: the cache has %d keys (more %v), etcd %d (more %v)", q, read, len(got), more, len(want), wmore)
+			}
+			checks++
+		}
+	}
+	wg.Wait()
+	if checks == 0 {
+		t.Fatal("the cache answered nothing")
+	}
+	// A consistent read after writes elsewhere moved the revision: served
+	// by the cache after a progress report, at etcd's revision or later.
+	if _, _, err := other.PutZone(ctx, "y.test", zone); err != nil {
+		t.Fatal(err)
+	}
+	cur, _ := c.backend.rev(ctx)
+	_, _, read, err := c.rangeKeys(ctx, "z/", "", 0, 0)
+	if err != nil || read < cur {
+		t.Fatalf("a consistent read at %d (err %v), etcd is at %d", read, err, cur)
+	}
+	t.Logf("%d ranges compared", checks)
+}
+
+// BenchmarkListPageEtcd: the first 500-item page of 5000 services, as a
+// list with NotOlderThan reads it, from the cache and from etcd.
+func BenchmarkListPageEtcd(b *testing.B) {
+	e := etcdtest.Start(b)
+	for _, noCache := range []bool{false, true} {
+		b.Run(fmt.Sprintf("cache=%v", !noCache), func(b *testing.B) {
+			s := openEtcdStore(b, e, noCache)
+			ctx := context.Background()
+			if _, _, err := s.PutZone(ctx, "fleet.test", &Object{Spec: json.RawMessage(`{"nameservers":[{"name":"ns1","addresses":["192.0.2.53"]}]}`)}); err != nil {
+				b.Fatal(err)
+			}
+			var wg sync.WaitGroup
+			for w := range 16 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for i := w; i < 5000; i += 16 {
+						s.PutService(ctx, "fleet.test", fmt.Sprintf("svc-%d", i), &Object{Spec: json.RawMessage(`{"addresses":["192.0.2.1"],"serviceConfig":{"methodConfig":[{"name":[{"service":"s"}],"timeout":"1s"}]}}`)})
+					}
+				}()
+			}
+			wg.Wait()
+			time.Sleep(200 * time.Millisecond)
+			b.ResetTimer()
+			for b.Loop() {
+				l, err := s.ListServices(ctx, "fleet.test", ListOptions{Limit: 500, ResourceVersion: "1", ResourceVersionMatch: MatchNotOlderThan})
+				if err != nil || len(l.Items) != 500 {
+					b.Fatalf("list: %v", err)
+				}
+			}
+		})
+	}
+}
