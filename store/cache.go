@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -38,6 +39,12 @@ type cachedBackend struct {
 	at    int64    // the cache holds every key as of this revision
 	keys  []string // sorted
 	vals  map[string]kv
+	// moved is closed, and replaced, whenever at moves.
+	moved chan struct{}
+	// wrote is the revision of the last write made through this
+	// backend: reads of any recent version wait for the copy to have it,
+	// so that a replica reads its own writes (as it did from etcd).
+	wrote atomic.Int64
 
 	stop context.CancelFunc
 	done chan struct{}
@@ -45,7 +52,7 @@ type cachedBackend struct {
 
 func newCachedBackend(b backend, log *slog.Logger) *cachedBackend {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &cachedBackend{backend: b, log: log, stop: cancel, done: make(chan struct{})}
+	c := &cachedBackend{backend: b, log: log, moved: make(chan struct{}), stop: cancel, done: make(chan struct{})}
 	go c.run(ctx)
 	return c
 }
@@ -94,6 +101,7 @@ func (c *cachedBackend) follow(ctx context.Context) error {
 	}
 	c.mu.Lock()
 	c.keys, c.vals, c.at, c.ready = keys, vals, at, true
+	c.signal()
 	c.mu.Unlock()
 	for b := range c.backend.watch(ctx, "", at) {
 		if b.err != nil {
@@ -117,11 +125,58 @@ func (c *cachedBackend) follow(ctx context.Context) error {
 		// every event up to it has come (see above for progress reports).
 		if len(b.events) > 0 && b.rev > c.at {
 			c.at = b.rev
+			c.signal()
 		}
 		c.mu.Unlock()
 	}
 	return ctx.Err()
 }
+
+// signal wakes the reads waiting for the copy to move; c.mu is held.
+func (c *cachedBackend) signal() {
+	close(c.moved)
+	c.moved = make(chan struct{})
+}
+
+func (c *cachedBackend) txn(ctx context.Context, t *txn) (txnResult, error) {
+	res, err := c.backend.txn(ctx, t)
+	if err == nil && res.ok {
+		for {
+			w := c.wrote.Load()
+			if res.rev <= w || c.wrote.CompareAndSwap(w, res.rev) {
+				break
+			}
+		}
+	}
+	return res, err
+}
+
+// ownWrites waits, briefly, for the copy to hold this replica's last
+// write; false when it does not in time.
+func (c *cachedBackend) ownWrites(ctx context.Context) bool {
+	want := c.wrote.Load()
+	timer := time.NewTimer(ownWritesWait)
+	defer timer.Stop()
+	for {
+		c.mu.RLock()
+		ok, moved := c.at >= want, c.moved
+		c.mu.RUnlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-moved:
+		case <-timer.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// ownWritesWait bounds the wait of ownWrites: the events of a write come
+// back within milliseconds.
+const ownWritesWait = 100 * time.Millisecond
 
 func (c *cachedBackend) setReady(ready bool) {
 	c.mu.Lock()
@@ -137,6 +192,8 @@ func (c *cachedBackend) rangeKeys(ctx context.Context, prefix, from string, limi
 			return nil, false, 0, err
 		}
 		want = cur // the cache answers if it is exactly there
+	} else if at < 0 && !c.ownWrites(ctx) {
+		return c.backend.rangeKeys(ctx, prefix, from, limit, at)
 	}
 	if kvs, more, read, ok := c.cached(prefix, from, limit, want); ok {
 		return kvs, more, read, nil
