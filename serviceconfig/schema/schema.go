@@ -18,6 +18,7 @@ import (
 	_ "embed"
 	"errors"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -95,6 +96,9 @@ func (s *compiled) collect(e *jsonschema.ValidationError, codes map[[2]string]st
 		}
 		return
 	case *kind.AdditionalProperties:
+		// The library lists them in map order: sorted, the findings and
+		// the message that names them all are the same at every run.
+		slices.Sort(k.Properties)
 		for _, p := range k.Properties {
 			loc := append(append([]string(nil), e.InstanceLocation...), p)
 			s.add(e, loc, true, codes, out)

@@ -66,3 +66,28 @@ func TestCorpusVerdicts(t *testing.T) {
 		t.Errorf("%s is stale: go test ./serviceconfig/schema -run CorpusVerdicts -update-verdicts", golden)
 	}
 }
+
+// TestUnknownFieldsInOrder: a value with several unknown members gets the
+// same findings, in the same order, with the same message, at every run
+// (the validator lists them in map order; a Parser compared with a fresh
+// read found the difference).
+func TestUnknownFieldsInOrder(t *testing.T) {
+	inst := map[string]any{"methodConfig": []any{map[string]any{"name": []any{map[string]any{}}, "retryPolicy": map[string]any{
+		"maxAttempts": 2.0, "initialBackoff": "1s", "maxBackoff": "2s", "backoffMultiplier": 2.0, "retryableStatusCodes": []any{"UNAVAILABLE"},
+		"zeta": 1.0, "alpha": 1.0, "mu": 1.0, "beta": 1.0, "omega": 1.0}}}}
+	var first string
+	for i := range 50 {
+		var b strings.Builder
+		for _, f := range validate(inst, false) {
+			fmt.Fprintf(&b, "%s %s: %s\n", f.Code, strings.Join(f.Loc, "/"), f.Message())
+		}
+		if i == 0 {
+			first = b.String()
+			if !strings.Contains(first, "'alpha', 'beta', 'mu', 'omega', 'zeta'") {
+				t.Fatalf("findings:\n%s", first)
+			}
+		} else if b.String() != first {
+			t.Fatalf("run %d:\n%s\nfirst:\n%s", i, b.String(), first)
+		}
+	}
+}
