@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"fmt"
+	"hash/maphash"
 	"runtime"
 	"strings"
 	"sync"
@@ -31,6 +32,13 @@ import (
 type block struct {
 	keyLine int // 1-based line of the services: key
 	items   []item
+	// keyIndent and itemIndent are the columns of the key and of its
+	// items' "- ", which decide where an item and the list end.
+	keyIndent, itemIndent int
+	// zone and path are the zone the list was read as and its JSON
+	// pointer, set when it is read.
+	zone *Zone
+	path string
 }
 
 // item is the text of one list entry: whole lines of the config.
@@ -82,7 +90,7 @@ func splitServices(text []byte) (skeleton []byte, blocks map[int]*block, ok bool
 		if itemIndent < keyIndent || !isEntry(line(j), itemIndent) {
 			continue // flow style, or an empty list: read as it is
 		}
-		b := &block{keyLine: i + 1}
+		b := &block{keyLine: i + 1, keyIndent: keyIndent, itemIndent: itemIndent}
 		for ; j < len(lines); j++ {
 			l := line(j)
 			switch {
@@ -365,7 +373,11 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 	}
 	var out []svcEntry
 	for i, r := range results {
-		if nextRead != nil {
+		// A reading with errors is not kept: some of their messages
+		// name the line of another node ("first at line 12"), which
+		// would be wrong once the item moves; and a config with errors
+		// is not served, so nothing is gained by keeping them.
+		if nextRead != nil && r.errors == 0 {
 			nextRead[keys[i]] = r
 		}
 		if e := d.merge(r, b.items[i], path(i)); e.svc != nil {
@@ -399,19 +411,40 @@ func (c *itemCache) zone(context string) (last, next map[itemSum]*itemResult) {
 // Parser reads publisher configs like Parse, and remembers what each
 // service's text made of it: the next Parse reads again only services
 // whose text (or zone settings) changed, and returns the very same
-// *Service for the others. A Parser is safe for use by one goroutine at a
-// time.
+// *Service for the others. When the text differs from the last one only
+// inside one services list, it reads only the difference (see
+// incremental.go). A Parser is safe for use by one goroutine at a time.
 type Parser struct {
 	mu    sync.Mutex
 	items map[string]map[itemSum]*itemResult
+	// base is what the last parse that made a config read, kept to read
+	// the next text from its difference; nil when there is none.
+	base *base
+	// seed keys the sums that find the difference.
+	seed [2]maphash.Seed
+	// delta is how the last config differs from the one before it, when
+	// it was read from the difference.
+	delta *Delta
+	// stale are services of the last configs that were replaced while
+	// reading a difference: their readings leave items at the next sweep.
+	stale []*Service
+	// fast counts the parses read from a difference (tests).
+	fast int
 }
 
 // Parse is the package's Parse, with the Parser's memory.
 func (p *Parser) Parse(text []byte) (*Config, sc.Diagnostics) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.delta = nil
+	if cfg, ds, ok := p.incremental(text); ok {
+		p.fast++
+		return cfg, ds
+	}
 	c := &itemCache{last: p.items, next: make(map[string]map[itemSum]*itemResult, len(p.items))}
-	cfg, ds := parse(text, c)
+	cfg, ds, blocks := parse(text, c)
 	p.items = c.next
+	p.stale = nil
+	p.base = p.newBase(text, cfg, ds, blocks)
 	return cfg, ds
 }

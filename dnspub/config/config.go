@@ -243,7 +243,10 @@ func (t *Transfer) Allowed(addr netip.Addr) bool {
 // whose aliases expand beyond them, are refused (config-too-large), and at
 // most sc.MaxDiagnostics diagnostics are listed: the cost of Parse is
 // linear in the text and bounded, whatever the text.
-func Parse(text []byte) (*Config, sc.Diagnostics) { return parse(text, nil) }
+func Parse(text []byte) (*Config, sc.Diagnostics) {
+	cfg, ds, _ := parse(text, nil)
+	return cfg, ds
+}
 
 // ParseSettings reads the settings of a publisher whose zones live in a
 // store (serve --store): a config with server: and tsigKeys: only. Zones
@@ -266,20 +269,23 @@ func ParseSettings(text []byte) (*Config, sc.Diagnostics) {
 	return cfg, ds
 }
 
-func parse(text []byte, cache *itemCache) (*Config, sc.Diagnostics) {
+// parse is Parse, with a cache of item readings (nil for none). It
+// returns the services lists it read item by item too, nil when it read
+// the text whole.
+func parse(text []byte, cache *itemCache) (*Config, sc.Diagnostics, map[int]*block) {
 	if why := tooLarge(text); why != "" {
 		return nil, sc.Diagnostics{{Severity: codeConfigTooLarge.severity(), Code: codeConfigTooLarge.String(), Offset: 0, Line: 1, Column: 1,
-			Message: why + ": split its zones across several publishers, each with its own config"}}
+			Message: why + ": split its zones across several publishers, each with its own config"}}, nil
 	}
 	if skeleton, blocks, ok := splitServices(text); ok && len(blocks) > 0 {
 		cfg, ds, err := parseDoc(text, skeleton, blocks, cache)
 		if err == nil {
-			return cfg, ds
+			return cfg, ds, blocks
 		}
 		// An item did not read alone: read the whole text.
 	}
 	cfg, ds, _ := parseDoc(text, text, nil, nil)
-	return cfg, ds
+	return cfg, ds, nil
 }
 
 // parseDoc reads text, whose YAML is skeleton (text itself, or text with
@@ -688,6 +694,7 @@ func (d *doc) zoneServices(key, n *yaml.Node, path string, z *Zone) []svcEntry {
 	switch b := d.blocks[lineOf(key)]; {
 	case b != nil:
 		d.readBlocks++
+		b.zone, b.path = z, path
 		var err error
 		if svcs, err = d.services(b, path, z); err != nil {
 			d.cutFailed = err

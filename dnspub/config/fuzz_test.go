@@ -1,9 +1,12 @@
 package config
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -56,5 +59,36 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("read item by item, the config differs from read whole:\n%v\n%v", ds, wds)
 			}
 		}
+	})
+}
+
+// FuzzParserDifference: a Parser that read one text reads an edit of it
+// (ins written over del bytes at off) exactly as Parse reads the edit,
+// whether it reads the difference or the whole text.
+func FuzzParserDifference(f *testing.F) {
+	fleet := []byte(fleetText(12, -1, ""))
+	item := "      - name: svc5\n        addresses: [10.0.0.5]\n        serviceConfig: {methodConfig: [{name: [{service: s5}], timeout: 1s}]}\n"
+	at := bytes.Index(fleet, []byte(item))
+	f.Add(fleet, uint(at), uint(len(item)), []byte(strings.Replace(item, "1s", "2s", 1)))
+	f.Add(fleet, uint(at), uint(0), []byte("      - name: extra\n        addresses: [10.9.9.9]\n"))
+	f.Add(fleet, uint(at), uint(len(item)), []byte(""))
+	f.Add(fleet, uint(at+8), uint(4), []byte("svc6"))
+	f.Add(fleet, uint(len(fleet)), uint(0), []byte("      - name: x\n        ttl: 2d\n        addresses: [10.9.9.9]\n"))
+	f.Add(fleet, uint(at), uint(0), []byte("    - name: shallow\n"))
+	f.Add(Example, uint(len(Example)/2), uint(10), []byte("\n"))
+	f.Fuzz(func(t *testing.T, text []byte, off, del uint, ins []byte) {
+		if len(text) > 1<<16 || len(ins) > 1<<12 {
+			return
+		}
+		off = min(off, uint(len(text)))
+		del = min(del, uint(len(text))-off)
+		edited := slices.Concat(text[:off], ins, text[off+del:])
+		watchdog := time.AfterFunc(10*time.Second, func() { panic("still parsing after 10s") })
+		defer watchdog.Stop()
+		var p Parser
+		p.Parse(text)
+		parseBoth(t, &p, edited)
+		// And back.
+		parseBoth(t, &p, text)
 	})
 }
