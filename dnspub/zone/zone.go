@@ -89,7 +89,9 @@ func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 			kept++
 		}
 		if ok && old.src != nil && sameService(old.src, s) {
-			c.Services[i] = old.src
+			if c.Services[i] != old.src { // a config read again may be shared
+				c.Services[i] = old.src
+			}
 			continue
 		}
 		changed = append(changed, s)
