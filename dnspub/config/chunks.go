@@ -2,7 +2,6 @@ package config
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"fmt"
 	"hash/maphash"
 	"runtime"
@@ -315,11 +314,11 @@ func (d *doc) merge(r *itemResult, it item, path string) svcEntry {
 	return e
 }
 
-// itemSum identifies the text of an item; a cached reading of it
-// depends on the zone's context too, which keys the map of the zone's
-// readings (rather than every reading's key: a zone of 100 000 services
-// would hold its context 100 000 times).
-type itemSum = [sha256.Size]byte
+// itemSum identifies the text of an item (a Parser's keyed 128-bit
+// hash); a cached reading of it depends on the zone's context too, which
+// keys the map of the zone's readings (rather than every reading's key: a
+// zone of 100 000 services would hold its context 100 000 times).
+type itemSum = [2]uint64
 
 // itemContext is what of a zone a service's reading depends on.
 func itemContext(z *Zone, sigLen int) string {
@@ -335,7 +334,11 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 	var todo []int
 	lastRead, nextRead := d.cache.zone(itemContext(z, d.sigLen))
 	for i, it := range b.items {
-		keys[i] = sha256.Sum256(it.text)
+		if nextRead == nil {
+			todo = append(todo, i)
+			continue
+		}
+		keys[i] = d.cache.sum(it.text)
 		if r, ok := lastRead[keys[i]]; ok && r.policyKey() == z.policyKey(r.target()) {
 			results[i] = r
 		} else {
@@ -391,6 +394,7 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 // text: those of the last parse, and those being made by the current one.
 type itemCache struct {
 	last, next map[string]map[itemSum]*itemResult
+	sum        func([]byte) itemSum
 }
 
 // zone returns the readings of the zone of context: those of the last
@@ -436,12 +440,15 @@ type Parser struct {
 func (p *Parser) Parse(text []byte) (*Config, sc.Diagnostics) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.seed[0] == p.seed[1] {
+		p.seed = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	}
 	p.delta = nil
 	if cfg, ds, ok := p.incremental(text); ok {
 		p.fast++
 		return cfg, ds
 	}
-	c := &itemCache{last: p.items, next: make(map[string]map[itemSum]*itemResult, len(p.items))}
+	c := &itemCache{last: p.items, next: make(map[string]map[itemSum]*itemResult, len(p.items)), sum: p.sum}
 	cfg, ds, blocks := parse(text, c)
 	p.items = c.next
 	p.stale = nil

@@ -2,7 +2,6 @@ package config
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"hash/maphash"
 	"runtime"
 	"slices"
@@ -102,9 +101,6 @@ func (p *Parser) newBase(text []byte, cfg *Config, ds sc.Diagnostics, blocks map
 		if d.Line <= 0 || d.Offset < 0 {
 			return nil // unplaced, or the count of those not listed
 		}
-	}
-	if p.seed[0] == p.seed[1] {
-		p.seed = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 	}
 	b := &base{cfg: cfg, ds: slices.Clone(ds), sigLen: maxSignatureLen(cfg.Keys)}
 	type span struct {
@@ -282,7 +278,7 @@ func (p *Parser) incremental(text []byte) (*Config, sc.Diagnostics, bool) {
 	sums := make([]itemSum, len(items))
 	itemPath := func(i int) string { return bb.path + "/" + strconv.Itoa(i) }
 	for j, it := range items {
-		sums[j] = sha256.Sum256(it.text)
+		sums[j] = p.sum(it.text)
 		r, ok := cached[sums[j]]
 		if !ok || r.policyKey() != "" {
 			var err error

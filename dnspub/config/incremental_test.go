@@ -268,7 +268,7 @@ func BenchmarkReparseOneChange(b *testing.B) {
 				for b.Loop() {
 					var cfg *Config
 					if how == "items" {
-						c := &itemCache{last: p.items, next: make(map[string]map[itemSum]*itemResult, len(p.items))}
+						c := &itemCache{last: p.items, next: make(map[string]map[itemSum]*itemResult, len(p.items)), sum: p.sum}
 						cfg, _, _ = parse(texts[i%2], c)
 						p.items = c.next
 					} else {
