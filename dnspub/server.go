@@ -213,7 +213,7 @@ func New(opts Options) (*Server, error) {
 // not ready until it can read the store.
 func (s *Server) firstStoreSync() {
 	s.reloadMu.Lock()
-	s.publish(&config.Config{Server: s.settings(), Keys: s.opts.Keys}, "the store", "start", 0)
+	s.publish(&config.Config{Server: s.settings(), Keys: s.opts.Keys}, "the store", "start", 0, time.Now())
 	s.reloadMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -298,11 +298,12 @@ func newServer(opts Options) (*Server, error) {
 }
 
 func (s *Server) loadFirst() error {
+	start := time.Now()
 	text, err := s.readConfig()
 	if err != nil {
 		return err
 	}
-	_, err = s.load(text, "start", nil)
+	_, err = s.load(text, start, "start", nil)
 	return err
 }
 
@@ -409,6 +410,7 @@ func (s *Server) Reload() error {
 		}
 		return nil
 	}
+	start := time.Now()
 	text, err := s.readConfig()
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("rejected").Inc()
@@ -416,14 +418,14 @@ func (s *Server) Reload() error {
 		s.log.Error("reload failed; still serving the previous config", "config", s.configName(), "err", err)
 		return err
 	}
-	_, err = s.load(text, "reload", nil)
+	_, err = s.load(text, start, "reload", nil)
 	return err
 }
 
 // load validates text and, if valid, builds and publishes a new snapshot.
 // When hold is given and returns a reason for a valid config, nothing is
-// done and a *heldError returned.
-func (s *Server) load(text []byte, why string, hold func(*config.Config, *snapshot) string) (changed []string, err error) {
+// done and a *heldError returned. start is when reading text began.
+func (s *Server) load(text []byte, start time.Time, why string, hold func(*config.Config, *snapshot) string) (changed []string, err error) {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	name := s.configName()
@@ -455,12 +457,12 @@ func (s *Server) load(text []byte, why string, hold func(*config.Config, *snapsh
 		}
 		return nil, &ConfigError{File: name, Diagnostics: ds}
 	}
-	return s.publish(cfg, name, why, len(text))
+	return s.publish(cfg, name, why, len(text), start)
 }
 
 // publish builds the snapshot of a valid config and serves it, once its
 // serials are persisted. reloadMu is held.
-func (s *Server) publish(cfg *config.Config, name, why string, size int) (changed []string, err error) {
+func (s *Server) publish(cfg *config.Config, name, why string, size int, start time.Time) (changed []string, err error) {
 	old := s.snap.Load()
 	next, serials, changed, err := s.build(cfg, old)
 	if err != nil {
@@ -473,7 +475,7 @@ func (s *Server) publish(cfg *config.Config, name, why string, size int) (change
 	if old != nil && len(changed) == 0 && sameServing(old, next) {
 		s.metrics.reloads.WithLabelValues("unchanged").Inc()
 		s.metrics.lastReloadTime.Set(float64(time.Now().UnixNano()) / 1e9)
-		s.log.Info("config reloaded; no zone changed", "config", name, "why", why)
+		s.log.Info("config reloaded; no zone changed", "config", name, "why", why, "took", time.Since(start).Round(time.Microsecond))
 		return nil, nil
 	}
 	// Persist serials before serving them: a version whose serials cannot
@@ -495,7 +497,7 @@ func (s *Server) publish(cfg *config.Config, name, why string, size int) (change
 		ze := next.zones[origin]
 		s.log.Info("zone published", "zone", origin, "serial", ze.cur.Serial(), "records", ze.cur.Len()+1, "why", why)
 	}
-	s.log.Info("config loaded", "config", name, "version", next.version, "zones", len(next.zones), "changed", len(changed), "why", why)
+	s.log.Info("config loaded", "config", name, "version", next.version, "zones", len(next.zones), "changed", len(changed), "why", why, "took", time.Since(start).Round(time.Microsecond))
 	s.notifier.update(next, changed)
 	if size >= returnMemoryAbove {
 		s.returnMemory()

@@ -545,9 +545,10 @@ func (s *Server) syncStore(ctx context.Context) error {
 func (s *Server) publishStore(why string) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
+	start := time.Now()
 	cfg := s.feed.config(s.settings(), func(msg string, args ...any) { s.log.Error(msg, args...) })
 	s.building = s.feed.rev
-	_, err := s.publish(cfg, "the store", why, 0)
+	_, err := s.publish(cfg, "the store", why, 0, start)
 	if err == nil {
 		s.feed.revGauge.Set(float64(s.feed.rev))
 	}

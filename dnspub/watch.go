@@ -254,6 +254,7 @@ func (s *Server) watchPoll(tr fileTracker, w *watchState, now time.Time) {
 			hold = func(cfg *config.Config, old *snapshot) string { return removals(cfg, old) }
 		}
 	}
+	start := time.Now()
 	text, err := readConfigFile(s.opts.ConfigFile)
 	if err != nil {
 		return
@@ -263,7 +264,7 @@ func (s *Server) watchPoll(tr fileTracker, w *watchState, now time.Time) {
 		w.pending, w.pendingSince = th, now
 		return
 	}
-	_, err = s.load(text, "file changed ("+st.kind.String()+")", hold)
+	_, err = s.load(text, start, "file changed ("+st.kind.String()+")", hold)
 	var held *heldError
 	var se *StateError
 	switch {
