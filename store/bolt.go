@@ -122,10 +122,16 @@ func revKey(rev int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64
 
 // splitVersion returns the key and revision of a kv bucket key.
 func splitVersion(k []byte) (string, int64, bool) {
+	key, rev, ok := splitVersionBytes(k)
+	return string(key), rev, ok
+}
+
+// splitVersionBytes is splitVersion without a copy of the key.
+func splitVersionBytes(k []byte) ([]byte, int64, bool) {
 	if len(k) < 9 || k[len(k)-9] != 0 {
-		return "", 0, false
+		return nil, 0, false
 	}
-	return string(k[:len(k)-9]), int64(binary.BigEndian.Uint64(k[len(k)-8:])), true
+	return k[:len(k)-9], int64(binary.BigEndian.Uint64(k[len(k)-8:])), true
 }
 
 type version struct {
@@ -184,6 +190,9 @@ func readRev(tx *bolt.Tx, at int64) (int64, error) {
 }
 
 func (b *boltBackend) rangeKeys(_ context.Context, prefix, from string, limit int, at int64) (kvs []kv, more bool, read int64, err error) {
+	if limit > 0 {
+		kvs = make([]kv, 0, min(limit, 4096))
+	}
 	err = b.db.View(func(tx *bolt.Tx) error {
 		if read, err = readRev(tx, at); err != nil {
 			return err
@@ -193,33 +202,35 @@ func (b *boltBackend) rangeKeys(_ context.Context, prefix, from string, limit in
 			start = from
 		}
 		c := tx.Bucket(bucketKV).Cursor()
-		var group string
-		var best *version
+		// A page of 500 keys reads 500 or more versions: nothing is
+		// allocated per version, only per key kept (its name and value).
+		var group []byte
+		var best version
+		var found bool
 		flush := func() bool { // false: stop
-			if best != nil && !best.deleted {
+			if found && !best.deleted {
 				if limit > 0 && len(kvs) == limit {
 					more = true
 					return false
 				}
-				kvs = append(kvs, kv{key: group, value: bytes.Clone(best.value), modRev: best.rev, createRev: best.createRev})
+				kvs = append(kvs, kv{key: string(group), value: bytes.Clone(best.value), modRev: best.rev, createRev: best.createRev})
 			}
-			best = nil
+			found = false
 			return true
 		}
 		for k, v := c.Seek([]byte(start)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, v = c.Next() {
-			key, rev, ok := splitVersion(k)
-			if !ok || key < from {
+			key, rev, ok := splitVersionBytes(k)
+			if !ok || string(key) < from {
 				continue // from is a key, not a version: "k\x00" is the one after k
 			}
-			if key != group {
+			if group == nil || !bytes.Equal(key, group) {
 				if !flush() {
 					return nil
 				}
-				group = key
+				group = key // valid for the transaction, like k
 			}
 			if rev <= read {
-				ver := decodeVersion(rev, v)
-				best = &ver
+				best, found = decodeVersion(rev, v), true
 			}
 		}
 		flush()

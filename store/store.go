@@ -119,18 +119,30 @@ type storedMeta struct {
 }
 
 func decode(k kv) (*Object, error) {
-	var st stored
-	if meta, spec, ok := splitStored(k.value); ok && json.Valid(spec) && readMeta(meta, &st.Metadata) {
-		st.Spec = spec
-	} else if err := json.Unmarshal(k.value, &st); err != nil {
-		return nil, fmt.Errorf("store: the value of %s at revision %d is corrupt: %v", k.key, k.modRev, err)
+	o := new(Object)
+	if err := decodeInto(o, k); err != nil {
+		return nil, err
 	}
-	o := &Object{Metadata: Metadata{Name: st.Metadata.Name, Zone: st.Metadata.Zone, Labels: st.Metadata.Labels,
-		ResourceVersion: FormatRV(k.modRev)}, Spec: st.Spec}
+	return o, nil
+}
+
+// decodeInto is decode into o: a list decodes its page into one array.
+func decodeInto(o *Object, k kv) error {
+	var meta storedMeta
+	meta2, spec, ok := splitStored(k.value)
+	if !ok || !json.Valid(spec) || !readMeta(meta2, &meta) {
+		var st stored
+		if err := json.Unmarshal(k.value, &st); err != nil {
+			return fmt.Errorf("store: the value of %s at revision %d is corrupt: %v", k.key, k.modRev, err)
+		}
+		meta, spec = st.Metadata, st.Spec
+	}
+	*o = Object{Metadata: Metadata{Name: meta.Name, Zone: meta.Zone, Labels: meta.Labels,
+		ResourceVersion: FormatRV(k.modRev)}, Spec: spec}
 	if strings.HasPrefix(k.key, "p/") {
 		o.Kind = PolicyKind
 	}
-	return o, nil
+	return nil
 }
 
 // readMeta reads stored metadata: by hand when it has the shape the
@@ -913,13 +925,13 @@ func (s *Store) list(ctx context.Context, prefix string, o ListOptions) (*List, 
 	case err != nil:
 		return nil, s.internal(err)
 	}
-	out := &List{Metadata: ListMeta{ResourceVersion: FormatRV(read)}, Items: make([]*Object, 0, len(kvs))}
-	for _, k := range kvs {
-		obj, err := decode(k)
-		if err != nil {
+	out := &List{Metadata: ListMeta{ResourceVersion: FormatRV(read)}, Items: make([]*Object, len(kvs))}
+	objs := make([]Object, len(kvs))
+	for i, k := range kvs {
+		if err := decodeInto(&objs[i], k); err != nil {
 			return nil, s.internal(err)
 		}
-		out.Items = append(out.Items, obj)
+		out.Items[i] = &objs[i]
 	}
 	if more && len(kvs) > 0 {
 		out.Metadata.Continue = encodeContinue(read, kvs[len(kvs)-1].key+"\x00")

@@ -36,6 +36,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/grpc-config-dns/grpc-config-dns/store"
@@ -177,19 +178,34 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	var b []byte
 	var err error
 	if l, ok := v.(*store.List); ok {
-		size := 128
-		for _, o := range l.Items {
-			size += len(o.Spec) + len(o.Metadata.Name) + len(o.Metadata.Zone) + 96
-		}
-		b = l.AppendJSON(make([]byte, 0, size))
+		// A page of 500 services is 150 KB of JSON: its buffer is
+		// used again, so that paging through a fleet does not make the
+		// collector run (and slow every request) every few hundred
+		// pages. Write copies it before it returns.
+		buf := listBuffers.Get().(*[]byte)
+		defer func() {
+			if cap(*buf) <= maxPooledList {
+				listBuffers.Put(buf)
+			}
+		}()
+		*buf = append(l.AppendJSON((*buf)[:0]), '\n')
+		b = *buf
 	} else if b, err = json.Marshal(v); err != nil {
 		writeError(w, err)
 		return
+	} else {
+		b = append(b, '\n')
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
-	w.Write(append(b, '\n'))
+	w.Write(b)
 }
+
+// listBuffers holds the buffers list responses are written in; one larger
+// than maxPooledList (a page of very large configs) is not kept.
+var listBuffers = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledList = 4 << 20
 
 func writeError(w http.ResponseWriter, err error) {
 	var e *store.Error
