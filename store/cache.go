@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,8 +35,8 @@ type cachedBackend struct {
 
 	mu    sync.RWMutex
 	ready bool
-	at    int64    // the cache holds every key as of this revision
-	keys  []string // sorted
+	at    int64       // the cache holds every key as of this revision
+	keys  *sortedKeys // in blocks: a new key moves one block, not all
 	vals  map[string]kv
 	// moved is closed, and replaced, whenever at moves.
 	moved chan struct{}
@@ -100,7 +99,7 @@ func (c *cachedBackend) follow(ctx context.Context) error {
 		from = kvs[len(kvs)-1].key + "\x00"
 	}
 	c.mu.Lock()
-	c.keys, c.vals, c.at, c.ready = keys, vals, at, true
+	c.keys, c.vals, c.at, c.ready = newSortedKeys(keys), vals, at, true
 	c.signal()
 	c.mu.Unlock()
 	for b := range c.backend.watch(ctx, "", at) {
@@ -109,17 +108,15 @@ func (c *cachedBackend) follow(ctx context.Context) error {
 		}
 		c.mu.Lock()
 		for _, ch := range b.events {
-			i, found := slices.BinarySearch(c.keys, ch.kv.key)
-			switch {
-			case ch.deleted && found:
-				c.keys = slices.Delete(c.keys, i, i+1)
+			if ch.deleted {
+				c.keys.remove(ch.kv.key)
 				delete(c.vals, ch.kv.key)
-			case !ch.deleted:
-				if !found {
-					c.keys = slices.Insert(c.keys, i, ch.kv.key)
-				}
-				c.vals[ch.kv.key] = ch.kv
+				continue
 			}
+			if _, found := c.vals[ch.kv.key]; !found {
+				c.keys.add(ch.kv.key)
+			}
+			c.vals[ch.kv.key] = ch.kv
 		}
 		// A batch of events ends at the revision of its last event, and
 		// every event up to it has come (see above for progress reports).
@@ -208,12 +205,16 @@ func (c *cachedBackend) cached(prefix, from string, limit int, at int64) (out []
 	if !c.ready || at > 0 && c.at != at {
 		return nil, false, 0, false
 	}
-	i, _ := slices.BinarySearch(c.keys, max(prefix, from))
-	for ; i < len(c.keys) && strings.HasPrefix(c.keys[i], prefix); i++ {
-		if limit > 0 && len(out) == limit {
-			return out, true, c.at, true
+	c.keys.from(max(prefix, from), func(k string) bool {
+		if !strings.HasPrefix(k, prefix) {
+			return false
 		}
-		out = append(out, c.vals[c.keys[i]])
-	}
-	return out, false, c.at, true
+		if limit > 0 && len(out) == limit {
+			more = true
+			return false
+		}
+		out = append(out, c.vals[k])
+		return true
+	})
+	return out, more, c.at, true
 }
