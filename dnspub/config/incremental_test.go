@@ -289,3 +289,40 @@ func BenchmarkReparseOneChange(b *testing.B) {
 		}
 	}
 }
+
+// TestCompactedServicesAreShared: a read large enough to be compacted
+// gives the same config as a read of the same text whole, and the next
+// parse shares the compacted services it did not read again.
+func TestCompactedServicesAreShared(t *testing.T) {
+	text := services(400, false)
+	var p Parser
+	c1, ds := p.Parse(text)
+	if c1 == nil {
+		t.Fatal(ds)
+	}
+	whole, _, _ := parseDoc(text, text, nil, nil) // no items, no compaction
+	if !reflect.DeepEqual(c1, whole) {
+		t.Fatal("the compacted config differs from the one read whole")
+	}
+	// A zone setting changes, so that every item is read again, then one
+	// service: the second parse reads a difference.
+	text2 := bytes.Replace(text, []byte("    services:\n"), []byte("    ttl: 60\n    services:\n"), 1)
+	c2, _ := p.Parse(text2)
+	text3 := bytes.Replace(text2, []byte("pkg.Svc7}]\n                  timeout: 1.5s"), []byte("pkg.Svc7}]\n                  timeout: 2.5s"), 1)
+	c3, _ := p.Parse(text3)
+	if p.fast != 1 {
+		t.Fatalf("%d parses read from a difference, want 1", p.fast)
+	}
+	shared := 0
+	for i, s := range c3.Zones[0].Services {
+		if s == c2.Zones[0].Services[i] {
+			shared++
+		}
+	}
+	if shared != 399 {
+		t.Fatalf("%d of 400 services shared, want 399", shared)
+	}
+	if fresh, _ := Parse(text3); !reflect.DeepEqual(c3, fresh) {
+		t.Fatal("the config read from a difference differs from Parse's")
+	}
+}
