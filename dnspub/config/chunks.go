@@ -398,8 +398,10 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 // size, and the pages they would share with it stay the process's long
 // after it is collected: 25 MB of a fleet of 100 000 services. Moved, they
 // fill their own pages, and those of the garbage are given back whole.
-// A large allocation lives while any service in it does: a config whose
-// services are replaced one by one keeps at most one such copy more.
+// A large allocation lives while any service in it does: services
+// replaced one by one leave their old bytes in use until the last one read
+// with them is replaced too (at most the size of the reads that made the
+// allocations still in use).
 func compact(results []*itemResult, todo []int) {
 	if len(todo) < compactAbove {
 		return

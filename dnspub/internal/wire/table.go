@@ -205,8 +205,9 @@ type built struct {
 // answers and answers' bytes) into a few large allocations: made among the
 // packer's garbage, their pages would stay the process's long after it is
 // collected (a zone of 100 000 services leaves 10 MB so). A large
-// allocation lives while any node in it does: a table whose names are
-// rebuilt one by one keeps at most one such copy more.
+// allocation lives while any node in it does: names rebuilt one by one
+// leave their old answers in use until the last node built with them is
+// rebuilt too.
 func compactNodes(out []built) {
 	var nodes, answers, size int
 	for i := range out {
