@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -189,6 +190,11 @@ func TestIncrementalMatchesScratch(t *testing.T) {
 			snap := ts.snap.Load()
 			zs, tb := scratch(t, snap.cfg, snap)
 			where := fmt.Sprintf("seed %d step %d", seed, step)
+			// The config served is exactly what a fresh read makes of
+			// the file, however the server's parser read it.
+			if fresh, _ := config.Parse([]byte(m.yaml())); !reflect.DeepEqual(snap.cfg, fresh) {
+				t.Fatalf("%s: the config served differs from a fresh read of the file", where)
+			}
 			for _, z := range zs {
 				ze := snap.zones[z.Origin]
 				if ze.cur.Digest() != z.Digest() {

@@ -468,6 +468,9 @@ var compactAbove = 256
 type itemCache struct {
 	last, next map[string]map[itemSum]*itemResult
 	sum        func([]byte) itemSum
+	// jsonBytes is what the parse converted to JSON in all (see
+	// maxExpansion), set when it read items.
+	jsonBytes int
 }
 
 // zone returns the readings of the zone of context: those of the last
@@ -525,6 +528,6 @@ func (p *Parser) Parse(text []byte) (*Config, sc.Diagnostics) {
 	cfg, ds, blocks := parse(text, c)
 	p.items = c.next
 	p.stale = nil
-	p.base = p.newBase(text, cfg, ds, blocks)
+	p.base = p.newBase(text, cfg, ds, blocks, c.jsonBytes)
 	return cfg, ds
 }

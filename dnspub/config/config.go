@@ -307,6 +307,9 @@ func parseDoc(text, skeleton []byte, blocks map[int]*block, cache *itemCache) (*
 	if d.cutFailed != nil {
 		return nil, nil, d.cutFailed
 	}
+	if cache != nil {
+		cache.jsonBytes = d.jsonBytes
+	}
 	ds := d.diagnostics()
 	if ds.HasErrors() {
 		return nil, ds, nil

@@ -62,6 +62,11 @@ type base struct {
 	blocks []*baseBlock
 	est    int // nodeEstimate of the text
 	sigLen int
+	// json bounds what the text converts to JSON in all: a full read
+	// refuses a config past maxExpansion when a conversion after the
+	// items finds the total too large. Differences only add to it (what
+	// they replace is not subtracted), so it stays an upper bound.
+	json int
 }
 
 // Delta is how a zone of the config a Parser last returned differs from
@@ -93,7 +98,7 @@ func (p *Parser) sum(t []byte) [2]uint64 {
 // newBase keeps what a parse of text made, to read the next text from its
 // difference; nil when it cannot be used (no config, the text read whole,
 // diagnostics that cannot be placed or were not all listed).
-func (p *Parser) newBase(text []byte, cfg *Config, ds sc.Diagnostics, blocks map[int]*block) *base {
+func (p *Parser) newBase(text []byte, cfg *Config, ds sc.Diagnostics, blocks map[int]*block, json int) *base {
 	if cfg == nil || len(blocks) == 0 {
 		return nil
 	}
@@ -102,7 +107,7 @@ func (p *Parser) newBase(text []byte, cfg *Config, ds sc.Diagnostics, blocks map
 			return nil // unplaced, or the count of those not listed
 		}
 	}
-	b := &base{cfg: cfg, ds: slices.Clone(ds), sigLen: maxSignatureLen(cfg.Keys)}
+	b := &base{cfg: cfg, ds: slices.Clone(ds), sigLen: maxSignatureLen(cfg.Keys), json: json}
 	type span struct {
 		off, end int
 		block    int32
@@ -276,6 +281,7 @@ func (p *Parser) incremental(text []byte) (*Config, sc.Diagnostics, bool) {
 	cached := p.items[ctx]
 	results := make([]*itemResult, len(items))
 	sums := make([]itemSum, len(items))
+	json := b.json
 	itemPath := func(i int) string { return bb.path + "/" + strconv.Itoa(i) }
 	for j, it := range items {
 		sums[j] = p.sum(it.text)
@@ -290,6 +296,10 @@ func (p *Parser) incremental(text []byte) (*Config, sc.Diagnostics, bool) {
 			return nil, nil, false // errors: the full path lists them
 		}
 		results[j] = r
+		json += int(r.jsonSize)
+	}
+	if json > maxExpansion {
+		return nil, nil, false // the full read decides
 	}
 
 	// What no item shows alone: a name twice, or a nameserver's name,
@@ -402,7 +412,7 @@ func (p *Parser) incremental(text []byte) (*Config, sc.Diagnostics, bool) {
 		}
 	}
 	bb.n += dItems
-	b.cfg, b.ds, b.est = &cfg, slices.Clone(ds), est
+	b.cfg, b.ds, b.est, b.json = &cfg, slices.Clone(ds), est, json
 	if cached == nil {
 		if p.items == nil {
 			p.items = map[string]map[itemSum]*itemResult{}
@@ -445,7 +455,24 @@ func cutItems(region []byte, col int) ([]item, bool) {
 		last.text = region[last.off:hi]
 		lo = hi
 	}
-	return items, !bytes.ContainsAny(region, "&*\t")
+	return items, !bytes.ContainsAny(region, "&*\t\u0085\u2028\u2029") && !loneCR(region)
+}
+
+// loneCR reports whether t holds a carriage return not followed by a line
+// feed: YAML breaks lines there (and at U+0085, U+2028, U+2029), and
+// positions counted by line feeds alone would not match a full read's.
+func loneCR(t []byte) bool {
+	for i := bytes.IndexByte(t, '\r'); i >= 0; {
+		if i+1 == len(t) || t[i+1] != '\n' {
+			return true
+		}
+		next := bytes.IndexByte(t[i+1:], '\r')
+		if next < 0 {
+			return false
+		}
+		i += 1 + next
+	}
+	return false
 }
 
 // listIndex returns the index of the list item path names in the list at

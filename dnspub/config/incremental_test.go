@@ -326,3 +326,43 @@ func TestCompactedServicesAreShared(t *testing.T) {
 		t.Fatal("the config read from a difference differs from Parse's")
 	}
 }
+
+// TestParserOtherLineBreaks: YAML also breaks lines at a lone CR, U+0085,
+// U+2028 and U+2029, which positions counted by line feeds miss: a
+// difference holding one is read whole, and placed as Parse places it
+// (found by review: a warning after one got column 1).
+func TestParserOtherLineBreaks(t *testing.T) {
+	for _, brk := range []string{"\r", " # x\u2028", " # x\u2029", " # x\u0085"} {
+		var p Parser
+		v := fleetText(5, -1, "")
+		parseBoth(t, &p, []byte(v))
+		v2 := strings.Replace(v, "timeout: 1s}]}\n      - name: svc3\n", "timeout: 1s}]}"+brk+"        ttl: 2d\n      - name: svc3\n", 1)
+		parseBoth(t, &p, []byte(v2))
+	}
+}
+
+// TestParserJSONTotal: a difference that takes the JSON the config's
+// service configs make past maxExpansion is read whole, where a later
+// conversion refuses it (found by review).
+func TestParserJSONTotal(t *testing.T) {
+	defer func(n int) { maxExpansion = n }(maxExpansion)
+	maxExpansion = 300
+	var p Parser
+	base := "zones:\n  - origin: a.test.\n    nameservers: [ns.x.]\n    services:\n" +
+		"      - name: s1\n        serviceConfig: {loadBalancingPolicy: round_robin}\n" +
+		"      - name: s2\n        serviceConfig: {loadBalancingPolicy: round_robin}\n" +
+		"  - origin: b.test.\n    nameservers: [ns.x.]\n    services: [{name: t, serviceConfig: {loadBalancingPolicy: round_robin}}]\n"
+	parseBoth(t, &p, []byte(base))
+	big := strings.Replace(base, "      - name: s2\n        serviceConfig: {loadBalancingPolicy: round_robin}\n",
+		"      - name: s2\n        serviceConfig: {methodConfig: [{name: [{service: "+strings.Repeat("x", 200)+"}]}]}\n", 1)
+	if cfg, _ := Parse([]byte(big)); cfg != nil {
+		t.Fatal("the test needs a config Parse refuses")
+	}
+	parseBoth(t, &p, []byte(big))
+	// Within the bound, a small change is still read from the difference.
+	p = Parser{}
+	parseBoth(t, &p, []byte(base))
+	if !parseBoth(t, &p, []byte(strings.Replace(base, "name: s2\n", "name: s3\n", 1))) {
+		t.Error("a change within the bound was read whole")
+	}
+}

@@ -74,23 +74,24 @@ func New(c *config.Zone, serial uint32) *Zone {
 // sharing every unit of prev whose config did not change, and what
 // changed. Its serial is prev's; give it its own with WithSerial.
 //
-// Each service of c that did not change is replaced in c by the one prev
-// was built from, so that the two versions share it and the one just
-// parsed can be collected.
+// A service of c equal to the one prev was built from, but another
+// object, becomes the one the new version refers to, so that the older
+// can be collected; c itself is not changed (a config.Parser keeps it to
+// read the next text from, and may share it with later configs).
 func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 	ed := newEditor(prev, c)
 	keep := map[string]bool{apexKey: true}
 	kept := 1 // units of prev that c keeps: the apex, and services below
 	var changed []*config.Service
-	for i, s := range c.Services {
+	for _, s := range c.Services {
 		keep[s.Name] = true
 		old, ok := ed.units.Get(s.Name)
 		if ok {
 			kept++
 		}
 		if ok && old.src != nil && sameService(old.src, s) {
-			if c.Services[i] != old.src { // a config read again may be shared
-				c.Services[i] = old.src
+			if old.src != s {
+				ed.units.Set(s.Name, newUnit(s, nil))
 			}
 			continue
 		}
@@ -119,6 +120,9 @@ func UpdateServices(prev *Zone, c *config.Zone, changed []*config.Service, remov
 	var build []*config.Service
 	for _, s := range changed {
 		if old, ok := ed.units.Get(s.Name); ok && old.src != nil && sameService(old.src, s) {
+			if old.src != s {
+				ed.units.Set(s.Name, newUnit(s, nil))
+			}
 			continue
 		}
 		build = append(build, s)
