@@ -15,6 +15,12 @@
 #   rss10     memory after 10 such reloads
 #   load      dnsperf at LOAD_QPS on random TXT names, 10 reloads
 #             meanwhile: queries answered per second and queries lost
+#   restart   stopped, then started again on the same config: → the last
+#             service's TXT answered (ours answers from the answers the
+#             last run kept, a warm start; Knot and NSD read the zone
+#             file again)
+#   rssR      memory after that restart, once ours has read the config
+#             in the background (3 s later for the others)
 # then prints each figure of ours as a ratio to Knot's (and NSD's).
 #
 #   bench/scale.sh                       # SIZES="10000 100000"
@@ -86,7 +92,7 @@ start_server() { # SERVER PORT N
 	case $server in
 	grpc-config-dns)
 		"$tmp/grpc-config-dns" serve --config "$tmp/fleet.yaml" --listen "127.0.0.1:$port" \
-			--state "$tmp/fleet.serial" --log-level warn >/dev/null 2>"$tmp/ours.log" &
+			--state "$tmp/fleet.serial" --log-level info >/dev/null 2>"$tmp/ours.log" &
 		;;
 	knot)
 		rm -rf "$tmp/knot" && mkdir -p "$tmp/knot"
@@ -166,7 +172,7 @@ publish() {
 }
 
 declare -A R
-printf '%-8s %-16s %9s %8s %8s %9s %8s %12s %8s\n' N server start peak rss reload rss10 "qps(load)" lost >&2
+printf '%-8s %-16s %9s %8s %8s %9s %8s %12s %8s %9s %8s\n' N server start peak rss reload rss10 "qps(load)" lost restart rssR >&2
 for n in $SIZES; do
 	changed="_grpc_config.svc$((n / 2)).fleet.test"
 	last="_grpc_config.svc$((n - 1)).fleet.test"
@@ -214,8 +220,25 @@ for n in $SIZES; do
 		lost=$(awk '/Queries lost/ {print $3}' "$tmp/dnsperf.out")
 		kill "$pid" && wait "$pid" 2>/dev/null || true
 		pid=
-		printf '%-8s %-16s %8ss %6sMB %6sMB %8ss %6sMB %12s %8s\n' "$n" "$server" "$start" "$peak" "$rss" "$reload" "$rss10" "$qps" "$lost" >&2
-		R[$n,$server]="$start $rss $reload $rss10 $qps $peak"
+		# A restart on the same config.
+		t0=$(now)
+		start_server "$server" "$port" "$n"
+		wait_txt "$port" "$last" "Service$((n - 1))"
+		t1=$(now)
+		restart=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+		if [[ $server == grpc-config-dns ]]; then
+			grep -q 'answering from the answers kept' "$tmp/ours.log" || echo "scale: the restart was not warm:" "$(grep -m1 'not starting from' "$tmp/ours.log")" >&2
+			for _ in $(seq 1200); do
+				grep -q 'msg="config loaded".*why=start' "$tmp/ours.log" && break
+				sleep 0.1
+			done
+		fi
+		sleep 3
+		rssR=$(pss "$pid")
+		kill "$pid" && wait "$pid" 2>/dev/null || true
+		pid=
+		printf '%-8s %-16s %8ss %6sMB %6sMB %8ss %6sMB %12s %8s %8ss %6sMB\n' "$n" "$server" "$start" "$peak" "$rss" "$reload" "$rss10" "$qps" "$lost" "$restart" "$rssR" >&2
+		R[$n,$server]="$start $rss $reload $rss10 $qps $peak $restart $rssR"
 	done
 done
 
@@ -224,11 +247,11 @@ echo "ratios, grpc-config-dns / Knot (/ NSD); lower is better but for qps:"
 for n in $SIZES; do
 	for other in knot nsd; do
 		[[ -n ${R[$n,$other]:-} && -n ${R[$n,grpc-config-dns]:-} ]] || continue
-		read -r s1 r1 l1 m1 q1 p1 <<<"${R[$n,grpc-config-dns]}"
-		read -r s2 r2 l2 m2 q2 p2 <<<"${R[$n,$other]}"
+		read -r s1 r1 l1 m1 q1 p1 t1 u1 <<<"${R[$n,grpc-config-dns]}"
+		read -r s2 r2 l2 m2 q2 p2 t2 u2 <<<"${R[$n,$other]}"
 		awk -v n="$n" -v o="$other" -v s1="$s1" -v s2="$s2" -v r1="$r1" -v r2="$r2" -v l1="$l1" -v l2="$l2" \
-			-v m1="$m1" -v m2="$m2" -v q1="$q1" -v q2="$q2" -v p1="$p1" -v p2="$p2" 'BEGIN {
-			printf "  N=%-7s vs %-5s start x%.2f  peak x%.2f  rss x%.2f  reload x%.2f  rss after reloads x%.2f (x%.2f its own rss)  qps under reloads x%.2f\n",
-				n, o, s1/s2, p1/p2, r1/r2, l1/l2, m1/m2, m1/r1, q1/q2 }'
+			-v m1="$m1" -v m2="$m2" -v q1="$q1" -v q2="$q2" -v p1="$p1" -v p2="$p2" -v t1="$t1" -v t2="$t2" -v u1="$u1" -v u2="$u2" 'BEGIN {
+			printf "  N=%-7s vs %-5s start x%.2f  peak x%.2f  rss x%.2f  reload x%.2f  rss after reloads x%.2f (x%.2f its own rss)  qps under reloads x%.2f  restart x%.2f  rss after restart x%.2f\n",
+				n, o, s1/s2, p1/p2, r1/r2, l1/l2, m1/m2, m1/r1, q1/q2, t1/t2, u1/u2 }'
 	done
 done

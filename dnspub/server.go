@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -78,6 +79,11 @@ type Options struct {
 	Keys []*config.Key
 	// StorePing is how often the store's health is checked; 0 means 1s.
 	StorePing time.Duration
+
+	// WarmFile keeps the answers served, for a warm start (see warm.go):
+	// empty means beside the state file (its name without ".serial", then
+	// ".answers"); "-" means none. Without a state file there is none.
+	WarmFile string
 }
 
 // ConfigError is returned when the config is invalid. Diagnostics holds
@@ -162,6 +168,20 @@ type Server struct {
 
 	// diffBuilds counts zones built from the parser's difference (tests).
 	diffBuilds int
+
+	// servedSum is the SHA-256 of the config text the served snapshot
+	// was read from (reloadMu).
+	servedSum [sha256.Size]byte
+	// keptSum is that of the config whose answers are kept (reloadMu).
+	keptSum [sha256.Size]byte
+	// firstLoad yields the outcome of the first load, then is closed.
+	firstLoad chan error
+	// warmDirty says the answers kept for a warm start are out of date.
+	warmDirty  chan struct{}
+	warmCancel context.CancelFunc
+	// writeWarm writes the answers for a warm start; tests inject
+	// failures here.
+	writeWarm func(path string, snap *snapshot, sum [sha256.Size]byte) error
 }
 
 // snapshot is one published version of everything: immutable.
@@ -174,6 +194,9 @@ type snapshot struct {
 	// storeRev is the store revision the version is built from (store
 	// mode).
 	storeRev int64
+	// warm, for the answers of a warm start (no zones nor config but
+	// its server settings), holds each zone's serial; nil otherwise.
+	warm map[string]uint32
 }
 
 // zoneEntry is a zone's current version and the differences from the
@@ -199,6 +222,7 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	if s.feed != nil {
+		close(s.firstLoad) // the store's zones come and go at any time
 		s.firstStoreSync()
 		return s, nil
 	}
@@ -269,7 +293,8 @@ func newServer(opts Options) (*Server, error) {
 		opts.StateFile = opts.ConfigFile + ".serial"
 	}
 	s := &Server{opts: opts, log: opts.Logger, done: make(chan struct{}), conns: map[*tcpConn]struct{}{}, perGroup: map[netip.Prefix]int{},
-		newTracker: newFileTracker, limiter: newLogLimiter(10, time.Second)}
+		newTracker: newFileTracker, limiter: newLogLimiter(10, time.Second),
+		firstLoad: make(chan error, 1), warmDirty: make(chan struct{}, 1), writeWarm: writeWarm}
 	s.metrics = newMetrics(s.Serials)
 	if opts.Store != nil {
 		if opts.StorePing <= 0 {
@@ -303,9 +328,22 @@ func (s *Server) loadFirst() error {
 	if err != nil {
 		return err
 	}
+	if s.startWarm(text, start) {
+		return nil
+	}
 	_, err = s.load(text, start, "start", nil)
+	s.firstLoad <- err
+	close(s.firstLoad)
 	return err
 }
+
+// Loaded yields the outcome of the first load of the config, once: nil
+// when it is served, else why not (a *ConfigError for an invalid config).
+// New returns that error itself, except after a warm start, which
+// answers before the config is read: a config that can no longer be
+// loaded (a secret file gone, say) is then reported here, and the caller
+// should stop as New's error would have.
+func (s *Server) Loaded() <-chan error { return s.firstLoad }
 
 func (s *Server) configName() string {
 	if s.opts.ConfigFile == "" {
@@ -428,6 +466,11 @@ func (s *Server) Reload() error {
 func (s *Server) load(text []byte, start time.Time, why string, hold func(*config.Config, *snapshot) string) (changed []string, err error) {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
+	return s.loadLocked(text, start, why, hold)
+}
+
+// loadLocked is load with reloadMu held.
+func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(*config.Config, *snapshot) string) (changed []string, err error) {
 	name := s.configName()
 	// The watcher's sum of the text, beside the parse: hashing 30 MB
 	// takes as long as reading one changed service from them.
@@ -457,13 +500,28 @@ func (s *Server) load(text []byte, start time.Time, why string, hold func(*confi
 		}
 		return nil, &ConfigError{File: name, Diagnostics: ds}
 	}
-	return s.publish(cfg, name, why, len(text), start)
+	changed, err = s.publish(cfg, name, why, len(text), start)
+	if err == nil {
+		s.servedSum = s.lastHash
+		if s.servedSum != s.keptSum && len(text) >= warmAbove && s.warmPath() != "" {
+			select {
+			case s.warmDirty <- struct{}{}:
+			default:
+			}
+		}
+	}
+	return changed, err
 }
 
 // publish builds the snapshot of a valid config and serves it, once its
 // serials are persisted. reloadMu is held.
 func (s *Server) publish(cfg *config.Config, name, why string, size int, start time.Time) (changed []string, err error) {
 	old := s.snap.Load()
+	var warm map[string]uint32
+	if old != nil && old.warm != nil {
+		// The answers of a warm start: the first version read.
+		warm, old = old.warm, nil
+	}
 	next, serials, changed, err := s.build(cfg, old)
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("rejected").Inc()
@@ -489,6 +547,13 @@ func (s *Server) publish(cfg *config.Config, name, why string, size int, start t
 			s.log.Error("cannot persist SOA serials: not publishing this version; the previous one keeps serving", "config", name, "version", old.version, "err", err)
 		}
 		return nil, &StateError{Err: err}
+	}
+	for origin, serial := range warm {
+		if ze := next.zones[origin]; ze == nil || ze.cur.Serial() != serial {
+			// readWarm checked the state file, which decides serials, so
+			// only a bug brings this.
+			s.log.Error("the config read after a warm start serves a zone differently from the answers kept", "zone", origin, "kept_serial", serial)
+		}
 	}
 	s.snap.Store(next)
 	s.metrics.reloads.WithLabelValues("accepted").Inc()
@@ -684,6 +749,7 @@ func appendStep(history []*ixfrStep, step *ixfrStep, versions, zoneBytes int) []
 func (s *Server) Serials() map[string]uint32 {
 	out := map[string]uint32{}
 	if snap := s.snap.Load(); snap != nil {
+		maps.Copy(out, snap.warm)
 		for o, e := range snap.zones {
 			out[o] = e.cur.Serial()
 		}
@@ -696,7 +762,7 @@ func (s *Server) Serials() map[string]uint32 {
 // before the first load. Nothing returned may be modified.
 func (s *Server) Published() (cfg *config.Config, serials map[string]uint32, version uint64) {
 	snap := s.snap.Load()
-	if snap == nil {
+	if snap == nil || snap.warm != nil {
 		return nil, nil, 0
 	}
 	serials = make(map[string]uint32, len(snap.zones))
@@ -730,6 +796,15 @@ func (s *Server) Start() error {
 		}()
 	}
 	s.notifier.start(s.done)
+	if s.warmPath() != "" {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.warmCancel = cancel
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.keepWarm(ctx)
+		}()
+	}
 	if s.feed != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		s.cancel = cancel
@@ -793,6 +868,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.done)
 		if s.cancel != nil {
 			s.cancel()
+		}
+		if s.warmCancel != nil {
+			s.warmCancel()
 		}
 		if s.udp != nil {
 			s.udp.wake()

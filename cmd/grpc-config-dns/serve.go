@@ -28,9 +28,9 @@ func init() { extraCommands = append(extraCommands, serveCmd) }
 
 func serveCmd(e *env) *cobra.Command {
 	var o struct {
-		config, listen, metrics, state, logFormat, logLevel string
-		grace, lameDuck                                     time.Duration
-		queryLog                                            bool
+		config, listen, metrics, state, answers, logFormat, logLevel string
+		grace, lameDuck                                              time.Duration
+		queryLog                                                     bool
 		storeFlags
 	}
 	cmd := &cobra.Command{
@@ -64,6 +64,9 @@ or listen error.`,
 				if cmd.Flags().Changed("state") {
 					return usageErr("--state is for --config files: with --store, serials follow the store's revisions")
 				}
+				if cmd.Flags().Changed("answers") {
+					return usageErr("--answers is for --config files: with --store, the store is read at start")
+				}
 				return e.serveStore(o.storeFlags, o.config, o.listen, o.metrics, o.logFormat, o.logLevel, o.grace, o.lameDuck, o.queryLog)
 			}
 			for _, name := range []string{"admin", "admin-token-file", "admin-tls-cert", "admin-tls-key", "history"} {
@@ -71,7 +74,7 @@ or listen error.`,
 					return usageErr("--%s is for a store: give --store DIR or --store etcd://HOST:PORT/PREFIX", name)
 				}
 			}
-			return e.serve(o.config, o.listen, o.metrics, o.state, o.logFormat, o.logLevel, o.grace, o.lameDuck, o.queryLog)
+			return e.serve(o.config, o.listen, o.metrics, o.state, o.answers, o.logFormat, o.logLevel, o.grace, o.lameDuck, o.queryLog)
 		},
 	}
 	f := cmd.Flags()
@@ -79,6 +82,7 @@ or listen error.`,
 	f.StringVar(&o.listen, "listen", "127.0.0.1:1053", "UDP and TCP address to answer on")
 	f.StringVar(&o.metrics, "metrics", "", "address for Prometheus metrics (like 127.0.0.1:9153); off when empty")
 	f.StringVar(&o.state, "state", "", `file keeping SOA serials (default FILE.serial; "-" for none)`)
+	f.StringVar(&o.answers, "answers", "", `file keeping the answers served, for a warm start: a restart with the same config and binary answers from it at once, reading the config in the background (default: beside --state, ending .answers; "-" for none; only for configs of 1 MiB or more)`)
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.grace, "shutdown-grace", 5*time.Second, "how long TCP connections may take to finish on SIGTERM")
@@ -93,7 +97,7 @@ or listen error.`,
 	return cmd
 }
 
-func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel string, grace, lameDuck time.Duration, queryLog bool) error {
+func (e *env) serve(configFile, listen, metricsAddr, state, answers, logFormat, logLevel string, grace, lameDuck time.Duration, queryLog bool) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 		return usageErr("--log-level must be debug, info, warn or error, not %q", logLevel)
@@ -122,16 +126,9 @@ func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel 
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 
-	srv, err := dnspub.New(dnspub.Options{ConfigFile: configFile, StateFile: state, Listen: listen, Logger: log, Registerer: reg, QueryLog: qlog})
-	var ce *dnspub.ConfigError
-	if errors.As(err, &ce) {
-		for _, d := range ce.Diagnostics {
-			fmt.Fprintln(e.stderr, formatDiagnostic(ce.File, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
-		}
-		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: not serving", ce.File)}
-	}
+	srv, err := dnspub.New(dnspub.Options{ConfigFile: configFile, StateFile: state, WarmFile: answers, Listen: listen, Logger: log, Registerer: reg, QueryLog: qlog})
 	if err != nil {
-		return usageErr("%v", err)
+		return e.loadError(err)
 	}
 	if configFile == "" {
 		log.Info("no --config: serving the built-in example zone example.test.; try: dig @" + hostOf(listen) + " -p " + portOf(listen) + " TXT _grpc_config.echo.example.test")
@@ -159,14 +156,31 @@ func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel 
 		log.Info("metrics", "url", base+"/metrics", "ui", base+"/ui/", "healthz", base+"/healthz", "readyz", base+"/readyz")
 	}
 	hc.ready.Store(true)
-	for sig := range sigs {
-		if sig == syscall.SIGHUP {
-			log.Info("SIGHUP: reloading")
-			srv.Reload() // logs its own outcome
-			continue
+	// After a warm start the config is read while serving: one that can
+	// no longer be loaded stops the server as it would have at start.
+	loaded := srv.Loaded()
+wait:
+	for {
+		select {
+		case err := <-loaded:
+			loaded = nil
+			if err != nil {
+				hc.ready.Store(false)
+				if hs != nil {
+					hs.Shutdown(context.Background())
+				}
+				srv.Shutdown(context.Background())
+				return e.loadError(err)
+			}
+		case sig := <-sigs:
+			if sig == syscall.SIGHUP {
+				log.Info("SIGHUP: reloading")
+				srv.Reload() // logs its own outcome
+				continue
+			}
+			log.Info("stopping", "signal", sig.String())
+			break wait
 		}
-		log.Info("stopping", "signal", sig.String())
-		break
 	}
 	hc.ready.Store(false)
 	if lameDuck > 0 {
@@ -183,6 +197,19 @@ func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel 
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// loadError is the error serve exits with when the config cannot be
+// loaded: its diagnostics, then exit code 1 for an invalid config.
+func (e *env) loadError(err error) error {
+	var ce *dnspub.ConfigError
+	if errors.As(err, &ce) {
+		for _, d := range ce.Diagnostics {
+			fmt.Fprintln(e.stderr, formatDiagnostic(ce.File, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
+		}
+		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: not serving", ce.File)}
+	}
+	return usageErr("%v", err)
 }
 
 func hostOf(addr string) string {
