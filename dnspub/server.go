@@ -174,6 +174,9 @@ type Server struct {
 	servedSum [sha256.Size]byte
 	// keptSum is that of the config whose answers are kept (reloadMu).
 	keptSum [sha256.Size]byte
+	// warmAbove is the package's, when the server was made (tests change
+	// the package's).
+	warmAbove int
 	// firstLoad yields the outcome of the first load, then is closed.
 	firstLoad chan error
 	// warmDirty says the answers kept for a warm start are out of date.
@@ -294,7 +297,7 @@ func newServer(opts Options) (*Server, error) {
 	}
 	s := &Server{opts: opts, log: opts.Logger, done: make(chan struct{}), conns: map[*tcpConn]struct{}{}, perGroup: map[netip.Prefix]int{},
 		newTracker: newFileTracker, limiter: newLogLimiter(10, time.Second),
-		firstLoad: make(chan error, 1), warmDirty: make(chan struct{}, 1), writeWarm: writeWarm}
+		firstLoad: make(chan error, 1), warmDirty: make(chan struct{}, 1), writeWarm: writeWarm, warmAbove: warmAbove}
 	s.metrics = newMetrics(s.Serials)
 	if opts.Store != nil {
 		if opts.StorePing <= 0 {
@@ -503,7 +506,7 @@ func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(
 	changed, err = s.publish(cfg, name, why, len(text), start)
 	if err == nil {
 		s.servedSum = s.lastHash
-		if s.servedSum != s.keptSum && len(text) >= warmAbove && s.warmPath() != "" {
+		if s.servedSum != s.keptSum && len(text) >= s.warmAbove && s.warmPath() != "" {
 			select {
 			case s.warmDirty <- struct{}{}:
 			default:

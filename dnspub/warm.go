@@ -244,7 +244,7 @@ func (s *Server) warmPath() string {
 // and reads text in the background. It reports whether it did.
 func (s *Server) startWarm(text []byte, start time.Time) bool {
 	path := s.warmPath()
-	if path == "" || len(text) < warmAbove {
+	if path == "" || len(text) < s.warmAbove {
 		return false
 	}
 	removeStaleTemps(path)
@@ -264,16 +264,24 @@ func (s *Server) startWarm(text []byte, start time.Time) bool {
 	s.keptSum = sum
 	s.log.Info("answering from the answers kept by the last run; reading the config in the background", "file", path, "zones", len(h.Zones), "took", time.Since(start).Round(time.Microsecond))
 	// The lock is taken here, not in the goroutine, so that no reload or
-	// watcher load can come before the first one.
+	// watcher load can come before the first one. Shutdown does not wait
+	// for the read (seconds of CPU that nothing can interrupt): once it
+	// has begun, the read publishes nothing.
 	s.reloadMu.Lock()
-	s.wg.Add(1)
+	gate := warmGate
 	go func() {
-		defer s.wg.Done()
 		defer s.reloadMu.Unlock()
-		if warmGate != nil {
-			<-warmGate
+		if gate != nil {
+			<-gate
 		}
-		_, err := s.loadLocked(text, start, "start", nil)
+		_, err := s.loadLocked(text, start, "start", func(*config.Config, *snapshot) string {
+			select {
+			case <-s.done:
+				return "the server is shutting down"
+			default:
+				return ""
+			}
+		})
 		s.firstLoad <- err
 		close(s.firstLoad)
 	}()

@@ -373,3 +373,31 @@ func TestWarmOnlyForLargeConfigs(t *testing.T) {
 		t.Fatalf("answers kept for a small config: %v", err)
 	}
 }
+
+// Stopping during a warm start does not wait for the config to be read
+// (seconds at scale), and what is read after it is not published.
+func TestWarmShutdownDoesNotWait(t *testing.T) {
+	warmSetup(t)
+	dir := t.TempDir()
+	keptServer(t, dir, baseConfig(""))
+	gate := make(chan struct{})
+	warmGate = gate
+	ts := startServerIn(t, dir, "", nil)
+	start := time.Now()
+	ts.stop()
+	if took := time.Since(start); took > 2*time.Second {
+		t.Fatalf("Shutdown took %v during a warm start", took)
+	}
+	close(gate)
+	select {
+	case err := <-ts.Loaded():
+		if err == nil || !strings.Contains(err.Error(), "shutting down") {
+			t.Fatalf("Loaded after Shutdown: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the read never ended")
+	}
+	if cfg, _, _ := ts.Published(); cfg != nil {
+		t.Fatal("published after Shutdown")
+	}
+}

@@ -95,6 +95,31 @@ func (e *Editor[V]) shard(key string) map[string]V {
 	return e.shards[i]
 }
 
+// NewEditor starts an empty Map sized for about n keys, so that a Map
+// filled at once (a table read from disk) does not grow its shards key by
+// key.
+func NewEditor[V any](n int) *Editor[V] {
+	e := &Editor[V]{}
+	per := n/nShards + n/nShards/4 + 1
+	for i := range e.shards {
+		e.shards[i], e.copied[i] = make(map[string]V, per), true
+	}
+	return e
+}
+
+// Add puts v at key and reports whether key was new; when it was not, v
+// replaced the value there. One lookup where Get then Set take two.
+func (e *Editor[V]) Add(key string, v V) bool {
+	s := e.shard(key)
+	before := len(s)
+	s[key] = v
+	if len(s) == before {
+		return false
+	}
+	e.n++
+	return true
+}
+
 // Get returns the value at key in the version being built.
 func (e *Editor[V]) Get(key string) (V, bool) {
 	v, ok := e.shards[shardOf(key)][key]

@@ -89,3 +89,29 @@ func BenchmarkEditOne(b *testing.B) {
 		e.Map()
 	}
 }
+
+// A Map filled through NewEditor and Add holds what Set would have put,
+// and Add says which keys were already there.
+func TestNewEditorAdd(t *testing.T) {
+	e := NewEditor[int](1000)
+	for i := range 1000 {
+		if !e.Add(fmt.Sprint(i), i) {
+			t.Fatalf("key %d reported present", i)
+		}
+	}
+	if e.Add("7", 70) {
+		t.Fatal("a key added twice reported new")
+	}
+	m := e.Map()
+	if m.Len() != 1000 {
+		t.Fatalf("Len %d", m.Len())
+	}
+	if v, _ := m.Get("7"); v != 70 {
+		t.Fatalf("7 = %d", v)
+	}
+	next := m.Edit()
+	next.Set("new", 1)
+	if _, ok := m.Get("new"); ok || next.Map().Len() != 1001 {
+		t.Fatal("editing the next version changed the first")
+	}
+}

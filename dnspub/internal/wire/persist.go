@@ -102,8 +102,7 @@ func ReadTable(b []byte) (*Table, error) {
 	nn := r.count(3)
 	nodes := make([]node, nn)
 	var answers []answer
-	var empty cow.Map[*node]
-	e := empty.Edit()
+	e := cow.NewEditor[*node](nn)
 	for i := range nn {
 		keyLen, apex, na := r.u8(), r.u8(), r.u8()
 		key := r.str(keyLen)
@@ -131,10 +130,9 @@ func ReadTable(b []byte) (*Table, error) {
 				return nil, fmt.Errorf("%w: answer %d at %q", errTable, a.qtype, key)
 			}
 		}
-		if _, dup := e.Get(key); dup {
+		if !e.Add(key, nd) {
 			return nil, fmt.Errorf("%w: name %q twice", errTable, key)
 		}
-		e.Set(key, nd)
 	}
 	if r.err != nil {
 		return nil, r.err
