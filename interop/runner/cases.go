@@ -1,6 +1,9 @@
 package main
 
-import "strings"
+import (
+	"os"
+	"strings"
+)
 
 // The clients of the suite, in table order.
 const (
@@ -23,12 +26,25 @@ const (
 	fails    = "fails"     // calls fail at once with the client's failCode: the channel rejected the record
 	timesOut = "times out" // every call fails DEADLINE_EXCEEDED at once
 
+	// Effects of the config, named in the outcome "applied without E" of
+	// a channel that showed the others but not E (see without).
+	effTimeout = "timeout"     // the slow call ended at the methodConfig timeout
+	effRetry   = "retry"       // the flaky call succeeded on a retry
+	effRR      = "round_robin" // calls spread over both backends
+
 	// jsRace is grpc-js on a record it rejects: it fails the channel when
 	// the TXT answer is handled before the addresses, and keeps its default
 	// config when it comes after (resolver-dns.js); which comes first is a
 	// race the suite cannot fix without slowing one answer down.
 	jsRace = fails + "|" + noConfig
 )
+
+// without is the outcome of a channel that applied the config but for the
+// effects missing, which are named in the order timeout, retry,
+// round_robin.
+func without(missing ...string) string {
+	return applied + " without " + strings.Join(missing, " and ")
+}
 
 // failCode is the status code with which a client fails calls when its
 // channel rejected the record, where it is not UNAVAILABLE: grpc-java's
@@ -125,6 +141,23 @@ func choice(criteria, config string) string {
 	}
 	return "{" + criteria + `"serviceConfig":` + config + "}"
 }
+
+// hostname is this machine's host name, which every client of the suite
+// reads alike (os.Hostname, Node's os.hostname(), C-core's gethostname(2),
+// grpc-java's InetAddress.getLocalHost().getHostName(), answered from the
+// runner's hosts file); each client reports the name it read, and the
+// runner checks it is this one. The hostname cases publish it exactly and
+// upper-cased.
+var hostname, hostnameErr = os.Hostname()
+
+// Variants of full in the shapes A2 and proto3 JSON read one way and some
+// client another: a field name in the wrong case, a policy name in upper
+// case, an empty loadBalancingConfig list.
+var (
+	timeoutCase = strings.Replace(full, `"timeout":`, `"Timeout":`, 1)
+	policyUpper = strings.Replace(full, `"loadBalancingConfig":[{"round_robin":{}}]`, `"loadBalancingPolicy":"ROUND_ROBIN"`, 1)
+	lbEmpty     = strings.Replace(full, `"loadBalancingConfig":[{"round_robin":{}}]`, `"loadBalancingConfig":[]`, 1)
+)
 
 // statusLower is full with a lower-case status code.
 var statusLower = strings.Replace(full, `["UNAVAILABLE"]`, `["unavailable"]`, 1)

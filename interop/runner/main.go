@@ -35,6 +35,9 @@ import (
 	"github.com/grpc-config-dns/grpc-config-dns/internal/dnstest"
 	"github.com/grpc-config-dns/grpc-config-dns/internal/testpb"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+	// Lint with the JSON Schema layer, as `grpc-config-dns lint` does, so
+	// that the codes the suite checks are the ones lint reports.
+	_ "github.com/grpc-config-dns/grpc-config-dns/serviceconfig/schema"
 )
 
 func main() {
@@ -48,6 +51,9 @@ func main() {
 	hold := flag.Bool("hold", false, "set up the publisher, the stand-in DNS server and the backend, print the targets, and wait for ^C (to run a client by hand)")
 	flag.Parse()
 	start := time.Now()
+	if hostnameErr != nil {
+		fatalf("this machine's host name, which every client must read alike: %v", hostnameErr)
+	}
 
 	s := &suite{node: *node, python: *python, java: *java, javaCP: *javaCP, hold: *hold}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -634,8 +640,9 @@ func (s *suite) probe(client string) {
 	cmd.Stdin = bytes.NewReader(s.request("probe", ts))
 	out, err := cmd.Output()
 	var rep struct {
-		Version string   `json:"version"`
-		Results []result `json:"results"`
+		Version  string   `json:"version"`
+		Hostname string   `json:"hostname"`
+		Results  []result `json:"results"`
 	}
 	if err == nil {
 		err = json.Unmarshal(out, &rep)
@@ -643,6 +650,9 @@ func (s *suite) probe(client string) {
 	if !s.check(err == nil, "%s: the client ran: %v", client, err) {
 		return
 	}
+	// The hostname cases mean what their titles say only if every client
+	// matches clientHostname with the name the runner published.
+	s.check(rep.Hostname == hostname, "%s: the host name it matches clientHostname with is this machine's, %q (got %q)", client, hostname, rep.Hostname)
 	byCase := map[string]result{}
 	for _, r := range rep.Results {
 		byCase[r.Case] = r
@@ -673,10 +683,29 @@ func classify(client string, r result) string {
 		return "fast call " + r.Fast
 	case timeout && retried && spread:
 		return applied
-	case r.Slow == "OK" && r.Flaky == "UNAVAILABLE" && len(r.Backends) == 1:
+	}
+	// Each effect is either seen or plainly absent: the slow call ran its
+	// 5 s, the flaky call failed, the calls stayed on one backend.
+	var missing []string
+	for _, e := range []struct {
+		name         string
+		seen, absent bool
+	}{
+		{effTimeout, timeout, r.Slow == "OK"},
+		{effRetry, retried, r.Flaky == "UNAVAILABLE"},
+		{effRR, spread, len(r.Backends) == 1},
+	} {
+		switch {
+		case e.absent:
+			missing = append(missing, e.name)
+		case !e.seen:
+			return fmt.Sprintf("partly applied (slow %s, flaky %s, backends %v)", r.Slow, r.Flaky, r.Backends)
+		}
+	}
+	if len(missing) == 3 {
 		return noConfig
 	}
-	return fmt.Sprintf("partly applied (slow %s, flaky %s, backends %v)", r.Slow, r.Flaky, r.Backends)
+	return without(missing...)
 }
 
 func (s *suite) assertCases(client string) {
