@@ -51,8 +51,11 @@ func main() {
 	hold := flag.Bool("hold", false, "set up the publisher, the stand-in DNS server and the backend, print the targets, and wait for ^C (to run a client by hand)")
 	flag.Parse()
 	start := time.Now()
-	if hostnameErr != nil {
+	switch {
+	case hostnameErr != nil:
 		fatalf("this machine's host name, which every client must read alike: %v", hostnameErr)
+	case strings.ToUpper(hostname) == hostname:
+		fatalf("this machine's host name %q has no lower-case letter, so the hostname-upper case would publish it unchanged: run the suite on a host whose name has one", hostname)
 	}
 
 	s := &suite{node: *node, python: *python, java: *java, javaCP: *javaCP, hold: *hold}

@@ -58,6 +58,7 @@ func (s *suite) table() string {
 	}
 	b.WriteString("\n\n")
 	b.WriteString("*applied*: the methodConfig timeout fired, the retry policy made a flaky call succeed, and calls spread over both backends (round_robin); ")
+	b.WriteString("*applied without* an effect: the others were seen, and that one plainly not (*timeout*: the slow call ran its 5 s; *retry*: the flaky call failed; *round_robin*: calls stayed on one backend); ")
 	b.WriteString("*no config*: none of that, the channel's default; *fails*: calls fail at once because the channel rejected the record, with UNAVAILABLE (grpc-java: UNKNOWN); ")
 	b.WriteString("*times out*: every call fails at once with DEADLINE_EXCEEDED. ")
 	b.WriteString("✅ is what gRFC A2 and A21 prescribe for a client without a default service config, ❌ differs. ")
