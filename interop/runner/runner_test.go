@@ -205,6 +205,12 @@ func TestCellOfARace(t *testing.T) {
 	if s := cell(c, ours, noConfig); s != "✅ no config" {
 		t.Errorf("cell(ours) = %q", s)
 	}
+	draw := &testCase{Intent: fails, Want: map[string]string{grpcJS: jsDraw}}
+	for _, got := range []string{noConfig, applied} {
+		if s := cell(draw, grpcJS, got); s != "❌ no config or applied ⁵" {
+			t.Errorf("cell(draw, %s) = %q", got, s)
+		}
+	}
 }
 
 // The relay grpc-java asks passes each query to the server of its name and
