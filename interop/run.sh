@@ -5,8 +5,8 @@
 # built-in dns resolver, our dnsconfig resolver, grpc-js (npm, pinned by
 # interop/node/package-lock.json), Python grpcio (Debian's
 # python3-grpcio, gRPC C-core) and grpc-java (Debian's libgrpc-java). It
-# prints one line per check and "N passed, M failed", and exits non-zero
-# on any failure.
+# prints one line per check and "N passed, M failed in T s" (with a warning
+# when T is over CI's budget of 180 s), and exits non-zero on any failure.
 #
 # Installs what it needs on Debian when run as root (python3-grpcio,
 # dnsutils, libgrpc-java and the jars it needs at run time, a JDK; the npm
@@ -14,7 +14,7 @@
 # grpc-java client (interop/java) into interop/java/classes. grpc-java
 # needs root anyway: its JVM runs in a mount namespace of its own with our
 # resolv.conf (see interop/README.md). Listens on 127.0.0.1 and ::1 only;
-# takes about 40 seconds.
+# takes about 30 seconds on 2 cores once installed.
 #
 #   interop/run.sh                          run the suite
 #   interop/run.sh -readme README.md        and write the compatibility table

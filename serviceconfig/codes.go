@@ -260,7 +260,7 @@ var codeDocs = [numCodes]codeDoc{
 	codeChoicePercentage:            {"percentage is not an integer from 0 to 100", "gRFC A2: \"All other numbers are considered invalid\""},
 	codeChoicePercentageZero:        {"percentage 0 matches no client", "valid, but the choice is never used"},
 	codeChoiceServiceConfig:         {"serviceConfig is missing or not an object", "gRFC A2: \"If this field is not an object, or is missing ... the entire config is considered invalid\""},
-	codeChoiceEmptyList:             {"an empty clientLanguage or clientHostname list: A2, C-core and grpc-java match all, grpc-go and grpc-js match none", "valid (gRFC A2: \"If a field is absent or empty, it matches all clients\"), but grpc-go and grpc-js read it as matching nothing"},
+	codeChoiceEmptyList:             {"an empty clientLanguage or clientHostname list: A2, grpc-java and C-core's current resolver match all; grpc-go, grpc-js and C-core 1.51 match none", "valid (gRFC A2: \"If a field is absent or empty, it matches all clients\"), but grpc-go and grpc-js read it as matching nothing, as C-core 1.51 did (grpcio, measured)"},
 	codeDynParamsConstraint:         {"a dynamicParameterConstraints message is malformed", "xDS TP2's DynamicParameterConstraints message"},
 	codeDynParamsTooDeep:            {"dynamic parameter constraints nest more than 32 levels", "a resource bound of our extension (README, Dynamic parameters)"},
 	codeDynParamsEmptyAnd:           {"an empty andConstraints matches every client", "valid, probably not meant"},

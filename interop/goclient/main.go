@@ -75,7 +75,9 @@ func main() {
 		}
 		wg.Wait()
 		name := map[string]string{"dns": "grpc-go", "dnsconfig": "grpc-config-dns"}[*which]
-		_ = out.Encode(map[string]any{"client": name, "version": grpc.Version, "results": results})
+		// The host name both resolvers match clientHostname with.
+		host, _ := os.Hostname()
+		_ = out.Encode(map[string]any{"client": name, "version": grpc.Version, "hostname": host, "results": results})
 	case "watch":
 		if len(req.Targets) != 1 {
 			fail("watch takes one target, got %d", len(req.Targets))

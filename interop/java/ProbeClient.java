@@ -37,7 +37,9 @@ import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -309,6 +311,19 @@ public final class ProbeClient {
     }
   }
 
+  /**
+   * The host name grpc-java matches clientHostname with, read as its
+   * DnsNameResolver reads it (InetAddress.getLocalHost().getHostName(),
+   * answered from the runner's hosts file), or "" when it cannot be read.
+   */
+  private static String localHostname() {
+    try {
+      return InetAddress.getLocalHost().getHostName();
+    } catch (UnknownHostException e) {
+      return "";
+    }
+  }
+
   public static void main(String[] args) throws Exception {
     GRPC_LOG.setLevel(Level.SEVERE);
     JsonObject req =
@@ -330,6 +345,7 @@ public final class ProbeClient {
       Map<String, Object> out = new LinkedHashMap<>();
       out.put("client", "grpc-java");
       out.put("version", ManagedChannel.class.getPackage().getImplementationVersion());
+      out.put("hostname", localHostname());
       out.put("results", results);
       emit(out);
     } else if (mode.equals("watch")) {

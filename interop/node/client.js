@@ -94,7 +94,9 @@ async function main() {
   if (req.mode === 'probe') {
     const results = await Promise.all(req.targets.map((t) => probe(Echo, req, t)));
     const version = require('@grpc/grpc-js/package.json').version;
-    process.stdout.write(JSON.stringify({ client: 'grpc-js', version, results }) + '\n');
+    // The host name grpc-js's resolver matches clientHostname with.
+    const hostname = require('os').hostname();
+    process.stdout.write(JSON.stringify({ client: 'grpc-js', version, hostname, results }) + '\n');
   } else if (req.mode === 'watch') {
     await watch(Echo, req, req.targets[0]);
   } else {

@@ -14,6 +14,7 @@ nor generated code is needed.
 
 import concurrent.futures
 import json
+import socket
 import sys
 import time
 
@@ -121,7 +122,9 @@ def main():
     if req["mode"] == "probe":
         with concurrent.futures.ThreadPoolExecutor(max_workers=len(req["targets"]) or 1) as pool:
             results = list(pool.map(lambda t: probe(req, t), req["targets"]))
-        emit({"client": "grpcio", "version": grpc.__version__, "results": results})
+        # C-core matches clientHostname with gethostname(2), as this does.
+        emit({"client": "grpcio", "version": grpc.__version__, "hostname": socket.gethostname(),
+              "results": results})
     elif req["mode"] == "watch":
         watch(req, req["targets"][0])
     else:

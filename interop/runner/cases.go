@@ -1,6 +1,10 @@
 package main
 
-import "strings"
+import (
+	"encoding/json"
+	"os"
+	"strings"
+)
 
 // The clients of the suite, in table order.
 const (
@@ -23,12 +27,31 @@ const (
 	fails    = "fails"     // calls fail at once with the client's failCode: the channel rejected the record
 	timesOut = "times out" // every call fails DEADLINE_EXCEEDED at once
 
+	// Effects of the config, named in the outcome "applied without E" of
+	// a channel that showed the others but not E (see without).
+	effTimeout = "timeout"     // the slow call ended at the methodConfig timeout
+	effRetry   = "retry"       // the flaky call succeeded on a retry
+	effRR      = "round_robin" // calls spread over both backends
+
 	// jsRace is grpc-js on a record it rejects: it fails the channel when
 	// the TXT answer is handled before the addresses, and keeps its default
 	// config when it comes after (resolver-dns.js); which comes first is a
 	// race the suite cannot fix without slowing one answer down.
 	jsRace = fails + "|" + noConfig
+
+	// jsDraw is grpc-js on a choice with a percentage under 1: it matches
+	// when the number it drew for the channel, in [0, 100)
+	// (resolver-dns.js: Math.random() * 100), is below the percentage,
+	// about once in 110 channels for 0.9.
+	jsDraw = noConfig + "|" + applied
 )
+
+// without is the outcome of a channel that applied the config but for the
+// effects missing, which are named in the order timeout, retry,
+// round_robin.
+func without(missing ...string) string {
+	return applied + " without " + strings.Join(missing, " and ")
+}
 
 // failCode is the status code with which a client fails calls when its
 // channel rejected the record, where it is not UNAVAILABLE: grpc-java's
@@ -126,6 +149,30 @@ func choice(criteria, config string) string {
 	return "{" + criteria + `"serviceConfig":` + config + "}"
 }
 
+// hostname is this machine's host name, which every client of the suite
+// reads alike (os.Hostname, Node's os.hostname(), C-core's gethostname(2),
+// grpc-java's InetAddress.getLocalHost().getHostName(), answered from the
+// runner's hosts file); each client reports the name it read, and the
+// runner checks it is this one. The hostname cases publish it exactly and
+// upper-cased.
+var hostname, hostnameErr = os.Hostname()
+
+// hostnameChoice is a choice of full for the clients whose host name is h,
+// then a catch-all.
+func hostnameChoice(h string) string {
+	q, _ := json.Marshal([]string{h})
+	return choices(choice(`"clientHostname":`+string(q), full), choice("", "{}"))
+}
+
+// Variants of full in the shapes A2 and proto3 JSON read one way and some
+// client another: a field name in the wrong case, a policy name in upper
+// case, an empty loadBalancingConfig list.
+var (
+	timeoutCase = strings.Replace(full, `"timeout":`, `"Timeout":`, 1)
+	policyUpper = strings.Replace(full, `"loadBalancingConfig":[{"round_robin":{}}]`, `"loadBalancingPolicy":"ROUND_ROBIN"`, 1)
+	lbEmpty     = strings.Replace(full, `"loadBalancingConfig":[{"round_robin":{}}]`, `"loadBalancingConfig":[]`, 1)
+)
+
 // statusLower is full with a lower-case status code.
 var statusLower = strings.Replace(full, `["UNAVAILABLE"]`, `["unavailable"]`, 1)
 
@@ -157,6 +204,20 @@ var cases = []*testCase{
 	{Host: "lang-java", Title: "`clientLanguage: [\"JAVA\"]`, then a catch-all", Choices: choices(choice(`"clientLanguage":["JAVA"]`, full), choice("", "{}")),
 		Intent: noConfig, IntentFor: map[string]string{grpcJava: applied}},
 
+	// gRFC A2 compares clientLanguage case-insensitively, and so does
+	// grpc-java (DnsNameResolver.maybeChooseServiceConfig: equalsIgnoreCase);
+	// grpc-go compares exactly with "GO", grpc-js with "node"
+	// (service-config.js), and C-core with "c++" (never "python"). An empty
+	// list matches every client in grpc-java (as in A2), none in grpc-go,
+	// grpc-js and C-core 1.51 (its ChooseServiceConfig looks for "c++" in
+	// the list).
+	{Host: "lang-java-mixed", Title: "`clientLanguage: [\"Java\"]`, then a catch-all", Choices: choices(choice(`"clientLanguage":["Java"]`, full), choice("", "{}")),
+		Intent: noConfig, IntentFor: map[string]string{grpcJava: applied}},
+	{Host: "lang-mixed", Title: "`clientLanguage: [\"Go\", \"Node\", \"Python\"]`, then a catch-all", Choices: choices(choice(`"clientLanguage":["Go","Node","Python"]`, full), choice("", "{}")),
+		Lint: []string{"choice-language-case"}, Intent: applied, IntentFor: map[string]string{grpcJava: noConfig}, Want: map[string]string{grpcGo: noConfig, grpcJS: noConfig, grpcPy: noConfig}},
+	{Host: "lang-empty", Title: "`clientLanguage: []`, then a catch-all", Choices: choices(choice(`"clientLanguage":[]`, full), choice("", "{}")),
+		Lint: []string{"choice-empty-list", "choice-unreachable"}, Intent: applied, Want: map[string]string{grpcGo: noConfig, grpcJS: noConfig, grpcPy: noConfig}},
+
 	// No client of the suite is written in Swift.
 	{Host: "no-catch-all", Title: "no choice for these clients", Choices: choices(choice(`"clientLanguage":["swift"]`, full)), Compat: "{allowGrpcGoFailure: true}",
 		Lint: []string{"choices-no-catch-all"}, Intent: noConfig, Want: map[string]string{grpcGo: fails, grpcJS: jsRace}, Fix: "catch-all"},
@@ -166,6 +227,10 @@ var cases = []*testCase{
 	{Host: "empty-list", Title: "`clientHostname: []`", Choices: choices(choice(`"clientHostname":[]`, full)), Compat: "{allowGrpcGoFailure: true}",
 		Lint: []string{"choice-empty-list"}, Intent: applied, Want: map[string]string{grpcGo: fails, grpcJS: jsRace, grpcPy: noConfig}, Fix: "no-list"},
 	{Host: "no-list", Title: "no `clientHostname`", Choices: choices(choice("", full)), Intent: applied},
+	// Every client compares clientHostname exactly with the name it reads
+	// (grpc-java: String.equals with InetAddress.getLocalHost().getHostName()).
+	{Host: "hostname-exact", Title: "`clientHostname: [this machine's host name]`, then a catch-all", Choices: hostnameChoice(hostname), Intent: applied},
+	{Host: "hostname-upper", Title: "`clientHostname: [this machine's host name, upper-cased]`, then a catch-all", Choices: hostnameChoice(strings.ToUpper(hostname)), Intent: noConfig},
 
 	{Host: "status-lower", Title: "lower-case status code `\"unavailable\"`", Choices: choices(choice("", statusLower)), Compat: "{allowGrpcGoFailure: true}",
 		Lint: []string{"status-code-case"}, Intent: applied, Want: map[string]string{grpcGo: fails, grpcPy: fails, grpcJava: fails}, Fix: "status-upper"},
@@ -187,6 +252,22 @@ var cases = []*testCase{
 	{Host: "nine-digits", Title: "durations with nine digits (`\"0.500000000s\"`, the publisher's default)", Choices: choices(choice("", fullConfig("0.5s"))), Intent: applied, Want: map[string]string{grpcPy: timesOut}},
 
 	{Host: "timeout-1s", Title: "a timeout of 1 s (C-core ends such calls about 1.8 s early: grpc/grpc#34547)", Choices: choices(choice("", fullConfig("1s"))), Intent: applied, Want: map[string]string{grpcPy: timesOut}},
+
+	{Host: "duration-no-s", Title: "`\"timeout\": \"4\"`, a duration without `s`", Foreign: []string{"grpc_config=" + choices(choice("", nine(fullConfig("4"))))},
+		Lint: []string{"duration"}, Intent: fails, Want: map[string]string{grpcJS: jsRace}},
+	// grpc-go reads service config field names case-insensitively
+	// (encoding/json); the others ignore a member they do not know.
+	{Host: "field-case", Title: "`\"Timeout\"`, a field name in the wrong case", Choices: choices(choice("", timeoutCase)),
+		Lint: []string{"field-case", "unknown-field"}, Intent: without(effTimeout), Want: map[string]string{grpcGo: applied}},
+
+	// loadBalancingPolicy: grpc-go looks the name up as written, grpc-js
+	// ignores the field, C-core and grpc-java lower-case it. An empty
+	// loadBalancingConfig: grpc-go and C-core find no policy in it and
+	// reject the config; grpc-java and grpc-js take it as unset.
+	{Host: "lb-policy-upper", Title: "`loadBalancingPolicy: \"ROUND_ROBIN\"`", Choices: choices(choice("", policyUpper)),
+		Lint: []string{"lb-policy-compat"}, Intent: applied, Want: map[string]string{grpcGo: without(effRR), grpcJS: without(effRR)}},
+	{Host: "lb-config-empty", Title: "`loadBalancingConfig: []`", Choices: choices(choice("", lbEmpty)), Compat: "{allowGrpcGoFailure: true}",
+		Lint: []string{"lb-config-empty"}, Intent: without(effRR), Want: map[string]string{grpcGo: fails, grpcPy: fails}},
 
 	{Host: "extension", Title: "`dynamicParameterConstraints` on a first choice for `env=canary`", Choices: choices(choice(`"dynamicParameterConstraints":{"constraint":{"key":"env","value":"canary"}}`, "{}"), choice("", full)),
 		Lint: []string{"choice-extension-key"}, Intent: applied, Want: map[string]string{grpcGo: noConfig, grpcPy: noConfig, grpcJS: jsRace, grpcJava: fails}, Fix: "no-extension"},
@@ -223,6 +304,16 @@ var cases = []*testCase{
 		Lint: []string{"json-syntax"}, Intent: fails, Want: map[string]string{grpcJS: jsRace, grpcJava: applied}},
 	{Host: "percentage-string", Title: "`percentage: \"100\"`, a string", Foreign: []string{"grpc_config=" + choices(choice(`"percentage":"100"`, nine(full)))},
 		Lint: []string{"choice-percentage"}, Intent: fails, Want: map[string]string{grpcJS: jsRace}},
+	// A percentage out of range or with a fraction: grpc-go reads an
+	// integer and does not check the range; C-core 1.51 reads the number
+	// with sscanf("%d") (0.9 is 0, which matches no client) and does not
+	// check the range either; grpc-java takes the integer part and rejects
+	// one outside 0..100; grpc-js checks the range and compares the
+	// fraction with a random number (jsDraw).
+	{Host: "percentage-101", Title: "`percentage: 101`, then a catch-all", Foreign: []string{"grpc_config=" + choices(choice(`"percentage":101`, nine(full)), choice("", "{}"))},
+		Lint: []string{"choice-percentage"}, Intent: fails, Want: map[string]string{grpcGo: applied, grpcJS: jsRace, grpcPy: applied}},
+	{Host: "percentage-fraction", Title: "`percentage: 0.9`, then a catch-all", Foreign: []string{"grpc_config=" + choices(choice(`"percentage":0.9`, nine(full)), choice("", "{}"))},
+		Lint: []string{"choice-percentage"}, Intent: fails, Want: map[string]string{grpcJS: jsDraw, grpcPy: noConfig, grpcJava: noConfig}},
 }
 
 // The change case: a name with no record whose config is published while

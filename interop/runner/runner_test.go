@@ -100,6 +100,11 @@ func TestIntentIsWhatChooseDecides(t *testing.T) {
 	}
 }
 
+// outcomes are the outcomes classify can return that a case may expect.
+var outcomes = []string{applied, noConfig, fails, timesOut,
+	without(effTimeout), without(effRetry), without(effRR),
+	without(effTimeout, effRetry), without(effTimeout, effRR), without(effRetry, effRR)}
+
 func TestCasesConsistent(t *testing.T) {
 	hosts := map[string]bool{}
 	for _, c := range cases {
@@ -113,7 +118,7 @@ func TestCasesConsistent(t *testing.T) {
 					t.Errorf("%s: unknown client %q", c.Host, client)
 				}
 				for _, alt := range strings.Split(o, "|") {
-					if !slices.Contains([]string{applied, noConfig, fails, timesOut}, alt) {
+					if !slices.Contains(outcomes, alt) {
 						t.Errorf("%s: unknown outcome %q", c.Host, alt)
 					}
 				}
@@ -138,7 +143,13 @@ func TestClassify(t *testing.T) {
 		{grpcGo, result{Fast: "OK", Slow: "OK", SlowMS: 5002, Flaky: "UNAVAILABLE", Backends: []string{"v6"}}, noConfig},
 		{grpcGo, result{Fast: "UNAVAILABLE", Slow: "UNAVAILABLE", Flaky: "UNAVAILABLE"}, fails},
 		{grpcGo, result{Fast: "DEADLINE_EXCEEDED", Slow: "DEADLINE_EXCEEDED", SlowMS: 1, Flaky: "DEADLINE_EXCEEDED"}, timesOut},
-		{grpcGo, result{Fast: "OK", Slow: "DEADLINE_EXCEEDED", SlowMS: 4001, Flaky: "UNAVAILABLE", Backends: []string{"v6"}}, "partly applied (slow DEADLINE_EXCEEDED, flaky UNAVAILABLE, backends [v6])"},
+		{grpcGo, result{Fast: "OK", Slow: "DEADLINE_EXCEEDED", SlowMS: 4001, Flaky: "UNAVAILABLE", Backends: []string{"v6"}}, "applied without retry and round_robin"},
+		{grpcGo, result{Fast: "OK", Slow: "OK", SlowMS: 5001, Flaky: "OK", Backends: []string{"v4", "v6"}}, without(effTimeout)},
+		{grpcGo, result{Fast: "OK", Slow: "DEADLINE_EXCEEDED", SlowMS: 4001, Flaky: "OK", Backends: []string{"v4"}}, without(effRR)},
+		// An effect neither seen nor plainly absent: the slow call failed
+		// otherwise, no backend answered.
+		{grpcGo, result{Fast: "OK", Slow: "INTERNAL", SlowMS: 12, Flaky: "OK", Backends: []string{"v4", "v6"}}, "partly applied (slow INTERNAL, flaky OK, backends [v4 v6])"},
+		{grpcGo, result{Fast: "OK", Slow: "DEADLINE_EXCEEDED", SlowMS: 4001, Flaky: "OK"}, "partly applied (slow DEADLINE_EXCEEDED, flaky OK, backends [])"},
 		{grpcGo, result{Fast: "INTERNAL"}, "fast call INTERNAL"},
 		// grpc-java fails calls with UNKNOWN on a record it rejects, and
 		// only that counts as its channel failing.
@@ -148,6 +159,24 @@ func TestClassify(t *testing.T) {
 	} {
 		if got := classify(tc.client, tc.r); got != tc.want {
 			t.Errorf("classify(%s, %+v) = %q, want %q", tc.client, tc.r, got, tc.want)
+		}
+	}
+}
+
+// effects reads a config as proto3 JSON does: exact field names, an empty
+// loadBalancingConfig list as none.
+func TestEffects(t *testing.T) {
+	for _, tc := range []struct{ config, want string }{
+		{full, applied},
+		{"{}", noConfig},
+		{timeoutCase, without(effTimeout)},
+		{policyUpper, applied},
+		{lbEmpty, without(effRR)},
+		{strings.Replace(full, `"loadBalancingConfig":[{"round_robin":{}}]`, `"loadBalancingConfig":[{"pick_first":{}},{"round_robin":{}}]`, 1), without(effRR)},
+		{`{"methodConfig":[{"name":[{}],"timeout":"1s"}]}`, without(effRetry, effRR)},
+	} {
+		if got := effects([]byte(tc.config)); got != tc.want {
+			t.Errorf("effects(%s) = %q, want %q", tc.config, got, tc.want)
 		}
 	}
 }
@@ -175,6 +204,12 @@ func TestCellOfARace(t *testing.T) {
 	}
 	if s := cell(c, ours, noConfig); s != "✅ no config" {
 		t.Errorf("cell(ours) = %q", s)
+	}
+	draw := &testCase{Intent: fails, Want: map[string]string{grpcJS: jsDraw}}
+	for _, got := range []string{noConfig, applied} {
+		if s := cell(draw, grpcJS, got); s != "❌ no config or applied ⁵" {
+			t.Errorf("cell(draw, %s) = %q", got, s)
+		}
 	}
 }
 

@@ -58,6 +58,7 @@ func (s *suite) table() string {
 	}
 	b.WriteString("\n\n")
 	b.WriteString("*applied*: the methodConfig timeout fired, the retry policy made a flaky call succeed, and calls spread over both backends (round_robin); ")
+	b.WriteString("*applied without* an effect: the others were seen, and that one plainly not (*timeout*: the slow call ran its 5 s; *retry*: the flaky call failed; *round_robin*: calls stayed on one backend); ")
 	b.WriteString("*no config*: none of that, the channel's default; *fails*: calls fail at once because the channel rejected the record, with UNAVAILABLE (grpc-java: UNKNOWN); ")
 	b.WriteString("*times out*: every call fails at once with DEADLINE_EXCEEDED. ")
 	b.WriteString("✅ is what gRFC A2 and A21 prescribe for a client without a default service config, ❌ differs. ")
@@ -65,14 +66,15 @@ func (s *suite) table() string {
 	b.WriteString("² served by a stand-in DNS server: our publisher refuses to publish these records. ")
 	b.WriteString("³ grpc-js fails the channel on a record it rejects when the TXT answer is handled before the addresses, and keeps its default config when it comes after: a race. ")
 	b.WriteString("⁴ grpc-java reads TXT records only with the system property `io.grpc.internal.DnsNameResolverProvider.enable_service_config=true`, and ignores the authority of `dns://NS/host`: it asks the nameservers of `/etc/resolv.conf`, so the suite runs its JVM with a resolv.conf of its own, and gives it the addresses in a hosts file. ")
+	b.WriteString("⁵ grpc-js compares a percentage with a number it draws per channel in [0, 100), so `0.9` matches about one channel in 110. ")
 	b.WriteString("Python grpcio reads TXT records only with the channel argument `grpc.service_config_disable_resolution` set to 0.\n")
 	return b.String()
 }
 
 // cell is a client's outcome on a case, marked by whether it is what the
-// specs prescribe. An outcome that timing decides between alternatives is
-// written as all of them, so that the table does not change from run to
-// run.
+// specs prescribe. An outcome that timing (³) or a random draw (⁵) decides
+// between alternatives is written as all of them, so that the table does
+// not change from run to run.
 func cell(c *testCase, client, got string) string {
 	want := c.want(client)
 	if len(want) > 1 && slices.Contains(want, got) {
@@ -80,7 +82,11 @@ func cell(c *testCase, client, got string) string {
 		for _, w := range want {
 			ok = ok && w == c.intent(client)
 		}
-		return mark(ok) + " " + strings.Join(want, " or ") + " ³"
+		note := " ³"
+		if c.Want[client] == jsDraw {
+			note = " ⁵"
+		}
+		return mark(ok) + " " + strings.Join(want, " or ") + note
 	}
 	return mark(got == c.intent(client)) + " " + got
 }
