@@ -211,6 +211,11 @@ func TestServeAddressInUseNamesTheFlag(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errs, "--metrics "+busy+": the address is already in use") || !strings.Contains(errs, "choose a free one with --metrics") {
 		t.Errorf("exit %d:\n%s", code, errs)
 	}
+	// serve --store: the admin API's address, named by its flag.
+	code, _, errs = runCLI(t, "serve", "--store", t.TempDir(), "--listen", "127.0.0.1:0", "--admin", busy)
+	if code != exitUsage || !strings.Contains(errs, "--admin "+busy+": the address is already in use") || !strings.Contains(errs, "choose a free one with --admin") {
+		t.Errorf("exit %d:\n%s", code, errs)
+	}
 }
 
 // TestServeDefaultAddressBesideMDNS: the README's first command, `serve`
