@@ -56,3 +56,75 @@ func TestREADMEExamples(t *testing.T) {
 		t.Errorf("found %d CLI examples in the README", n)
 	}
 }
+
+// TestDocsAvoidMDNSPort: no Markdown file of the repository tells users to
+// use port 5353, the mDNS port that an mDNS daemon holds on most desktops
+// (the default is 127.0.0.1:1053, issue 18). The one sentence that says
+// why the default is not 5353 may name it, if it says "mDNS".
+func TestDocsAvoidMDNSPort(t *testing.T) {
+	port := regexp.MustCompile(`\b5353\b`)
+	var files []string
+	err := filepath.WalkDir("../..", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); p != "../.." && (strings.HasPrefix(n, ".") || n == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".md") {
+			return nil
+		}
+		files = append(files, p)
+		text, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, loc := range port.FindAllIndex(text, -1) {
+			if !strings.Contains(sentenceAt(string(text), loc[0]), "mDNS") {
+				bol := bytes.LastIndexByte(text[:loc[0]], '\n') + 1
+				eol, _, _ := bytes.Cut(text[bol:], []byte("\n"))
+				t.Errorf("%s:%d mentions port 5353, the mDNS port: use 1053 (serve's default is 127.0.0.1:1053):\n\t%s",
+					strings.TrimPrefix(p, "../../"), 1+bytes.Count(text[:loc[0]], []byte("\n")), eol)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 5 {
+		t.Errorf("found only %d Markdown files: %v", len(files), files)
+	}
+}
+
+// sentenceAt is the sentence of text around offset i: from the end of the
+// previous sentence (". ", "! ", "? " or a blank line) to the end of this.
+func sentenceAt(text string, i int) string {
+	isEnd := func(j int) bool {
+		if j+1 >= len(text) {
+			return j+1 == len(text)
+		}
+		switch {
+		case strings.ContainsRune(".!?", rune(text[j])) && (text[j+1] == ' ' || text[j+1] == '\n'):
+			return true
+		case text[j] == '\n' && text[j+1] == '\n':
+			return true
+		}
+		return false
+	}
+	start := i
+	for start > 0 && !isEnd(start-1) {
+		start--
+	}
+	end := i
+	for end < len(text) && !isEnd(end) {
+		end++
+	}
+	if end < len(text) {
+		end++
+	}
+	return strings.Join(strings.Fields(text[start:end]), " ")
+}
