@@ -25,7 +25,7 @@ func TestInspectText(t *testing.T) {
 		}
 	}
 	// The value, then who set it, then whom it overrode, on one line.
-	if !regexp.MustCompile(`/0/serviceConfig/methodConfig/0/timeout +"0.500000000s" +policy echo-fast \(Service by name\) /methodConfig/0/timeout; over policy retries \(Zone\)`).MatchString(out) {
+	if !regexp.MustCompile(`/0/serviceConfig/methodConfig/0/timeout +"3s" +policy echo-fast \(Service by name\) /methodConfig/0/timeout; over policy retries \(Zone\)`).MatchString(out) {
 		t.Errorf("no timeout line with its origins:\n%s", out)
 	}
 	if !regexp.MustCompile(`/0/serviceConfig/methodConfig/0/waitForReady +true +service /0/serviceConfig/methodConfig/0/waitForReady`).MatchString(out) {
@@ -66,7 +66,7 @@ func TestInspectJSON(t *testing.T) {
 }
 
 func TestInspectErrors(t *testing.T) {
-	bad := writeFile(t, "bad.yaml", strings.Replace(mustReadFile(t, policiesExample), "timeout: 0.5s", "timeout: 5m", 1))
+	bad := writeFile(t, "bad.yaml", strings.Replace(mustReadFile(t, policiesExample), "timeout: 3s}", "timeout: 5m}", 1))
 	for _, c := range []struct {
 		args []string
 		code int
