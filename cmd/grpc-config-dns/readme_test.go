@@ -28,8 +28,39 @@ func TestREADMEExamples(t *testing.T) {
 		}
 	}
 
-	// Every "$ grpc-config-dns ..." example prints what the README says.
-	// (Commands reading stdin are given it from the echo before the pipe.)
+	if n := cliExamples(t, "README.md", text); n < 4 {
+		t.Errorf("found %d CLI examples in the README", n)
+	}
+}
+
+// TestDocsExamples: the "$ grpc-config-dns ..." examples of docs/*.md
+// print what the docs say, as the README's do.
+func TestDocsExamples(t *testing.T) {
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no docs: %v", err)
+	}
+	count := map[string]int{}
+	for _, p := range docs {
+		text, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(p, "../../")
+		count[name] = cliExamples(t, name, string(text))
+	}
+	if count["docs/policies.md"] < 1 {
+		t.Errorf("found no CLI example in docs/policies.md: %v", count)
+	}
+}
+
+// cliExamples runs every "$ grpc-config-dns ..." example of a Markdown
+// file, the lines after it up to a line starting with "$" or "`" being
+// what it prints, and reports those that print otherwise. (Commands
+// reading stdin are given it from the echo before the pipe.) It returns
+// how many it ran.
+func cliExamples(t *testing.T, name, text string) int {
+	t.Helper()
 	re := regexp.MustCompile("(?m)^\\$ (?:echo '([^']*)' \\| )?grpc-config-dns (.*)\n((?:[^$`].*\n)*)")
 	n := 0
 	for _, m := range re.FindAllStringSubmatch(text, -1) {
@@ -44,17 +75,15 @@ func TestREADMEExamples(t *testing.T) {
 		code := run(args, strings.NewReader(stdin+"\n"), &both, &both)
 		got := strings.ReplaceAll(both.String(), "../../testdata/", "testdata/")
 		if code != 0 && code != exitInvalid {
-			t.Errorf("grpc-config-dns %s: exit %d: %s", m[2], code, got)
+			t.Errorf("%s: grpc-config-dns %s: exit %d: %s", name, m[2], code, got)
 			continue
 		}
 		if got != want {
-			t.Errorf("grpc-config-dns %s prints\n%s\nbut the README says\n%s", m[2], got, want)
+			t.Errorf("grpc-config-dns %s prints\n%s\nbut %s says\n%s", m[2], got, name, want)
 		}
 		n++
 	}
-	if n < 4 {
-		t.Errorf("found %d CLI examples in the README", n)
-	}
+	return n
 }
 
 // TestDocsAvoidMDNSPort: no Markdown file of the repository tells users to
