@@ -39,9 +39,6 @@ type Builder struct {
 	// its channels use, for the interceptors. Keyed both by the canonical
 	// target and by the string channels were created with.
 	headers sync.Map // string -> *ruleHolder
-	// intercepted is set once DialOptions gave out the header
-	// interceptors: until then no channel of this Builder has them.
-	intercepted atomic.Bool
 }
 
 // ruleHolder is the current header rules of one target. It outlives the
@@ -114,8 +111,10 @@ func NewBuilder(o Options) *Builder {
 // interceptors to every channel. A channel whose published config has
 // headerExtraction rules needs them: create it with
 // grpc.NewClient(target, b.DialOptions()...) using the Builder returned.
-// Until some channel does, a config with such rules is logged as an error
-// and set as State.LastError, naming this fix.
+// A channel created without them (grpc.NewClient("dnsconfig:///…") through
+// the registration) that gets a config with such rules logs an error and
+// sets State.LastError, naming this fix, whatever other channels of the
+// Builder do.
 func Register(o Options) *Builder {
 	b := NewBuilder(o)
 	grpcresolver.Register(b)
@@ -131,8 +130,11 @@ func (b *Builder) Scheme() string { return Scheme }
 // config's headerExtraction rules take from each request (see package
 // extract), following config changes live.
 func (b *Builder) DialOptions() []grpc.DialOption {
-	b.intercepted.Store(true)
-	opts := []grpc.DialOption{grpc.WithResolvers(b)}
+	// The resolver given is a view of b whose resolvers know that their
+	// channel has the interceptors: b itself, registered globally or
+	// passed with grpc.WithResolvers, builds resolvers for channels
+	// without them.
+	opts := []grpc.DialOption{grpc.WithResolvers(interceptedBuilder{b})}
 	var fallback *extract.Rules
 	if b.cfg != nil {
 		if b.cfg.defaultConfig != "" {
@@ -144,8 +146,26 @@ func (b *Builder) DialOptions() []grpc.DialOption {
 	return append(opts, grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream))
 }
 
-// Build starts resolving target for cc. It is called by grpc-go.
-func (b *Builder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts grpcresolver.BuildOptions) (_ grpcresolver.Resolver, err error) {
+// interceptedBuilder is the Builder as DialOptions gives it to a channel
+// along with the header interceptors.
+type interceptedBuilder struct{ b *Builder }
+
+func (ib interceptedBuilder) Scheme() string { return Scheme }
+
+func (ib interceptedBuilder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts grpcresolver.BuildOptions) (grpcresolver.Resolver, error) {
+	return ib.b.build(t, cc, opts, true)
+}
+
+// Build starts resolving target for cc. It is called by grpc-go for a
+// channel that uses the Builder without its DialOptions (through Register,
+// or grpc.WithResolvers), which therefore has no header interceptors.
+func (b *Builder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts grpcresolver.BuildOptions) (grpcresolver.Resolver, error) {
+	return b.build(t, cc, opts, false)
+}
+
+// build starts resolving target for cc; intercepted says whether the
+// channel has the header interceptors of DialOptions.
+func (b *Builder) build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts grpcresolver.BuildOptions, intercepted bool) (_ grpcresolver.Resolver, err error) {
 	headers := b.holder(t.URL.String())
 	defer func() {
 		if err != nil {
@@ -163,6 +183,7 @@ func (b *Builder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts 
 		return nil, err
 	}
 	d := b.newResolver(t.URL.String(), tg, cc, opts, headers)
+	d.intercepted = intercepted
 	if d.defaultPR != nil && d.defaultPR.Err != nil {
 		return nil, fmt.Errorf("resolver.Options.DefaultServiceConfig is rejected by grpc-go: %v", d.defaultPR.Err)
 	}

@@ -94,8 +94,11 @@ type dnsResolver struct {
 	famAddrs map[uint16][]string
 	emptyPR  *grpcsc.ParseResult
 	lastBad  string // the last invalid-record message logged
+	// intercepted says whether the channel has the header interceptors
+	// (it was created with the Builder's DialOptions).
+	intercepted bool
 	// headerGap is set while the config has headerExtraction rules that
-	// no interceptor applies (the Builder's DialOptions were never used).
+	// no interceptor applies (the channel has no interceptors).
 	headerGap error
 	// name is the name the current resolution asks: where the addresses
 	// are looked up and, with the _grpc_config. prefix, the config.
@@ -700,7 +703,7 @@ func (d *dnsResolver) updateHeaderRules(config string) {
 	}
 	d.headers.rules.Store(rules)
 	d.headerGap = nil
-	if rules.HasRules() && !d.b.intercepted.Load() {
+	if rules.HasRules() && !d.intercepted {
 		d.headerGap = fmt.Errorf("dnsconfig: the service config of %s has headerExtraction rules, but the channel has no header interceptors, so no header is added: "+
 			"resolver.Register cannot add interceptors (grpc-go has no public API for it); create the channel with grpc.NewClient(target, builder.DialOptions()...), "+
 			"builder being the *resolver.Builder that Register or NewBuilder returned", d.key)
