@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -233,6 +234,11 @@ func (b *Builder) newResolver(key string, tg target, cc grpcresolver.ClientConn,
 	return d
 }
 
+// ErrNoNameservers is the error (wrapped) of a target that names no
+// nameserver when Options.Nameservers is empty and the resolv.conf file
+// gives no usable one.
+var ErrNoNameservers = errors.New("dnsconfig: no nameservers")
+
 // lookupConf is how a target's names are looked up.
 type lookupConf struct {
 	servers []string
@@ -264,14 +270,14 @@ func (c *config) lookupConf(tg target) (*lookupConf, error) {
 	}
 	rc, err := readResolvConf(c.ResolvConf)
 	if err != nil {
-		return nil, fmt.Errorf("dnsconfig: no nameservers: Options.Nameservers is empty and %s cannot be read (%v); set Options.Nameservers or use dnsconfig://NS_IP/HOST", c.ResolvConf, err)
+		return nil, fmt.Errorf("%w: Options.Nameservers is empty and %s cannot be read (%v); set Options.Nameservers or use dnsconfig://NS_IP/HOST", ErrNoNameservers, c.ResolvConf, err)
 	}
 	if len(rc.servers) == 0 {
 		why := ""
 		if len(rc.skipped) > 0 {
 			why = ": skipped " + strings.Join(rc.skipped, ", ")
 		}
-		return nil, fmt.Errorf("dnsconfig: %s lists no usable nameserver%s; set Options.Nameservers or use dnsconfig://NS_IP/HOST", c.ResolvConf, why)
+		return nil, fmt.Errorf("%w: %s lists no usable nameserver%s; set Options.Nameservers or use dnsconfig://NS_IP/HOST", ErrNoNameservers, c.ResolvConf, why)
 	}
 	lc.servers, lc.names, lc.hostsFile, lc.rotate = rc.servers, rc.nameList(tg.written()), c.HostsFile, rc.rotate
 	if len(lc.names) == 0 {
