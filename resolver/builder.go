@@ -2,6 +2,7 @@ package resolver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -39,9 +40,6 @@ type Builder struct {
 	// its channels use, for the interceptors. Keyed both by the canonical
 	// target and by the string channels were created with.
 	headers sync.Map // string -> *ruleHolder
-	// intercepted is set once DialOptions gave out the header
-	// interceptors: until then no channel of this Builder has them.
-	intercepted atomic.Bool
 }
 
 // ruleHolder is the current header rules of one target. It outlives the
@@ -114,8 +112,10 @@ func NewBuilder(o Options) *Builder {
 // interceptors to every channel. A channel whose published config has
 // headerExtraction rules needs them: create it with
 // grpc.NewClient(target, b.DialOptions()...) using the Builder returned.
-// Until some channel does, a config with such rules is logged as an error
-// and set as State.LastError, naming this fix.
+// A channel created without them (grpc.NewClient("dnsconfig:///…") through
+// the registration) that gets a config with such rules logs an error and
+// sets State.LastError, naming this fix, whatever other channels of the
+// Builder do.
 func Register(o Options) *Builder {
 	b := NewBuilder(o)
 	grpcresolver.Register(b)
@@ -131,8 +131,11 @@ func (b *Builder) Scheme() string { return Scheme }
 // config's headerExtraction rules take from each request (see package
 // extract), following config changes live.
 func (b *Builder) DialOptions() []grpc.DialOption {
-	b.intercepted.Store(true)
-	opts := []grpc.DialOption{grpc.WithResolvers(b)}
+	// The resolver given is a view of b whose resolvers know that their
+	// channel has the interceptors: b itself, registered globally or
+	// passed with grpc.WithResolvers, builds resolvers for channels
+	// without them.
+	opts := []grpc.DialOption{grpc.WithResolvers(interceptedBuilder{b})}
 	var fallback *extract.Rules
 	if b.cfg != nil {
 		if b.cfg.defaultConfig != "" {
@@ -144,8 +147,26 @@ func (b *Builder) DialOptions() []grpc.DialOption {
 	return append(opts, grpc.WithChainUnaryInterceptor(unary), grpc.WithChainStreamInterceptor(stream))
 }
 
-// Build starts resolving target for cc. It is called by grpc-go.
-func (b *Builder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts grpcresolver.BuildOptions) (_ grpcresolver.Resolver, err error) {
+// interceptedBuilder is the Builder as DialOptions gives it to a channel
+// along with the header interceptors.
+type interceptedBuilder struct{ b *Builder }
+
+func (ib interceptedBuilder) Scheme() string { return Scheme }
+
+func (ib interceptedBuilder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts grpcresolver.BuildOptions) (grpcresolver.Resolver, error) {
+	return ib.b.build(t, cc, opts, true)
+}
+
+// Build starts resolving target for cc. It is called by grpc-go for a
+// channel that uses the Builder without its DialOptions (through Register,
+// or grpc.WithResolvers), which therefore has no header interceptors.
+func (b *Builder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts grpcresolver.BuildOptions) (grpcresolver.Resolver, error) {
+	return b.build(t, cc, opts, false)
+}
+
+// build starts resolving target for cc; intercepted says whether the
+// channel has the header interceptors of DialOptions.
+func (b *Builder) build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts grpcresolver.BuildOptions, intercepted bool) (_ grpcresolver.Resolver, err error) {
 	headers := b.holder(t.URL.String())
 	defer func() {
 		if err != nil {
@@ -163,6 +184,7 @@ func (b *Builder) Build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts 
 		return nil, err
 	}
 	d := b.newResolver(t.URL.String(), tg, cc, opts, headers)
+	d.intercepted = intercepted
 	if d.defaultPR != nil && d.defaultPR.Err != nil {
 		return nil, fmt.Errorf("resolver.Options.DefaultServiceConfig is rejected by grpc-go: %v", d.defaultPR.Err)
 	}
@@ -212,6 +234,11 @@ func (b *Builder) newResolver(key string, tg target, cc grpcresolver.ClientConn,
 	return d
 }
 
+// ErrNoNameservers is the error (wrapped) of a target that names no
+// nameserver when Options.Nameservers is empty and the resolv.conf file
+// gives no usable one.
+var ErrNoNameservers = errors.New("dnsconfig: no nameservers")
+
 // lookupConf is how a target's names are looked up.
 type lookupConf struct {
 	servers []string
@@ -243,14 +270,14 @@ func (c *config) lookupConf(tg target) (*lookupConf, error) {
 	}
 	rc, err := readResolvConf(c.ResolvConf)
 	if err != nil {
-		return nil, fmt.Errorf("dnsconfig: no nameservers: Options.Nameservers is empty and %s cannot be read (%v); set Options.Nameservers or use dnsconfig://NS_IP/HOST", c.ResolvConf, err)
+		return nil, fmt.Errorf("%w: Options.Nameservers is empty and %s cannot be read (%v); set Options.Nameservers or use dnsconfig://NS_IP/HOST", ErrNoNameservers, c.ResolvConf, err)
 	}
 	if len(rc.servers) == 0 {
 		why := ""
 		if len(rc.skipped) > 0 {
 			why = ": skipped " + strings.Join(rc.skipped, ", ")
 		}
-		return nil, fmt.Errorf("dnsconfig: %s lists no usable nameserver%s; set Options.Nameservers or use dnsconfig://NS_IP/HOST", c.ResolvConf, why)
+		return nil, fmt.Errorf("%w: %s lists no usable nameserver%s; set Options.Nameservers or use dnsconfig://NS_IP/HOST", ErrNoNameservers, c.ResolvConf, why)
 	}
 	lc.servers, lc.names, lc.hostsFile, lc.rotate = rc.servers, rc.nameList(tg.written()), c.HostsFile, rc.rotate
 	if len(lc.names) == 0 {

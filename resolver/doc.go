@@ -45,5 +45,7 @@
 // (by default grpc-go's grpclog, component "dnsconfig").
 //
 // LookupConfig is the same lookup code, exported for tools that read a
-// published record without a channel (the CLI's dns:// inputs).
+// published record without a channel (the CLI's dns:// inputs);
+// LookupTarget reads the record a channel for a target would, looked up
+// the resolver's way (the CLI's dnsconfig:// inputs).
 package resolver

@@ -201,3 +201,101 @@ func TestHeaderRulesThroughRegisterAreReported(t *testing.T) {
 		t.Errorf("with DialOptions: %v %v", resp, err)
 	}
 }
+
+// TestHeaderRulesPerChannel: whether a channel has the header interceptors
+// is a property of that channel, not of the Builder: a channel created
+// through the global registration after another got the Builder's
+// DialOptions has none, and says so; one created with them after a plain
+// one has them, and reports no gap. Both orders, both channels open.
+func TestHeaderRulesPerChannel(t *testing.T) {
+	for _, dialFirst := range []bool{true, false} {
+		name := "plain channel first"
+		if dialFirst {
+			name = "DialOptions channel first"
+		}
+		t.Run(name, func(t *testing.T) {
+			e := newEchoEnv(t, seedHeaderConfig)
+			logs := &logRecorder{}
+			o := fastOptions()
+			o.Logger = slog.New(logs)
+			o.TXTBudget = newChannelBudget // the first call must come after the config
+			b := Register(o)
+			t.Cleanup(func() { grpcresolver.Register(NewBuilder(Options{})) })
+			const gap = "headerExtraction rules cannot be applied"
+			dial := func(opts ...grpc.DialOption) *grpc.ClientConn {
+				t.Helper()
+				cc, err := grpc.NewClient(e.target, append(opts, grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { cc.Close() })
+				return cc
+			}
+			echo := func(cc *grpc.ClientConn) map[string]string {
+				t.Helper()
+				resp, err := testpb.NewEchoClient(cc).Echo(ctx5s(t), seedRequest, grpc.WaitForReady(true))
+				if err != nil {
+					t.Fatal(err)
+				}
+				return resp.Headers
+			}
+			withInterceptors := func() *grpc.ClientConn {
+				t.Helper()
+				cc := dial(b.DialOptions()...)
+				if h := echo(cc); h["resource_affinity_key"] != "foo/bar" {
+					t.Errorf("the channel with DialOptions sent %v, want resource_affinity_key foo/bar", h)
+				}
+				return cc
+			}
+			plain := func() *grpc.ClientConn {
+				t.Helper()
+				cc := dial()
+				if h := echo(cc); len(h["resource_affinity_key"]) != 0 {
+					t.Errorf("the plain channel sent %v: it has no interceptors", h)
+				}
+				// The resolver reports the gap as it gives the channel the
+				// config, which may come just after the call: wait a little.
+				for deadline := time.Now().Add(5 * time.Second); len(logs.find(gap)) == 0 && time.Now().Before(deadline); {
+					time.Sleep(10 * time.Millisecond)
+				}
+				return cc
+			}
+			var ccPlain, ccDial *grpc.ClientConn
+			if dialFirst {
+				ccDial = withInterceptors()
+				ccPlain = plain()
+			} else {
+				ccPlain = plain()
+				ccDial = withInterceptors()
+			}
+			// Only the plain channel reports the gap, once.
+			if l := logs.find(gap); len(l) != 1 || !strings.HasPrefix(l[0], "ERROR") {
+				t.Errorf("log %v: want one error record, from the plain channel", l)
+			}
+			// Each channel alone: the plain one's state names the fix, the
+			// other's has no error. (State answers for the most recently
+			// updated channel of a target: close the other first.)
+			stateAlone := func(other *grpc.ClientConn) State {
+				t.Helper()
+				other.Close() // Close waits for its resolver to close
+				b.mu.Lock()
+				n := len(b.resolvers[e.target])
+				b.mu.Unlock()
+				if n != 1 {
+					t.Fatalf("%d resolvers for %s after closing one of two channels", n, e.target)
+				}
+				st, _ := b.State(e.target)
+				return st
+			}
+			if dialFirst {
+				if st := stateAlone(ccDial); st.LastError == nil || !strings.Contains(st.LastError.Error(), "DialOptions") {
+					t.Errorf("plain channel: State.LastError = %v: want it to say the headers are not added and name DialOptions", st.LastError)
+				}
+			} else {
+				if st := stateAlone(ccPlain); st.LastError != nil {
+					t.Errorf("channel with DialOptions: State.LastError = %v, want none", st.LastError)
+				}
+			}
+		})
+	}
+}

@@ -3,8 +3,12 @@ package resolver
 import (
 	"context"
 	"fmt"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"time"
+
+	grpcresolver "google.golang.org/grpc/resolver"
 
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
@@ -50,6 +54,83 @@ func LookupConfig(ctx context.Context, nameserver, host string) (*ConfigRecords,
 	out := &ConfigRecords{Owner: owner, Name: a.name, NXDomain: a.nxdomain, TTL: a.ttl, Server: a.server, TCP: a.tcp}
 	if recs := a.txt; len(recs) > 0 {
 		out.Records = recs
+	}
+	return out, nil
+}
+
+// LookupTarget asks for the TXT records of a channel's target,
+// dnsconfig://[NS_IP[:PORT]]/HOST[:PORT], where a resolver built with o
+// finds them: the host is looked up with the target's nameserver, else
+// o.Nameservers (the host as written), else the system's way, as the
+// resolver does (the hosts file, then the nameservers of the resolv.conf
+// file through its search list and ndots, with its timeout, attempts and
+// rotate options), and the records are asked at _grpc_config. under the
+// name the addresses were found at. So dnsconfig:///echo in a Kubernetes
+// pod reads the record of echo.NAMESPACE.svc.cluster.local. When the
+// search list gives several names and none has an address, the error
+// names them, as a channel's would; a single name is asked for its
+// records whether or not it has addresses. Owner of the result says which
+// name was asked.
+func LookupTarget(ctx context.Context, target string, o Options) (*ConfigRecords, error) {
+	return lookupTarget(ctx, target, o, nil)
+}
+
+// lookupTarget is LookupTarget over a transport (nil: the network).
+func lookupTarget(ctx context.Context, target string, o Options, net transport) (*ConfigRecords, error) {
+	u, err := url.Parse(target)
+	if err != nil || u.Scheme != Scheme || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("target %q: want %s://[NS_IP[:PORT]]/HOST[:PORT], e.g. %s:///echo.example.test:50051", target, Scheme, Scheme)
+	}
+	c, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	tg, err := parseTarget(u.Host, grpcresolver.Target{URL: *u}.Endpoint())
+	if err != nil {
+		return nil, err
+	}
+	if tg.ip.IsValid() {
+		return nil, fmt.Errorf("target %q is an IP address: a channel asks no DNS for it and uses no published config", target)
+	}
+	lc, err := c.lookupConf(tg)
+	if err != nil {
+		return nil, err
+	}
+	client := dnsClient{servers: lc.servers, timeout: lc.timeout, attempts: lc.attempts, rotate: lc.rotate, next: new(atomic.Uint32), net: net}
+	name := ""
+	if lc.hostsFile != "" {
+		// As the resolver: a hosts file that cannot be read is passed over.
+		if addrs, err := lookupHosts(lc.hostsFile, tg.host); err == nil && len(addrs) > 0 {
+			name = fqdn(tg.host)
+		}
+	}
+	if name == "" && len(lc.names) == 1 {
+		// One name to try: its records, whether or not it has addresses.
+		name = lc.names[0]
+	}
+	for i := 0; name == "" && i < len(lc.names); i++ {
+		got := map[uint16]lookupResult{}
+		found := false
+		for _, qt := range []uint16{typeA, typeAAAA} {
+			a, err := client.lookup(ctx, lc.names[i], qt)
+			got[qt] = lookupResult{qt, a, err}
+			found = found || (err == nil && len(a.addrs) > 0)
+		}
+		switch {
+		case found:
+			name = lc.names[i]
+		case !searchOn(got[typeA], got[typeAAAA], i == len(lc.names)-1):
+			return nil, addressError(lc.names, lc.names[i], c.ResolvConf, got)
+		}
+	}
+	owner := fqdn(sc.OwnerPrefix + strings.TrimSuffix(name, "."))
+	a, err := client.lookup(ctx, owner, typeTXT)
+	if err != nil {
+		return nil, err
+	}
+	out := &ConfigRecords{Owner: owner, Name: a.name, NXDomain: a.nxdomain, TTL: a.ttl, Server: a.server, TCP: a.tcp}
+	if len(a.txt) > 0 {
+		out.Records = a.txt
 	}
 	return out, nil
 }

@@ -210,3 +210,48 @@ func TestRotateSpreadsQueries(t *testing.T) {
 		}
 	})
 }
+
+// LookupTarget, which the CLI's lint and select use for dnsconfig://
+// targets, asks where a channel's resolver asks: through the search list,
+// under the name the addresses were found at; a hosts-file name as
+// written; with the target's nameserver, the name as written, addresses
+// or not.
+func TestLookupTargetFollowsTheResolver(t *testing.T) {
+	bubble(t, func(t *testing.T, m *memDNS) {
+		m.dns.SetAddrs("echo.prod.svc.cluster.local", 60, "10.1.2.3")
+		m.dns.SetConfig("echo.prod.svc.cluster.local", 60, oneChoice(cfgA))
+		m.dns.SetConfig("echo.prod", 60, oneChoice(cfgB)) // not the found name's
+		m.dns.SetConfig("db.internal", 60, oneChoice(cfgB))
+		m.dns.SetConfig("noaddr.test", 60, oneChoice(cfgA))
+		o := writeSystem(t, "nameserver "+strings.TrimSuffix(nsAddr, ":53")+"\nsearch ns.svc.cluster.local prod.svc.cluster.local svc.cluster.local\noptions ndots:5\n",
+			"192.0.2.7 db.internal\n")
+		for _, tc := range []struct{ target, owner, config, err string }{
+			{"dnsconfig:///echo.prod:8080", "_grpc_config.echo.prod.svc.cluster.local.", cfgA, ""},
+			{"dnsconfig:///DB.internal", "_grpc_config.db.internal.", cfgB, ""},
+			{"dnsconfig://" + nsAddr + "/noaddr.test:443", "_grpc_config.noaddr.test.", cfgA, ""},
+			{"dnsconfig:///nothere", "", "", "nothere.svc.cluster.local., before it in the search list of " + o.ResolvConf},
+			{"dnsconfig:///192.0.2.1:80", "", "", "is an IP address"},
+			{"dns:///echo", "", "", "want dnsconfig://[NS_IP[:PORT]]/HOST[:PORT]"},
+		} {
+			rec, err := lookupTarget(t.Context(), tc.target, o, m.net)
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("%s: error %v, want one saying %q", tc.target, err, tc.err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Errorf("%s: %v", tc.target, err)
+				continue
+			}
+			if !strings.EqualFold(rec.Owner, tc.owner) || len(rec.Records) != 1 || !strings.Contains(strings.Join(rec.Records[0], ""), tc.config) {
+				t.Errorf("%s: asked %s, got %v; want %s with %s", tc.target, rec.Owner, rec.Records, tc.owner, tc.config)
+			}
+		}
+		// A failed address lookup ends the search, as for a channel.
+		m.dns.SetFault(dns.TypeA, dnstest.ServFail)
+		if _, err := lookupTarget(t.Context(), "dnsconfig:///echo.prod", o, m.net); err == nil || !strings.Contains(err.Error(), "echo.prod.ns.svc.cluster.local") {
+			t.Errorf("with A lookups failing: %v; want the failure at the first name of the search list", err)
+		}
+	})
+}

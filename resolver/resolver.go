@@ -94,8 +94,11 @@ type dnsResolver struct {
 	famAddrs map[uint16][]string
 	emptyPR  *grpcsc.ParseResult
 	lastBad  string // the last invalid-record message logged
+	// intercepted says whether the channel has the header interceptors
+	// (it was created with the Builder's DialOptions).
+	intercepted bool
 	// headerGap is set while the config has headerExtraction rules that
-	// no interceptor applies (the Builder's DialOptions were never used).
+	// no interceptor applies (the channel has no interceptors).
 	headerGap error
 	// name is the name the current resolution asks: where the addresses
 	// are looked up and, with the _grpc_config. prefix, the config.
@@ -277,7 +280,7 @@ func (d *dnsResolver) resolveName(preset map[uint16]lookupResult, last bool) (re
 		a, doneA := r.got[typeA]
 		aaaa, doneAAAA := r.got[typeAAAA]
 		if doneA && doneAAAA && len(addrs) == 0 {
-			if !last && a.err == nil && aaaa.err == nil {
+			if searchOn(a, aaaa, last) {
 				return 0, false, true
 			}
 			d.noAddresses(r.got)
@@ -445,19 +448,36 @@ func (d *dnsResolver) familyAddresses(ans *answer) []string {
 	return out
 }
 
+// searchOn reports whether the search for a host's addresses goes on to
+// the next name of the search list after a name whose address lookups a
+// and aaaa found no address: when both lookups answered (the name does
+// not exist, or has no address records) and the name is not the last. A
+// failed lookup ends the search, so that a nameserver in trouble never
+// makes a client use a different name's addresses.
+func searchOn(a, aaaa lookupResult, last bool) bool {
+	return !last && a.err == nil && aaaa.err == nil
+}
+
 // addressError explains why a host has no addresses.
 func (d *dnsResolver) addressError(got map[uint16]lookupResult) error {
-	err := d.nameError(got)
-	if i := slices.Index(d.names, d.name); i > 0 {
-		err = fmt.Errorf("%w (and %s, before it in the search list of %s, has no addresses either)", err, strings.Join(d.names[:i], ", "), d.cfg.ResolvConf)
+	return addressError(d.names, d.name, d.cfg.ResolvConf, got)
+}
+
+// addressError explains why a host has no addresses: name, of names (the
+// search list of resolvConf), was the last asked, and its address lookups
+// are got.
+func addressError(names []string, name, resolvConf string, got map[uint16]lookupResult) error {
+	err := nameError(name, got)
+	if i := slices.Index(names, name); i > 0 {
+		err = fmt.Errorf("%w (and %s, before it in the search list of %s, has no addresses either)", err, strings.Join(names[:i], ", "), resolvConf)
 	}
 	return err
 }
 
-// nameError explains why d.name has no addresses.
-func (d *dnsResolver) nameError(got map[uint16]lookupResult) error {
+// nameError explains why name has no addresses.
+func nameError(name string, got map[uint16]lookupResult) error {
 	a, aaaa := got[typeA], got[typeAAAA]
-	name := strings.TrimSuffix(d.name, ".")
+	name = strings.TrimSuffix(name, ".")
 	switch {
 	case a.err != nil && aaaa.err != nil:
 		return fmt.Errorf("dnsconfig: resolving %s: %v; %v", name, a.err, aaaa.err)
@@ -700,7 +720,7 @@ func (d *dnsResolver) updateHeaderRules(config string) {
 	}
 	d.headers.rules.Store(rules)
 	d.headerGap = nil
-	if rules.HasRules() && !d.b.intercepted.Load() {
+	if rules.HasRules() && !d.intercepted {
 		d.headerGap = fmt.Errorf("dnsconfig: the service config of %s has headerExtraction rules, but the channel has no header interceptors, so no header is added: "+
 			"resolver.Register cannot add interceptors (grpc-go has no public API for it); create the channel with grpc.NewClient(target, builder.DialOptions()...), "+
 			"builder being the *resolver.Builder that Register or NewBuilder returned", d.key)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"regexp"
 	"strings"
@@ -25,7 +26,7 @@ func TestInspectText(t *testing.T) {
 		}
 	}
 	// The value, then who set it, then whom it overrode, on one line.
-	if !regexp.MustCompile(`/0/serviceConfig/methodConfig/0/timeout +"0.500000000s" +policy echo-fast \(Service by name\) /methodConfig/0/timeout; over policy retries \(Zone\)`).MatchString(out) {
+	if !regexp.MustCompile(`/0/serviceConfig/methodConfig/0/timeout +"3s" +policy echo-fast \(Service by name\) /methodConfig/0/timeout; over policy retries \(Zone\)`).MatchString(out) {
 		t.Errorf("no timeout line with its origins:\n%s", out)
 	}
 	if !regexp.MustCompile(`/0/serviceConfig/methodConfig/0/waitForReady +true +service /0/serviceConfig/methodConfig/0/waitForReady`).MatchString(out) {
@@ -66,7 +67,7 @@ func TestInspectJSON(t *testing.T) {
 }
 
 func TestInspectErrors(t *testing.T) {
-	bad := writeFile(t, "bad.yaml", strings.Replace(mustReadFile(t, policiesExample), "timeout: 0.5s", "timeout: 5m", 1))
+	bad := writeFile(t, "bad.yaml", strings.Replace(mustReadFile(t, policiesExample), "timeout: 3s}", "timeout: 5m}", 1))
 	for _, c := range []struct {
 		args []string
 		code int
@@ -92,4 +93,62 @@ func mustReadFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestPoliciesDocOutputs: the outputs docs/policies.md shows without a
+// "$ grpc-config-dns" line (TestDocsExamples runs those) are what the
+// tool prints: lint's error for a policy that breaks a service, and the
+// JSON of inspect, abridged there.
+func TestPoliciesDocOutputs(t *testing.T) {
+	doc := mustReadFile(t, "../../docs/policies.md")
+
+	// The lint example: echo-fast's timeout written 5m.
+	dir := t.TempDir()
+	bad := strings.Replace(mustReadFile(t, policiesExample), "timeout: 3s}", "timeout: 5m}", 1)
+	if err := os.WriteFile(dir+"/publisher.yaml", []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "lint", dir+"/publisher.yaml")
+	got := strings.ReplaceAll(out+errs, dir+"/", "")
+	if code != exitInvalid || !strings.Contains(doc, "```\n"+got+"```\n") {
+		t.Errorf("lint publisher.yaml exits %d and prints\n%s\nwhich docs/policies.md does not show", code, got)
+	}
+
+	// The JSON example: its timeout field, value and origins in order.
+	code, out, errs = runCLI(t, "inspect", "--format", "json", "--config", policiesExample, "echo.policies.test")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errs)
+	}
+	var in struct {
+		Fields []struct {
+			Path    string
+			Value   json.RawMessage
+			Origins []struct{ Policy, Kind, Path string }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &in); err != nil {
+		t.Fatalf("%v:\n%s", err, out)
+	}
+	const timeout = "/0/serviceConfig/methodConfig/0/timeout"
+	var want []string
+	for _, f := range in.Fields {
+		if f.Path == timeout {
+			want = append(want, fmt.Sprintf(`"fields": [{"path": %q, "value": %s,`, f.Path, f.Value))
+			for _, o := range f.Origins {
+				want = append(want, fmt.Sprintf(`{"policy": %q, "kind": %q, "path": %q}`, o.Policy, o.Kind, o.Path))
+			}
+		}
+	}
+	if len(want) < 3 {
+		t.Fatalf("inspect --format json: no %s with two origins:\n%s", timeout, out)
+	}
+	rest := doc
+	for _, w := range want {
+		i := strings.Index(rest, w)
+		if i < 0 {
+			t.Errorf("docs/policies.md's JSON example lacks, in this order:\n%s", strings.Join(want, "\n"))
+			break
+		}
+		rest = rest[i+len(w):]
+	}
 }

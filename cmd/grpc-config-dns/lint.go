@@ -20,8 +20,12 @@ func lintCmd(e *env) *cobra.Command {
 		Short: "Check TXT records, choice lists, service configs and publisher configs",
 		Long: `Check each INPUT and report every problem, like a compiler.
 
-INPUT is a file, - for stdin, or dns://SERVER[:PORT]/NAME (the TXT record at
-_grpc_config.NAME, asked of SERVER). Its kind is detected: a TXT record
+INPUT is a file, - for stdin, dns://SERVER[:PORT]/NAME (the TXT record at
+_grpc_config.NAME, asked of SERVER), or a channel's target
+dnsconfig://[NS_IP[:PORT]]/HOST[:PORT] (the record our resolver reads for it,
+found its way: without NS_IP through /etc/hosts and the search list and ndots
+of /etc/resolv.conf, under the name the addresses are found at). Its kind is
+detected: a TXT record
 (grpc_config=[...], or quoted strings as dig prints them), a JSON list of
 choices, one service config object, or a publisher config (YAML or JSON with
 zones:).

@@ -14,8 +14,12 @@ import (
 func listenError(flag, addr string, err error) error {
 	switch {
 	case errors.Is(err, syscall.EADDRINUSE):
-		return usageErr("%s %s: the address is already in use (by another DNS server, or another grpc-config-dns?): choose a free one with %s, e.g. %s %s (%v)",
-			flag, addr, flag, flag, nextPort(addr), err)
+		by := "another server, or another grpc-config-dns?"
+		if flag == "--listen" {
+			by = "another DNS server, or another grpc-config-dns?"
+		}
+		return usageErr("%s %s: the address is already in use (by %s): choose a free one with %s, e.g. %s %s (%v)",
+			flag, addr, by, flag, flag, nextPort(addr), err)
 	case errors.Is(err, syscall.EACCES):
 		return usageErr("%s %s: permission denied: ports below 1024 need root or CAP_NET_BIND_SERVICE; choose a port above 1023 with %s", flag, addr, flag)
 	case errors.Is(err, syscall.EADDRNOTAVAIL):

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"github.com/miekg/dns"
-
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"net/url"
@@ -48,35 +47,33 @@ func lookupDNS(arg string) (*input, error) {
 }
 
 // lookupTarget reads a dnsconfig://[NS_IP[:PORT]]/HOST[:PORT] input, a
-// channel's target: the record at _grpc_config.HOST, asked of the target's
-// nameserver, or else of the first nameserver of /etc/resolv.conf (the name
-// as written: write the name the record is published at).
+// channel's target: the record the resolver reads for it, found the
+// resolver's way (resolver.LookupTarget): with the target's nameserver,
+// else through the hosts file and the search list and ndots of
+// /etc/resolv.conf, under the name the host's addresses were found at.
 func lookupTarget(arg string) (*input, error) {
-	u, err := url.Parse(arg)
-	if err != nil || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return nil, usageErr("%s: want dnsconfig://[NS_IP[:PORT]]/HOST[:PORT], e.g. dnsconfig://127.0.0.1:1053/echo.example.test:50051", arg)
-	}
-	host := strings.TrimPrefix(u.Path, "/")
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	server := u.Host
-	if server == "" {
-		cfg, err := dns.ClientConfigFromFile(resolvConf)
-		if err != nil || len(cfg.Servers) == 0 {
-			return nil, usageErr("%s: the target names no nameserver and %s gives none (%v): write dnsconfig://NS_IP[:PORT]/%s or dns://SERVER[:PORT]/%s", arg, resolvConf, err, host, host)
+	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
+	defer cancel()
+	rec, err := resolver.LookupTarget(ctx, arg, resolver.Options{ResolvConf: resolvConf, HostsFile: hostsFile})
+	if errors.Is(err, resolver.ErrNoNameservers) {
+		host := "HOST"
+		if u, perr := url.Parse(arg); perr == nil {
+			host = strings.TrimPrefix(u.Path, "/")
 		}
-		server = net.JoinHostPort(cfg.Servers[0], cfg.Port)
+		return nil, usageErr("%s: the target names no nameserver and %s gives none: write dnsconfig://NS_IP[:PORT]/%s or dns://SERVER[:PORT]/%s (%v)", arg, resolvConf, host, host, err)
 	}
-	in, err := lookupDNS("dns://" + server + "/" + host)
-	if in != nil {
-		in.name = arg
+	if err != nil {
+		return nil, usageErr("%s: %v", arg, err)
 	}
-	return in, err
+	return &input{name: arg, records: rec.Records, owner: rec.Owner}, nil
 }
 
-// resolvConf is the file lookupTarget takes a nameserver from.
-var resolvConf = "/etc/resolv.conf"
+// resolvConf and hostsFile are the files lookupTarget follows, as the
+// resolver does, for a target without a nameserver.
+var (
+	resolvConf = resolver.DefaultResolvConf
+	hostsFile  = resolver.DefaultHostsFile
+)
 
 // nameserverAddr turns SERVER[:PORT] into IP[:PORT], looking a server given
 // by name up with the system resolver.

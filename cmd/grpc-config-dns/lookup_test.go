@@ -1,7 +1,13 @@
 package main
 
 import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/grpc-config-dns/grpc-config-dns/internal/dnstest"
@@ -66,5 +72,60 @@ func TestDNSConfigTargetWithoutNameserver(t *testing.T) {
 	code, _, errs := runCLI(t, "lint", "dnsconfig:///svc.test:50051")
 	if code != 2 || !strings.Contains(errs, "write dnsconfig://NS_IP[:PORT]/svc.test") {
 		t.Errorf("exit %d, stderr %s", code, errs)
+	}
+}
+
+// dnsconfig:///SHORT is read where the resolver reads it (issue 18): through
+// the search list and ndots of resolv.conf, under the name the addresses
+// were found at, and a name of the hosts file as written. resolv.conf
+// nameservers have no port, so the server listens on port 53 of a
+// loopback address of its own: the test needs root (or
+// CAP_NET_BIND_SERVICE), as CI has, and is skipped without.
+func TestDNSConfigTargetFollowsResolvConf(t *testing.T) {
+	var s *dnstest.Server
+	for range 10 {
+		ip := fmt.Sprintf("127.0.%d.%d", 1+rand.IntN(254), 1+rand.IntN(254))
+		srv, err := dnstest.Listen(ip + ":53")
+		if errors.Is(err, syscall.EACCES) {
+			t.Skipf("port 53 needs root here (%v): the resolver's own tests cover the search list (TestLookupTargetFollowsTheResolver)", err)
+		}
+		if err == nil {
+			s = srv
+			t.Cleanup(s.Close)
+			break
+		}
+	}
+	if s == nil {
+		t.Fatal("no loopback address with port 53 free")
+	}
+	ns := strings.TrimSuffix(s.Addr, ":53")
+	s.SetAddrs("echo.prod.svc.cluster.local", 60, "10.1.2.3")
+	s.SetConfig("echo.prod.svc.cluster.local", 60, `[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"3s"}]}}]`)
+	s.SetConfig("echo.prod", 60, `[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"9s"}]}}]`)
+	s.SetConfig("db.internal", 60, `[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"4s"}]}}]`)
+	dir := t.TempDir()
+	oldConf, oldHosts := resolvConf, hostsFile
+	resolvConf, hostsFile = filepath.Join(dir, "resolv.conf"), filepath.Join(dir, "hosts")
+	t.Cleanup(func() { resolvConf, hostsFile = oldConf, oldHosts })
+	if err := os.WriteFile(resolvConf, []byte("nameserver "+ns+"\nsearch ns.svc.cluster.local prod.svc.cluster.local svc.cluster.local\noptions ndots:5\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(hostsFile, []byte("192.0.2.7 db.internal\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args         []string
+		code         int
+		stdout, errs string
+	}{
+		{[]string{"select", "--bucket", "1", "dnsconfig:///echo.prod:50051"}, 0, `"timeout":"3s"`, ""},
+		{[]string{"select", "--bucket", "1", "dnsconfig:///db.internal"}, 0, `"timeout":"4s"`, ""},
+		{[]string{"lint", "dnsconfig:///echo.prod:50051"}, 0, "", "ok (TXT record)"},
+		{[]string{"lint", "dnsconfig:///nothere"}, 2, "", "nothere.svc.cluster.local., before it in the search list of " + resolvConf},
+	} {
+		code, out, errs := runCLI(t, tc.args...)
+		if code != tc.code || !strings.Contains(out, tc.stdout) || !strings.Contains(errs, tc.errs) {
+			t.Errorf("%v: exit %d, want %d\nstdout: %s\nstderr: %s", tc.args, code, tc.code, out, errs)
+		}
 	}
 }

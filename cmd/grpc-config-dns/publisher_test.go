@@ -211,6 +211,11 @@ func TestServeAddressInUseNamesTheFlag(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errs, "--metrics "+busy+": the address is already in use") || !strings.Contains(errs, "choose a free one with --metrics") {
 		t.Errorf("exit %d:\n%s", code, errs)
 	}
+	// serve --store: the admin API's address, named by its flag.
+	code, _, errs = runCLI(t, "serve", "--store", t.TempDir(), "--listen", "127.0.0.1:0", "--admin", busy)
+	if code != exitUsage || !strings.Contains(errs, "--admin "+busy+": the address is already in use") || !strings.Contains(errs, "choose a free one with --admin") {
+		t.Errorf("exit %d:\n%s", code, errs)
+	}
 }
 
 // TestServeDefaultAddressBesideMDNS: the README's first command, `serve`
@@ -247,6 +252,32 @@ func TestServeDefaultAddressBesideMDNS(t *testing.T) {
 	syscall.Kill(os.Getpid(), syscall.SIGTERM)
 	if code := <-done; code != 0 {
 		t.Errorf("exit %d:\n%s", code, stderr.String())
+	}
+}
+
+// TestServeHintNamesBoundPort: with --listen :0 the dig hint of the
+// built-in example names the port the kernel chose, not "-p 0".
+func TestServeHintNamesBoundPort(t *testing.T) {
+	var stderr lockedBuffer
+	done := make(chan int)
+	go func() {
+		done <- run([]string{"serve", "--listen", ":0", "--state", "-"}, strings.NewReader(""), &bytes.Buffer{}, &stderr)
+	}()
+	hintRE := regexp.MustCompile(`try: dig @(\S+) -p (\d+) TXT`)
+	portRE := regexp.MustCompile(`msg=serving udp=\S*:(\d+) `)
+	var hint, port []string
+	for deadline := time.Now().Add(5 * time.Second); hint == nil || port == nil; time.Sleep(10 * time.Millisecond) {
+		hint, port = hintRE.FindStringSubmatch(stderr.String()), portRE.FindStringSubmatch(stderr.String())
+		if time.Now().After(deadline) {
+			t.Fatalf("serve did not start, or gave no dig hint:\n%s", stderr.String())
+		}
+	}
+	syscall.Kill(os.Getpid(), syscall.SIGTERM)
+	if code := <-done; code != 0 {
+		t.Errorf("exit %d:\n%s", code, stderr.String())
+	}
+	if hint[1] != "127.0.0.1" || hint[2] == "0" || hint[2] != port[1] {
+		t.Errorf("the hint asks %s port %s; serve listens on port %s:\n%s", hint[1], hint[2], port[1], stderr.String())
 	}
 }
 

@@ -28,8 +28,39 @@ func TestREADMEExamples(t *testing.T) {
 		}
 	}
 
-	// Every "$ grpc-config-dns ..." example prints what the README says.
-	// (Commands reading stdin are given it from the echo before the pipe.)
+	if n := cliExamples(t, "README.md", text); n < 4 {
+		t.Errorf("found %d CLI examples in the README", n)
+	}
+}
+
+// TestDocsExamples: the "$ grpc-config-dns ..." examples of docs/*.md
+// print what the docs say, as the README's do.
+func TestDocsExamples(t *testing.T) {
+	docs, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(docs) == 0 {
+		t.Fatalf("no docs: %v", err)
+	}
+	count := map[string]int{}
+	for _, p := range docs {
+		text, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := strings.TrimPrefix(p, "../../")
+		count[name] = cliExamples(t, name, string(text))
+	}
+	if count["docs/policies.md"] < 1 {
+		t.Errorf("found no CLI example in docs/policies.md: %v", count)
+	}
+}
+
+// cliExamples runs every "$ grpc-config-dns ..." example of a Markdown
+// file, the lines after it up to a line starting with "$" or "`" being
+// what it prints, and reports those that print otherwise. (Commands
+// reading stdin are given it from the echo before the pipe.) It returns
+// how many it ran.
+func cliExamples(t *testing.T, name, text string) int {
+	t.Helper()
 	re := regexp.MustCompile("(?m)^\\$ (?:echo '([^']*)' \\| )?grpc-config-dns (.*)\n((?:[^$`].*\n)*)")
 	n := 0
 	for _, m := range re.FindAllStringSubmatch(text, -1) {
@@ -44,15 +75,85 @@ func TestREADMEExamples(t *testing.T) {
 		code := run(args, strings.NewReader(stdin+"\n"), &both, &both)
 		got := strings.ReplaceAll(both.String(), "../../testdata/", "testdata/")
 		if code != 0 && code != exitInvalid {
-			t.Errorf("grpc-config-dns %s: exit %d: %s", m[2], code, got)
+			t.Errorf("%s: grpc-config-dns %s: exit %d: %s", name, m[2], code, got)
 			continue
 		}
 		if got != want {
-			t.Errorf("grpc-config-dns %s prints\n%s\nbut the README says\n%s", m[2], got, want)
+			t.Errorf("grpc-config-dns %s prints\n%s\nbut %s says\n%s", m[2], got, name, want)
 		}
 		n++
 	}
-	if n < 4 {
-		t.Errorf("found %d CLI examples in the README", n)
+	return n
+}
+
+// TestDocsAvoidMDNSPort: no Markdown file of the repository tells users to
+// use port 5353, the mDNS port that an mDNS daemon holds on most desktops
+// (the default is 127.0.0.1:1053, issue 18). The one sentence that says
+// why the default is not 5353 may name it, if it says "mDNS".
+func TestDocsAvoidMDNSPort(t *testing.T) {
+	port := regexp.MustCompile(`\b5353\b`)
+	var files []string
+	err := filepath.WalkDir("../..", func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if n := d.Name(); p != "../.." && (strings.HasPrefix(n, ".") || n == "node_modules") {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".md") {
+			return nil
+		}
+		files = append(files, p)
+		text, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, loc := range port.FindAllIndex(text, -1) {
+			if !strings.Contains(sentenceAt(string(text), loc[0]), "mDNS") {
+				bol := bytes.LastIndexByte(text[:loc[0]], '\n') + 1
+				eol, _, _ := bytes.Cut(text[bol:], []byte("\n"))
+				t.Errorf("%s:%d mentions port 5353, the mDNS port: use 1053 (serve's default is 127.0.0.1:1053):\n\t%s",
+					strings.TrimPrefix(p, "../../"), 1+bytes.Count(text[:loc[0]], []byte("\n")), eol)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
+	if len(files) < 5 {
+		t.Errorf("found only %d Markdown files: %v", len(files), files)
+	}
+}
+
+// sentenceAt is the sentence of text around offset i: from the end of the
+// previous sentence (". ", "! ", "? " or a blank line) to the end of this.
+func sentenceAt(text string, i int) string {
+	isEnd := func(j int) bool {
+		if j+1 >= len(text) {
+			return j+1 == len(text)
+		}
+		switch {
+		case strings.ContainsRune(".!?", rune(text[j])) && (text[j+1] == ' ' || text[j+1] == '\n'):
+			return true
+		case text[j] == '\n' && text[j+1] == '\n':
+			return true
+		}
+		return false
+	}
+	start := i
+	for start > 0 && !isEnd(start-1) {
+		start--
+	}
+	end := i
+	for end < len(text) && !isEnd(end) {
+		end++
+	}
+	if end < len(text) {
+		end++
+	}
+	return strings.Join(strings.Fields(text[start:end]), " ")
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -130,11 +129,12 @@ func (e *env) serve(configFile, listen, metricsAddr, state, answers, logFormat, 
 	if err != nil {
 		return e.loadError(err)
 	}
-	if configFile == "" {
-		log.Info("no --config: serving the built-in example zone example.test.; try: dig @" + hostOf(listen) + " -p " + portOf(listen) + " TXT _grpc_config.echo.example.test")
-	}
 	if err := srv.Start(); err != nil {
 		return listenError("--listen", listen, err)
+	}
+	if configFile == "" {
+		// The address bound, not the one asked for: --listen :0 gets a port.
+		log.Info("no --config: serving the built-in example zone example.test.; try: " + digHint(srv.Addr()) + " TXT _grpc_config.echo.example.test")
 	}
 	var hs *httpserve.Server
 	var hc health
@@ -212,20 +212,17 @@ func (e *env) loadError(err error) error {
 	return usageErr("%v", err)
 }
 
-func hostOf(addr string) string {
-	h, _, err := net.SplitHostPort(addr)
-	if err != nil || h == "" {
-		return "127.0.0.1"
-	}
-	return h
-}
-
-func portOf(addr string) string {
-	_, p, err := net.SplitHostPort(addr)
+// digHint is the start of a dig command asking the server bound at addr:
+// a wildcard address is asked on loopback.
+func digHint(addr net.Addr) string {
+	host, port, err := net.SplitHostPort(addr.String())
 	if err != nil {
-		return "53"
+		return "dig @127.0.0.1 -p 1053"
 	}
-	return strings.TrimSpace(p)
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		host = "127.0.0.1"
+	}
+	return "dig @" + host + " -p " + port
 }
 
 // publishedSource shows the web view what srv serves, one snapshot per

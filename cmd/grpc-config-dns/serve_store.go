@@ -136,7 +136,7 @@ func (e *env) serveStore(sf storeFlags, configFile, listen, metricsAddr, logForm
 		httpserve.Limits{MaxConns: 256})
 	if err != nil {
 		stop(context.Background())
-		return usageErr("admin API: %v", err)
+		return listenError("--admin", sf.admin, err)
 	}
 	// TLS handshake failures and the like go to the log, as warnings.
 	admin.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)

@@ -23,7 +23,7 @@ func TestExample(t *testing.T) {
 	if !strings.HasPrefix(echo.TXT[0], `grpc_config=[{"clientLanguage":["GO"],"serviceConfig":{"loadBalancingConfig":[{"round_robin":{}}]`) {
 		t.Errorf("echo TXT = %q", echo.TXT)
 	}
-	if got := string(cfg.Zones[0].Services[1].Value()); got != `[{"serviceConfig":{"methodConfig":[{"name":[{"service":"helloworld.Greeter"}],"timeout":"1.500000000s"}]}}]` {
+	if got := string(cfg.Zones[0].Services[1].Value()); got != `[{"serviceConfig":{"methodConfig":[{"name":[{"service":"helloworld.Greeter"}],"timeout":"3s"}]}}]` {
 		t.Errorf("greeter value = %s", got)
 	}
 	z := cfg.Zones[0]

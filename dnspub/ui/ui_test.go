@@ -124,7 +124,7 @@ func TestServicePage(t *testing.T) {
 		}
 		byPath[text(path[0])] = text(value[0]) + " | " + text(origin[0])
 	}
-	if got, want := byPath["/0/serviceConfig/methodConfig/0/timeout"], `"0.500000000s" | policy echo-fast (Service by name) /methodConfig/0/timeout over policy retries (Zone)`; got != want {
+	if got, want := byPath["/0/serviceConfig/methodConfig/0/timeout"], `"3s" | policy echo-fast (Service by name) /methodConfig/0/timeout over policy retries (Zone)`; got != want {
 		t.Errorf("timeout row %q, want %q", got, want)
 	}
 	// Every bar of the split adds up to 100 %.

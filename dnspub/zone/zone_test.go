@@ -100,7 +100,7 @@ func TestTXTEscaping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `grpc_config=[{"serviceConfig":{"methodConfig":[{"name":[{"service":"hello\\\"world\u00e9.Greeter"}],"timeout":"1.500000000s"}]}}]`
+	want := `grpc_config=[{"serviceConfig":{"methodConfig":[{"name":[{"service":"hello\\\"world\u00e9.Greeter"}],"timeout":"3s"}]}}]`
 	rdata := buf[n-len(want)-1 : n]
 	if int(rdata[0]) != len(want) || string(rdata[1:]) != want {
 		t.Errorf("wire TXT = %q, want %q", rdata, want)

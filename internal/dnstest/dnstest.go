@@ -66,7 +66,7 @@ type key struct {
 }
 
 // Server is a running test DNS server, listening on UDP and TCP at the same
-// 127.0.0.1 port.
+// 127.0.0.1 port (or the address given to Listen).
 type Server struct {
 	// Addr is "127.0.0.1:PORT", for both UDP and TCP.
 	Addr string
@@ -97,14 +97,6 @@ func Start(tb testing.TB) *Server {
 
 // New starts a server on 127.0.0.1; Close stops it.
 func New() (*Server, error) {
-	s := &Server{
-		done:  make(chan struct{}),
-		rrs:   map[key][]dns.RR{},
-		names: map[string]int{},
-		delay: map[uint16]time.Duration{},
-		hold:  map[uint16]<-chan struct{}{},
-		fault: map[uint16]Fault{},
-	}
 	// UDP and TCP must share a port: clients retry a truncated UDP answer
 	// over TCP at the same address. Another process may hold the TCP port
 	// of a fresh UDP port, so try a few.
@@ -125,6 +117,34 @@ func New() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("no free port for both UDP and TCP: %v", err)
 	}
+	return serve(pc, l), nil
+}
+
+// Listen starts a server on addr (UDP and TCP), for a test that needs a
+// given address, such as port 53 for a resolv.conf file; Close stops it.
+func Listen(addr string) (*Server, error) {
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		return nil, err
+	}
+	l, err := net.Listen("tcp", pc.LocalAddr().String())
+	if err != nil {
+		pc.Close()
+		return nil, err
+	}
+	return serve(pc, l), nil
+}
+
+// serve starts a server on pc and l.
+func serve(pc net.PacketConn, l net.Listener) *Server {
+	s := &Server{
+		done:  make(chan struct{}),
+		rrs:   map[key][]dns.RR{},
+		names: map[string]int{},
+		delay: map[uint16]time.Duration{},
+		hold:  map[uint16]<-chan struct{}{},
+		fault: map[uint16]Fault{},
+	}
 	s.Addr = pc.LocalAddr().String()
 	h := dns.HandlerFunc(s.serve)
 	s.udp = &dns.Server{PacketConn: pc, Handler: h}
@@ -139,7 +159,7 @@ func New() (*Server, error) {
 		}()
 		<-started
 	}
-	return s, nil
+	return s
 }
 
 // Close stops the server and waits for its goroutines, including answers
