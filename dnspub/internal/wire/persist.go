@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/cow"
 )
@@ -97,7 +98,10 @@ func ReadTable(b []byte) (*Table, error) {
 		if !validWireName(key) || zones[key] != nil || len(nx) < 10 {
 			return nil, fmt.Errorf("%w: zone %q", errTable, origin)
 		}
-		zones[key] = &zoneInfo{origin: origin, nxSOA: []byte(nx)}
+		// The origin is handed out (Result.Zone, kept by the per-zone
+		// metrics): a copy, so that it does not keep the whole table's
+		// bytes alive once the table is gone.
+		zones[key] = &zoneInfo{origin: strings.Clone(origin), nxSOA: []byte(nx)}
 	}
 	nn := r.count(3)
 	nodes := make([]node, nn)

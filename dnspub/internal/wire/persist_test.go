@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
+	"unsafe"
 
 	"github.com/miekg/dns"
 
@@ -204,4 +205,29 @@ func fleetTable(t testing.TB, n int) *Table {
 		t.Fatal(err)
 	}
 	return tb
+}
+
+// The zone a response names (kept by the per-zone metrics for as long as
+// the process runs) is not a piece of the bytes a table was read from:
+// it would keep all of them alive after the table is replaced (38 MB at
+// 100 000 services).
+func TestReadTableZoneNameIsItsOwn(t *testing.T) {
+	tb, _ := testTable(t, 1232)
+	b := encode(t, tb)
+	got, err := ReadTable(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lo, hi := uintptr(^uint(0)), uintptr(0)
+	for key := range got.nodes.All() {
+		p := uintptr(unsafe.Pointer(unsafe.StringData(key)))
+		lo, hi = min(lo, p), max(hi, p)
+	}
+	_, r := got.Respond(make([]byte, 0, 512), query(ask{name: "echo.example.test.", qtype: dns.TypeA}), false)
+	if r.Zone == "" {
+		t.Fatal("no zone named")
+	}
+	if p := uintptr(unsafe.Pointer(unsafe.StringData(r.Zone))); p+uintptr(len(b)) >= lo && p <= hi+uintptr(len(b)) {
+		t.Fatalf("the zone name %q lies among the table's bytes", r.Zone)
+	}
 }
