@@ -182,6 +182,9 @@ func (t *inotifyTracker) handleLocked(wd int32, mask uint32, name string) {
 		t.changedLocked(changeInPlace)
 		t.st.writing = true
 	case wd == t.fileWD && mask&unix.IN_CLOSE_WRITE != 0:
+		if t.st.writing {
+			t.st.writes++ // an open that wrote the file is done
+		}
 		t.st.writing = false
 		t.touchLocked()
 	case wd == t.fileWD:
