@@ -33,9 +33,9 @@ import (
 //   - written in place by one open, closed: loaded after Debounce, unless
 //     it removes zones or services (what a prefix looks like): then it
 //     must have been quiet for Settle;
-//   - how it changed is unknown (no inotify, an overflowed event queue, a
-//     file created in place whose close we may have missed): every change
-//     waits for Settle.
+//   - how it changed is unknown (no inotify, a file that cannot be
+//     watched, an overflowed event queue, a file created in place whose
+//     close we may have missed): every change waits for Settle.
 //
 // SIGHUP (Server.Reload) loads the file as it is, at once.
 
@@ -84,6 +84,9 @@ type fileTracker interface {
 	state() fileState
 	// settle marks the content read when state().seq was seq as loaded.
 	settle(seq uint64)
+	// recheck watches the file the path names now, when the content
+	// changed without an event: how it was written is unknown.
+	recheck()
 	close()
 }
 
@@ -93,6 +96,7 @@ type pollTracker struct{}
 
 func (pollTracker) state() fileState { return fileState{kind: changeUnknown} }
 func (pollTracker) settle(uint64)    {}
+func (pollTracker) recheck()         {}
 func (pollTracker) close()           {}
 
 // errHeld is returned by load when its hold function kept the config back.
@@ -264,6 +268,17 @@ func (s *Server) watchPoll(tr fileTracker, w *watchState, now time.Time) {
 		return
 	}
 	kind := st.kind
+	if kind == changeNone {
+		// Changed without an event on the file: the path names another
+		// file now (a symlink swapped where nothing is watched), written
+		// in a way nobody saw. Watch that one, or writes to it go unseen
+		// too.
+		tr.recheck()
+		kind = changeUnknown
+	}
+	if !st.exact {
+		kind = changeUnknown // writes to the file are not all seen
+	}
 	var hold func(*config.Config, *snapshot) string
 	switch kind {
 	case changeUnknown:
@@ -298,8 +313,11 @@ func (s *Server) watchPoll(tr fileTracker, w *watchState, now time.Time) {
 		tell("config file written in place holds back a change: "+held.reason+", as a half-written file would; loading it once the file has been unchanged for a while (or on SIGHUP)", "wait", s.opts.Settle)
 		return
 	case errors.As(err, &se):
+		// Not loaded: keep it pending, and how it was written, so that
+		// the retry judges it as this attempt did.
 		w.retryDelay = min(max(2*w.retryDelay, time.Second), time.Minute)
 		w.retryAt = now.Add(w.retryDelay)
+		return
 	default:
 		w.retryDelay = 0
 	}

@@ -370,21 +370,102 @@ func TestAtomicReplacementLoadsAtOnce(t *testing.T) {
 	})
 }
 
+// blindTracker is an inotify tracker that could not watch the file
+// itself (the limit on inotify watches reached): no write to it is seen.
+type blindTracker struct{ pollTracker }
+
+func (blindTracker) state() fileState { return fileState{} }
+
 // TestUnseenWriterWaitsForSettle: where the watcher cannot see writers
-// (no inotify), every change waits for Settle.
+// (no inotify, or no watch on the file), every change waits for Settle.
 func TestUnseenWriterWaitsForSettle(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tracker fileTracker
+	}{
+		{"no inotify", pollTracker{}},
+		{"file not watched", blindTracker{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := realConfig(t)
+			ts := startServerWith(t, old, watchOptions(20*time.Millisecond, 600*time.Millisecond), func(s *Server) {
+				s.newTracker = func(string, *slog.Logger) fileTracker { return tc.tracker }
+			})
+			start := time.Now()
+			ts.write(strings.Replace(old, "10.1.0.20", "10.1.0.21", 1))
+			waitFor(t, "the change", func() bool { return ledgerAddr(ts) == "10.1.0.21" })
+			if d := time.Since(start); d < 600*time.Millisecond {
+				t.Errorf("loaded after %v, before Settle", d)
+			}
+		})
+	}
+}
+
+// TestFileCreatedInPlaceWaitsForSettle: a file deleted and created again
+// at the path may have been written before the watcher watched it, so its
+// writes stay of unknown kind and wait for Settle, even those the watcher
+// then sees.
+func TestFileCreatedInPlaceWaitsForSettle(t *testing.T) {
+	if !haveInotify(t) {
+		t.Skip("needs inotify")
+	}
+	const settle = time.Second
 	old := realConfig(t)
-	ts := startServerWith(t, old, watchOptions(20*time.Millisecond, 600*time.Millisecond), func(s *Server) {
-		s.newTracker = func(string, *slog.Logger) fileTracker { return pollTracker{} }
-	})
+	ts := startServer(t, old, watchOptions(20*time.Millisecond, settle))
+	os.Remove(ts.file)
+	f, err := os.Create(ts.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	time.Sleep(100 * time.Millisecond) // the tracker watches the new file
 	start := time.Now()
-	ts.write(strings.Replace(old, "10.1.0.20", "10.1.0.21", 1))
-	waitFor(t, "the change", func() bool {
-		r := ts.ask("udp", "ledger.svc.example.com.", dns.TypeA, 0)
-		return r.Answer[0].(*dns.A).A.String() == "10.1.0.21"
+	if err := os.WriteFile(ts.file, []byte(strings.Replace(old, "10.1.0.20", "10.1.0.21", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d := waitLoaded(t, ts, "10.1.0.21", start, 5*time.Second); d < settle {
+		t.Errorf("a file created in place was loaded after %v, before Settle", d)
+	}
+}
+
+// TestSwapOutsideWatchedDirs: the config's directory is a symlink, and it
+// is swapped in its parent, which nothing watches: the content changes
+// without an event, so how it was written is unknown. The new file must be
+// watched from then on: a change written into it in place was never seen
+// (the old file was still the one watched), and a removal written there
+// must still wait for Settle.
+func TestSwapOutsideWatchedDirs(t *testing.T) {
+	if !haveInotify(t) {
+		t.Skip("needs inotify")
+	}
+	const settle = time.Second
+	old := realConfig(t)
+	next := strings.Replace(old, "10.1.0.20", "10.1.0.21", 1)
+	dir := t.TempDir()
+	for v, content := range []string{old, next} {
+		d := filepath.Join(dir, "v"+string(rune('1'+v)))
+		os.Mkdir(d, 0o755)
+		os.WriteFile(filepath.Join(d, "publisher.yaml"), []byte(content), 0o644)
+	}
+	os.Symlink("v1", filepath.Join(dir, "cur"))
+	ts := startServer(t, "", func(o *Options) {
+		watchOptions(20*time.Millisecond, settle)(o)
+		o.ConfigFile = filepath.Join(dir, "cur", "publisher.yaml")
+		o.StateFile = filepath.Join(t.TempDir(), "state")
 	})
-	if d := time.Since(start); d < 600*time.Millisecond {
-		t.Errorf("loaded after %v, before Settle", d)
+	os.Symlink("v2", filepath.Join(dir, "cur.tmp"))
+	if err := os.Rename(filepath.Join(dir, "cur.tmp"), filepath.Join(dir, "cur")); err != nil {
+		t.Fatal(err)
+	}
+	waitLoaded(t, ts, "10.1.0.21", time.Now(), settle+5*time.Second)
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := os.WriteFile(filepath.Join(dir, "v2", "publisher.yaml"), []byte(removeLedger(next)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the removal", func() bool { return !servedNames(ts.Server)["ledger.svc.example.com."] })
+	if d := time.Since(start); d < settle {
+		t.Errorf("a removal written in place was loaded after %v, before Settle", d)
 	}
 }
 
