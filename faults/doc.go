@@ -3,7 +3,9 @@
 // never serves wrong data and that no SOA serial ever goes backwards:
 //
 //   - a writer that rewrites the config in place and stalls mid-file,
-//     longer than the watcher's poll and debounce;
+//     longer than the watcher's poll and debounce, holding it open; and
+//     one that appends it line by line with `echo … >> file`, stalling
+//     inside the last service;
 //   - kill -9 at random moments of reloads, then a restart;
 //   - a zone removed, the server killed, the zone added back;
 //   - the serial state on a full disk and on a read-only disk (a small
