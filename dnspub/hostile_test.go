@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"strings"
 	"testing"
 	"time"
@@ -13,13 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// TestSpoofableEventsLogBounded: signed queries with unknown keys and
-// refused transfers, which anyone can send from any address, are all
-// counted but logged a burst and then about once a second each (issue 11,
-// item 6).
+// TestSpoofableEventsLogBounded: signed queries with unknown keys,
+// refused transfers, and IXFR over UDP from an allowed address (whose
+// source anyone can forge), are all counted but logged a burst and then
+// about once a second each (issue 11, item 6).
 func TestSpoofableEventsLogBounded(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	ts := startServer(t, baseConfig("allow: [192.0.2.0/24]"), func(o *Options) { o.Registerer = reg })
+	ts := startServer(t, baseConfig("allow: [192.0.2.0/24, 127.0.0.2]"), func(o *Options) { o.Registerer = reg })
 	// Over TCP, so that none is lost on the way; pipelined in batches.
 	c, err := net.Dial("tcp", ts.addr)
 	if err != nil {
@@ -51,15 +52,36 @@ func TestSpoofableEventsLogBounded(t *testing.T) {
 			}
 		}
 	}
+	// IXFR over UDP from 127.0.0.2, which may transfer: answered with the
+	// SOA, one at a time so that none is lost.
+	u, err := net.DialUDP("udp", &net.UDPAddr{IP: net.ParseIP("127.0.0.2")}, net.UDPAddrFromAddrPort(netip.MustParseAddrPort(ts.addr)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	buf := make([]byte, 65535)
+	for i := 0; i < n; i++ {
+		x := new(dns.Msg)
+		x.SetIxfr("example.test.", 1, "ns.", "h.")
+		x.Id = uint16(i)
+		if _, err := u.Write(pack(t, x)); err != nil {
+			t.Fatal(err)
+		}
+		u.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if _, err := u.Read(buf); err != nil {
+			t.Fatalf("IXFR over UDP %d: %v", i, err)
+		}
+	}
 	waitFor(t, "every packet counted", func() bool {
 		m := gather(t, reg)
 		return m[`grpc_config_dns_tsig_failures_total{error="BADKEY"}`] == n &&
-			m[`grpc_config_dns_transfers_total{result="refused",type="ixfr"}`] == n
+			m[`grpc_config_dns_transfers_total{result="refused",type="ixfr"}`] == n &&
+			m[`grpc_config_dns_transfers_total{result="ok",type="ixfr_udp"}`] == n
 	})
 	elapsed := time.Since(start).Seconds()
 	logs := ts.logs.String()
 	limit := 10 + int(elapsed) + 1
-	for _, msg := range []string{"TSIG check failed", "zone transfer refused"} {
+	for _, msg := range []string{"TSIG check failed", "zone transfer refused", `msg="zone transfer" zone=example.test. type=ixfr_udp`} {
 		if got := strings.Count(logs, msg); got > limit || got < 10 {
 			t.Errorf("%d %q records for %d events in %.1fs, want 10..%d", got, msg, n, elapsed, limit)
 		}

@@ -56,9 +56,10 @@ type Options struct {
 	Debounce time.Duration
 	// Settle is how long a file must stay unchanged before the watcher
 	// loads a change that could be a half-written file: one written in
-	// place that removes zones or services, or any change where the
-	// operating system cannot tell that the writer closed the file. 0 means
-	// 30s. See watch.go.
+	// place that removes zones or services, one written in place by
+	// several opens in a row, or any change where the operating system
+	// cannot tell that the writer closed the file. 0 means 30s. See
+	// watch.go.
 	Settle time.Duration
 	// UDPWorkers is the number of UDP sockets and read loops; 0 means
 	// GOMAXPROCS.

@@ -1,8 +1,13 @@
 package dnspub
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/binary"
+	"encoding/hex"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +28,77 @@ func forwarded(t *testing.T, q *dns.Msg, key, secret string, id, fwdID uint16, s
 	}
 	binary.BigEndian.PutUint16(b, fwdID)
 	return b, mac
+}
+
+// tsigMACValid checks the HMAC-SHA256 TSIG of a reply to a request whose
+// MAC was requestMAC (RFC 8945 §4.3), as a client does, for any rcode.
+func tsigMACValid(t *testing.T, msg []byte, secret, requestMAC string) bool {
+	t.Helper()
+	if len(msg) < 12 {
+		t.Fatalf("reply of %d bytes", len(msg))
+	}
+	off := 12
+	for range binary.BigEndian.Uint16(msg[4:]) {
+		_, end, err := dns.UnpackDomainName(msg, off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off = end + 4
+	}
+	records := int(binary.BigEndian.Uint16(msg[6:])) + int(binary.BigEndian.Uint16(msg[8:])) + int(binary.BigEndian.Uint16(msg[10:]))
+	var sig *dns.TSIG
+	start := off
+	for range records {
+		start = off
+		rr, end, err := dns.UnpackRR(msg, off)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off = end
+		if s, ok := rr.(*dns.TSIG); ok {
+			sig = s
+			break
+		}
+	}
+	if sig == nil || off != len(msg) {
+		t.Fatal("no TSIG record at the end of the reply")
+	}
+	// The request's MAC with its size, the message without its TSIG (the
+	// original ID, one record fewer), then the TSIG variables.
+	reqMAC, _ := hex.DecodeString(requestMAC)
+	buf := binary.BigEndian.AppendUint16(nil, uint16(len(reqMAC)))
+	buf = append(buf, reqMAC...)
+	stripped := append([]byte(nil), msg[:start]...)
+	binary.BigEndian.PutUint16(stripped, sig.OrigId)
+	binary.BigEndian.PutUint16(stripped[10:], binary.BigEndian.Uint16(stripped[10:])-1)
+	buf = append(buf, stripped...)
+	name := func(n string) {
+		b := make([]byte, 256)
+		end, err := dns.PackDomainName(dns.CanonicalName(n), b, 0, nil, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf = append(buf, b[:end]...)
+	}
+	name(sig.Hdr.Name)
+	buf = binary.BigEndian.AppendUint16(buf, dns.ClassANY)
+	buf = binary.BigEndian.AppendUint32(buf, sig.Hdr.Ttl)
+	name(sig.Algorithm)
+	buf = binary.BigEndian.AppendUint16(buf, uint16(sig.TimeSigned>>32))
+	buf = binary.BigEndian.AppendUint32(buf, uint32(sig.TimeSigned))
+	buf = binary.BigEndian.AppendUint16(buf, sig.Fudge)
+	buf = binary.BigEndian.AppendUint16(buf, sig.Error)
+	other, _ := hex.DecodeString(sig.OtherData)
+	buf = binary.BigEndian.AppendUint16(buf, uint16(len(other)))
+	buf = append(buf, other...)
+	key, err := base64.StdEncoding.DecodeString(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := hmac.New(sha256.New, key)
+	h.Write(buf)
+	got, _ := hex.DecodeString(sig.MAC)
+	return hmac.Equal(h.Sum(nil), got)
 }
 
 func exchangeRaw(t *testing.T, network, addr string, q []byte) []byte {
@@ -105,13 +181,37 @@ func TestTSIGRepliesBehindAForwarder(t *testing.T) {
 				if sig.OrigId != clientID || sig.Error != tc.wantErr {
 					t.Errorf("TSIG original ID %#x error %s, want %#x %s", sig.OrigId, dns.RcodeToString[int(sig.Error)], clientID, dns.RcodeToString[int(tc.wantErr)])
 				}
-				// (miekg/dns verifies no NOTAUTH reply, so BADTIME's MAC,
-				// made by the same code, is not checked here.)
-				if tc.wantErr == dns.RcodeSuccess {
+				switch tc.wantErr {
+				case dns.RcodeSuccess:
 					// The forwarder restores its client's ID: the MAC must verify.
 					binary.BigEndian.PutUint16(resp, clientID)
-					if err := dns.TsigVerify(resp, testSecret, mac, false); err != nil {
+					// (TsigVerify rewrites the header of what it is given.)
+					if err := dns.TsigVerify(append([]byte(nil), resp...), testSecret, mac, false); err != nil {
 						t.Errorf("the reply's MAC does not verify at the client: %v", err)
+					}
+					if !tsigMACValid(t, resp, testSecret, mac) {
+						t.Error("tsigMACValid disagrees with miekg/dns on a NOERROR reply")
+					}
+				case dns.RcodeBadTime:
+					// RFC 8945 §5.2.3: signed with the key, over the request's
+					// MAC, with the server's time in Other Data, so that the
+					// client can trust the time and correct its clock.
+					// (miekg/dns's TsigVerify refuses every NOTAUTH reply.)
+					binary.BigEndian.PutUint16(resp, clientID)
+					if !tsigMACValid(t, resp, testSecret, mac) {
+						t.Error("the BADTIME reply's MAC does not verify at the client")
+					}
+					if sig.OtherLen != 6 {
+						t.Fatalf("BADTIME Other Data %q, want the server's 48-bit time", sig.OtherData)
+					}
+					other, err := strconv.ParseUint(sig.OtherData, 16, 64)
+					if d := time.Since(time.Unix(int64(other), 0)); err != nil || d < -5*time.Second || d > 5*time.Second {
+						t.Errorf("BADTIME Other Data %q is not the server's time", sig.OtherData)
+					}
+					// The check is not vacuous: another secret, or another
+					// request MAC, does not verify.
+					if tsigMACValid(t, resp, "b3RoZXJzZWNyZXRvdGhlcnNlY3JldA==", mac) || tsigMACValid(t, resp, testSecret, strings.Repeat("00", 32)) {
+						t.Error("the BADTIME reply verifies with another secret or request")
 					}
 				}
 			})

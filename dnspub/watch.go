@@ -14,22 +14,28 @@ import (
 // The file watcher must never publish a half-written config: a prefix of
 // a YAML file, cut at a line boundary, is often a valid config with zones,
 // services or choices missing, and publishing it would answer REFUSED or
-// NXDOMAIN and make every secondary copy the truncated zone. A poll alone
-// cannot tell a writer that paused from one that finished, so the watcher
-// asks the operating system how the file changed (fileTracker):
+// NXDOMAIN, drop a TXT record or a setting, and make every secondary copy
+// the truncated zone. A poll alone cannot tell a writer that paused from
+// one that finished, so the watcher asks the operating system how the file
+// changed (fileTracker):
 //
 //   - replaced atomically (renamed over, or a symlink in its path swapped,
 //     as editors that save by rename and Kubernetes ConfigMaps do): the new
 //     file is complete; it is loaded once it has been quiet for Debounce;
 //   - written in place while a writer still holds it open after writing:
 //     held, however long the writer pauses;
-//   - written in place and closed by every writer: loaded after Debounce,
-//     unless it removes zones or services (what a prefix looks like, and
-//     what a writer that appends in several opens leaves between them):
-//     then it must have been quiet for Settle;
-//   - how it changed is unknown (no inotify, an overflowed event queue, a
-//     file created in place whose close we may have missed): every change
-//     waits for Settle.
+//   - written in place by several opens, one after the other (a shell
+//     loop of `echo … >> file`, a script that truncates then appends):
+//     each close looks like the end, and the parts before the last are
+//     prefixes, so any change must have been quiet for Settle. Opens
+//     belong together until the file has been left alone for Settle, so
+//     loading one part does not make the next look like a fresh save;
+//   - written in place by one open, closed: loaded after Debounce, unless
+//     it removes zones or services (what a prefix looks like): then it
+//     must have been quiet for Settle;
+//   - how it changed is unknown (no inotify, a file that cannot be
+//     watched, an overflowed event queue, a file created in place whose
+//     close we may have missed): every change waits for Settle.
 //
 // SIGHUP (Server.Reload) loads the file as it is, at once.
 
@@ -66,6 +72,9 @@ type fileState struct {
 	kind    changeKind
 	// seq counts events, so that settle forgets only what was read.
 	seq uint64
+	// writes counts the opens that wrote the file in place and closed
+	// it, since the tracker began (exact trackers only).
+	writes uint64
 	// last is when the last event arrived.
 	last time.Time
 }
@@ -75,6 +84,9 @@ type fileTracker interface {
 	state() fileState
 	// settle marks the content read when state().seq was seq as loaded.
 	settle(seq uint64)
+	// recheck watches the file the path names now, when the content
+	// changed without an event: how it was written is unknown.
+	recheck()
 	close()
 }
 
@@ -84,6 +96,7 @@ type pollTracker struct{}
 
 func (pollTracker) state() fileState { return fileState{kind: changeUnknown} }
 func (pollTracker) settle(uint64)    {}
+func (pollTracker) recheck()         {}
 func (pollTracker) close()           {}
 
 // errHeld is returned by load when its hold function kept the config back.
@@ -159,11 +172,17 @@ func (s *Server) watch(tr fileTracker) {
 
 // watchState is what the watcher remembers between polls.
 type watchState struct {
-	pending      [sha256.Size]byte
-	pendingSince time.Time
-	told         string // what was last logged about pending
-	retryAt      time.Time
-	retryDelay   time.Duration
+	// writes is the tracker's count of writing opens at the last poll,
+	// lastWrite the poll that saw it grow, and burst the count when the
+	// current run of writes began: the opens since then wrote the file
+	// with no pause as long as Settle between them.
+	writes, burst uint64
+	lastWrite     time.Time
+	pending       [sha256.Size]byte
+	pendingSince  time.Time
+	told          string // what was last logged about pending
+	retryAt       time.Time
+	retryDelay    time.Duration
 	// idle describes the file when it last held what is loaded, so that
 	// an unchanged file is not read again every second: a config of
 	// 100 000 services is 30 MB.
@@ -200,6 +219,12 @@ func (s *Server) watchPoll(tr fileTracker, w *watchState, now time.Time) {
 		}
 	}
 	st := tr.state()
+	if st.writes != w.writes {
+		if now.Sub(w.lastWrite) >= s.opts.Settle {
+			w.burst = w.writes // quiet for Settle since the last ones
+		}
+		w.writes, w.lastWrite = st.writes, now
+	}
 	s.reloadMu.Lock()
 	last := s.lastHash
 	s.reloadMu.Unlock()
@@ -242,14 +267,30 @@ func (s *Server) watchPoll(tr fileTracker, w *watchState, now time.Time) {
 	if quiet < s.opts.Debounce {
 		return
 	}
+	kind := st.kind
+	if kind == changeNone {
+		// Changed without an event on the file: the path names another
+		// file now (a symlink swapped where nothing is watched), written
+		// in a way nobody saw. Watch that one, or writes to it go unseen
+		// too.
+		tr.recheck()
+		kind = changeUnknown
+	}
+	if !st.exact {
+		kind = changeUnknown // writes to the file are not all seen
+	}
 	var hold func(*config.Config, *snapshot) string
-	switch st.kind {
+	switch kind {
 	case changeUnknown:
 		if quiet < s.opts.Settle {
 			tell("config file changed in a way the watcher cannot see the end of; loading it once it has been unchanged for a while (or on SIGHUP); write it by rename to load it at once", "wait", s.opts.Settle)
 			return
 		}
 	case changeInPlace:
+		if opens := st.writes - w.burst; opens > 1 && quiet < s.opts.Settle {
+			tell("config file written in place by several opens in a row, as a writer that appends in parts does (it closes the file between them); loading it once it has been unchanged for a while (or on SIGHUP); write it by rename to load it at once", "opens", opens, "wait", s.opts.Settle)
+			return
+		}
 		if quiet < s.opts.Settle {
 			hold = func(cfg *config.Config, old *snapshot) string { return removals(cfg, old) }
 		}
@@ -264,7 +305,7 @@ func (s *Server) watchPoll(tr fileTracker, w *watchState, now time.Time) {
 		w.pending, w.pendingSince = th, now
 		return
 	}
-	_, err = s.load(text, start, "file changed ("+st.kind.String()+")", hold)
+	_, err = s.load(text, start, "file changed ("+kind.String()+")", hold)
 	var held *heldError
 	var se *StateError
 	switch {
@@ -272,8 +313,11 @@ func (s *Server) watchPoll(tr fileTracker, w *watchState, now time.Time) {
 		tell("config file written in place holds back a change: "+held.reason+", as a half-written file would; loading it once the file has been unchanged for a while (or on SIGHUP)", "wait", s.opts.Settle)
 		return
 	case errors.As(err, &se):
+		// Not loaded: keep it pending, and how it was written, so that
+		// the retry judges it as this attempt did.
 		w.retryDelay = min(max(2*w.retryDelay, time.Second), time.Minute)
 		w.retryAt = now.Add(w.retryDelay)
+		return
 	default:
 		w.retryDelay = 0
 	}

@@ -83,6 +83,14 @@ func (t *inotifyTracker) settle(seq uint64) {
 	}
 }
 
+func (t *inotifyTracker) recheck() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if replaced, _ := t.rewatchLocked(); replaced {
+		t.changedLocked(changeUnknown)
+	}
+}
+
 func (t *inotifyTracker) close() {
 	t.f.Close() // ends the blocked Read
 	t.wg.Wait()
@@ -179,9 +187,18 @@ func (t *inotifyTracker) handleLocked(wd int32, mask uint32, name string) {
 		t.rewatchLocked()
 		t.changedLocked(changeUnknown)
 	case wd == t.fileWD && mask&unix.IN_MODIFY != 0:
-		t.changedLocked(changeInPlace)
+		// A file created in place stays of unknown kind: its writer may
+		// have written and closed it before it was watched.
+		kind := changeInPlace
+		if t.st.kind == changeUnknown {
+			kind = changeUnknown
+		}
+		t.changedLocked(kind)
 		t.st.writing = true
 	case wd == t.fileWD && mask&unix.IN_CLOSE_WRITE != 0:
+		if t.st.writing {
+			t.st.writes++ // an open that wrote the file is done
+		}
 		t.st.writing = false
 		t.touchLocked()
 	case wd == t.fileWD:

@@ -1,9 +1,13 @@
 package dnspub
 
 import (
+	"crypto/sha256"
+	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +16,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
 )
 
 // realConfig is testdata/publisher/production.yaml, with NOTIFY kept on
@@ -148,34 +153,144 @@ func TestStalledWriterIsNeverServed(t *testing.T) {
 	}
 }
 
-// TestAppendingWriterNeverRemovesWhatIsServed: a writer that appends the
-// file in many opens closes it between its parts, so each part looks
-// finished; but a part that would remove zones or services is held for
-// Settle, so nothing served ever disappears mid-write.
-func TestAppendingWriterNeverRemovesWhatIsServed(t *testing.T) {
-	old := realConfig(t)
-	ts := startServer(t, old, watchOptions(20*time.Millisecond, 5*time.Second))
-	want := servedNames(ts.Server)
-	var missing []string
+// contentOf identifies what a version serves: each zone's digest (every
+// record and every SOA field but the serial).
+func contentOf(v *snapshot) map[string][sha256.Size]byte {
+	out := map[string][sha256.Size]byte{}
+	for origin, ze := range v.zones {
+		out[origin] = ze.cur.Digest()
+	}
+	return out
+}
+
+// contentOfText is contentOf for the config text, read afresh.
+func contentOfText(t *testing.T, text string) map[string][sha256.Size]byte {
+	t.Helper()
+	cfg, ds := config.Parse([]byte(text))
+	if cfg == nil {
+		t.Fatalf("config invalid: %v", ds)
+	}
+	out := map[string][sha256.Size]byte{}
+	for _, zc := range cfg.Zones {
+		out[zc.Origin] = zone.New(zc, 1).Digest()
+	}
+	return out
+}
+
+// servesOnly watches the versions served until stop is called, and
+// reports each version whose content is neither old nor next.
+func servesOnly(t *testing.T, s *Server, old, next string) (stop func() []string) {
+	t.Helper()
+	want := []map[string][sha256.Size]byte{contentOfText(t, old), contentOfText(t, next)}
+	if got := contentOf(s.snap.Load()); !maps.Equal(got, want[0]) {
+		t.Fatal("the version served at the start is not the old config")
+	}
 	var mu sync.Mutex
-	stop := watchServed(t, ts.Server, func(*snapshot) {
-		for name := range want {
-			if !servedNames(ts.Server)[name] {
-				mu.Lock()
-				missing = append(missing, name)
-				mu.Unlock()
+	var wrong []string
+	seen := map[uint64]bool{}
+	end := watchServed(t, s, func(v *snapshot) {
+		if seen[v.version] {
+			return
+		}
+		seen[v.version] = true
+		got := contentOf(v)
+		if maps.Equal(got, want[0]) || maps.Equal(got, want[1]) {
+			return
+		}
+		var differ []string
+		for origin := range want[1] {
+			if got[origin] != want[1][origin] {
+				differ = append(differ, origin)
 			}
 		}
+		slices.Sort(differ)
+		mu.Lock()
+		wrong = append(wrong, fmt.Sprintf("version %d (zones %v differ from the new config)", v.version, differ))
+		mu.Unlock()
 	})
+	return func() []string {
+		end()
+		mu.Lock()
+		defer mu.Unlock()
+		return wrong
+	}
+}
+
+// TestAppendingWriterNeverRemovesWhatIsServed: a writer that appends the
+// file line by line in many opens (a shell loop of `echo … >> file`)
+// closes it between its parts, so each part looks finished, and the
+// prefixes that end inside the last service remove nothing: they drop its
+// TXT record or its bareHost setting. Every version served must be the
+// old config or the whole new one (issue 11, item 1).
+func TestAppendingWriterNeverRemovesWhatIsServed(t *testing.T) {
+	old := realConfig(t)
+	ts := startServer(t, old, watchOptions(20*time.Millisecond, time.Second))
 	next := strings.Replace(old, "10.1.0.20", "10.1.0.21", 1)
+	stop := servesOnly(t, ts.Server, old, next)
 	writeStalled(t, ts.file, next, 40*time.Millisecond, true)
 	waitFor(t, "the complete file", func() bool {
 		r := ts.ask("udp", "ledger.svc.example.com.", dns.TypeA, 0)
 		return len(r.Answer) == 1 && r.Answer[0].(*dns.A).A.String() == "10.1.0.21"
 	})
-	stop()
-	if len(missing) > 0 {
-		t.Errorf("served versions lacked %v during the write", missing)
+	if wrong := stop(); len(wrong) > 0 {
+		t.Errorf("served %d partial versions during the write: %v", len(wrong), wrong)
+	}
+	if !maps.Equal(contentOf(ts.snap.Load()), contentOfText(t, next)) {
+		t.Error("the version served at the end is not the new config")
+	}
+}
+
+// ledgerAddr is the address ledger.svc.example.com. answers with.
+func ledgerAddr(ts *testServer) string {
+	r := ts.ask("udp", "ledger.svc.example.com.", dns.TypeA, 0)
+	if len(r.Answer) != 1 {
+		return ""
+	}
+	return r.Answer[0].(*dns.A).A.String()
+}
+
+// waitLoaded waits, up to limit, for ledger to answer addr and returns how
+// long after start that was.
+func waitLoaded(t *testing.T, ts *testServer, addr string, start time.Time, limit time.Duration) time.Duration {
+	t.Helper()
+	for ledgerAddr(ts) != addr {
+		if time.Since(start) > limit {
+			t.Fatalf("ledger does not answer %s after %v:\n%s", addr, limit, ts.logs.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// TestWritesInARowWaitForSettle: a save written in place by one open is
+// loaded after Debounce; another one soon after (within Settle) is what a
+// writer that appends in parts, pausing longer than Debounce, looks like
+// once its first part was loaded, so it waits for Settle: loading a part
+// must not make the next part look like a fresh save.
+func TestWritesInARowWaitForSettle(t *testing.T) {
+	if !haveInotify(t) {
+		t.Skip("needs inotify: without it every change waits for Settle")
+	}
+	const settle = 2 * time.Second
+	old := realConfig(t)
+	ts := startServer(t, old, watchOptions(20*time.Millisecond, settle))
+	start := time.Now()
+	if err := os.WriteFile(ts.file, []byte(strings.Replace(old, "10.1.0.20", "10.1.0.21", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d := waitLoaded(t, ts, "10.1.0.21", start, 5*time.Second); d >= settle {
+		t.Errorf("a single save in place was loaded after %v, not before Settle", d)
+	}
+	time.Sleep(100 * time.Millisecond) // longer than Debounce
+	start = time.Now()
+	if err := os.WriteFile(ts.file, []byte(strings.Replace(old, "10.1.0.20", "10.1.0.22", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d := waitLoaded(t, ts, "10.1.0.22", start, settle+5*time.Second); d < settle {
+		t.Errorf("a second save in place %v after the first was loaded after %v, before Settle", 100*time.Millisecond, d)
+	}
+	if !strings.Contains(ts.logs.String(), "written in place by several opens in a row") {
+		t.Error("the wait was not logged")
 	}
 }
 
@@ -255,21 +370,102 @@ func TestAtomicReplacementLoadsAtOnce(t *testing.T) {
 	})
 }
 
+// blindTracker is an inotify tracker that could not watch the file
+// itself (the limit on inotify watches reached): no write to it is seen.
+type blindTracker struct{ pollTracker }
+
+func (blindTracker) state() fileState { return fileState{} }
+
 // TestUnseenWriterWaitsForSettle: where the watcher cannot see writers
-// (no inotify), every change waits for Settle.
+// (no inotify, or no watch on the file), every change waits for Settle.
 func TestUnseenWriterWaitsForSettle(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tracker fileTracker
+	}{
+		{"no inotify", pollTracker{}},
+		{"file not watched", blindTracker{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			old := realConfig(t)
+			ts := startServerWith(t, old, watchOptions(20*time.Millisecond, 600*time.Millisecond), func(s *Server) {
+				s.newTracker = func(string, *slog.Logger) fileTracker { return tc.tracker }
+			})
+			start := time.Now()
+			ts.write(strings.Replace(old, "10.1.0.20", "10.1.0.21", 1))
+			waitFor(t, "the change", func() bool { return ledgerAddr(ts) == "10.1.0.21" })
+			if d := time.Since(start); d < 600*time.Millisecond {
+				t.Errorf("loaded after %v, before Settle", d)
+			}
+		})
+	}
+}
+
+// TestFileCreatedInPlaceWaitsForSettle: a file deleted and created again
+// at the path may have been written before the watcher watched it, so its
+// writes stay of unknown kind and wait for Settle, even those the watcher
+// then sees.
+func TestFileCreatedInPlaceWaitsForSettle(t *testing.T) {
+	if !haveInotify(t) {
+		t.Skip("needs inotify")
+	}
+	const settle = time.Second
 	old := realConfig(t)
-	ts := startServerWith(t, old, watchOptions(20*time.Millisecond, 600*time.Millisecond), func(s *Server) {
-		s.newTracker = func(string, *slog.Logger) fileTracker { return pollTracker{} }
-	})
+	ts := startServer(t, old, watchOptions(20*time.Millisecond, settle))
+	os.Remove(ts.file)
+	f, err := os.Create(ts.file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	time.Sleep(100 * time.Millisecond) // the tracker watches the new file
 	start := time.Now()
-	ts.write(strings.Replace(old, "10.1.0.20", "10.1.0.21", 1))
-	waitFor(t, "the change", func() bool {
-		r := ts.ask("udp", "ledger.svc.example.com.", dns.TypeA, 0)
-		return r.Answer[0].(*dns.A).A.String() == "10.1.0.21"
+	if err := os.WriteFile(ts.file, []byte(strings.Replace(old, "10.1.0.20", "10.1.0.21", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d := waitLoaded(t, ts, "10.1.0.21", start, 5*time.Second); d < settle {
+		t.Errorf("a file created in place was loaded after %v, before Settle", d)
+	}
+}
+
+// TestSwapOutsideWatchedDirs: the config's directory is a symlink, and it
+// is swapped in its parent, which nothing watches: the content changes
+// without an event, so how it was written is unknown. The new file must be
+// watched from then on: a change written into it in place was never seen
+// (the old file was still the one watched), and a removal written there
+// must still wait for Settle.
+func TestSwapOutsideWatchedDirs(t *testing.T) {
+	if !haveInotify(t) {
+		t.Skip("needs inotify")
+	}
+	const settle = time.Second
+	old := realConfig(t)
+	next := strings.Replace(old, "10.1.0.20", "10.1.0.21", 1)
+	dir := t.TempDir()
+	for v, content := range []string{old, next} {
+		d := filepath.Join(dir, "v"+string(rune('1'+v)))
+		os.Mkdir(d, 0o755)
+		os.WriteFile(filepath.Join(d, "publisher.yaml"), []byte(content), 0o644)
+	}
+	os.Symlink("v1", filepath.Join(dir, "cur"))
+	ts := startServer(t, "", func(o *Options) {
+		watchOptions(20*time.Millisecond, settle)(o)
+		o.ConfigFile = filepath.Join(dir, "cur", "publisher.yaml")
+		o.StateFile = filepath.Join(t.TempDir(), "state")
 	})
-	if d := time.Since(start); d < 600*time.Millisecond {
-		t.Errorf("loaded after %v, before Settle", d)
+	os.Symlink("v2", filepath.Join(dir, "cur.tmp"))
+	if err := os.Rename(filepath.Join(dir, "cur.tmp"), filepath.Join(dir, "cur")); err != nil {
+		t.Fatal(err)
+	}
+	waitLoaded(t, ts, "10.1.0.21", time.Now(), settle+5*time.Second)
+	time.Sleep(100 * time.Millisecond)
+	start := time.Now()
+	if err := os.WriteFile(filepath.Join(dir, "v2", "publisher.yaml"), []byte(removeLedger(next)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the removal", func() bool { return !servedNames(ts.Server)["ledger.svc.example.com."] })
+	if d := time.Since(start); d < settle {
+		t.Errorf("a removal written in place was loaded after %v, before Settle", d)
 	}
 }
 

@@ -365,7 +365,13 @@ func (s *Server) sendTransfer(snap *snapshot, out []byte, req *dns.Msg, chain ts
 		out = out[:0]
 	}
 	s.metrics.transfers.WithLabelValues(x.kind, "ok").Inc()
-	s.log.Info("zone transfer", "zone", x.origin, "type", x.kind, "serial", x.serial, "records", len(x.rrs), "messages", sent, "peer", x.peer, "tsig", key != nil)
+	if tcp {
+		s.log.Info("zone transfer", "zone", x.origin, "type", x.kind, "serial", x.serial, "records", len(x.rrs), "messages", sent, "peer", x.peer, "tsig", key != nil)
+	} else if ok, n := s.limiter.allow("transfer-udp"); ok {
+		// Over UDP the peer's address is not proven: anyone can send
+		// these from an allowed address, as fast as they like.
+		s.log.Info("zone transfer", "zone", x.origin, "type", x.kind, "serial", x.serial, "records", len(x.rrs), "messages", 1, "peer", x.peer, "tsig", key != nil, "similar_suppressed", n)
+	}
 	return out, r
 }
 

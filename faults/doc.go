@@ -3,7 +3,9 @@
 // never serves wrong data and that no SOA serial ever goes backwards:
 //
 //   - a writer that rewrites the config in place and stalls mid-file,
-//     longer than the watcher's poll and debounce;
+//     longer than the watcher's poll and debounce, holding it open; and
+//     one that appends it line by line with `echo … >> file`, stalling
+//     inside the last service;
 //   - kill -9 at random moments of reloads, then a restart;
 //   - a zone removed, the server killed, the zone added back;
 //   - the serial state on a full disk and on a read-only disk (a small
@@ -14,6 +16,10 @@
 //   - two `serve --store etcd://…` replicas: one killed with kill -9
 //     during writes and restarted serves its peer's serial within a
 //     second (needs etcd: run.sh installs it as root, else the test skips);
+//   - clients holding every connection --metrics allows (keep-alive and
+//     half-sent requests) and a hundred more, with the server's file
+//     descriptors limited: SIGHUP still reloads, and /metrics answers
+//     again once the held requests time out;
 //   - the embedded store on a full disk: writes refused with 507 and
 //     nothing changed, served again once space is freed;
 //   - a DNS server that answers with TC=1 over TCP too, to `select`;

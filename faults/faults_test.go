@@ -467,3 +467,76 @@ func TestStalledWriter(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// servedVersions reads the versions a.test. and b.test. serve, or says
+// what is wrong with the answers.
+func servedVersions(addr string) (a, b int, err error) {
+	var vs [2]int
+	for i, z := range []string{"a.test.", "b.test."} {
+		r, err := ask(addr, "_grpc_config.v."+z, dns.TypeTXT)
+		if err != nil {
+			return 0, 0, err
+		}
+		if len(r.Answer) != 1 {
+			return 0, 0, fmt.Errorf("%s: no TXT record at v.%s", dns.RcodeToString[r.Rcode], z)
+		}
+		txt := strings.Join(r.Answer[0].(*dns.TXT).Txt, "")
+		if _, err := fmt.Sscanf(txt[strings.Index(txt, "svc.V")+len("svc.V"):], "%d", &vs[i]); err != nil {
+			return 0, 0, fmt.Errorf("TXT of v.%s: %q", z, txt)
+		}
+	}
+	return vs[0], vs[1], nil
+}
+
+// TestAppendingWriter: a shell rewrites the config line by line with
+// `echo … >> file`, so every line is its own open and close and each part
+// looks finished; it stalls inside the last service, longer than the
+// watcher's poll and debounce, where the prefix removes nothing but the
+// service's TXT record. Every answer served is the old config or the whole
+// new one, and the new one is loaded once the file has been left alone
+// (Settle, 30 s).
+func TestAppendingWriter(t *testing.T) {
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "publisher.yaml")
+	addr := freePort(t)
+	writeAtomic(t, cfg, zoneConfig(map[string]int{"a.test.": 1, "b.test.": 1}))
+	serve(t, addr, "--config", cfg)
+	answering(t, addr, "b.test.")
+	check := func(when string) int {
+		t.Helper()
+		a, b, err := servedVersions(addr)
+		if err != nil || a != b {
+			t.Fatalf("%s: served a partial config: a.test. version %d, b.test. version %d, %v", when, a, b, err)
+		}
+		return a
+	}
+	sh := func(script string, args ...string) {
+		t.Helper()
+		out, err := exec.Command("sh", append([]string{"-c", script, "sh"}, args...)...).CombinedOutput()
+		if err != nil {
+			t.Fatalf("sh -c %q: %v\n%s", script, err, out)
+		}
+	}
+	next := zoneConfig(map[string]int{"a.test.": 2, "b.test.": 2})
+	lines := strings.Split(strings.TrimSuffix(next, "\n"), "\n")
+	sh(`: > "$1"`, cfg)
+	for i, l := range lines {
+		sh(`echo "$1" >> "$2"`, l, cfg)
+		if i >= len(lines)-5 && i < len(lines)-1 {
+			// Inside b.test.: stall, longer than 1s poll + 0.5s debounce.
+			time.Sleep(1600 * time.Millisecond)
+			if v := check(fmt.Sprintf("after line %d of %d", i+1, len(lines))); v != 1 {
+				t.Fatalf("after line %d of %d: version %d served before the file was left alone", i+1, len(lines), v)
+			}
+		} else {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	deadline := time.Now().Add(45 * time.Second) // Settle is 30 s
+	for check("after the last line") != 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("the complete file was not loaded")
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
