@@ -88,16 +88,18 @@ func (v *value) clone() *value {
 	return c
 }
 
-// stamped copies v with every value's origin set to o at the matching
-// path below path.
-func (v *value) stamped(o Origin) *value {
-	c := &value{kind: v.kind, raw: v.raw, keys: slices.Clip(v.keys), from: []Origin{o}}
+// stamped copies v with every value's origins set to history, then o at
+// the matching path below o.Path. history is who set the value v
+// replaces: every value inside v lists them first, so that a list that
+// replaced a list still says whose it replaced.
+func (v *value) stamped(o Origin, history []Origin) *value {
+	c := &value{kind: v.kind, raw: v.raw, keys: slices.Clip(v.keys), from: append(slices.Clip(history), o)}
 	if v.elems != nil {
 		c.elems = make([]*value, len(v.elems))
 		for i, e := range v.elems {
 			sub := o
 			sub.Path = o.Path + "/" + v.segment(i)
-			c.elems[i] = e.stamped(sub)
+			c.elems[i] = e.stamped(sub, history)
 		}
 	}
 	return c
@@ -129,15 +131,16 @@ func mergeLayer(dst, src *value, o Origin, configRoot bool) {
 		switch {
 		case di < 0:
 			dst.keys = append(dst.keys, key)
-			dst.elems = append(dst.elems, sv.stamped(so))
+			dst.elems = append(dst.elems, sv.stamped(so, nil))
 		case sv.kind == jtree.Object && dst.elems[di].kind == jtree.Object:
 			mergeLayer(dst.elems[di], sv, so, false)
 		case configRoot && key == "methodConfig" && sv.kind == jtree.Array && dst.elems[di].kind == jtree.Array:
 			mergeMethodConfig(dst.elems[di], sv, so)
 		default:
-			history := dst.elems[di].from
-			dst.elems[di] = sv.stamped(so)
-			dst.elems[di].from = append(slices.Clip(history), so)
+			// The replaced value's origins are every layer that set
+			// something in it, in merge order (merging appends to the
+			// origins of every value on the way).
+			dst.elems[di] = sv.stamped(so, dst.elems[di].from)
 		}
 	}
 }
@@ -166,7 +169,7 @@ func mergeMethodConfig(dst, src *value, o Origin) {
 		if ok {
 			index[k] = len(dst.elems)
 		}
-		dst.elems = append(dst.elems, e.stamped(so))
+		dst.elems = append(dst.elems, e.stamped(so, nil))
 	}
 }
 
