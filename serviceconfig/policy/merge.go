@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -174,8 +175,11 @@ func mergeMethodConfig(dst, src *value, o Origin) {
 }
 
 // methodKey identifies a methodConfig entry by the methods it names: its
-// name list's {service, method} pairs, sorted. Entries without a name
-// list are never merged.
+// name list's {service, method} pairs, decoded and sorted. As in gRPC
+// (service_config.proto: "value \"\", value `null`, and not present are
+// the same"), an empty or null service or method is an absent one, so
+// {service: X, method: ""} and {service: X} are one entry. Entries
+// without a name list are never merged.
 func methodKey(e *value) (string, bool) {
 	if e.kind != jtree.Object {
 		return "", false
@@ -193,15 +197,34 @@ func methodKey(e *value) (string, bool) {
 		for j, k := range n.keys {
 			switch k {
 			case "service":
-				svc = string(n.elems[j].raw)
+				svc = nameKey(n.elems[j])
 			case "method":
-				method = string(n.elems[j].raw)
+				method = nameKey(n.elems[j])
 			}
 		}
 		names = append(names, svc+"\x00"+method)
 	}
 	slices.Sort(names)
 	return strings.Join(names, "\x01"), true
+}
+
+// nameKey is the part of a methodKey for a service or method value: a
+// string's decoded text, "" for an empty string or null, and the JSON
+// text, marked, for other values (which validation then reports).
+func nameKey(v *value) string {
+	switch v.kind {
+	case jtree.Null:
+		return ""
+	case jtree.String:
+		if !slices.Contains(v.raw, '\\') {
+			return string(v.raw[1 : len(v.raw)-1])
+		}
+		var s string
+		if err := json.Unmarshal(v.raw, &s); err == nil {
+			return s
+		}
+	}
+	return "\x02" + string(v.raw)
 }
 
 // Field is one value of a final config and the layers that set it, in

@@ -224,6 +224,11 @@ func TestMergeRules(t *testing.T) {
 		{"null replaces", `{"retryThrottling":{"maxTokens":1}}`, `{"retryThrottling":null}`, `{"retryThrottling":null}`,
 			map[string]string{"/retryThrottling": "p/retryThrottling own/retryThrottling"}},
 		{"a scalar replaces an object", `{"x":{"y":1}}`, `{"x":2}`, `{"x":2}`, nil},
+		{"an empty method is no method", `{"methodConfig":[{"name":[{"service":"a","method":""}],"timeout":"1s"}]}`, `{"methodConfig":[{"name":[{"service":"a"}],"waitForReady":true}]}`, `{"methodConfig":[{"name":[{"service":"a"}],"timeout":"1s","waitForReady":true}]}`, nil},
+		{"no method is an empty method", `{"methodConfig":[{"name":[{"service":"a"}],"timeout":"1s"}]}`, `{"methodConfig":[{"name":[{"service":"a","method":""}],"waitForReady":true}]}`, `{"methodConfig":[{"name":[{"service":"a","method":""}],"timeout":"1s","waitForReady":true}]}`, nil},
+		{"an empty service is no service", `{"methodConfig":[{"name":[{}],"timeout":"1s"}]}`, `{"methodConfig":[{"name":[{"service":"","method":""}],"waitForReady":true}]}`, `{"methodConfig":[{"name":[{"service":"","method":""}],"timeout":"1s","waitForReady":true}]}`, nil},
+		{"names compare decoded", `{"methodConfig":[{"name":[{"service":"\u0061"}],"timeout":"1s"}]}`, `{"methodConfig":[{"name":[{"service":"a"}],"waitForReady":true}]}`, `{"methodConfig":[{"name":[{"service":"a"}],"timeout":"1s","waitForReady":true}]}`, nil},
+		{"a null method is no method", `{"methodConfig":[{"name":[{"service":"a","method":null}],"timeout":"1s"}]}`, `{"methodConfig":[{"name":[{"service":"a"}],"waitForReady":true}]}`, `{"methodConfig":[{"name":[{"service":"a"}],"timeout":"1s","waitForReady":true}]}`, nil},
 		{"new keys keep the order they are written in", `{"b":1,"a":2}`, `{"c":3}`, `{"b":1,"a":2,"c":3}`, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
