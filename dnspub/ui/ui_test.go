@@ -205,6 +205,13 @@ func TestNotFoundAndStatic(t *testing.T) {
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), ".w100 { width: 100%; }") {
 		t.Errorf("style.css: %d", rec.Code)
 	}
+	// The icon every page links to: without it a browser asks for
+	// /favicon.ico and logs the 404 as a console error.
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/ui/static/favicon.svg", nil))
+	if rec.Code != 200 || rec.Header().Get("Content-Type") != "image/svg+xml" {
+		t.Errorf("favicon.svg: %d %s", rec.Code, rec.Header().Get("Content-Type"))
+	}
 	empty := Handler(SourceFunc(func() *Snapshot { return nil }), nil)
 	get(t, empty, "/ui/", 503)
 }
