@@ -308,6 +308,9 @@ func (f *feed) rebase(z *feedZone, log func(msg string, args ...any)) {
 			log("zone in the store is invalid here: not serving it", "zone", z.name, "version", z.rev, "errors", summary(ds))
 		} else {
 			z.base, fresh = f.withPolicies(z, zc, log)
+			if z.base != nil {
+				z.base.ResourceVersion = z.rev
+			}
 		}
 	}
 	if whole || z.base == nil {
@@ -444,6 +447,9 @@ func (f *feed) validate(z *feedZone, names []string, log func(msg string, args .
 			for i := w; i < len(todo); i += workers {
 				todo[i].svc, diags[i] = config.ValidateService(z.base, todoNames[i], todo[i].labels, todo[i].spec, f.keys)
 				todo[i].bad = todo[i].svc == nil
+				if !todo[i].bad {
+					todo[i].svc.ResourceVersion = todo[i].rev
+				}
 			}
 		}()
 	}

@@ -226,7 +226,9 @@ func digHint(addr net.Addr) string {
 }
 
 // publishedSource shows the web view what srv serves, one snapshot per
-// page.
+// page. In store mode the zones carry the resourceVersions of the store
+// objects they were read from (services too: the view reads those from
+// config.Service).
 func publishedSource(srv *dnspub.Server, configFile string) ui.Source {
 	name := configFile
 	if name == "" {
@@ -237,6 +239,16 @@ func publishedSource(srv *dnspub.Server, configFile string) ui.Source {
 		if cfg == nil {
 			return nil
 		}
-		return &ui.Snapshot{Config: cfg, Serials: serials, Version: version, Source: name}
+		snap := &ui.Snapshot{Config: cfg, Serials: serials, Version: version, Source: name}
+		for _, z := range cfg.Zones {
+			if z.ResourceVersion == 0 {
+				continue
+			}
+			if snap.ResourceVersions == nil {
+				snap.ResourceVersions = make(map[string]string, len(cfg.Zones))
+			}
+			snap.ResourceVersions[z.Origin] = store.FormatRV(z.ResourceVersion)
+		}
+		return snap
 	})
 }

@@ -72,6 +72,47 @@ func (s *storeServe) put(path string, body string) (int, string) {
 	return resp.StatusCode, string(b)
 }
 
+func (s *storeServe) get(path string) (int, string) {
+	s.t.Helper()
+	resp, err := http.Get(s.url() + path)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// resourceVersion is the metadata.resourceVersion of the object at path.
+func (s *storeServe) resourceVersion(path string) string {
+	s.t.Helper()
+	code, body := s.get(path)
+	var obj struct {
+		Metadata struct{ ResourceVersion string }
+	}
+	if err := json.Unmarshal([]byte(body), &obj); code != 200 || err != nil || obj.Metadata.ResourceVersion == "" {
+		s.t.Fatalf("GET %s: %d %v\n%s", path, code, err, body)
+	}
+	return obj.Metadata.ResourceVersion
+}
+
+// waitPage waits until the page at path holds want: the view shows the
+// snapshot being served, which follows a write within milliseconds.
+func (s *storeServe) waitPage(path, want string) {
+	s.t.Helper()
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		code, body := s.get(path)
+		if code == 200 && strings.Contains(body, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("GET %s: %d, want %q within 3s in\n%s", path, code, want, body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 // TestStorePolicies: a publisher config with policies, published into a
 // store, is served exactly as serve --config serves it; inspect --server
 // prints what inspect --config prints.
@@ -136,9 +177,36 @@ func TestStorePolicies(t *testing.T) {
 		}
 	}
 
+	// The web view shows the resourceVersions of the zone and the service
+	// it serves, and follows a write: the service written again (one
+	// more address) shows its new version once it is served.
+	zoneRV, echoRV := s.resourceVersion("/v1/zones/policies.test"), s.resourceVersion("/v1/zones/policies.test/services/echo")
+	s.waitPage("/ui/", `<td class="num rv">`+zoneRV+`</td>`)
+	echoPage := "/ui/zones/policies.test/services/echo.policies.test"
+	s.waitPage(echoPage, `zone resourceVersion <span id="zone-rv">`+zoneRV+`</span>`)
+	s.waitPage(echoPage, `resourceVersion <span id="rv">`+echoRV+`</span>`)
+	code, body := s.get("/v1/zones/policies.test/services/echo")
+	if code != 200 {
+		t.Fatalf("GET echo: %d %s", code, body)
+	}
+	var echo map[string]map[string]any
+	if err := json.Unmarshal([]byte(body), &echo); err != nil {
+		t.Fatal(err)
+	}
+	echo["spec"]["addresses"] = []string{"127.0.0.1", "127.0.0.9"}
+	again, _ := json.Marshal(echo)
+	if code, body = s.put("/v1/zones/policies.test/services/echo", string(again)); code != 200 {
+		t.Fatalf("PUT echo again: %d %s", code, body)
+	}
+	newRV := s.resourceVersion("/v1/zones/policies.test/services/echo")
+	if newRV == echoRV {
+		t.Fatalf("writing echo again kept its resourceVersion %s", echoRV)
+	}
+	s.waitPage(echoPage, `resourceVersion <span id="rv">`+newRV+`</span>`)
+
 	// A policy change reaches DNS; a service's labels, from metadata,
 	// select it.
-	code, body := s.put("/v1/zones/policies.test/policies/payments-round-robin",
+	code, body = s.put("/v1/zones/policies.test/policies/payments-round-robin",
 		`{"spec":{"targetRef":{"kind":"Service","labels":{"team":"payments"}},"default":{"loadBalancingConfig":[{"pick_first":{}}]}}}`)
 	if code != 200 {
 		t.Fatalf("PUT policy: %d %s", code, body)

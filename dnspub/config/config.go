@@ -108,6 +108,9 @@ type Zone struct {
 	PolicySet *policy.Set
 	Rules     *policy.Rules
 	policyAt  map[string]*policyPlace
+	// ResourceVersion is the store revision of the zone object the zone
+	// was read from (serve --store); 0 when it comes from a config file.
+	ResourceVersion int64
 }
 
 // Compat shapes a published record for the gRPC clients that read DNS
@@ -188,6 +191,10 @@ type Service struct {
 	// applied to it: the published record is Own with the policies merged
 	// in.
 	Own []byte
+	// ResourceVersion is the store revision of the service object the
+	// service was read from (serve --store); 0 when it comes from a
+	// config file.
+	ResourceVersion int64
 }
 
 // Value is the compact JSON choice list the service publishes, or nil.

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -75,6 +76,54 @@ func TestPoliciesMergeIntoPublishedRecords(t *testing.T) {
 	}
 	if host := findService(t, cfg, "host.example.test."); host.TXT != nil {
 		t.Errorf("a plain host got a config from the policies: %q", host.TXT)
+	}
+}
+
+// A policy's default may hold a headerExtraction rule (our extension,
+// DESIGN.md §5): it reaches the published record of every service the
+// policy selects, merged into the service's own methodConfig entry for the
+// same method, and a client reading the record finds the rule.
+func TestPolicyHeaderExtractionIsPublished(t *testing.T) {
+	cfg, ds := Parse([]byte(`zones:
+  - origin: example.test.
+    nameservers: [ns1.example.net.]
+    policies:
+      - name: affinity
+        targetRef: {kind: Service, labels: {team: payments}}
+        default:
+          methodConfig:
+            - name: [{service: echo.Echo, method: Get}]
+              headerExtraction: [{payloadFieldName: resource.id, delimiterCharacter: /, numElementsToKeep: 2, headerName: resource_affinity_key}]
+    services:
+      - name: echo
+        labels: {team: payments}
+        serviceConfig:
+          methodConfig: [{name: [{service: echo.Echo, method: Get}], timeout: 1s}]
+      - name: other
+        serviceConfig: {}
+`))
+	if cfg == nil || len(ds) != 0 {
+		t.Fatalf("want the config accepted without diagnostics, got\n%s", dump(ds))
+	}
+	rule := `"headerExtraction":[{"payloadFieldName":"resource.id","delimiterCharacter":"/","numElementsToKeep":2,"headerName":"resource_affinity_key"}]`
+	for name, want := range map[string]string{
+		"echo.example.test.":  `[{"serviceConfig":{"methodConfig":[{"name":[{"service":"echo.Echo","method":"Get"}],` + rule + `,"timeout":"1s"}]}}]`,
+		"other.example.test.": `[{"serviceConfig":{}}]`,
+	} {
+		if got := string(findService(t, cfg, name).Value()); got != want {
+			t.Errorf("%s publishes\n%s\nwant\n%s", name, got, want)
+		}
+	}
+	var choices []struct{ ServiceConfig json.RawMessage }
+	if err := json.Unmarshal(findService(t, cfg, "echo.example.test.").Value(), &choices); err != nil || len(choices) != 1 {
+		t.Fatalf("echo's record is not one choice: %v", err)
+	}
+	hr, err := sc.ParseHeaderRules(choices[0].ServiceConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rules, _ := hr.Lookup("/echo.Echo/Get"); len(rules) != 1 || rules[0].HeaderName != "resource_affinity_key" {
+		t.Errorf("the rules a client reads for /echo.Echo/Get are %+v, want the policy's resource_affinity_key", rules)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
@@ -32,7 +33,8 @@ type Snapshot struct {
 	// Serials are the zones' SOA serials, by origin.
 	Serials map[string]uint32
 	// ResourceVersions are the zones' store resourceVersions, by origin;
-	// nil when the zones come from a config file.
+	// nil when the zones come from a config file. (A service's is its
+	// config.Service.ResourceVersion, 0 from a config file.)
 	ResourceVersions map[string]string
 	// Version counts the snapshots the server published.
 	Version uint64
@@ -153,6 +155,9 @@ type serviceView struct {
 	Service                 *config.Service
 	Serial                  uint32
 	ResourceVersion, Labels string
+	// ServiceVersion is the service's store resourceVersion, "" from a
+	// config file.
+	ServiceVersion          string
 	Inspection              *config.Inspection
 	Fields                  []fieldView
 	ConfigJSON              string
@@ -186,6 +191,9 @@ func (h *handler) service(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := &serviceView{Snap: snap, Zone: z, Service: s, Serial: snap.Serials[z.Origin], ResourceVersion: snap.ResourceVersions[z.Origin], Labels: formatLabels(s.Labels)}
+	if s.ResourceVersion != 0 {
+		v.ServiceVersion = strconv.FormatInt(s.ResourceVersion, 10)
+	}
 	v.Inspection = z.Inspect(s)
 	for _, f := range v.Inspection.Fields {
 		v.Fields = append(v.Fields, newFieldView(f))

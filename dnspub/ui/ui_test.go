@@ -161,6 +161,40 @@ func TestServicePage(t *testing.T) {
 	}
 }
 
+// In store mode the view shows the zone's resourceVersion (index and
+// service page) and the service's; from a config file it shows none.
+func TestResourceVersionsShown(t *testing.T) {
+	echo := "/ui/zones/policies.test/services/echo.policies.test"
+	file := Handler(testSource(t), nil)
+	for _, path := range []string{"/ui/", echo} {
+		if page := text(get(t, file, path, 200)); strings.Contains(page, "resourceVersion") {
+			t.Errorf("%s from a config file mentions a resourceVersion: %q", path, page)
+		}
+	}
+
+	snap := testSource(t).Snapshot()
+	snap.ResourceVersions = map[string]string{"policies.test.": "17"}
+	for _, s := range snap.Config.Zones[0].Services {
+		if s.Name == "echo.policies.test." {
+			s.ResourceVersion = 42
+		}
+	}
+	store := Handler(SourceFunc(func() *Snapshot { return snap }), nil)
+	if rv := all(get(t, store, "/ui/", 200), "td", "rv"); len(rv) != 1 || text(rv[0]) != "17" {
+		t.Errorf("index: zone resourceVersion cells %d, want one saying 17", len(rv))
+	}
+	doc := get(t, store, echo, 200)
+	ids := map[string]string{}
+	for _, n := range all(doc, "span", "") {
+		if id := attr(n, "id"); id != "" {
+			ids[id] = text(n)
+		}
+	}
+	if ids["zone-rv"] != "17" || ids["rv"] != "42" {
+		t.Errorf("service page: zone resourceVersion %q, service's %q; want 17 and 42", ids["zone-rv"], ids["rv"])
+	}
+}
+
 func TestNotFoundAndStatic(t *testing.T) {
 	h := Handler(testSource(t), nil)
 	get(t, h, "/ui/zones/policies.test/services/nope.policies.test", 404)
@@ -170,6 +204,13 @@ func TestNotFoundAndStatic(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest("GET", "/ui/static/style.css", nil))
 	if rec.Code != 200 || !strings.Contains(rec.Body.String(), ".w100 { width: 100%; }") {
 		t.Errorf("style.css: %d", rec.Code)
+	}
+	// The icon every page links to: without it a browser asks for
+	// /favicon.ico and logs the 404 as a console error.
+	rec = httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/ui/static/favicon.svg", nil))
+	if rec.Code != 200 || rec.Header().Get("Content-Type") != "image/svg+xml" {
+		t.Errorf("favicon.svg: %d %s", rec.Code, rec.Header().Get("Content-Type"))
 	}
 	empty := Handler(SourceFunc(func() *Snapshot { return nil }), nil)
 	get(t, empty, "/ui/", 503)

@@ -120,7 +120,9 @@ func serviceRecords(s *config.Service) []dns.RR {
 
 // sameService reports whether two configs of a service are equal, every
 // field: then they make the same records, and either can stand for the
-// other (Update shares the older one).
+// other (Update shares the older one). ResourceVersion alone is not
+// compared: it makes no record, and the web view reads it from the
+// config being served, not from the zone.
 func sameService(a, b *config.Service) bool {
 	if a == b {
 		return true // config.Parser returns the same for unchanged text

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -88,16 +89,18 @@ func (v *value) clone() *value {
 	return c
 }
 
-// stamped copies v with every value's origin set to o at the matching
-// path below path.
-func (v *value) stamped(o Origin) *value {
-	c := &value{kind: v.kind, raw: v.raw, keys: slices.Clip(v.keys), from: []Origin{o}}
+// stamped copies v with every value's origins set to history, then o at
+// the matching path below o.Path. history is who set the value v
+// replaces: every value inside v lists them first, so that a list that
+// replaced a list still says whose it replaced.
+func (v *value) stamped(o Origin, history []Origin) *value {
+	c := &value{kind: v.kind, raw: v.raw, keys: slices.Clip(v.keys), from: append(slices.Clip(history), o)}
 	if v.elems != nil {
 		c.elems = make([]*value, len(v.elems))
 		for i, e := range v.elems {
 			sub := o
 			sub.Path = o.Path + "/" + v.segment(i)
-			c.elems[i] = e.stamped(sub)
+			c.elems[i] = e.stamped(sub, history)
 		}
 	}
 	return c
@@ -129,15 +132,16 @@ func mergeLayer(dst, src *value, o Origin, configRoot bool) {
 		switch {
 		case di < 0:
 			dst.keys = append(dst.keys, key)
-			dst.elems = append(dst.elems, sv.stamped(so))
+			dst.elems = append(dst.elems, sv.stamped(so, nil))
 		case sv.kind == jtree.Object && dst.elems[di].kind == jtree.Object:
 			mergeLayer(dst.elems[di], sv, so, false)
 		case configRoot && key == "methodConfig" && sv.kind == jtree.Array && dst.elems[di].kind == jtree.Array:
 			mergeMethodConfig(dst.elems[di], sv, so)
 		default:
-			history := dst.elems[di].from
-			dst.elems[di] = sv.stamped(so)
-			dst.elems[di].from = append(slices.Clip(history), so)
+			// The replaced value's origins are every layer that set
+			// something in it, in merge order (merging appends to the
+			// origins of every value on the way).
+			dst.elems[di] = sv.stamped(so, dst.elems[di].from)
 		}
 	}
 }
@@ -166,13 +170,16 @@ func mergeMethodConfig(dst, src *value, o Origin) {
 		if ok {
 			index[k] = len(dst.elems)
 		}
-		dst.elems = append(dst.elems, e.stamped(so))
+		dst.elems = append(dst.elems, e.stamped(so, nil))
 	}
 }
 
 // methodKey identifies a methodConfig entry by the methods it names: its
-// name list's {service, method} pairs, sorted. Entries without a name
-// list are never merged.
+// name list's {service, method} pairs, decoded and sorted. As in gRPC
+// (service_config.proto: "value \"\", value `null`, and not present are
+// the same"), an empty or null service or method is an absent one, so
+// {service: X, method: ""} and {service: X} are one entry. Entries
+// without a name list are never merged.
 func methodKey(e *value) (string, bool) {
 	if e.kind != jtree.Object {
 		return "", false
@@ -190,15 +197,34 @@ func methodKey(e *value) (string, bool) {
 		for j, k := range n.keys {
 			switch k {
 			case "service":
-				svc = string(n.elems[j].raw)
+				svc = nameKey(n.elems[j])
 			case "method":
-				method = string(n.elems[j].raw)
+				method = nameKey(n.elems[j])
 			}
 		}
 		names = append(names, svc+"\x00"+method)
 	}
 	slices.Sort(names)
 	return strings.Join(names, "\x01"), true
+}
+
+// nameKey is the part of a methodKey for a service or method value: a
+// string's decoded text, "" for an empty string or null, and the JSON
+// text, marked, for other values (which validation then reports).
+func nameKey(v *value) string {
+	switch v.kind {
+	case jtree.Null:
+		return ""
+	case jtree.String:
+		if !slices.Contains(v.raw, '\\') {
+			return string(v.raw[1 : len(v.raw)-1])
+		}
+		var s string
+		if err := json.Unmarshal(v.raw, &s); err == nil {
+			return s
+		}
+	}
+	return "\x02" + string(v.raw)
 }
 
 // Field is one value of a final config and the layers that set it, in

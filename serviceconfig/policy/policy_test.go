@@ -149,27 +149,26 @@ func TestOriginsInsideChoices(t *testing.T) {
 	s := mustSet(t,
 		`{"name":"mt-1","targetRef":{"kind":"Zone"},"default":{"methodConfig":[{"name":[{"service":"echo.Echo"}],"timeout":"1s","waitForReady":true}]}}`,
 		`{"name":"mt-2","targetRef":{"kind":"Service","name":"backend"},"default":{"methodConfig":[{"name":[{"service":"echo.Echo"}],"timeout":"2s"},{"name":[{"service":"other.Other"}],"timeout":"5s"}]}}`,
+		`{"name":"lb","targetRef":{"kind":"Zone"},"default":{"loadBalancingConfig":[{"pick_first":{}}]}}`,
 	)
-	own := `[{"clientLanguage":["GO"],"percentage":10,"serviceConfig":{"methodConfig":[{"name":[{"service":"echo.Echo"}],"timeout":"3s"}]}},{"serviceConfig":{}}]`
+	own := `[{"clientLanguage":["GO"],"percentage":10,"serviceConfig":{"methodConfig":[{"name":[{"service":"echo.Echo"}],"timeout":"3s"}],"loadBalancingConfig":[{"round_robin":{}}]}},{"serviceConfig":{}}]`
 	r := apply(t, s.StackFor(Target{Name: "backend"}), own)
-	want := `[{"clientLanguage":["GO"],"percentage":10,"serviceConfig":{"methodConfig":[{"name":[{"service":"echo.Echo"}],"timeout":"3s","waitForReady":true},{"name":[{"service":"other.Other"}],"timeout":"5s"}]}},` +
-		`{"serviceConfig":{"methodConfig":[{"name":[{"service":"echo.Echo"}],"timeout":"2s","waitForReady":true},{"name":[{"service":"other.Other"}],"timeout":"5s"}]}}]`
+	want := `[{"clientLanguage":["GO"],"percentage":10,"serviceConfig":{"loadBalancingConfig":[{"round_robin":{}}],"methodConfig":[{"name":[{"service":"echo.Echo"}],"timeout":"3s","waitForReady":true},{"name":[{"service":"other.Other"}],"timeout":"5s"}]}},` +
+		`{"serviceConfig":{"loadBalancingConfig":[{"pick_first":{}}],"methodConfig":[{"name":[{"service":"echo.Echo"}],"timeout":"2s","waitForReady":true},{"name":[{"service":"other.Other"}],"timeout":"5s"}]}}]`
 	if string(r.JSON) != want {
 		t.Fatalf("JSON =\n%s\nwant\n%s", r.JSON, want)
 	}
-	got := map[string]string{}
-	for _, f := range r.Fields {
-		var ws []string
-		for _, o := range f.Origins {
-			ws = append(ws, cmpOr(o.Policy, "own")+o.Path)
-		}
-		got[f.Path] = strings.Join(ws, " ")
-	}
+	got := originsOf(r)
 	for path, w := range map[string]string{
 		"/0/serviceConfig/methodConfig/0/timeout":      "mt-1/methodConfig/0/timeout mt-2/methodConfig/0/timeout own/0/serviceConfig/methodConfig/0/timeout",
 		"/0/serviceConfig/methodConfig/0/waitForReady": "mt-1/methodConfig/0/waitForReady",
 		"/1/serviceConfig/methodConfig/1/timeout":      "mt-2/methodConfig/1/timeout",
 		"/0/percentage": "own/0/percentage",
+		// A list that replaced a list: the service's own overrode lb's,
+		// and the name list of a merged entry overrode mt-1's and mt-2's.
+		"/0/serviceConfig/loadBalancingConfig/0/round_robin": "lb/loadBalancingConfig own/0/serviceConfig/loadBalancingConfig/0/round_robin",
+		"/1/serviceConfig/loadBalancingConfig/0/pick_first":  "lb/loadBalancingConfig/0/pick_first",
+		"/0/serviceConfig/methodConfig/0/name/0/service":     "mt-1/methodConfig/0/name mt-2/methodConfig/0/name own/0/serviceConfig/methodConfig/0/name/0/service",
 	} {
 		if got[path] != w {
 			t.Errorf("origins of %s = %q, want %q", path, got[path], w)
@@ -184,20 +183,65 @@ func cmpOr(a, b string) string {
 	return b
 }
 
+// originsOf lists, per field of r, its origins as "policy/path" words
+// ("own/path" for the service's own config), in merge order.
+func originsOf(r *Result) map[string]string {
+	got := map[string]string{}
+	for _, f := range r.Fields {
+		var ws []string
+		for _, o := range f.Origins {
+			ws = append(ws, cmpOr(o.Policy, "own")+o.Path)
+		}
+		got[f.Path] = strings.Join(ws, " ")
+	}
+	return got
+}
+
 func TestMergeRules(t *testing.T) {
-	for _, c := range []struct{ name, policy, own, want string }{
-		{"objects merge key by key", `{"retryThrottling":{"maxTokens":1,"tokenRatio":0.5}}`, `{"retryThrottling":{"maxTokens":2}}`, `{"retryThrottling":{"maxTokens":2,"tokenRatio":0.5}}`},
-		{"other lists replace", `{"loadBalancingConfig":[{"pick_first":{}},{"round_robin":{}}]}`, `{"loadBalancingConfig":[{"weighted_round_robin":{}}]}`, `{"loadBalancingConfig":[{"weighted_round_robin":{}}]}`},
-		{"same methods merge whatever the order of names", `{"methodConfig":[{"name":[{"service":"a"},{"service":"b","method":"M"}],"timeout":"1s"}]}`, `{"methodConfig":[{"name":[{"service":"b","method":"M"},{"service":"a"}],"waitForReady":true}]}`, `{"methodConfig":[{"name":[{"service":"b","method":"M"},{"service":"a"}],"timeout":"1s","waitForReady":true}]}`},
-		{"other methods are added", `{"methodConfig":[{"name":[{"service":"a"}],"timeout":"1s"}]}`, `{"methodConfig":[{"name":[{"service":"a","method":"M"}],"timeout":"2s"}]}`, `{"methodConfig":[{"name":[{"service":"a"}],"timeout":"1s"},{"name":[{"service":"a","method":"M"}],"timeout":"2s"}]}`},
-		{"null replaces", `{"retryThrottling":{"maxTokens":1}}`, `{"retryThrottling":null}`, `{"retryThrottling":null}`},
-		{"a scalar replaces an object", `{"x":{"y":1}}`, `{"x":2}`, `{"x":2}`},
-		{"new keys keep the order they are written in", `{"b":1,"a":2}`, `{"c":3}`, `{"b":1,"a":2,"c":3}`},
+	for _, c := range []struct {
+		name, policy, own, want string
+		// origins are the expected origins of some fields, as originsOf
+		// writes them: a value that replaced another keeps who set the
+		// replaced one.
+		origins map[string]string
+	}{
+		{"objects merge key by key", `{"retryThrottling":{"maxTokens":1,"tokenRatio":0.5}}`, `{"retryThrottling":{"maxTokens":2}}`, `{"retryThrottling":{"maxTokens":2,"tokenRatio":0.5}}`,
+			map[string]string{"/retryThrottling/maxTokens": "p/retryThrottling/maxTokens own/retryThrottling/maxTokens", "/retryThrottling/tokenRatio": "p/retryThrottling/tokenRatio"}},
+		{"other lists replace", `{"loadBalancingConfig":[{"pick_first":{}},{"round_robin":{}}]}`, `{"loadBalancingConfig":[{"weighted_round_robin":{}}]}`, `{"loadBalancingConfig":[{"weighted_round_robin":{}}]}`,
+			map[string]string{"/loadBalancingConfig/0/weighted_round_robin": "p/loadBalancingConfig own/loadBalancingConfig/0/weighted_round_robin"}},
+		{"a list replacing a list inside a merged entry keeps who set the replaced one",
+			`{"methodConfig":[{"name":[{"service":"a"}],"retryPolicy":{"maxAttempts":3,"retryableStatusCodes":["UNAVAILABLE"]}}]}`,
+			`{"methodConfig":[{"name":[{"service":"a"}],"retryPolicy":{"retryableStatusCodes":["ABORTED","UNAVAILABLE"]}}]}`,
+			`{"methodConfig":[{"name":[{"service":"a"}],"retryPolicy":{"maxAttempts":3,"retryableStatusCodes":["ABORTED","UNAVAILABLE"]}}]}`,
+			map[string]string{
+				"/methodConfig/0/retryPolicy/retryableStatusCodes/0": "p/methodConfig/0/retryPolicy/retryableStatusCodes own/methodConfig/0/retryPolicy/retryableStatusCodes/0",
+				"/methodConfig/0/retryPolicy/retryableStatusCodes/1": "p/methodConfig/0/retryPolicy/retryableStatusCodes own/methodConfig/0/retryPolicy/retryableStatusCodes/1",
+				"/methodConfig/0/name/0/service":                     "p/methodConfig/0/name own/methodConfig/0/name/0/service",
+				"/methodConfig/0/retryPolicy/maxAttempts":            "p/methodConfig/0/retryPolicy/maxAttempts",
+			}},
+		{"same methods merge whatever the order of names", `{"methodConfig":[{"name":[{"service":"a"},{"service":"b","method":"M"}],"timeout":"1s"}]}`, `{"methodConfig":[{"name":[{"service":"b","method":"M"},{"service":"a"}],"waitForReady":true}]}`, `{"methodConfig":[{"name":[{"service":"b","method":"M"},{"service":"a"}],"timeout":"1s","waitForReady":true}]}`, nil},
+		{"other methods are added", `{"methodConfig":[{"name":[{"service":"a"}],"timeout":"1s"}]}`, `{"methodConfig":[{"name":[{"service":"a","method":"M"}],"timeout":"2s"}]}`, `{"methodConfig":[{"name":[{"service":"a"}],"timeout":"1s"},{"name":[{"service":"a","method":"M"}],"timeout":"2s"}]}`, nil},
+		{"null replaces", `{"retryThrottling":{"maxTokens":1}}`, `{"retryThrottling":null}`, `{"retryThrottling":null}`,
+			map[string]string{"/retryThrottling": "p/retryThrottling own/retryThrottling"}},
+		{"a scalar replaces an object", `{"x":{"y":1}}`, `{"x":2}`, `{"x":2}`, nil},
+		{"an empty method is no method", `{"methodConfig":[{"name":[{"service":"a","method":""}],"timeout":"1s"}]}`, `{"methodConfig":[{"name":[{"service":"a"}],"waitForReady":true}]}`, `{"methodConfig":[{"name":[{"service":"a"}],"timeout":"1s","waitForReady":true}]}`, nil},
+		{"no method is an empty method", `{"methodConfig":[{"name":[{"service":"a"}],"timeout":"1s"}]}`, `{"methodConfig":[{"name":[{"service":"a","method":""}],"waitForReady":true}]}`, `{"methodConfig":[{"name":[{"service":"a","method":""}],"timeout":"1s","waitForReady":true}]}`, nil},
+		{"an empty service is no service", `{"methodConfig":[{"name":[{}],"timeout":"1s"}]}`, `{"methodConfig":[{"name":[{"service":"","method":""}],"waitForReady":true}]}`, `{"methodConfig":[{"name":[{"service":"","method":""}],"timeout":"1s","waitForReady":true}]}`, nil},
+		{"names compare decoded", `{"methodConfig":[{"name":[{"service":"\u0061"}],"timeout":"1s"}]}`, `{"methodConfig":[{"name":[{"service":"a"}],"waitForReady":true}]}`, `{"methodConfig":[{"name":[{"service":"a"}],"timeout":"1s","waitForReady":true}]}`, nil},
+		{"a null method is no method", `{"methodConfig":[{"name":[{"service":"a","method":null}],"timeout":"1s"}]}`, `{"methodConfig":[{"name":[{"service":"a"}],"waitForReady":true}]}`, `{"methodConfig":[{"name":[{"service":"a"}],"timeout":"1s","waitForReady":true}]}`, nil},
+		{"new keys keep the order they are written in", `{"b":1,"a":2}`, `{"c":3}`, `{"b":1,"a":2,"c":3}`, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := mustSet(t, `{"name":"p","targetRef":{"kind":"Zone"},"default":`+c.policy+`}`)
-			if got := string(apply(t, s.StackFor(Target{Name: "x"}), c.own).JSON); got != c.want {
+			r := apply(t, s.StackFor(Target{Name: "x"}), c.own)
+			if got := string(r.JSON); got != c.want {
 				t.Errorf("got  %s\nwant %s", got, c.want)
+			}
+			got := originsOf(r)
+			for path, w := range c.origins {
+				if got[path] != w {
+					t.Errorf("origins of %s = %q, want %q", path, got[path], w)
+				}
 			}
 		})
 	}

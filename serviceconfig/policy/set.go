@@ -215,7 +215,7 @@ func (st *Stack) Apply(own []byte, choices bool) (*Result, error) {
 	case !choices && src.kind == jtree.Object:
 		root = st.withOwn(src, self)
 	case choices && src.kind == jtree.Array:
-		root = src.stamped(self)
+		root = src.stamped(self, nil)
 		for i, c := range src.elems {
 			j := c.member("serviceConfig")
 			if c.kind != jtree.Object || j < 0 || c.elems[j].kind != jtree.Object {
@@ -226,7 +226,7 @@ func (st *Stack) Apply(own []byte, choices bool) (*Result, error) {
 			root.elems[i].elems[j] = st.withOwn(c.elems[j], o)
 		}
 	default:
-		root = src.stamped(self)
+		root = src.stamped(self, nil)
 	}
 	return &Result{JSON: root.appendJSON(nil), Fields: root.fields("", nil), root: root}, nil
 }

@@ -51,7 +51,8 @@ const uiCookie = "grpc_config_dns_token"
 
 var loginPage = template.Must(template.New("login").Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>grpc-config-dns: sign in</title>
-<meta name="viewport" content="width=device-width, initial-scale=1"></head>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="icon" href="data:,"></head>
 <body><main><h1>grpc-config-dns</h1>
 <p>The web view needs a token of the server's <code>--admin-token-file</code>.</p>
 {{if .Failed}}<p role="alert"><strong>That token is not accepted.</strong></p>{{end}}

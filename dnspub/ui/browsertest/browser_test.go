@@ -3,7 +3,9 @@ package browsertest
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -11,27 +13,54 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"golang.org/x/net/html"
 )
 
-// serve builds the CLI, starts `serve` on loopback with the policies
-// example, and returns the web view's base URL. The server is stopped
-// when the test ends.
-func serve(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "grpc-config-dns")
-	build := exec.Command("go", "build", "-o", bin, "github.com/grpc-config-dns/grpc-config-dns/cmd/grpc-config-dns")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building grpc-config-dns: %v\n%s", err, out)
+var cli struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+}
+
+// TestMain removes the CLI the tests built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if cli.dir != "" {
+		os.RemoveAll(cli.dir)
 	}
-	dnsAddr, httpAddr := freeAddr(t), freeAddr(t)
+	os.Exit(code)
+}
+
+// buildCLI builds grpc-config-dns once for every test.
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	cli.once.Do(func() {
+		if cli.dir, cli.err = os.MkdirTemp("", "browsertest"); cli.err != nil {
+			return
+		}
+		cli.path = filepath.Join(cli.dir, "grpc-config-dns")
+		build := exec.Command("go", "build", "-o", cli.path, "github.com/grpc-config-dns/grpc-config-dns/cmd/grpc-config-dns")
+		if out, err := build.CombinedOutput(); err != nil {
+			cli.err = fmt.Errorf("building grpc-config-dns: %v\n%s", err, out)
+		}
+	})
+	if cli.err != nil {
+		t.Fatal(cli.err)
+	}
+	return cli.path
+}
+
+// start runs the CLI with args until the test ends, and waits until url
+// answers 200 (sent with token as a bearer token, when not "").
+func start(t *testing.T, url, token string, args ...string) {
+	t.Helper()
 	var log bytes.Buffer
-	cmd := exec.Command(bin, "serve", "--config", "../../../testdata/publisher/policies.yaml", "--state", "-",
-		"--listen", dnsAddr, "--metrics", httpAddr)
+	cmd := exec.Command(buildCLI(t), args...)
 	cmd.Stdout, cmd.Stderr = &log, &log
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -46,19 +75,85 @@ func serve(t *testing.T) string {
 			cmd.Process.Kill()
 			<-done
 		}
+		if t.Failed() {
+			t.Logf("%s log:\n%s", args[0], log.String())
+		}
 	})
-	base := "http://" + httpAddr
 	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if resp, err := http.Get(base + "/ui/"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == 200 {
-				return base
-			}
+		if code, _ := fetch(t, url, token); code == 200 {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("serve did not answer on %s within 15s:\n%s", base, log.String())
+			t.Fatalf("%s did not answer on %s within 15s:\n%s", args[0], url, log.String())
 		}
 	}
+}
+
+// fetch GETs url, with token as a bearer token when not "", and returns
+// the status (0 when nothing answered) and the body.
+func fetch(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest("GET", url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// serve starts `serve` on loopback with the policies example, and returns
+// the web view's base URL.
+func serve(t *testing.T) string {
+	t.Helper()
+	dnsAddr, httpAddr := freeAddr(t), freeAddr(t)
+	base := "http://" + httpAddr
+	start(t, base+"/ui/", "", "serve", "--config", "../../../testdata/publisher/policies.yaml", "--state", "-",
+		"--listen", dnsAddr, "--metrics", httpAddr)
+	return base
+}
+
+// serveStore starts `serve --store` on loopback behind a bearer token,
+// publishes the policies example into it, and returns the admin
+// listener's base URL and the token.
+func serveStore(t *testing.T) (base, token string) {
+	t.Helper()
+	dir := t.TempDir()
+	token = "browsertest-0123456789abcdef"
+	tokens := filepath.Join(dir, "tokens")
+	if err := os.WriteFile(tokens, []byte(token+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dnsAddr, adminAddr := freeAddr(t), freeAddr(t)
+	base = "http://" + adminAddr
+	start(t, base+"/ui/", token, "serve", "--store", filepath.Join(dir, "store"), "--listen", dnsAddr,
+		"--admin", adminAddr, "--admin-token-file", tokens)
+	publish := exec.Command(buildCLI(t), "publish", "../../../testdata/publisher/policies.yaml", "--server", base, "--token", token)
+	if out, err := publish.CombinedOutput(); err != nil {
+		t.Fatalf("publish: %v\n%s", err, out)
+	}
+	return base, token
+}
+
+// resourceVersion is the metadata.resourceVersion of the object at path
+// of the admin API.
+func resourceVersion(t *testing.T, base, path, token string) string {
+	t.Helper()
+	code, body := fetch(t, base+path, token)
+	var obj struct {
+		Metadata struct{ ResourceVersion string }
+	}
+	if err := json.Unmarshal([]byte(body), &obj); code != 200 || err != nil || obj.Metadata.ResourceVersion == "" {
+		t.Fatalf("GET %s: %d %v\n%s", path, code, err, body)
+	}
+	return obj.Metadata.ResourceVersion
 }
 
 func freeAddr(t *testing.T) string {
@@ -105,20 +200,20 @@ func chromium(t *testing.T, bin, url string, args ...string) (stdout []byte, con
 	return out.Bytes(), console
 }
 
-// validate runs HTML Tidy on the page as served: no error, no warning.
-func validate(t *testing.T, url string) {
+// validate runs HTML Tidy on the page as served (to token as a bearer
+// token, when not ""): no error, no warning.
+func validate(t *testing.T, url, token string) {
 	t.Helper()
 	tidy, err := exec.LookPath("tidy")
 	if err != nil {
 		t.Fatal("tidy not found (Debian package tidy): dnspub/ui/browsertest/run.sh installs it")
 	}
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
+	code, body := fetch(t, url, token)
+	if code != 200 {
+		t.Fatalf("GET %s: %d\n%s", url, code, body)
 	}
-	defer resp.Body.Close()
 	cmd := exec.Command(tidy, "-q", "-e", "-")
-	cmd.Stdin = resp.Body
+	cmd.Stdin = strings.NewReader(body)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("tidy finds problems in %s (%v):\n%s", url, err, out)
 	}
@@ -144,7 +239,7 @@ func TestWebViewInChromium(t *testing.T) {
 		{"index", "/ui/"},
 		{"service-echo", "/ui/zones/policies.test/services/echo.policies.test"},
 	} {
-		validate(t, base+page.path)
+		validate(t, base+page.path, "")
 		dom, console := chromium(t, bin, base+page.path, "--dump-dom")
 		if len(console) > 0 {
 			t.Errorf("%s: the browser logged console messages:\n%s", page.path, strings.Join(console, "\n"))
@@ -166,6 +261,86 @@ func TestWebViewInChromium(t *testing.T) {
 			t.Logf("screenshot: %s (%d bytes)", png, len(b))
 		}
 	}
+}
+
+// TestWebViewFromAStoreInChromium: with serve --store, the view is on
+// the admin listener behind its tokens. A browser sent to a service page
+// is sent to /ui/login, signs in with the form, lands on the page it
+// asked for, and sees the resourceVersions of what is served beside the
+// serial. One browser, driven through the DevTools protocol, does it all.
+func TestWebViewFromAStoreInChromium(t *testing.T) {
+	bin := needChromium(t)
+	base, token := serveStore(t)
+	shots := artifactDir(t)
+	zoneRV := resourceVersion(t, base, "/v1/zones/policies.test", token)
+	echoRV := resourceVersion(t, base, "/v1/zones/policies.test/services/echo", token)
+	echo := "/ui/zones/policies.test/services/echo.policies.test"
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if code, body := fetch(t, base+echo, token); code == 200 && strings.Contains(body, `<span id="rv">`+echoRV+`</span>`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s does not show echo's resourceVersion %s within 5s", echo, echoRV)
+		}
+	}
+	validate(t, base+echo, token)
+
+	b := startBrowser(t, bin)
+	p := b.newPage()
+	p.navigate(base + echo)
+	if got := p.eval("location.pathname"); got != "/ui/login" {
+		t.Fatalf("a browser without a token is at %s, want /ui/login", got)
+	}
+	js, _ := json.Marshal(token)
+	p.load("signing in", func() {
+		p.eval(`document.getElementById("token").value = ` + string(js) + `; document.forms[0].submit()`)
+	})
+	if got := p.eval("location.pathname"); got != echo {
+		t.Fatalf("signed in, the browser is at %s, want %s", got, echo)
+	}
+	for _, pg := range []struct{ name, path string }{{"store-service-echo", echo}, {"store-index", "/ui/"}} {
+		if pg.path != echo {
+			p.navigate(base + pg.path)
+		}
+		doc, err := html.Parse(strings.NewReader(p.eval("document.documentElement.outerHTML")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pg.path == echo {
+			checkService(t, doc)
+			if rv := byID(doc, "rv"); rv == nil || text(rv) != echoRV {
+				t.Errorf("the service page shows no resourceVersion %s for echo", echoRV)
+			}
+			if rv := byID(doc, "zone-rv"); rv == nil || text(rv) != zoneRV {
+				t.Errorf("the service page shows no zone resourceVersion %s", zoneRV)
+			}
+		} else {
+			checkIndex(t, doc)
+			if rv := find(doc, "td", "rv"); len(rv) != 1 || text(rv[0]) != zoneRV {
+				t.Errorf("the index shows zone resourceVersions %v, want %s", texts(rv), zoneRV)
+			}
+		}
+		png := filepath.Join(shots, pg.name+".png")
+		if err := os.WriteFile(png, p.screenshot(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("screenshot: %s", png)
+	}
+	if logged := b.logged(); len(logged) > 0 {
+		t.Errorf("the browser logged console messages:\n%s", strings.Join(logged, "\n"))
+	}
+}
+
+func byID(n *html.Node, id string) *html.Node {
+	if n.Type == html.ElementNode && attr(n, "id") == id {
+		return n
+	}
+	for c := n.FirstChild; c != nil; c = c.NextSibling {
+		if f := byID(c, id); f != nil {
+			return f
+		}
+	}
+	return nil
 }
 
 func checkIndex(t *testing.T, doc *html.Node) {

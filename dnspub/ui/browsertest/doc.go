@@ -5,6 +5,13 @@
 // blocked style, a missing asset) and that HTML Tidy finds no problem,
 // and keeping screenshots as CI artifacts.
 //
+// It does so with a config file (serve --config, Chromium's command
+// line) and with a store (serve --store behind a bearer token): there a
+// browser is sent to /ui/login, signs in with the form, and must land on
+// the page it asked for and see the resourceVersions of what is served.
+// That case drives one Chromium through the DevTools protocol on a pipe
+// (cdp_test.go), since the command line cannot fill in a form.
+//
 // Under plain `go test ./...` the test skips. Run it with ./run.sh, which
 // installs Debian's chromium and tidy when missing and requires them:
 //

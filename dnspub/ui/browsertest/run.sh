@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Browser test of the web view (GET /ui/): headless Chromium against a
-# running serve, and HTML Tidy as a validator. Installs Debian's chromium
+# running serve (a config file, and a store behind a token), and HTML Tidy
+# as a validator. Installs Debian's chromium
 # and tidy when run as root and they are missing, then requires them. Listens on 127.0.0.1 only. Screenshots are
 # kept in $CI_ARTIFACTS/ui (default .ci/artifacts/ui).
 set -euo pipefail
