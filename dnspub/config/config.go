@@ -138,8 +138,32 @@ type Compat struct {
 	AllowMisspelledFields bool
 }
 
-// DefaultCompat is the compat: of a zone that sets none.
-var DefaultCompat = Compat{NineDigitDurations: true, OmitNulls: true}
+// DefaultCompat is the compat: of a zone that sets none: what
+// serviceconfig.DefaultPublishOptions publishes (encode's defaults), with
+// no record at the bare host.
+var DefaultCompat = compatOf(sc.DefaultPublishOptions())
+
+// compatOf is the Compat that publishes as o does.
+func compatOf(o sc.PublishOptions) Compat {
+	return Compat{
+		NineDigitDurations:    o.NineDigitDurations,
+		OmitNulls:             o.OmitNulls,
+		AllowGrpcGoFailure:    o.AllowGrpcGoFailure,
+		AllowMisspelledFields: o.AllowMisspelledFields,
+	}
+}
+
+// publishOptions are the options serviceconfig.Publish shapes the record
+// at owner with.
+func (c Compat) publishOptions(owner string) sc.PublishOptions {
+	return sc.PublishOptions{
+		Owner:                 owner,
+		NineDigitDurations:    c.NineDigitDurations,
+		OmitNulls:             c.OmitNulls,
+		AllowGrpcGoFailure:    c.AllowGrpcGoFailure,
+		AllowMisspelledFields: c.AllowMisspelledFields,
+	}
+}
 
 // SOA holds the zone's SOA fields; the serial is managed by the server.
 type SOA struct {
@@ -1110,22 +1134,16 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service, 
 			text, place = res.JSON, d.placeByOrigin(n, path, res, s, z)
 		}
 	}
-	rec, ds := sc.Publish(sc.Source{JSON: text, Kind: kind}, sc.PublishOptions{
-		Owner:                 s.TXTOwner(),
-		NineDigitDurations:    s.Compat.NineDigitDurations,
-		OmitNulls:             s.Compat.OmitNulls,
-		AllowGrpcGoFailure:    s.Compat.AllowGrpcGoFailure,
-		AllowMisspelledFields: s.Compat.AllowMisspelledFields,
-	})
+	rec, ds := sc.Publish(sc.Source{JSON: text, Kind: kind}, s.Compat.publishOptions(s.TXTOwner()))
 	for _, diag := range ds {
 		if e, w := diag.OmittedCounts(); e+w > 0 || d.full(diag.Severity) {
 			d.add(diag) // counted, not placed
 			continue
 		}
-		if diag.Code == "misspelled-field" {
+		if diag.Code == sc.CodeMisspelledField {
 			diag.Message += " (or set compat: {allowMisspelledFields: true} to publish it as written)"
 		}
-		if diag.Code == "grpc-go-channel-failure" {
+		if diag.Code == sc.CodeGrpcGoChannelFailure {
 			diag.Message += ", or set compat: {allowGrpcGoFailure: true} on the service or its zone if no grpc-go client reads it"
 		}
 		if place(&diag) {

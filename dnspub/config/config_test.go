@@ -322,6 +322,10 @@ zones:
 	if def, _ := Parse(Example); def.Zones[0].Compat != DefaultCompat || !DefaultCompat.NineDigitDurations || !DefaultCompat.OmitNulls || DefaultCompat.BareHost || DefaultCompat.AllowGrpcGoFailure {
 		t.Errorf("defaults: zone %+v, DefaultCompat %+v", def.Zones[0].Compat, DefaultCompat)
 	}
+	// The publisher's default is encode's: one set of publish options.
+	if o, want := DefaultCompat.publishOptions(""), sc.DefaultPublishOptions(); o != want {
+		t.Errorf("DefaultCompat publishes with %+v, serviceconfig's default is %+v", o, want)
+	}
 }
 
 // Strings of dynamic parameter constraints that are not printable ASCII
