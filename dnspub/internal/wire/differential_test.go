@@ -133,7 +133,7 @@ func reference(zones []*zone.Zone, qname string, qtype uint16) *dns.Msg {
 		return m
 	}
 	for _, rr := range m.Answer {
-		if host, ok := zone.AdditionalTarget(rr); ok {
+		if host, ok := glueFor(rr); ok {
 			for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
 				for _, a := range all {
 					if a.Header().Name == host && a.Header().Rrtype == t {
@@ -144,6 +144,24 @@ func reference(zones []*zone.Zone, qname string, qtype uint16) *dns.Msg {
 		}
 	}
 	return m
+}
+
+// glueFor is the host whose addresses an answer record brings into the
+// additional section, written here from the RFCs rather than taken from
+// package zone, whose rule (zone.AdditionalTarget) is what is checked: an
+// NS record's host (RFC 1034 §4.3.2 step 6, RFC 1035 §3.3.11), an MX
+// record's exchange (RFC 1035 §3.3.9) and an SRV record's target (RFC 2782,
+// "Usage rules"). Every other type brings nothing.
+func glueFor(rr dns.RR) (string, bool) {
+	switch rr.Header().Rrtype {
+	case dns.TypeNS:
+		return rr.(*dns.NS).Ns, true
+	case dns.TypeMX:
+		return rr.(*dns.MX).Mx, true
+	case dns.TypeSRV:
+		return rr.(*dns.SRV).Target, true
+	}
+	return "", false
 }
 
 func section(rrs []dns.RR) string {
