@@ -83,8 +83,9 @@ const (
 	parseNotImp
 )
 
-// parse reads a query message into q: the header, the one question, and
-// the EDNS and TSIG records among the additional ones.
+// parse reads a query message into q: the header, the one question (its
+// name, type and class), and the EDNS and TSIG records among the
+// additional ones.
 func parse(msg []byte, q *Query) parseResult {
 	if len(msg) < headerLen || msg[2]&0x80 != 0 {
 		return parseDrop
@@ -98,11 +99,14 @@ func parse(msg []byte, q *Query) parseResult {
 		peekOPT(msg, q, qd, skip, ar)
 		return parseFormErr
 	}
-	off := parseQuestion(msg, q)
-	if off < 0 {
+	off := questionNameEnd(msg)
+	if off < 0 || off+4 > len(msg) {
 		return parseFormErr
 	}
-	return parseRecords(msg, q, off, skip, ar)
+	q.QNameEnd = off
+	q.QType = binary.BigEndian.Uint16(msg[off:])
+	q.QClass = binary.BigEndian.Uint16(msg[off+2:])
+	return parseRecords(msg, q, off+4, skip, ar)
 }
 
 // parseHeader reads the ID, opcode and flags of a query's header into q,
@@ -119,35 +123,20 @@ func parseHeader(msg []byte, q *Query) (qd, skip, ar int) {
 	return qd, skip, ar
 }
 
-// parseQuestion reads the question into q and returns the offset past it,
-// or -1 when it is malformed. The name is labels only: a compression
-// pointer cannot point anywhere useful this early in the message.
-func parseQuestion(msg []byte, q *Query) int {
-	off := headerLen
-	for {
-		if off >= len(msg) {
-			return -1
-		}
+// questionNameEnd returns the offset just past the question's name, or -1
+// when it is malformed. The name is labels only: a compression pointer
+// cannot point anywhere useful this early in the message.
+func questionNameEnd(msg []byte) int {
+	for off := headerLen; off < len(msg); {
 		l := int(msg[off])
 		if l == 0 {
-			off++
-			break
+			return off + 1
 		}
-		if l > 63 {
-			return -1
-		}
-		off += 1 + l
-		if off-headerLen+1 > 255 {
+		if off += 1 + l; l > 63 || off-headerLen+1 > 255 {
 			return -1
 		}
 	}
-	if off+4 > len(msg) {
-		return -1
-	}
-	q.QNameEnd = off
-	q.QType = binary.BigEndian.Uint16(msg[off:])
-	q.QClass = binary.BigEndian.Uint16(msg[off+2:])
-	return off + 4
+	return -1
 }
 
 // parseRecords skips the answer and authority records from off (an IXFR
