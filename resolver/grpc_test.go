@@ -262,6 +262,7 @@ func TestGRPCInvalidRecordOnNewChannel(t *testing.T) {
 	t.Parallel()
 	bad := `[{"serviceConfig":{"loadBalancingConfig":[{"no_such_policy":{}}]}}]`
 	t.Run("without a default the channel fails until the record is fixed", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, 1)
 		e.dns.SetConfig("svc.test", 60, bad)
 		e.dns.SetDelay(dns.TypeTXT, slowTXT)
@@ -284,6 +285,7 @@ func TestGRPCInvalidRecordOnNewChannel(t *testing.T) {
 		}
 	})
 	t.Run("with Options.DefaultServiceConfig the default applies", func(t *testing.T) {
+		t.Parallel()
 		e := newEnv(t, 1)
 		e.dns.SetConfig("svc.test", 60, bad)
 		e.dns.SetDelay(dns.TypeTXT, slowTXT)

@@ -310,6 +310,11 @@ func (d *dnsResolver) resolveName(preset map[uint16]lookupResult, last bool) (re
 	return refresh, failed, false
 }
 
+// disabledOutcome is every resolution's outcome for the service config
+// of a channel that disabled it: no TXT lookup, no config (gRFC A21,
+// "Service Config Channel Arguments").
+var disabledOutcome = outcome{ev: event{kind: evNone}, reason: "service config disabled for this channel (grpc.WithDisableServiceConfig)"}
+
 // startLookups starts the lookups of one resolution.
 func (d *dnsResolver) startLookups(ctx context.Context, preset map[uint16]lookupResult) *resolution {
 	r := &resolution{qtypes: []uint16{typeA, typeAAAA}, got: map[uint16]lookupResult{},
@@ -317,7 +322,7 @@ func (d *dnsResolver) startLookups(ctx context.Context, preset map[uint16]lookup
 	if d.wantConfig {
 		r.qtypes = append(r.qtypes, typeTXT)
 	} else {
-		r.out = outcome{ev: event{kind: evNone}, reason: "service config disabled for this channel (grpc.WithDisableServiceConfig)"}
+		r.out = disabledOutcome
 	}
 	r.results = make(chan lookupResult, len(r.qtypes))
 	for _, qt := range r.qtypes {

@@ -15,6 +15,21 @@ type CodeInfo struct {
 	Why string
 }
 
+// The codes a caller acts on (see [Codes] for all of them): the ones a tool
+// adds its own advice to, and the one it reports itself ([InputTooLarge]).
+// Compare Diagnostic.Code with these rather than with literals, so that a
+// misspelt code fails to compile.
+const (
+	// CodeInputTooLarge is an input beyond what any tool reads.
+	CodeInputTooLarge string = "input-too-large"
+	// CodeGrpcGoChannelFailure refuses a record grpc-go's own resolver
+	// fails its channel on ([PublishOptions].AllowGrpcGoFailure).
+	CodeGrpcGoChannelFailure string = "grpc-go-channel-failure"
+	// CodeMisspelledField refuses a config with a field one typo away from
+	// one gRPC defines ([PublishOptions].AllowMisspelledFields).
+	CodeMisspelledField string = "misspelled-field"
+)
+
 // diagCode is a diagnostic code of this package. Every diagnostic is made
 // from one (checker.report, diagCode.String and severity), so a code that
 // is not declared here does not compile, and the severity is the one it is
@@ -128,7 +143,7 @@ const (
 // public contract: never rename one, only add.
 var codes = [numCodes]codeID{
 	// The input as a whole.
-	codeInputTooLarge:      {"input-too-large", Error},
+	codeInputTooLarge:      {CodeInputTooLarge, Error},
 	codeDiagnosticsOmitted: {"diagnostics-omitted", Warning},
 
 	// JSON text.
@@ -171,8 +186,8 @@ var codes = [numCodes]codeID{
 	codeChoiceUnreachable:           {"choice-unreachable", Warning},
 	codeChoicesNoCatchAll:           {"choices-no-catch-all", Warning},
 	codeChoiceExtensionKey:          {"choice-extension-key", Warning},
-	codeGrpcGoChannelFailure:        {"grpc-go-channel-failure", Error},
-	codeMisspelledField:             {"misspelled-field", Error},
+	codeGrpcGoChannelFailure:        {CodeGrpcGoChannelFailure, Error},
+	codeMisspelledField:             {CodeMisspelledField, Error},
 	codeChoiceLanguageCase:          {"choice-language-case", Warning},
 
 	// Service config.

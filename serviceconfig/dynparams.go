@@ -23,23 +23,6 @@ var protoNames = map[string]string{
 	"not_constraints": "notConstraints",
 }
 
-// ParseConstraints parses a DynamicParameterConstraints message in its
-// protobuf JSON form, such as {"constraint":{"key":"env","value":"prod"}}.
-// The error, if any, is an *InvalidError.
-func ParseConstraints(data []byte) (*constraints.Expr, error) {
-	t, err := jtree.Parse(data)
-	if err != nil {
-		return nil, Diagnostics{syntaxDiagnostic(err)}.Err()
-	}
-	c := newChecker(t)
-	c.errorsOnly = true
-	e := parseConstraints(c, 0, 1)
-	if err := c.diags.Err(); err != nil {
-		return nil, err
-	}
-	return e, nil
-}
-
 // parseConstraints reads the message at node v (nesting level depth).
 // It returns nil when the message is malformed; problems go to c.
 func parseConstraints(c *checker, v int32, depth int) *constraints.Expr {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/constraints"
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
 )
 
 // TP2's constraint examples, in protobuf JSON form.
@@ -42,9 +43,9 @@ func params(kv ...string) map[string]string {
 
 func mustConstraints(t testing.TB, s string) *constraints.Expr {
 	t.Helper()
-	e, err := ParseConstraints([]byte(s))
+	e, err := parseConstraintsJSON([]byte(s))
 	if err != nil {
-		t.Fatalf("ParseConstraints(%s): %v", s, err)
+		t.Fatalf("parseConstraintsJSON(%s): %v", s, err)
 	}
 	return e
 }
@@ -113,15 +114,15 @@ func TestConstraintErrors(t *testing.T) {
 		{deep, "dynparams-too-deep", "32 levels"},
 		{`"env=prod"`, "dynparams-constraint", "must be an object"},
 	} {
-		_, err := ParseConstraints([]byte(tc.in))
+		_, err := parseConstraintsJSON([]byte(tc.in))
 		ie, ok := err.(*InvalidError)
 		if !ok {
-			t.Errorf("ParseConstraints(%s) = %v, want %s", tc.in, err, tc.code)
+			t.Errorf("parseConstraintsJSON(%s) = %v, want %s", tc.in, err, tc.code)
 			continue
 		}
 		d := ie.Diagnostics[0]
 		if d.Code != tc.code || !strings.Contains(d.Message, tc.msg) {
-			t.Errorf("ParseConstraints(%s): %s %q, want %s mentioning %q", tc.in, d.Code, d.Message, tc.code, tc.msg)
+			t.Errorf("parseConstraintsJSON(%s): %s %q, want %s mentioning %q", tc.in, d.Code, d.Message, tc.code, tc.msg)
 		}
 	}
 }
@@ -383,7 +384,7 @@ func TestMatchAgreesWithNaiveEvaluator(t *testing.T) {
 		if err := json.Unmarshal(js, &v); err != nil {
 			t.Fatal(err)
 		}
-		back, err := ParseConstraints(js)
+		back, err := parseConstraintsJSON(js)
 		if err != nil {
 			t.Fatalf("%s: %v", js, err)
 		}
@@ -426,7 +427,7 @@ func FuzzParseConstraints(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		e, err := ParseConstraints(b)
+		e, err := parseConstraintsJSON(b)
 		if err != nil {
 			return
 		}
@@ -436,7 +437,7 @@ func FuzzParseConstraints(f *testing.F) {
 				t.Fatalf("AppendJSON of %s wrote byte 0x%02x: records must be printable ASCII: %s", b, c, out)
 			}
 		}
-		back, err := ParseConstraints(out)
+		back, err := parseConstraintsJSON(out)
 		if err != nil || back.String() != e.String() {
 			t.Fatalf("round trip of %s: %v", b, err)
 		}
@@ -502,4 +503,22 @@ func BenchmarkVariantAnalysis64x8x5(b *testing.B) {
 		c := newChecker(ch.tree)
 		lintVariants(c, ch)
 	}
+}
+
+// parseConstraintsJSON parses a DynamicParameterConstraints message on its
+// own, in its protobuf JSON form, such as {"constraint":{"key":"env","value":"prod"}}.
+// The error, if any, is an *InvalidError. Only tests parse a message
+// alone: records hold constraints inside choices.
+func parseConstraintsJSON(data []byte) (*constraints.Expr, error) {
+	t, err := jtree.Parse(data)
+	if err != nil {
+		return nil, Diagnostics{syntaxDiagnostic(err)}.Err()
+	}
+	c := newChecker(t)
+	c.errorsOnly = true
+	e := parseConstraints(c, 0, 1)
+	if err := c.diags.Err(); err != nil {
+		return nil, err
+	}
+	return e, nil
 }

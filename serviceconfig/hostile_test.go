@@ -346,3 +346,34 @@ func TestCapKeepsRefusals(t *testing.T) {
 		t.Errorf("GrpcGoConfig: %.100s", got)
 	}
 }
+
+// An input beyond MaxInputSize is refused by its size, with a diagnostic
+// that says how large it is when that is known.
+func TestInputTooLarge(t *testing.T) {
+	for _, tc := range []struct {
+		size int64
+		want string
+	}{
+		{MaxInputSize + 1, "the input is 67108865 bytes, more than 67108864 bytes (64 MiB)"},
+		{-1, "the input is more than 67108864 bytes (64 MiB)"},
+	} {
+		d := InputTooLarge(tc.size)
+		if d.Code != CodeInputTooLarge || d.Severity != Error || d.Offset != -1 || !strings.HasPrefix(d.Message, tc.want) {
+			t.Errorf("InputTooLarge(%d) = %+v, want %s… [%s]", tc.size, d, tc.want, CodeInputTooLarge)
+		}
+	}
+}
+
+// The exported codes are registered, with the severity callers expect of
+// them (errors: a tool refuses the input).
+func TestExportedCodesRegistered(t *testing.T) {
+	registered := map[string]Severity{}
+	for _, c := range Codes() {
+		registered[c.Code] = c.Severity
+	}
+	for _, code := range []string{CodeInputTooLarge, CodeGrpcGoChannelFailure, CodeMisspelledField} {
+		if sev, ok := registered[code]; !ok || sev != Error {
+			t.Errorf("%s: registered %v, severity %v; want a registered error", code, ok, sev)
+		}
+	}
+}

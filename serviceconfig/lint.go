@@ -3,6 +3,7 @@ package serviceconfig
 import (
 	"bytes"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
@@ -17,6 +18,23 @@ import (
 // could never be served before any work proportional to them. Between
 // 64 KB and 1 MiB, lint reads the input and reports txt-too-large.
 const MaxRecordText = 1 << 20
+
+// MaxInputSize is the longest input a tool reads: the largest publisher
+// config (package dnspub/config's MaxConfigSize is this), 64 MiB. Records
+// are bounded further, by MaxRecordText, once the input's kind is known.
+const MaxInputSize = 64 << 20
+
+// InputTooLarge is the diagnostic of an input longer than MaxInputSize,
+// which a tool refuses before reading it whole: size is its length in
+// bytes, or -1 when it is not known (the reading stopped past the limit).
+func InputTooLarge(size int64) Diagnostic {
+	what := "more than"
+	if size >= 0 {
+		what = strconv.FormatInt(size, 10) + " bytes, more than"
+	}
+	return Diagnostic{Severity: codeInputTooLarge.severity(), Code: codeInputTooLarge.String(), Offset: -1,
+		Message: fmt.Sprintf("the input is %s %d bytes (64 MiB): no record can be that large (a DNS message holds %d bytes), and the publisher reads no larger config; split the config's zones across several publishers", what, MaxInputSize, MaxMessageSize)}
+}
 
 func recordTooLarge(n int, what string) Diagnostic {
 	return Diagnostic{Severity: codeInputTooLarge.severity(), Code: codeInputTooLarge.String(), Offset: 0,

@@ -56,6 +56,13 @@ type PublishOptions struct {
 	AllowMisspelledFields bool
 }
 
+// DefaultPublishOptions are the options of a service that sets no
+// compat: in the publisher config, and encode's defaults: nine-digit
+// durations and nulls left out, nothing refused allowed.
+func DefaultPublishOptions() PublishOptions {
+	return PublishOptions{NineDigitDurations: true, OmitNulls: true}
+}
+
 // Record is a choice list as it is published.
 type Record struct {
 	// Value is the compact JSON choice list: dynamic parameter constraints

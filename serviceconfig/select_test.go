@@ -146,7 +146,7 @@ func FuzzParseChoices(f *testing.F) {
 // A Choices built by hand, without parsing, works as the parsed JSON of
 // its fields would: nothing panics, and what cannot be JSON is reported.
 func TestHandBuiltChoices(t *testing.T) {
-	expr, err := ParseConstraints([]byte(`{"constraint":{"key":"env","value":"prod"}}`))
+	expr, err := parseConstraintsJSON([]byte(`{"constraint":{"key":"env","value":"prod"}}`))
 	if err != nil {
 		t.Fatal(err)
 	}

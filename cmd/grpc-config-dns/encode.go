@@ -9,7 +9,7 @@ import (
 )
 
 func encodeCmd(e *env) *cobra.Command {
-	opts := sc.PublishOptions{NineDigitDurations: true, OmitNulls: true}
+	opts := sc.DefaultPublishOptions() // as serve publishes a service without compat:
 	cmd := &cobra.Command{
 		Use:   "encode [--nine-digit-durations=false] [--omit-nulls=false] [--allow-grpc-go-failure] [--allow-misspelled-fields] INPUT",
 		Short: "Print the TXT RDATA that publishes a config, as quoted strings of at most 255 bytes",
@@ -39,10 +39,10 @@ error.`,
 			return e.encode(args[0], opts)
 		},
 	}
-	cmd.Flags().BoolVar(&opts.NineDigitDurations, "nine-digit-durations", true, "write every duration with a fraction with 9 digits, as serve does by default")
-	cmd.Flags().BoolVar(&opts.OmitNulls, "omit-nulls", true, "leave out the members whose value is null, as serve does by default")
-	cmd.Flags().BoolVar(&opts.AllowMisspelledFields, "allow-misspelled-fields", false, "encode a config with a field one typo away from one gRPC defines (clients drop it), as serve does with compat: {allowMisspelledFields: true}")
-	cmd.Flags().BoolVar(&opts.AllowGrpcGoFailure, "allow-grpc-go-failure", false, "encode a record on which grpc-go's own dns resolver would fail its channel, as serve does with compat: {allowGrpcGoFailure: true}")
+	cmd.Flags().BoolVar(&opts.NineDigitDurations, "nine-digit-durations", opts.NineDigitDurations, "write every duration with a fraction with 9 digits, as serve does by default")
+	cmd.Flags().BoolVar(&opts.OmitNulls, "omit-nulls", opts.OmitNulls, "leave out the members whose value is null, as serve does by default")
+	cmd.Flags().BoolVar(&opts.AllowMisspelledFields, "allow-misspelled-fields", opts.AllowMisspelledFields, "encode a config with a field one typo away from one gRPC defines (clients drop it), as serve does with compat: {allowMisspelledFields: true}")
+	cmd.Flags().BoolVar(&opts.AllowGrpcGoFailure, "allow-grpc-go-failure", opts.AllowGrpcGoFailure, "encode a record on which grpc-go's own dns resolver would fail its channel, as serve does with compat: {allowGrpcGoFailure: true}")
 	return cmd
 }
 
@@ -62,17 +62,17 @@ func (e *env) encode(arg string, opts sc.PublishOptions) error {
 	opts.Owner = in.owner
 	rec, ds := sc.Publish(sc.Source{Text: in.text, Records: in.records}, opts)
 	for _, d := range ds {
-		if d.Code == "grpc-go-channel-failure" {
+		if d.Code == sc.CodeGrpcGoChannelFailure {
 			d.Message += ", or pass --allow-grpc-go-failure if no grpc-go client reads it"
 		}
-		if d.Code == "misspelled-field" {
+		if d.Code == sc.CodeMisspelledField {
 			d.Message += " (or pass --allow-misspelled-fields to encode it as written)"
 		}
 		fmt.Fprintln(e.stderr, formatDiagnostic(name, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
 	}
 	if rec == nil {
 		why := "is invalid"
-		if !ds.HasErrors() || ds[len(ds)-1].Code == "grpc-go-channel-failure" {
+		if !ds.HasErrors() || ds[len(ds)-1].Code == sc.CodeGrpcGoChannelFailure {
 			why = "is refused"
 		}
 		return &exitError{code: exitInvalid, err: fmt.Errorf("%s %s: nothing encoded", name, why)}

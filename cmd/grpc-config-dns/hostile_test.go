@@ -12,16 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
-
-// The CLI reads what the publisher reads, and no more.
-func TestMaxInputIsThePublishersLimit(t *testing.T) {
-	if maxInputSize != config.MaxConfigSize {
-		t.Errorf("maxInputSize %d, config.MaxConfigSize %d", maxInputSize, config.MaxConfigSize)
-	}
-}
 
 // endless is a reader of n bytes of c, without holding them.
 type endless struct {
@@ -53,7 +45,7 @@ func TestInputTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	if err := os.Truncate(huge, maxInputSize+1); err != nil { // sparse: no disk used
+	if err := os.Truncate(huge, sc.MaxInputSize+1); err != nil { // sparse: no disk used
 		t.Fatal(err)
 	}
 	record := filepath.Join(dir, "record.json")
@@ -73,7 +65,7 @@ func TestInputTooLarge(t *testing.T) {
 		want  string // in the message
 	}{
 		{[]string{"lint", huge}, nil, "huge.yaml: error: the input is 67108865 bytes, more than 67108864 bytes (64 MiB)"},
-		{[]string{"lint", "-"}, &endless{maxInputSize + 1, ' '}, "<stdin>: error: the input is more than 67108864 bytes"},
+		{[]string{"lint", "-"}, &endless{sc.MaxInputSize + 1, ' '}, "<stdin>: error: the input is more than 67108864 bytes"},
 		{[]string{"select", huge}, nil, "input-too-large"},
 		{[]string{"encode", huge}, nil, "input-too-large"},
 		{[]string{"zone", "--config", huge}, nil, "input-too-large"},

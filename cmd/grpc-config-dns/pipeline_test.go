@@ -60,7 +60,7 @@ func pipelineCases(t *testing.T) []pipelineCase {
 // pipelineCompats are the compat settings the pipeline is tested under:
 // the publisher's default, the grpc-go gate off, and the record as written.
 var pipelineCompats = []sc.PublishOptions{
-	{NineDigitDurations: true, OmitNulls: true},
+	sc.DefaultPublishOptions(),
 	{NineDigitDurations: true, OmitNulls: true, AllowGrpcGoFailure: true},
 	{NineDigitDurations: false, OmitNulls: false, AllowGrpcGoFailure: true, AllowMisspelledFields: true},
 }

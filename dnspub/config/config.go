@@ -141,8 +141,32 @@ type Compat struct {
 	AllowMisspelledFields bool
 }
 
-// DefaultCompat is the compat: of a zone that sets none.
-var DefaultCompat = Compat{NineDigitDurations: true, OmitNulls: true}
+// DefaultCompat is the compat: of a zone that sets none: what
+// serviceconfig.DefaultPublishOptions publishes (encode's defaults), with
+// no record at the bare host.
+var DefaultCompat = compatOf(sc.DefaultPublishOptions())
+
+// compatOf is the Compat that publishes as o does.
+func compatOf(o sc.PublishOptions) Compat {
+	return Compat{
+		NineDigitDurations:    o.NineDigitDurations,
+		OmitNulls:             o.OmitNulls,
+		AllowGrpcGoFailure:    o.AllowGrpcGoFailure,
+		AllowMisspelledFields: o.AllowMisspelledFields,
+	}
+}
+
+// publishOptions are the options serviceconfig.Publish shapes the record
+// at owner with.
+func (c Compat) publishOptions(owner string) sc.PublishOptions {
+	return sc.PublishOptions{
+		Owner:                 owner,
+		NineDigitDurations:    c.NineDigitDurations,
+		OmitNulls:             c.OmitNulls,
+		AllowGrpcGoFailure:    c.AllowGrpcGoFailure,
+		AllowMisspelledFields: c.AllowMisspelledFields,
+	}
+}
 
 // SOA holds the zone's SOA fields; the serial is managed by the server.
 type SOA struct {
@@ -473,10 +497,41 @@ func readSecretFile(path string) ([]byte, error) {
 // HMAC-SHA256 mandatory; MD5 and SHA-1 are deprecated).
 var tsigAlgorithms = map[string]int{"hmac-sha256.": 32, "hmac-sha384.": 48, "hmac-sha512.": 64}
 
+// key reads a TSIG key of tsigKeys: its fields, then its one secret,
+// then its name against the keys before it (seen). It returns nil when the
+// key cannot be used; a key with a bad secret is still counted in seen.
 func (d *doc) key(n *yaml.Node, path string, seen map[string]bool) *Key {
 	k := &Key{Algorithm: "hmac-sha256."}
-	var nameNode, secretNode *yaml.Node
-	present := d.object(n, path, "a TSIG key", []field{
+	present, nameNode, secretNode := d.keyFields(n, path, k)
+	if present == nil {
+		return nil
+	}
+	if present["name"] == nil {
+		d.report(n, path, codeMissingField, "the TSIG key has no name: add name: (the same name the secondary uses)")
+	}
+	d.keySecret(n, path, k, present, secretNode)
+	if k.Name == "" {
+		return nil
+	}
+	if seen[k.Name] {
+		d.report(nameNode, path+"/name", codeTSIGKey, "TSIG key %s is defined twice", k.Name)
+		return nil
+	}
+	// A key with a bad secret still counts as defined, so that the
+	// transfers naming it do not add a second error.
+	seen[k.Name] = true
+	if k.Secret == "" {
+		return nil
+	}
+	return k
+}
+
+// keyFields reads a TSIG key's fields into k, returning the fields present
+// (nil when the entry is not an object) and the nodes of its name and of
+// its secret, wherever that came from. A secret that could not be read is
+// "-", reported already.
+func (d *doc) keyFields(n *yaml.Node, path string, k *Key) (present map[string]*yaml.Node, nameNode, secretNode *yaml.Node) {
+	present = d.object(n, path, "a TSIG key", []field{
 		{"name", func(_, v *yaml.Node, p string) {
 			s, ok := d.scalar(v, p, "the key name")
 			if !ok {
@@ -502,91 +557,84 @@ func (d *doc) key(n *yaml.Node, path string, seen map[string]bool) *Key {
 			k.Algorithm = a
 		}},
 		{"secret", func(_, v *yaml.Node, p string) {
-			s, ok := d.scalar(v, p, "the key secret")
-			if !ok {
-				return
+			if s, ok := d.scalar(v, p, "the key secret"); ok {
+				secretNode, k.Secret = v, strings.Join(strings.Fields(s), "")
 			}
-			secretNode = v
-			k.Secret = strings.Join(strings.Fields(s), "")
 		}},
 		// The secret out of the config, as a Kubernetes Secret is mounted
 		// or injected: a file holding the base64 secret, or an
 		// environment variable. Both are read at every load.
 		{"secretFile", func(_, v *yaml.Node, p string) {
-			s, ok := d.scalar(v, p, "the key's secret file")
-			if !ok {
-				return
+			if s, ok := d.scalar(v, p, "the key's secret file"); ok {
+				secretNode, k.Secret = v, d.secretFromFile(v, p, s)
 			}
-			secretNode = v
-			b, err := readSecretFile(s)
-			if err != nil {
-				d.report(v, p, codeTSIGKey, "cannot read the secret file: %v; mount the secret there or give secret: or secretEnv: instead", err)
-				k.Secret = "-"
-				return
-			}
-			k.Secret = strings.Join(strings.Fields(string(b)), "")
 		}},
 		{"secretEnv", func(_, v *yaml.Node, p string) {
-			s, ok := d.scalar(v, p, "the key's secret variable")
-			if !ok {
-				return
+			if s, ok := d.scalar(v, p, "the key's secret variable"); ok {
+				secretNode, k.Secret = v, d.secretFromEnv(v, p, s)
 			}
-			secretNode = v
-			val, set := os.LookupEnv(s)
-			if !set {
-				d.report(v, p, codeTSIGKey, "environment variable %s is not set: set it to the base64 secret (in Kubernetes, from a Secret with env.valueFrom.secretKeyRef)", s)
-				k.Secret = "-"
-				return
-			}
-			k.Secret = strings.Join(strings.Fields(val), "")
 		}},
 	})
-	if present == nil {
-		return nil
+	return present, nameNode, secretNode
+}
+
+// secretFromFile is the secret held by file, or "-" when it cannot be read
+// (reported at v).
+func (d *doc) secretFromFile(v *yaml.Node, p, file string) string {
+	b, err := readSecretFile(file)
+	if err != nil {
+		d.report(v, p, codeTSIGKey, "cannot read the secret file: %v; mount the secret there or give secret: or secretEnv: instead", err)
+		return "-"
 	}
-	if present["name"] == nil {
-		d.report(n, path, codeMissingField, "the TSIG key has no name: add name: (the same name the secondary uses)")
+	return strings.Join(strings.Fields(string(b)), "")
+}
+
+// secretFromEnv is the secret held by the environment variable name, or
+// "-" when it is not set (reported at v).
+func (d *doc) secretFromEnv(v *yaml.Node, p, name string) string {
+	val, set := os.LookupEnv(name)
+	if !set {
+		d.report(v, p, codeTSIGKey, "environment variable %s is not set: set it to the base64 secret (in Kubernetes, from a Secret with env.valueFrom.secretKeyRef)", name)
+		return "-"
 	}
+	return strings.Join(strings.Fields(val), "")
+}
+
+// keySecret checks that the key has exactly one secret and that it is
+// base64 of a usable length for its algorithm, clearing k.Secret when it
+// is not.
+func (d *doc) keySecret(n *yaml.Node, path string, k *Key, present map[string]*yaml.Node, secretNode *yaml.Node) {
 	sources := 0
 	for _, f := range []string{"secret", "secretFile", "secretEnv"} {
 		if present[f] != nil {
 			sources++
 		}
 	}
-	if sources == 0 {
+	switch {
+	case sources == 0:
 		d.report(n, path, codeMissingField, "the TSIG key has no secret: add secret: with a base64 key, as `tsig-keygen` prints, or secretFile: or secretEnv: to keep it out of the config")
-	} else if sources > 1 {
+		return
+	case sources > 1:
 		d.report(n, path, codeTSIGKey, "the TSIG key has more than one of secret, secretFile and secretEnv: keep one")
 		k.Secret = ""
-	} else if k.Secret == "-" {
+		return
+	case k.Secret == "-":
 		k.Secret = "" // reported where it was read
-	} else if secretNode != nil {
-		raw, err := base64.StdEncoding.DecodeString(k.Secret)
-		switch {
-		case err != nil:
-			d.report(secretNode, path+"/secret", codeTSIGKey, "the secret is not valid base64 (%v): generate one with `tsig-keygen -a hmac-sha256 NAME`", err)
-			k.Secret = ""
-		case len(raw) == 0:
-			d.report(secretNode, path+"/secret", codeTSIGKey, "the secret is empty")
-			k.Secret = ""
-		case len(raw) < tsigAlgorithms[k.Algorithm]:
-			d.report(secretNode, path+"/secret", codeTSIGKeyShort, "the secret is %d bytes; RFC 8945 asks for at least the hash length (%d bytes for %s)", len(raw), tsigAlgorithms[k.Algorithm], strings.TrimSuffix(k.Algorithm, "."))
-		}
+		return
+	case secretNode == nil:
+		return
 	}
-	if k.Name == "" {
-		return nil
+	raw, err := base64.StdEncoding.DecodeString(k.Secret)
+	switch {
+	case err != nil:
+		d.report(secretNode, path+"/secret", codeTSIGKey, "the secret is not valid base64 (%v): generate one with `tsig-keygen -a hmac-sha256 NAME`", err)
+		k.Secret = ""
+	case len(raw) == 0:
+		d.report(secretNode, path+"/secret", codeTSIGKey, "the secret is empty")
+		k.Secret = ""
+	case len(raw) < tsigAlgorithms[k.Algorithm]:
+		d.report(secretNode, path+"/secret", codeTSIGKeyShort, "the secret is %d bytes; RFC 8945 asks for at least the hash length (%d bytes for %s)", len(raw), tsigAlgorithms[k.Algorithm], strings.TrimSuffix(k.Algorithm, "."))
 	}
-	if seen[k.Name] {
-		d.report(nameNode, path+"/name", codeTSIGKey, "TSIG key %s is defined twice", k.Name)
-		return nil
-	}
-	// A key with a bad secret still counts as defined, so that the
-	// transfers naming it do not add a second error.
-	seen[k.Name] = true
-	if k.Secret == "" {
-		return nil
-	}
-	return k
 }
 
 // zoneBuild collects what zone() learns before the cross-checks.
@@ -1117,22 +1165,16 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service, 
 			text, place = res.JSON, d.placeByOrigin(n, path, res, s, z)
 		}
 	}
-	rec, ds := sc.Publish(sc.Source{JSON: text, Kind: kind}, sc.PublishOptions{
-		Owner:                 s.TXTOwner(),
-		NineDigitDurations:    s.Compat.NineDigitDurations,
-		OmitNulls:             s.Compat.OmitNulls,
-		AllowGrpcGoFailure:    s.Compat.AllowGrpcGoFailure,
-		AllowMisspelledFields: s.Compat.AllowMisspelledFields,
-	})
+	rec, ds := sc.Publish(sc.Source{JSON: text, Kind: kind}, s.Compat.publishOptions(s.TXTOwner()))
 	for _, diag := range ds {
 		if e, w := diag.OmittedCounts(); e+w > 0 || d.full(diag.Severity) {
 			d.add(diag) // counted, not placed
 			continue
 		}
-		if diag.Code == "misspelled-field" {
+		if diag.Code == sc.CodeMisspelledField {
 			diag.Message += " (or set compat: {allowMisspelledFields: true} to publish it as written)"
 		}
-		if diag.Code == "grpc-go-channel-failure" {
+		if diag.Code == sc.CodeGrpcGoChannelFailure {
 			diag.Message += ", or set compat: {allowGrpcGoFailure: true} on the service or its zone if no grpc-go client reads it"
 		}
 		if place(&diag) {

@@ -175,6 +175,20 @@ zones:
         choices: [{serviceConfig: {}}]
         serviceConfig: {}
 `, []want{{8, 24, "choices-and-config", "/zones/0/services/0/serviceConfig"}}},
+		{"service ports", `
+zones:
+  - origin: example.test.
+    nameservers: [{name: ns1, addresses: [192.0.2.1]}]
+    services:
+      - {name: zero, addresses: [192.0.2.2], port: 0}
+      - {name: big, addresses: [192.0.2.2], port: 65536}
+      - {name: fine, addresses: [192.0.2.2], port: 65535}
+      - {name: nowhere, port: 50051, serviceConfig: {}}
+`, []want{
+			{6, 52, "srv-port", "/zones/0/services/0/port"},
+			{7, 51, "srv-port", "/zones/0/services/1/port"},
+			{9, 31, "srv-no-address", "/zones/0/services/3/port"},
+		}},
 		// The file ends (line 3) where a value of the list is expected.
 		{"syntax", "zones:\n  - origin: [\n", []want{{3, 1, "yaml-syntax", ""}}},
 		// YAML's parser counts lines from 0: these were one line early
@@ -307,6 +321,10 @@ zones:
 	}
 	if def, _ := Parse(Example); def.Zones[0].Compat != DefaultCompat || !DefaultCompat.NineDigitDurations || !DefaultCompat.OmitNulls || DefaultCompat.BareHost || DefaultCompat.AllowGrpcGoFailure {
 		t.Errorf("defaults: zone %+v, DefaultCompat %+v", def.Zones[0].Compat, DefaultCompat)
+	}
+	// The publisher's default is encode's: one set of publish options.
+	if o, want := DefaultCompat.publishOptions(""), sc.DefaultPublishOptions(); o != want {
+		t.Errorf("DefaultCompat publishes with %+v, serviceconfig's default is %+v", o, want)
 	}
 }
 

@@ -230,15 +230,58 @@ func (p *Parser) incremental(text []byte) (*Config, sc.Diagnostics, bool) {
 	if d.k1 == d.k2 && d.off == d.end {
 		return b.cfg, slices.Clone(b.ds), true // the same text
 	}
+	e, ok := b.locate(d, text)
+	if !ok || !p.readItems(b, e) || !e.namesAlone(b) {
+		return nil, nil, false
+	}
+	ds, ok := e.diagnostics(b)
+	if !ok {
+		return nil, nil, false
+	}
+	cfg := e.config(b)
+	p.rebase(b, e, cfg, ds)
+	return cfg, ds, true
+}
+
+// edit is a difference read from its items: where it lies in the base,
+// and what its items made.
+type edit struct {
+	diff
+	bb                *baseBlock
+	region            []byte // the new text of the difference
+	items             []item // its items
+	oldSize, oldLines int    // of the base's segments it replaces
+	est               int    // nodeEstimate of the new text
+	zone              *Zone  // the base's zone of the list
+	a                 int    // index in the list of the first replaced item
+	replaced          []*Service
+	ctx               string // the items' context (itemContext)
+	cached            map[itemSum]*itemResult
+	results           []*itemResult
+	sums              []itemSum
+	json              int             // the base's json bound, with the items'
+	written           map[string]bool // names of the services written
+}
+
+// itemPath is the JSON pointer of item i of the edited list.
+func (e *edit) itemPath(i int) string { return e.bb.path + "/" + strconv.Itoa(i) }
+
+// dItems is how many more items the list has after the edit.
+func (e *edit) dItems() int { return len(e.items) - (e.k2 - e.k1) }
+
+// locate checks that the difference d of text with the base replaces whole
+// items of one services list, or inserts some next to one, within the
+// limits, and cuts its items.
+func (b *base) locate(d diff, text []byte) (*edit, bool) {
 	segs := b.segs
 	if d.k2-d.k1 > maxDiffItems {
-		return nil, nil, false
+		return nil, false
 	}
 	// Every replaced piece is an item of one list; an insertion lies next
 	// to one.
 	for k := d.k1; k < d.k2; k++ {
 		if segs[k].block < 0 || d.block >= 0 && segs[k].block != d.block {
-			return nil, nil, false
+			return nil, false
 		}
 		d.block = segs[k].block
 	}
@@ -249,96 +292,105 @@ func (p *Parser) incremental(text []byte) (*Config, sc.Diagnostics, bool) {
 	case d.k2 < len(segs) && segs[d.k2].block >= 0:
 		d.block = segs[d.k2].block
 	default:
-		return nil, nil, false
+		return nil, false
 	}
 	bb := b.blocks[d.block]
 	if bb.frozen || d.off > 0 && text[d.off-1] != '\n' || d.end < len(text) && d.end > 0 && text[d.end-1] != '\n' {
-		return nil, nil, false
+		return nil, false
 	}
-	region := text[d.off:d.end]
-	items, ok := cutItems(region, bb.itemIndent)
-	if !ok || len(items) > maxDiffItems || bb.n-(d.k2-d.k1)+len(items) == 0 {
-		return nil, nil, false
+	e := &edit{diff: d, bb: bb, region: text[d.off:d.end]}
+	var ok bool
+	e.items, ok = cutItems(e.region, bb.itemIndent)
+	if !ok || len(e.items) > maxDiffItems || bb.n-(d.k2-d.k1)+len(e.items) == 0 {
+		return nil, false
 	}
-	var oldSize, oldLines, oldEst int
+	var oldEst int
 	for _, s := range segs[d.k1:d.k2] {
-		oldSize += int(s.size)
-		oldLines += int(s.lines)
+		e.oldSize += int(s.size)
+		e.oldLines += int(s.lines)
 		oldEst += int(s.est)
 	}
-	est := b.est - oldEst + nodeEstimate(region) - 2
-	if est > MaxConfigNodes {
-		return nil, nil, false
+	e.est = b.est - oldEst + nodeEstimate(e.region) - 2
+	if e.est > MaxConfigNodes {
+		return nil, false
 	}
+	e.zone = b.cfg.Zones[bb.zone]
+	e.a = d.k1 - bb.first
+	e.replaced = e.zone.Services[e.a : e.a+d.k2-d.k1]
+	return e, true
+}
 
-	// Read the items written.
-	zone := b.cfg.Zones[bb.zone]
-	a := d.k1 - bb.first // index in the list of the first replaced item
-	replaced := zone.Services[a : a+d.k2-d.k1]
-	rd := newDoc(region)
+// readItems reads the items written, or takes what an item of the same
+// text made before in the same context; false when one has errors (the
+// full read lists them) or the text converts to too much JSON.
+func (p *Parser) readItems(b *base, e *edit) bool {
+	rd := newDoc(e.region)
 	rd.sigLen = b.sigLen
-	ctx := itemContext(zone, b.sigLen)
-	cached := p.items[ctx]
-	results := make([]*itemResult, len(items))
-	sums := make([]itemSum, len(items))
-	json := b.json
-	itemPath := func(i int) string { return bb.path + "/" + strconv.Itoa(i) }
-	for j, it := range items {
-		sums[j] = p.sum(it.text)
-		r, ok := cached[sums[j]]
+	e.ctx = itemContext(e.zone, b.sigLen)
+	e.cached = p.items[e.ctx]
+	e.results = make([]*itemResult, len(e.items))
+	e.sums = make([]itemSum, len(e.items))
+	e.json = b.json
+	for j, it := range e.items {
+		e.sums[j] = p.sum(it.text)
+		r, ok := e.cached[e.sums[j]]
 		if !ok || r.policyKey() != "" {
 			var err error
-			if r, err = rd.readItem(it, itemPath(a+j), zone); err != nil {
-				return nil, nil, false
+			if r, err = rd.readItem(it, e.itemPath(e.a+j), e.zone); err != nil {
+				return false
 			}
 		}
 		if r.svc == nil || r.errors > 0 || r.more != nil && (r.more.abs != nil || r.more.omitted != [2]int{}) {
-			return nil, nil, false // errors: the full path lists them
+			return false // errors: the full path lists them
 		}
-		results[j] = r
-		json += int(r.jsonSize)
+		e.results[j] = r
+		e.json += int(r.jsonSize)
 	}
-	if json > maxExpansion {
-		return nil, nil, false // the full read decides
-	}
+	return e.json <= maxExpansion // else the full read decides
+}
 
-	// What no item shows alone: a name twice, or a nameserver's name,
-	// whose checks look at the services of that name.
-	written := make(map[string]bool, len(results))
-	gone := make(map[string]bool, len(replaced))
-	for _, s := range replaced {
+// namesAlone checks what no item shows alone: a name written twice, or
+// one the list keeps elsewhere, or a nameserver's name, whose checks look
+// at the services of that name.
+func (e *edit) namesAlone(b *base) bool {
+	e.written = make(map[string]bool, len(e.results))
+	gone := make(map[string]bool, len(e.replaced))
+	for _, s := range e.replaced {
 		gone[s.Name] = true
 	}
-	for _, r := range results {
+	for _, r := range e.results {
 		name := r.svc.Name
-		if written[name] {
-			return nil, nil, false
+		if e.written[name] {
+			return false
 		}
-		written[name] = true
-		if _, ok := bb.find(name); ok && !gone[name] {
-			return nil, nil, false
-		}
-	}
-	for _, ns := range zone.Nameservers {
-		if written[ns.Name] || gone[ns.Name] {
-			return nil, nil, false
+		e.written[name] = true
+		if _, ok := e.bb.find(name); ok && !gone[name] {
+			return false
 		}
 	}
+	for _, ns := range e.zone.Nameservers {
+		if e.written[ns.Name] || gone[ns.Name] {
+			return false
+		}
+	}
+	return true
+}
 
-	// Diagnostics: the base's, less the replaced items', moved; and the
-	// written items'.
-	dItems := len(items) - (d.k2 - d.k1)
-	dBytes := len(region) - oldSize
-	dLines := bytes.Count(region, []byte{'\n'}) - oldLines
-	oldEnd := d.off + oldSize
+// diagnostics are the base's, less the replaced items', moved; and the
+// written items'. False when they cannot all be placed or listed.
+func (e *edit) diagnostics(b *base) (sc.Diagnostics, bool) {
+	dItems := e.dItems()
+	dBytes := len(e.region) - e.oldSize
+	dLines := bytes.Count(e.region, []byte{'\n'}) - e.oldLines
+	oldEnd := e.off + e.oldSize
 	var ds sc.Diagnostics
 	for _, diag := range b.ds {
-		if i, rest, ok := listIndex(diag.Path, bb.path); ok {
+		if i, rest, ok := listIndex(diag.Path, e.bb.path); ok {
 			switch {
-			case i >= a && i < a+d.k2-d.k1:
+			case i >= e.a && i < e.a+e.k2-e.k1:
 				continue
-			case i >= a+d.k2-d.k1 && dItems != 0:
-				diag.Path = itemPath(i+dItems) + rest
+			case i >= e.a+e.k2-e.k1 && dItems != 0:
+				diag.Path = e.itemPath(i+dItems) + rest
 			}
 		}
 		if diag.Offset >= oldEnd {
@@ -347,47 +399,57 @@ func (p *Parser) incremental(text []byte) (*Config, sc.Diagnostics, bool) {
 		}
 		ds = append(ds, diag)
 	}
-	for j, r := range results {
+	for j, r := range e.results {
 		if r.more == nil {
 			continue
 		}
 		for _, diag := range r.more.diags {
 			if diag.Line <= 0 || diag.Offset < 0 {
-				return nil, nil, false
+				return nil, false
 			}
-			diag.Line += d.line + items[j].line
-			diag.Offset += d.off + items[j].off
-			diag.Path = itemPath(a+j) + diag.Path
+			diag.Line += e.line + e.items[j].line
+			diag.Offset += e.off + e.items[j].off
+			diag.Path = e.itemPath(e.a+j) + diag.Path
 			ds = append(ds, diag)
 		}
 	}
 	if len(ds) > sc.MaxDiagnostics {
-		return nil, nil, false
+		return nil, false
 	}
 	ds.Sort()
+	return ds, true
+}
 
-	// The config: the base's, with the list's services replaced.
-	svcs := make([]*Service, 0, len(zone.Services)+dItems)
-	svcs = append(svcs, zone.Services[:a]...)
-	for _, r := range results {
+// config is the base's config with the list's services replaced.
+func (e *edit) config(b *base) *Config {
+	svcs := make([]*Service, 0, len(e.zone.Services)+e.dItems())
+	svcs = append(svcs, e.zone.Services[:e.a]...)
+	for _, r := range e.results {
 		svcs = append(svcs, r.svc)
 	}
-	svcs = append(svcs, zone.Services[a+d.k2-d.k1:]...)
-	nz := *zone
+	svcs = append(svcs, e.zone.Services[e.a+e.k2-e.k1:]...)
+	nz := *e.zone
 	nz.Services = svcs
 	cfg := *b.cfg
 	cfg.Zones = slices.Clone(b.cfg.Zones)
-	cfg.Zones[bb.zone] = &nz
+	cfg.Zones[e.bb.zone] = &nz
+	return &cfg
+}
 
-	// Keep it all as the next base.
-	delta := &Delta{Zone: &nz, Prev: zone}
-	kept := make(map[*Service]bool, len(results))
-	for _, r := range results {
+// rebase keeps the edited text as the next base, with cfg (e's config)
+// and its diagnostics ds, the items read, and the difference from the
+// last config (Delta).
+func (p *Parser) rebase(b *base, e *edit, cfg *Config, ds sc.Diagnostics) {
+	bb, dItems := e.bb, e.dItems()
+	nz := cfg.Zones[bb.zone]
+	delta := &Delta{Zone: nz, Prev: e.zone}
+	kept := make(map[*Service]bool, len(e.results))
+	for _, r := range e.results {
 		delta.Changed = append(delta.Changed, r.svc)
 		kept[r.svc] = true
 	}
-	for _, s := range replaced {
-		if !written[s.Name] {
+	for _, s := range e.replaced {
+		if !e.written[s.Name] {
 			delta.Removed = append(delta.Removed, s.Name)
 		}
 		if i, ok := bb.find(s.Name); ok && bb.byName[i] == s {
@@ -397,37 +459,36 @@ func (p *Parser) incremental(text []byte) (*Config, sc.Diagnostics, bool) {
 			p.stale = append(p.stale, s)
 		}
 	}
-	for _, r := range results {
+	for _, r := range e.results {
 		i, _ := bb.find(r.svc.Name)
 		bb.byName = slices.Insert(bb.byName, i, r.svc)
 	}
-	fresh := make([]segment, len(items))
-	for j, it := range items {
-		fresh[j] = p.segment(it.text, d.block)
+	fresh := make([]segment, len(e.items))
+	for j, it := range e.items {
+		fresh[j] = p.segment(it.text, e.block)
 	}
-	b.segs = slices.Replace(b.segs, d.k1, d.k2, fresh...)
+	b.segs = slices.Replace(b.segs, e.k1, e.k2, fresh...)
 	for _, o := range b.blocks {
 		if o.first > bb.first {
 			o.first += dItems
 		}
 	}
 	bb.n += dItems
-	b.cfg, b.ds, b.est, b.json = &cfg, slices.Clone(ds), est, json
-	if cached == nil {
+	b.cfg, b.ds, b.est, b.json = cfg, slices.Clone(ds), e.est, e.json
+	if e.cached == nil {
 		if p.items == nil {
 			p.items = map[string]map[itemSum]*itemResult{}
 		}
-		cached = map[itemSum]*itemResult{}
-		p.items[ctx] = cached
+		e.cached = map[itemSum]*itemResult{}
+		p.items[e.ctx] = e.cached
 	}
-	for j, r := range results {
-		cached[sums[j]] = r
+	for j, r := range e.results {
+		e.cached[e.sums[j]] = r
 	}
 	if len(p.stale) > maxDiffItems {
 		p.sweep()
 	}
 	p.delta = delta
-	return &cfg, ds, true
 }
 
 // cutItems cuts the text of whole items of a list whose items start at

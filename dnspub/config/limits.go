@@ -1,6 +1,10 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+)
 
 // The limits of what Parse reads. A DNS message caps each record at 64 KB,
 // but a publisher config holds many: 100 000 services of a few hundred
@@ -9,8 +13,10 @@ import "fmt"
 // limits leave room for that and stop there, so that no config, however
 // written, costs much more than the largest legitimate one.
 const (
-	// MaxConfigSize is the longest config text read.
-	MaxConfigSize = 64 << 20
+	// MaxConfigSize is the longest config text read: the longest input
+	// of any tool (serviceconfig.MaxInputSize), so that the CLI reads what
+	// the publisher reads, and no more.
+	MaxConfigSize = sc.MaxInputSize
 	// MaxConfigNodes bounds the YAML nodes of a config, estimated before
 	// the YAML parser runs: the parser keeps about 250 bytes per node, so
 	// a file of one-character values would cost a hundred times its size

@@ -133,7 +133,7 @@ func reference(zones []*zone.Zone, qname string, qtype uint16) *dns.Msg {
 		return m
 	}
 	for _, rr := range m.Answer {
-		if host, ok := zone.AdditionalTarget(rr); ok {
+		if host, ok := glueFor(rr); ok {
 			for _, t := range []uint16{dns.TypeA, dns.TypeAAAA} {
 				for _, a := range all {
 					if a.Header().Name == host && a.Header().Rrtype == t {
@@ -144,6 +144,24 @@ func reference(zones []*zone.Zone, qname string, qtype uint16) *dns.Msg {
 		}
 	}
 	return m
+}
+
+// glueFor is the host whose addresses an answer record brings into the
+// additional section, written here from the RFCs rather than taken from
+// package zone, whose rule (zone.AdditionalTarget) is what is checked: an
+// NS record's host (RFC 1034 §4.3.2 step 6, RFC 1035 §3.3.11), an MX
+// record's exchange (RFC 1035 §3.3.9) and an SRV record's target (RFC 2782,
+// "Usage rules"). Every other type brings nothing.
+func glueFor(rr dns.RR) (string, bool) {
+	switch rr.Header().Rrtype {
+	case dns.TypeNS:
+		return rr.(*dns.NS).Ns, true
+	case dns.TypeMX:
+		return rr.(*dns.MX).Mx, true
+	case dns.TypeSRV:
+		return rr.(*dns.SRV).Target, true
+	}
+	return "", false
 }
 
 func section(rrs []dns.RR) string {
@@ -242,4 +260,65 @@ func parent(name string) (string, bool) {
 		return "", false
 	}
 	return name[off:], true
+}
+
+// The zones are found in Table.few when they are few, else in the map:
+// both ways give the same answers, and the zone that gave them.
+func TestZoneListAndMapAgree(t *testing.T) {
+	many := "zones:\n"
+	for z := range maxFewZones + 2 {
+		many += fmt.Sprintf("  - {origin: z%d.test., nameservers: [{name: ns1, addresses: [192.0.2.1]}], services: [{name: a.b, addresses: [192.0.2.2]}]}\n", z)
+	}
+	texts := []string{many}
+	for seed := range uint64(10) {
+		texts = append(texts, randomConfig(rand.New(rand.NewPCG(seed, 9))))
+	}
+	for i, text := range texts {
+		cfg, ds := config.Parse([]byte(text))
+		if cfg == nil {
+			t.Fatalf("config %d: %v", i, ds)
+		}
+		var zs []*zone.Zone
+		for j, zc := range cfg.Zones {
+			zs = append(zs, zone.New(zc, uint32(1000+j)))
+		}
+		tb, err := Build(zs, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (tb.few != nil) != (len(zs) <= maxFewZones) {
+			t.Fatalf("config %d: %d zones, list %v", i, len(zs), tb.few)
+		}
+		other := *tb // the same table, finding zones the other way
+		if tb.few == nil {
+			other.few = []zoneRef{}
+			for key, zi := range tb.zones {
+				other.few = append(other.few, zoneRef{key, zi})
+			}
+		} else {
+			other.few = nil
+		}
+		names := []string{"example.org.", "test."}
+		for _, z := range zs {
+			names = append(names, "nope."+z.Origin, "a.nope."+z.Origin)
+			for _, rr := range z.AXFR() {
+				names = append(names, rr.Header().Name)
+			}
+		}
+		for _, name := range names {
+			for _, qtype := range []uint16{dns.TypeA, dns.TypeSOA, dns.TypeMX} {
+				q := new(dns.Msg)
+				q.SetQuestion(name, qtype)
+				raw, _ := q.Pack()
+				a, ra := tb.Respond(nil, raw, false)
+				b, rb := other.Respond(nil, raw, false)
+				if string(a) != string(b) || ra != rb {
+					t.Fatalf("config %d, %s %s: the list and the map disagree: %+v / %+v", i, name, dns.TypeToString[qtype], ra, rb)
+				}
+				if ra.Rcode != RcodeRefused && (ra.Zone == "" || !dns.IsSubDomain(ra.Zone, name)) {
+					t.Errorf("config %d, %s: answered by zone %q", i, name, ra.Zone)
+				}
+			}
+		}
+	}
 }

@@ -83,64 +83,72 @@ const (
 	parseNotImp
 )
 
+// parse reads a query message into q: the header, the one question (its
+// name, type and class), and the EDNS and TSIG records among the
+// additional ones.
 func parse(msg []byte, q *Query) parseResult {
-	if len(msg) < headerLen {
+	if len(msg) < headerLen || msg[2]&0x80 != 0 {
 		return parseDrop
 	}
-	if msg[2]&0x80 != 0 {
-		return parseDrop
-	}
-	q.ID = binary.BigEndian.Uint16(msg)
-	q.Opcode = msg[2] >> 3 & 0xf
-	q.RD = msg[2]&0x01 != 0
-	q.CD = msg[3]&0x10 != 0
-	qd := binary.BigEndian.Uint16(msg[4:])
-	an := int(binary.BigEndian.Uint16(msg[6:]))
-	ns := int(binary.BigEndian.Uint16(msg[8:]))
-	ar := int(binary.BigEndian.Uint16(msg[10:]))
+	qd, skip, ar := parseHeader(msg, q)
 	if q.Opcode != 0 {
-		peekOPT(msg, q, int(qd), an+ns, ar)
+		peekOPT(msg, q, qd, skip, ar)
 		return parseNotImp
 	}
 	if qd != 1 {
-		peekOPT(msg, q, int(qd), an+ns, ar)
+		peekOPT(msg, q, qd, skip, ar)
 		return parseFormErr
 	}
-	// The question name: labels only; a compression pointer cannot point
-	// anywhere useful this early in the message.
-	off := headerLen
-	for {
-		if off >= len(msg) {
-			return parseFormErr
-		}
-		l := int(msg[off])
-		if l == 0 {
-			off++
-			break
-		}
-		if l > 63 {
-			return parseFormErr
-		}
-		off += 1 + l
-		if off-headerLen+1 > 255 {
-			return parseFormErr
-		}
-	}
-	if off+4 > len(msg) {
+	off := questionNameEnd(msg)
+	if off < 0 || off+4 > len(msg) {
 		return parseFormErr
 	}
 	q.QNameEnd = off
 	q.QType = binary.BigEndian.Uint16(msg[off:])
 	q.QClass = binary.BigEndian.Uint16(msg[off+2:])
-	off += 4
-	// Skip answer and authority records (an IXFR query carries a SOA in
-	// the authority section), then read the additional records.
-	for i := 0; i < an+ns; i++ {
+	return parseRecords(msg, q, off+4, skip, ar)
+}
+
+// parseHeader reads the ID, opcode and flags of a query's header into q,
+// and returns its counts of questions, of answer and authority records
+// (skipped alike), and of additional records.
+func parseHeader(msg []byte, q *Query) (qd, skip, ar int) {
+	q.ID = binary.BigEndian.Uint16(msg)
+	q.Opcode = msg[2] >> 3 & 0xf
+	q.RD = msg[2]&0x01 != 0
+	q.CD = msg[3]&0x10 != 0
+	qd = int(binary.BigEndian.Uint16(msg[4:]))
+	skip = int(binary.BigEndian.Uint16(msg[6:])) + int(binary.BigEndian.Uint16(msg[8:]))
+	ar = int(binary.BigEndian.Uint16(msg[10:]))
+	return qd, skip, ar
+}
+
+// questionNameEnd returns the offset just past the question's name, or -1
+// when it is malformed. The name is labels only: a compression pointer
+// cannot point anywhere useful this early in the message.
+func questionNameEnd(msg []byte) int {
+	for off := headerLen; off < len(msg); {
+		l := int(msg[off])
+		if l == 0 {
+			return off + 1
+		}
+		if off += 1 + l; l > 63 || off-headerLen+1 > 255 {
+			return -1
+		}
+	}
+	return -1
+}
+
+// parseRecords skips the answer and authority records from off (an IXFR
+// query carries a SOA in the authority section), then reads the OPT and
+// TSIG records among the additional ones into q.
+func parseRecords(msg []byte, q *Query, off, skip, ar int) parseResult {
+	for range skip {
 		if off = skipRR(msg, off, nil); off < 0 {
 			return parseFormErrQ
 		}
 	}
-	for i := 0; i < ar; i++ {
+	for i := range ar {
 		start := off
 		var rr rrInfo
 		if off = skipRR(msg, off, &rr); off < 0 {

@@ -34,8 +34,36 @@ type Table struct {
 	// non-terminals are nodes too, so that they answer NODATA (RFC 8020).
 	nodes cow.Map[*node]
 	// zones maps lower-case wire-format origins to their zones.
-	zones  map[string]*zoneInfo
+	zones map[string]*zoneInfo
+	// few lists the zones when there are at most maxFewZones, for zone:
+	// a publisher usually has one, and comparing with it costs a tenth of
+	// hashing the name for the map (BenchmarkRespond). nil when there are
+	// more, or the table was not made by newTable: zones is looked in.
+	few    []zoneRef
 	maxUDP int
+}
+
+// maxFewZones is the most zones Table.few lists: past it, the map's one
+// hash beats comparing the name with each origin.
+const maxFewZones = 4
+
+type zoneRef struct {
+	key string // the origin, lower-case wire format
+	zi  *zoneInfo
+}
+
+// zone returns the zone whose origin is key (lower-case wire format), or
+// nil.
+func (t *Table) zone(key []byte) *zoneInfo {
+	if t.few == nil {
+		return t.zones[string(key)]
+	}
+	for i := range t.few {
+		if t.few[i].key == string(key) {
+			return t.few[i].zi
+		}
+	}
+	return nil
 }
 
 type zoneInfo struct {
@@ -284,7 +312,20 @@ func (e *Editor) SetMaxUDPSize(n int) error {
 
 // Table returns the version built. The Editor must not be used afterwards.
 func (e *Editor) Table() *Table {
-	return &Table{nodes: e.nodes.Map(), zones: e.zones, maxUDP: e.maxUDP}
+	return newTable(e.nodes.Map(), e.zones, e.maxUDP)
+}
+
+// newTable is the table of nodes and zones, with the list of the zones
+// when they are few.
+func newTable(nodes cow.Map[*node], zones map[string]*zoneInfo, maxUDP int) *Table {
+	t := &Table{nodes: nodes, zones: zones, maxUDP: maxUDP}
+	if len(zones) <= maxFewZones {
+		t.few = make([]zoneRef, 0, len(zones))
+		for key, zi := range zones {
+			t.few = append(t.few, zoneRef{key, zi})
+		}
+	}
+	return t
 }
 
 func wireName(name string) (string, error) {
@@ -481,7 +522,8 @@ func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) ([]byte, Result) {
 		key[i] = c
 	}
 	if nd, ok := t.nodes.GetBytes(key); ok {
-		if zi := t.zones[string(key[nd.apex:])]; zi != nil {
+		zi := t.zone(key[nd.apex:])
+		if zi != nil {
 			r.Zone = zi.origin
 		}
 		if a, minimal := nd.lookup(q.QType); a != nil {
@@ -491,7 +533,7 @@ func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) ([]byte, Result) {
 			return resp, *r
 		}
 		// NODATA, with the SOA of the zone as it is now.
-		resp, trunc := t.negative(dst, msg, q, t.zones[string(key[nd.apex:])], int(nd.apex), RcodeSuccess, limit)
+		resp, trunc := t.negative(dst, msg, q, zi, int(nd.apex), RcodeSuccess, limit)
 		r.Truncated = trunc
 		return resp, *r
 	}
@@ -499,7 +541,7 @@ func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) ([]byte, Result) {
 	// REFUSED when we are not authoritative (labels scanned left to right
 	// find the longest zone first).
 	for i := 0; i < len(key); i += int(key[i]) + 1 {
-		if zi := t.zones[string(key[i:])]; zi != nil {
+		if zi := t.zone(key[i:]); zi != nil {
 			r.Zone = zi.origin
 			r.Rcode = RcodeNXDomain
 			resp, trunc := t.negative(dst, msg, q, zi, i, RcodeNXDomain, limit)
