@@ -144,7 +144,7 @@ func ReadTable(b []byte) (*Table, error) {
 	if len(r.s) != 0 {
 		return nil, fmt.Errorf("%w: %d bytes after it", errTable, len(r.s))
 	}
-	return &Table{nodes: e.Map(), zones: zones, maxUDP: maxUDP}, nil
+	return newTable(e.Map(), zones, maxUDP), nil
 }
 
 // tableReader reads the layout; the first error sticks and every read
