@@ -346,6 +346,10 @@ func validateLBPolicy(c *checker, v int32, moot bool) {
 		return
 	}
 	name := t.Str(v)
+	if name == "" || name == lbPolicyUnspecified {
+		lbPolicyUnset(c, v, name, moot)
+		return
+	}
 	lower := strings.ToLower(name)
 	p := lbPolicyIndex[lower]
 	if p == nil {
@@ -393,6 +397,35 @@ func validateLBPolicy(c *checker, v int32, moot bool) {
 		fix = "write \"" + lower + "\", or better " + fix[len("write "):]
 	}
 	c.refuse(v, codeLBPolicyCompat, reject, "loadBalancingPolicy %s is valid, but %s; %s", t.Raw(v), strings.Join(notes, "; "), fix)
+}
+
+// lbPolicyUnspecified is the zero value of service_config.proto's enum
+// LoadBalancingPolicy, as proto3 JSON writes it.
+const lbPolicyUnspecified = "UNSPECIFIED"
+
+// lbPolicyUnset checks a loadBalancingPolicy that proto3 reads as unset:
+// "" (a string field's default; the field is the enum LoadBalancingPolicy
+// in service_config.proto, which clients read as a string) or UNSPECIFIED
+// (the enum's zero value). The default policy applies ("If no LB policy is
+// configured here, then the default is pick_first"). grpc-go agrees (it
+// has no such policy and uses pick_first), C-core skips an empty name
+// (JsonPostLoad: "if (!parsed_deprecated_lb_policy_.empty())") but looks
+// "unspecified" up and rejects it, grpc-java looks either up, unless
+// loadBalancingConfig is set, and rejects it; grpc-js ignores the field.
+func lbPolicyUnset(c *checker, v int32, name string, moot bool) {
+	who, what := clientJava, "is empty"
+	if name != "" {
+		who, what = clientCore|clientJava, "is the zero value of service_config.proto's enum LoadBalancingPolicy"
+	}
+	unset := "the default policy, pick_first, as grpc-go does"
+	if moot {
+		who &^= clientJava // it reads loadBalancingConfig only
+		unset = "loadBalancingConfig names the policy"
+	}
+	if who == 0 {
+		return
+	}
+	c.refuse(v, codeProtoDefaultValue, who, "loadBalancingPolicy %s %s, which proto3 reads as unset (%s), but %s %s up a policy named %q and %s the whole config; remove the member", c.t.Raw(v), what, unset, who, who.verb("looks", "look"), strings.ToLower(name), who.verb("rejects", "reject"))
 }
 
 // pfield is a known member of a policy's config and its check.
