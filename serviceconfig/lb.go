@@ -36,7 +36,9 @@ type lbPolicy struct {
 //   - C-core has no least_request, and registers random subsetting as
 //     "random_subsetting" with a snake_case config.
 //   - grpc-go registers outlier_detection_experimental and the xDS policies
-//     only with its xds package, which DNS clients do not import.
+//     only with its xds package, which DNS clients do not import, except
+//     weighted_target_experimental, which its weightedroundrobin package
+//     imports.
 var lbPolicies []lbPolicy
 
 // The table is filled in init: the policies' checks look themselves up.
@@ -52,7 +54,8 @@ func init() {
 		{name: "outlier_detection_experimental", clients: clientCore | clientJava, check: checkOutlierDetection},
 		{name: "random_subsetting_experimental", clients: clientGo | clientJava, check: checkRandomSubsetting},
 		{name: "priority_experimental", clients: clientCore, xdsOnly: true, check: checkPriority},
-		{name: "weighted_target_experimental", clients: clientCore, xdsOnly: true, check: checkWeightedTarget},
+		// grpc-go's weightedroundrobin package registers weighted_target.
+		{name: "weighted_target_experimental", clients: clientGo | clientCore, xdsOnly: true, check: checkWeightedTarget},
 		{name: "xds_cluster_manager_experimental", clients: clientCore, xdsOnly: true, check: checkClusterManager},
 		{name: "cds_experimental", clients: clientCore, xdsOnly: true, check: checkCds},
 		{name: "xds_cluster_impl_experimental", clients: clientCore, xdsOnly: true, check: checkXdsClusterImpl},
