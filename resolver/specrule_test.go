@@ -165,3 +165,21 @@ func TestProto3DefaultFormsPass(t *testing.T) {
 		}
 	}
 }
+
+// TestNullCriteriaPass: a choice criterion that is null is absent (gRFC
+// A2: "If a field is absent or empty, it matches all clients"), as grpc-go
+// reads it (its rawChoice pointers stay nil), so the resolver uses the
+// choice instead of failing the channel.
+func TestNullCriteriaPass(t *testing.T) {
+	for _, list := range []string{
+		`[{"percentage":null,"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"1s"}]}}]`,
+		`[{"clientLanguage":null,"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"1s"}]}}]`,
+		`[{"clientHostname":null,"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"1s"}]}}]`,
+		`[{"clientLanguage":null,"percentage":null,"clientHostname":null,"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"1s"}]}}]`,
+	} {
+		o := sc.Choose(sc.Answer{Records: [][]string{sc.EncodeTXT([]byte(list))}}, fastClient())
+		if o.Result != sc.Chosen || !strings.Contains(string(o.GrpcGoConfig), `"timeout":"1s"`) {
+			t.Errorf("%s: the resolver does not use the choice whose null criteria match every client: %v %s", list, o.Result, o.Reason)
+		}
+	}
+}
