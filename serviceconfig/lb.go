@@ -302,6 +302,9 @@ var ownPolicyNames = [...]struct {
 	// grpc-js's load-balancer-outlier-detection.ts: "outlier_detection",
 	// with snake_case fields.
 	{"outlier_detection", "outlier_detection_experimental", clientJS},
+	// C-core's autosharding.cc, a sharding policy of its own; the spec's
+	// nearest is slicer_experimental (gRFC A119), with other fields.
+	{"autosharding_experimental", "", clientCore},
 }
 
 // reportNoKnownPolicy reports a list that names no policy of the spec:
@@ -325,7 +328,11 @@ func reportNoKnownPolicy(c *checker, v int32, l lbList) {
 		for _, o := range ownPolicyNames {
 			if o.name == n && o.who&l.clients&^users != 0 && l.allowed == nil {
 				users |= o.who & l.clients
-				own = append(own, o.who.String()+" "+o.who.verb("has", "have")+" a policy named \""+n+"\" (its own, not the spec's "+o.spec+") and "+o.who.verb("uses", "use")+" that entry")
+				theirs := "its own, not the spec's " + o.spec
+				if o.spec == "" {
+					theirs = "its own, not one of the spec"
+				}
+				own = append(own, o.who.String()+" "+o.who.verb("has", "have")+" a policy named \""+n+"\" ("+theirs+") and "+o.who.verb("uses", "use")+" that entry")
 				if spec == "" {
 					spec = o.spec
 				}
