@@ -117,6 +117,10 @@ func parseChoice(c *checker, obj int32) Choice {
 	t := c.t
 	ch := Choice{Percentage: -1, node: obj, configNode: -1}
 	c.members(obj, func(k, v int32) {
+		if t.Nodes[v].Kind == jtree.Null && (t.Is(k, keyClientLanguage) || t.Is(k, keyClientHostname) || t.Is(k, keyPercentage)) {
+			nullCriterion(c, k, v)
+			return
+		}
 		switch {
 		case t.Is(k, keyClientLanguage):
 			ch.ClientLanguage = stringList(c, v, codeChoiceClientLanguage, keyClientLanguage)
@@ -154,6 +158,20 @@ func parseChoice(c *checker, obj int32) Choice {
 }
 
 func hasKey(t *jtree.Tree, obj int32, key string) bool { return t.Get(obj, key) >= 0 }
+
+// nullCriterion reports a criterion whose value is null, which is the
+// criterion absent: gRFC A2, "If a field is absent or empty, it matches
+// all clients", and JSON's null is the value of none. C-core agrees (its
+// JSON object loader skips null members, service_config_helper.cc) and
+// so does grpc-go (encoding/json leaves the criterion's pointer nil,
+// dns_resolver.go: canaryingSC); grpc-java (JsonUtil.getList and
+// getNumberAsDouble throw on it) and grpc-js (Array.isArray and typeof
+// checks) reject the whole record when they come to the choice. OmitNulls
+// drops the member.
+func nullCriterion(c *checker, k, v int32) {
+	c.nullMembers = append(c.nullMembers, k)
+	c.refuse(v, codeNullValue, clientJava|clientJS, "%s is null, which gRFC A2 reads as absent (\"If a field is absent or empty, it matches all clients\"; grpc-go and C-core agree), but grpc-java and grpc-js reject the whole record when they come to this choice; remove the member", c.t.Raw(k))
+}
 
 func stringList(c *checker, v int32, code diagCode, name string) []string {
 	t := c.t
@@ -461,11 +479,13 @@ func appendEdited(t *jtree.Tree, dst []byte, i int32, drop, rename, replace map[
 }
 
 // OmitNulls returns a choice list (JSON) without the members of its
-// service configs whose value is null: proto3 JSON reads null as the
-// field's default, the same as an absent member (so do our resolver,
-// grpc-go and C-core), but grpc-java and grpc-js reject the whole config
-// (null-value; the interop suite's null-method case). YAML writes null for
-// an empty value (`method:`), so publishers meet it without meaning to.
+// service configs whose value is null, nor the choice criteria that are
+// null: proto3 JSON reads null as the field's default, the same as an
+// absent member, and gRFC A2 a null criterion as an absent one (so do our
+// resolver, grpc-go and C-core), but grpc-java and grpc-js reject the
+// whole config (null-value; the interop suite's null-method case). YAML
+// writes null for an empty value (`method:`), so publishers meet it
+// without meaning to.
 // Everything else is kept byte for byte. The value must be a valid,
 // compact choice list.
 func omitNulls(value []byte) ([]byte, error) {

@@ -36,7 +36,9 @@ type lbPolicy struct {
 //   - C-core has no least_request, and registers random subsetting as
 //     "random_subsetting" with a snake_case config.
 //   - grpc-go registers outlier_detection_experimental and the xDS policies
-//     only with its xds package, which DNS clients do not import.
+//     only with its xds package, which DNS clients do not import, except
+//     weighted_target_experimental, which its weightedroundrobin package
+//     imports.
 var lbPolicies []lbPolicy
 
 // The table is filled in init: the policies' checks look themselves up.
@@ -52,7 +54,8 @@ func init() {
 		{name: "outlier_detection_experimental", clients: clientCore | clientJava, check: checkOutlierDetection},
 		{name: "random_subsetting_experimental", clients: clientGo | clientJava, check: checkRandomSubsetting},
 		{name: "priority_experimental", clients: clientCore, xdsOnly: true, check: checkPriority},
-		{name: "weighted_target_experimental", clients: clientCore, xdsOnly: true, check: checkWeightedTarget},
+		// grpc-go's weightedroundrobin package registers weighted_target.
+		{name: "weighted_target_experimental", clients: clientGo | clientCore, xdsOnly: true, check: checkWeightedTarget},
 		{name: "xds_cluster_manager_experimental", clients: clientCore, xdsOnly: true, check: checkClusterManager},
 		{name: "cds_experimental", clients: clientCore, xdsOnly: true, check: checkCds},
 		{name: "xds_cluster_impl_experimental", clients: clientCore, xdsOnly: true, check: checkXdsClusterImpl},
@@ -96,9 +99,16 @@ type lbList struct {
 	// clients read this list: every client for loadBalancingConfig, those
 	// implementing the parent policy for a child list.
 	clients client
+	// fallback are the clients that use fallbackTo, instead of rejecting
+	// the config, when the list names no policy they have.
+	fallback   client
+	fallbackTo string
 }
 
-var topLevelList = lbList{what: "loadBalancingConfig", emptyIsUnset: true, clients: allClients}
+// topLevelList is loadBalancingConfig. grpc-js falls back to its default
+// policy when it has none of the listed ones (resolving-load-balancer.ts:
+// selectLbConfigFromList(configs, true)).
+var topLevelList = lbList{what: "loadBalancingConfig", emptyIsUnset: true, clients: allClients, fallback: clientJS, fallbackTo: "pick_first"}
 
 func (l *lbList) allows(name string) *lbPolicy {
 	p := lbPolicyIndex[name]
@@ -280,38 +290,97 @@ func checkFallbacks(c *checker, entries []lbEntry, chosen int, fallbacks map[int
 	}
 }
 
+// ownPolicyNames are policies that a client registers under a name the
+// spec does not know, with a config of its own: a list naming only such
+// policies is invalid (service_config.proto), but that client uses it.
+var ownPolicyNames = [...]struct {
+	name, spec string
+	who        client
+}{
+	// C-core's random_subsetting.cc: "random_subsetting", with subset_size.
+	{"random_subsetting", "random_subsetting_experimental", clientCore},
+	// grpc-js's load-balancer-outlier-detection.ts: "outlier_detection",
+	// with snake_case fields.
+	{"outlier_detection", "outlier_detection_experimental", clientJS},
+	// C-core's autosharding.cc, a sharding policy of its own; the spec's
+	// nearest is slicer_experimental (gRFC A119), with other fields.
+	{"autosharding_experimental", "", clientCore},
+}
+
+// reportNoKnownPolicy reports a list that names no policy of the spec:
+// service_config.proto, LoadBalancingConfig: "If the list doesn't contain
+// any supported policy, the whole service config is invalid". The message
+// says what each client that reads the list does: one that has a listed
+// policy under that name uses it, grpc-js falls back to pick_first (at the
+// top level), the others reject the config.
 func reportNoKnownPolicy(c *checker, v int32, l lbList) {
 	t := c.t
 	var names []string
+	var users client
+	var own []string
+	spec := ""
 	for e := t.Nodes[v].First; e >= 0; e = t.Nodes[e].Next {
-		if t.Nodes[e].Kind == jtree.Object && t.Nodes[e].Len == 1 {
-			names = append(names, t.Str(t.Nodes[e].First))
+		if t.Nodes[e].Kind != jtree.Object || t.Nodes[e].Len != 1 {
+			continue
+		}
+		n := t.Str(t.Nodes[e].First)
+		names = append(names, n)
+		for _, o := range ownPolicyNames {
+			if o.name == n && o.who&l.clients&^users != 0 && l.allowed == nil {
+				users |= o.who & l.clients
+				theirs := "its own, not the spec's " + o.spec
+				if o.spec == "" {
+					theirs = "its own, not one of the spec"
+				}
+				own = append(own, o.who.String()+" "+o.who.verb("has", "have")+" a policy named \""+n+"\" ("+theirs+") and "+o.who.verb("uses", "use")+" that entry")
+				if spec == "" {
+					spec = o.spec
+				}
+			}
 		}
 	}
 	known := usableNames
 	if l.allowed != nil {
 		known = l.allowed
 	}
-	msg := l.what + " names no policy of the gRPC spec (" + strings.Join(quoteAll(names), ", ") + "), so every client rejects the config"
+	rest := l.clients &^ users
+	fallback := rest & l.fallback
+	var what []string
+	if r := rest &^ fallback; r != 0 {
+		what = append(what, r.String()+" "+r.verb("rejects", "reject")+" the whole config")
+	}
+	what = append(what, own...)
+	if fallback != 0 {
+		what = append(what, fallback.String()+" "+fallback.verb("uses", "use")+" "+l.fallbackTo+" instead")
+	}
+	of := "of the gRPC spec"
+	if l.allowed != nil {
+		of = "it allows"
+	}
+	msg := l.what + " names no policy " + of + " (" + strings.Join(quoteAll(names), ", ") + "), so the config is invalid: " + strings.Join(what, "; ")
+	if spec != "" {
+		c.report(v, codeLBNoKnownPolicy, "%s; write the spec's %q, with its fields", msg, spec)
+		return
+	}
 	for _, n := range names {
 		if s := Suggest(n, known); s != "" {
 			c.report(v, codeLBNoKnownPolicy, "%s: did you mean %q?", msg, s)
 			return
 		}
 	}
-	c.report(v, codeLBNoKnownPolicy, "%s; add one it can use, such as {\"round_robin\":{}} (%s)", msg, strings.Join(known, ", "))
+	c.report(v, codeLBNoKnownPolicy, "%s; name a policy they have, such as {\"round_robin\":{}} (%s)", msg, strings.Join(known, ", "))
 }
 
 // reportUnsupported says which clients implement none of the policies of a
-// list. grpc-js falls back to pick_first where the others reject.
+// list. Those of l.fallback use a default policy where the others reject.
 func reportUnsupported(c *checker, v int32, l lbList, none client, first string) {
-	reject := none &^ clientJS
+	reject := none &^ l.fallback
 	var parts []string
 	if reject != 0 {
 		parts = append(parts, reject.String()+" "+reject.verb("rejects", "reject")+" the whole config")
 	}
-	if none&clientJS != 0 {
-		parts = append(parts, "grpc-js uses pick_first instead")
+	if f := none & l.fallback; f != 0 {
+		parts = append(parts, f.String()+" "+f.verb("uses", "use")+" "+l.fallbackTo+" instead")
 	}
 	c.refuse(v, codeLBPolicyUnsupported, reject, "%s %s none of the policies of %s (the spec's choice is %s): %s; add a policy every client has, like {\"round_robin\":{}}, as the last entry", none, none.verb("implements", "implement"), l.what, first, strings.Join(parts, ", and "))
 }
@@ -346,6 +415,10 @@ func validateLBPolicy(c *checker, v int32, moot bool) {
 		return
 	}
 	name := t.Str(v)
+	if name == "" || name == lbPolicyUnspecified {
+		lbPolicyUnset(c, v, name, moot)
+		return
+	}
 	lower := strings.ToLower(name)
 	p := lbPolicyIndex[lower]
 	if p == nil {
@@ -393,6 +466,35 @@ func validateLBPolicy(c *checker, v int32, moot bool) {
 		fix = "write \"" + lower + "\", or better " + fix[len("write "):]
 	}
 	c.refuse(v, codeLBPolicyCompat, reject, "loadBalancingPolicy %s is valid, but %s; %s", t.Raw(v), strings.Join(notes, "; "), fix)
+}
+
+// lbPolicyUnspecified is the zero value of service_config.proto's enum
+// LoadBalancingPolicy, as proto3 JSON writes it.
+const lbPolicyUnspecified = "UNSPECIFIED"
+
+// lbPolicyUnset checks a loadBalancingPolicy that proto3 reads as unset:
+// "" (a string field's default; the field is the enum LoadBalancingPolicy
+// in service_config.proto, which clients read as a string) or UNSPECIFIED
+// (the enum's zero value). The default policy applies ("If no LB policy is
+// configured here, then the default is pick_first"). grpc-go agrees (it
+// has no such policy and uses pick_first), C-core skips an empty name
+// (JsonPostLoad: "if (!parsed_deprecated_lb_policy_.empty())") but looks
+// "unspecified" up and rejects it, grpc-java looks either up, unless
+// loadBalancingConfig is set, and rejects it; grpc-js ignores the field.
+func lbPolicyUnset(c *checker, v int32, name string, moot bool) {
+	who, what := clientJava, "is empty"
+	if name != "" {
+		who, what = clientCore|clientJava, "is the zero value of service_config.proto's enum LoadBalancingPolicy"
+	}
+	unset := "the default policy, pick_first, as grpc-go does"
+	if moot {
+		who &^= clientJava // it reads loadBalancingConfig only
+		unset = "loadBalancingConfig names the policy"
+	}
+	if who == 0 {
+		return
+	}
+	c.refuse(v, codeProtoDefaultValue, who, "loadBalancingPolicy %s %s, which proto3 reads as unset (%s), but %s %s up a policy named %q and %s the whole config; remove the member", c.t.Raw(v), what, unset, who, who.verb("looks", "look"), strings.ToLower(name), who.verb("rejects", "reject"))
 }
 
 // pfield is a known member of a policy's config and its check.
@@ -655,8 +757,11 @@ func validHeaderName(h string) bool {
 func checkGrpclb(c *checker, cfg int32) {
 	policyFields(c, cfg, "grpclb", []pfield{
 		{"childPolicy", func(c *checker, v int32) {
+			// grpc-go uses round_robin unless pick_first comes first
+			// (grpclb_config.go: childIsPickFirst).
 			validateLBConfigList(c, v, lbList{what: "grpclb.childPolicy", emptyIsUnset: true,
-				allowed: []string{"round_robin", "pick_first"}, clients: lbPolicyIndex["grpclb"].clients})
+				allowed: []string{"round_robin", "pick_first"}, clients: lbPolicyIndex["grpclb"].clients,
+				fallback: clientGo, fallbackTo: "round_robin"})
 		}},
 		{"serviceName", stringField("grpclb.serviceName")},
 		// Read by grpc-java only, which rejects a negative timeout.

@@ -38,10 +38,11 @@ type PublishOptions struct {
 	// published has none.
 	NineDigitDurations bool
 	// OmitNulls leaves out the members of the service configs whose value
-	// is null: proto3 JSON reads null as the field's default, the same as
-	// an absent member, but grpc-java and grpc-js reject the whole config
-	// (YAML writes null for an empty value). The null-value warning is
-	// then not reported.
+	// is null, and the choice criteria that are null: proto3 JSON reads
+	// null as the field's default, the same as an absent member (gRFC A2:
+	// an absent criterion matches all clients), but grpc-java and grpc-js
+	// reject the whole config (YAML writes null for an empty value). The
+	// null-value warning is then not reported.
 	OmitNulls bool
 	// AllowGrpcGoFailure publishes a record although a client that uses
 	// grpc-go's own dns resolver would fail its channel on it (no choice it

@@ -329,3 +329,50 @@ func TestOmitNulls(t *testing.T) {
 		t.Error("an invalid value was accepted")
 	}
 }
+
+// TestNoKnownPolicySaysWhatEachClientDoes: a list naming no policy of the
+// spec is invalid, but the message must not say every client rejects it
+// when one has a listed policy under its own name, or falls back.
+func TestNoKnownPolicySaysWhatEachClientDoes(t *testing.T) {
+	for _, tc := range []struct {
+		cfg       string
+		want, not []string
+	}{
+		{`{"loadBalancingConfig":[{"random_subsetting":{"subset_size":3,"childPolicy":[{"round_robin":{}}]}}]}`,
+			[]string{"grpc-go and grpc-java reject", `C-core has a policy named "random_subsetting"`, "grpc-js uses pick_first", `"random_subsetting_experimental"`},
+			[]string{"every client rejects"}},
+		{`{"loadBalancingConfig":[{"outlier_detection":{"child_policy":[{"round_robin":{}}]}}]}`,
+			[]string{"grpc-go, C-core and grpc-java reject", `grpc-js has a policy named "outlier_detection"`},
+			[]string{"every client rejects", "uses pick_first"}},
+		{`{"loadBalancingConfig":[{"autosharding_experimental":{"channelFactoryKey":"k","autoshardingTarget":"t","keyHeaderName":"x-k"}}]}`,
+			[]string{"grpc-go and grpc-java reject", `C-core has a policy named "autosharding_experimental"`, "grpc-js uses pick_first"},
+			[]string{"every client rejects"}},
+		{`{"loadBalancingConfig":[{"nope":{}}]}`,
+			[]string{"grpc-go, C-core and grpc-java reject", "grpc-js uses pick_first"},
+			[]string{"every client rejects"}},
+		{`{"loadBalancingConfig":[{"grpclb":{"childPolicy":[{"nope":{}}]}}]}`,
+			[]string{"names no policy it allows", "C-core and grpc-java reject", "grpc-go uses round_robin"},
+			[]string{"every client rejects", "grpc-js"}},
+	} {
+		var msg string
+		for _, d := range ValidateServiceConfig([]byte(tc.cfg)) {
+			if d.Code == "lb-no-known-policy" {
+				msg = d.Message
+			}
+		}
+		if msg == "" {
+			t.Errorf("%s: no lb-no-known-policy error", tc.cfg)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(msg, w) {
+				t.Errorf("%s: message %q does not say %q", tc.cfg, msg, w)
+			}
+		}
+		for _, n := range tc.not {
+			if strings.Contains(msg, n) {
+				t.Errorf("%s: message %q says %q", tc.cfg, msg, n)
+			}
+		}
+	}
+}
