@@ -1,6 +1,8 @@
 package serviceconfig
 
 import (
+	"github.com/grpc-config-dns/grpc-config-dns/internal/cputime"
+
 	"bytes"
 	"fmt"
 	"math/big"
@@ -131,9 +133,10 @@ func lintCost(text []byte) (alloc float64, took time.Duration) {
 	for range 5 {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		start := time.Now()
+		// CPU time: other test packages run beside this one in CI.
+		start := cputime.Process()
 		Lint(text, LintOptions{})
-		took = min(took, time.Since(start))
+		took = min(took, cputime.Process()-start)
 		runtime.ReadMemStats(&after)
 		alloc = float64(after.TotalAlloc - before.TotalAlloc)
 	}

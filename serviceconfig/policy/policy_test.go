@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"github.com/grpc-config-dns/grpc-config-dns/internal/cputime"
+
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -412,14 +414,19 @@ func TestResolveBudget(t *testing.T) {
 		t.Skip("the race detector slows the code several times")
 	}
 	ps, ts, owns := fleet(300, 50)
+	// CPU time, not wall time: CI runs other test packages beside this
+	// one on two cores, and wall time then measures them too.
+	var cpu time.Duration
 	r := testing.Benchmark(func(b *testing.B) {
+		start := cputime.Process()
 		for b.Loop() {
 			resolveSnapshot(b, ps, ts, owns)
 		}
+		cpu = cputime.Process() - start
 	})
-	per := r.T / time.Duration(max(r.N, 1))
-	t.Logf("300 services x 50 policies: %v per snapshot", per)
+	per := cpu / time.Duration(max(r.N, 1))
+	t.Logf("300 services x 50 policies: %v of CPU per snapshot (%v of wall time)", per, r.T/time.Duration(max(r.N, 1)))
 	if per.Milliseconds() >= 100 {
-		t.Errorf("resolving a snapshot took %v, want < 100ms", per)
+		t.Errorf("resolving a snapshot took %v of CPU, want < 100ms", per)
 	}
 }
