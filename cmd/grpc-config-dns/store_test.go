@@ -55,15 +55,33 @@ type storeServe struct {
 
 func startStoreServe(t *testing.T, location string, extra ...string) *storeServe {
 	t.Helper()
-	s := &storeServe{t: t, dnsAddr: freeAddr(t), api: freeAddr(t), logs: &lockedBuffer{}, done: make(chan int, 1)}
-	args := append([]string{"serve", "--store", location, "--listen", s.dnsAddr, "--admin", s.api, "--shutdown-grace", "1s"}, extra...)
-	go func() { s.done <- run(args, strings.NewReader(""), io.Discard, s.logs) }()
+	// A port freeAddr found free can be taken before serve binds it (an
+	// outgoing connection's source port, to etcd say): then try others.
+	for attempt := 0; ; attempt++ {
+		s := &storeServe{t: t, dnsAddr: freeAddr(t), api: freeAddr(t), logs: &lockedBuffer{}, done: make(chan int, 1)}
+		args := append([]string{"serve", "--store", location, "--listen", s.dnsAddr, "--admin", s.api, "--shutdown-grace", "1s"}, extra...)
+		go func() { s.done <- run(args, strings.NewReader(""), io.Discard, s.logs) }()
+		if s.started(attempt < 4) {
+			return s
+		}
+	}
+}
+
+// started waits for serve to say its admin API listens; it reports false
+// when serve exited because an address was in use and retry is set.
+func (s *storeServe) started(retry bool) bool {
+	t := s.t
+	t.Helper()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
 		if strings.Contains(s.logs.String(), "msg=\"admin API\"") {
-			break
+			return true
 		}
 		select {
 		case code := <-s.done:
+			if retry && strings.Contains(s.logs.String(), "already in use") {
+				t.Logf("serve exited %d, an address was taken meanwhile; trying other ports", code)
+				return false
+			}
 			t.Fatalf("serve exited %d:\n%s", code, s.logs.String())
 		default:
 		}
@@ -71,7 +89,6 @@ func startStoreServe(t *testing.T, location string, extra ...string) *storeServe
 			t.Fatalf("serve did not start:\n%s", s.logs.String())
 		}
 	}
-	return s
 }
 
 // stopAll stops every in-process serve (they share the process's
