@@ -22,6 +22,11 @@
 //     again once the held requests time out;
 //   - the embedded store on a full disk: writes refused with 507 and
 //     nothing changed, served again once space is freed;
+//   - kill -9 before, about when and after `serve` writes the answers it
+//     keeps for a warm start: every restart, warm or cold, serves the
+//     config on disk, never an older one's answers, with no lower serial;
+//     and answers that do not fit on a full state disk: not kept, nothing
+//     served changes, the next start reads the config;
 //   - a DNS server that answers with TC=1 over TCP too, to `select`;
 //   - hostile inputs to `lint` (a 60 MB file of one-letter values, 40 000
 //     choices, a million-digit number…) and hostile 58 KB answers to
