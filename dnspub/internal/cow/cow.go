@@ -8,18 +8,19 @@
 //
 // A lookup hashes the key once. A shard is not a Go map (which would hash
 // the key a second time) but a table of its own, indexed by the same
-// hash: its low 8 bits pick the shard, its high 32 bits are the key's tag,
-// kept beside the key. Within a shard the entries are kept in the order
-// of their tags, each at or after its home slot, tag × slots / 2³² (an
-// ordered hash table, linear probing with the entries of a run sorted):
-// a lookup starts at the key's home slot, steps over the smaller tags and
-// compares the key only where the tag is equal; a key that is absent
-// stops at the first greater tag or empty slot. The tags are an array of
-// their own, 16 to a cache line, so the probe touches little memory, and
-// the entries (key and value) are read only on a tag match. Since every
-// version copies the shards it changes, a copy is sized to the keys it
-// holds, and a shard stays 80 to 90% full: 4 bytes of tag and the key and
-// value per slot, which is no more per key than a Go map takes.
+// hash: its low 8 bits pick the shard, its high 32 bits are the key's tag.
+// Within a shard the entries are kept in the order of their tags, each at
+// or after its home slot, tag × slots / 2³² (an ordered hash table:
+// linear probing with the entries of a run sorted): a lookup starts at
+// the key's home slot, steps over the smaller tags and compares the key
+// only where the tag is equal; a key that is absent stops at the first
+// greater tag or empty slot. The tags are an array of their own, 16 to a
+// cache line, so the probe touches little memory, and the entries (key
+// and value) are read only on a tag match. A tag of 32 bits and not the
+// whole hash keeps a slot at 4 bytes beside the key and value: since
+// every version copies the shards it changes, a copy is sized to the keys
+// it holds, a shard stays 80 to 94% full, and a key takes less memory
+// than in a Go map (33 bytes against 35 at 200 000 keys of pointers).
 package cow
 
 import (
