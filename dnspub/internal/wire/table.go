@@ -515,12 +515,7 @@ func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) ([]byte, Result) {
 	// their lengths, so offsets into it are offsets into the question.
 	var keyBuf [255]byte
 	key := keyBuf[:q.QNameEnd-headerLen]
-	for i, c := range msg[headerLen:q.QNameEnd] {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		key[i] = c
-	}
+	lowerName(key, msg[headerLen:q.QNameEnd])
 	if nd, ok := t.nodes.GetBytes(key); ok {
 		zi := t.zone(key[nd.apex:])
 		if zi != nil {
@@ -551,6 +546,41 @@ func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) ([]byte, Result) {
 	}
 	r.Rcode = RcodeRefused
 	return t.bare(dst, msg, q, RcodeRefused, false), *r
+}
+
+// lowerName copies the name src into dst (as long), its letters in lower
+// case. It works on 8 bytes at a time, the last 8 of the name overlapping
+// those before when its length is not a multiple of 8: a byte loop costs
+// a dozen instructions a letter, a tenth of a query's.
+func lowerName(dst, src []byte) {
+	n := len(src)
+	if n < 8 {
+		for i, c := range src {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst[i] = c
+		}
+		return
+	}
+	dst = dst[:n]
+	for i := 0; i < n-8; i += 8 {
+		binary.LittleEndian.PutUint64(dst[i:], lower8(binary.LittleEndian.Uint64(src[i:])))
+	}
+	binary.LittleEndian.PutUint64(dst[n-8:], lower8(binary.LittleEndian.Uint64(src[n-8:])))
+}
+
+// lower8 is the 8 bytes of x with the ASCII upper-case letters in lower
+// case. Each byte's low 7 bits plus 0x80-'A' carry into its high bit when
+// it is 'A' or more, plus 0x80-'Z'-1 when it is more than 'Z'; neither sum
+// carries into the next byte. A byte of 0x80 or more is left alone.
+func lower8(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	low := x &^ highs
+	ge := low + ones*(0x80-'A')
+	gt := low + ones*(0x80-'Z'-1)
+	upper := (ge &^ gt) &^ x & highs
+	return x | upper>>2
 }
 
 // patchHeader copies the client's ID, RD and CD into a response header.

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 	"testing"
@@ -365,6 +366,42 @@ func TestRespondDoesNotAllocate(t *testing.T) {
 		q := query(a)
 		if n := testing.AllocsPerRun(100, func() { tb.Respond(dst, q, false) }); n != 0 {
 			t.Errorf("%s %s: %.1f allocations per query", a.name, dns.TypeToString[a.qtype], n)
+		}
+	}
+}
+
+// lowerName lower-cases A-Z and nothing else: every byte at every offset
+// of names of every length up to 20, and every pair of bytes side by side
+// (a carry from one byte into the next would show there).
+func TestLowerName(t *testing.T) {
+	check := func(src []byte) {
+		t.Helper()
+		want := bytes.Clone(src)
+		for i, c := range want {
+			if 'A' <= c && c <= 'Z' {
+				want[i] = c + 'a' - 'A'
+			}
+		}
+		got := make([]byte, len(src))
+		lowerName(got, src)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("lowerName(%x) = %x, want %x", src, got, want)
+		}
+	}
+	for n := 1; n <= 20; n++ {
+		for at := range n {
+			for c := range 256 {
+				src := bytes.Repeat([]byte("Qz"), n)[:n]
+				src[at] = byte(c)
+				check(src)
+			}
+		}
+	}
+	for at := range 9 {
+		for c := range 1 << 16 {
+			src := []byte("MiXeD.CaSe")
+			src[at], src[at+1] = byte(c), byte(c>>8)
+			check(src)
 		}
 	}
 }
