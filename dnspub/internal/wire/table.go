@@ -477,31 +477,34 @@ func (t *Table) Respond(dst, msg []byte, tcp bool) ([]byte, Result) {
 		r.Action = Signed
 		return dst[:0], r
 	}
-	return t.answer(dst, msg, &r, tcp)
+	resp := t.answer(dst, msg, &r, tcp)
+	return resp, r
 }
 
-func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) ([]byte, Result) {
+// answer is Respond for a query parsed without error and unsigned; it
+// fills in r, which Respond returns (one copy of it, not two).
+func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) []byte {
 	q := &r.Query
 	if q.EDNS && q.Version > 0 {
 		r.Rcode = RcodeBadVers
-		return t.bare(dst, msg, q, RcodeBadVers, false), *r
+		return t.bare(dst, msg, q, RcodeBadVers, false)
 	}
 	switch {
 	case q.QType == typeOPT || q.QType == typeTSIG:
 		r.Rcode = RcodeFormErr
-		return t.bare(dst, msg, q, RcodeFormErr, false), *r
+		return t.bare(dst, msg, q, RcodeFormErr, false)
 	case q.QClass != classINET:
 		// Transfers too: the question names the zone's class (RFC 5936
 		// §2.1.2), and we serve IN only.
 		r.Rcode = RcodeRefused
-		return t.bare(dst, msg, q, RcodeRefused, false), *r
+		return t.bare(dst, msg, q, RcodeRefused, false)
 	case q.QType == typeAXFR || q.QType == typeIXFR:
 		r.Action = Transfer
-		return dst[:0], *r
+		return dst[:0]
 	case q.QType >= 128 && q.QType < typeANY:
 		// Other meta types (TKEY, MAILB, MAILA): not implemented.
 		r.Rcode = RcodeNotImp
-		return t.bare(dst, msg, q, RcodeNotImp, false), *r
+		return t.bare(dst, msg, q, RcodeNotImp, false)
 	}
 	limit := MaxTCPSize
 	if !tcp {
@@ -525,12 +528,12 @@ func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) ([]byte, Result) {
 			resp, trunc := t.fromAnswer(dst, msg, q, a, minimal, limit)
 			r.Truncated = trunc
 			r.Rcode = int(resp[3] & 0xf)
-			return resp, *r
+			return resp
 		}
 		// NODATA, with the SOA of the zone as it is now.
 		resp, trunc := t.negative(dst, msg, q, zi, int(nd.apex), RcodeSuccess, limit)
 		r.Truncated = trunc
-		return resp, *r
+		return resp
 	}
 	// Not a name we hold: NXDOMAIN in the closest enclosing zone, or
 	// REFUSED when we are not authoritative (labels scanned left to right
@@ -541,11 +544,11 @@ func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) ([]byte, Result) {
 			r.Rcode = RcodeNXDomain
 			resp, trunc := t.negative(dst, msg, q, zi, i, RcodeNXDomain, limit)
 			r.Truncated = trunc
-			return resp, *r
+			return resp
 		}
 	}
 	r.Rcode = RcodeRefused
-	return t.bare(dst, msg, q, RcodeRefused, false), *r
+	return t.bare(dst, msg, q, RcodeRefused, false)
 }
 
 // lowerName copies the name src into dst (as long), its letters in lower
