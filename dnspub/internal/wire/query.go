@@ -106,6 +106,9 @@ func parse(msg []byte, q *Query) parseResult {
 	q.QNameEnd = off
 	q.QType = binary.BigEndian.Uint16(msg[off:])
 	q.QClass = binary.BigEndian.Uint16(msg[off+2:])
+	if skip == 0 && ar == 0 {
+		return parseOK // most queries without EDNS: no call
+	}
 	return parseRecords(msg, q, off+4, skip, ar)
 }
 
