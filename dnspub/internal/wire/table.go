@@ -587,10 +587,12 @@ func lower8(x uint64) uint64 {
 }
 
 // patchHeader copies the client's ID, RD and CD into a response header.
+// It is one word: the ID, and RD (the low bit of the third byte) and CD
+// (0x10 of the fourth) ORed into the flags; byte by byte, the bounds
+// checks of each made it 34 instructions of every answer.
 func patchHeader(resp, msg []byte) {
-	resp[0], resp[1] = msg[0], msg[1]
-	resp[2] |= msg[2] & 0x01
-	resp[3] |= msg[3] & 0x10
+	w := binary.BigEndian.Uint32(resp) & 0x0000ffff
+	binary.BigEndian.PutUint32(resp, w|binary.BigEndian.Uint32(msg)&0xffff0110)
 }
 
 // fromAnswer answers q with a, without its additional section when
