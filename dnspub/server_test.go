@@ -79,10 +79,18 @@ func startServer(t testing.TB, config string, mod func(*Options)) *testServer {
 // startServerWith is startServer with a hook run between New and Start.
 func startServerWith(t testing.TB, config string, mod func(*Options), before func(*Server)) *testServer {
 	t.Helper()
-	dir := t.TempDir()
-	ts := &testServer{t: t, file: filepath.Join(dir, "publisher.yaml"), logs: &syncBuffer{}}
-	if err := os.WriteFile(ts.file, []byte(config), 0o644); err != nil {
-		t.Fatal(err)
+	return startServerAt(t, filepath.Join(t.TempDir(), "publisher.yaml"), config, mod, before)
+}
+
+// startServerAt is startServerWith with the config at file (which is
+// written unless config is "": the state file is beside it).
+func startServerAt(t testing.TB, file, config string, mod func(*Options), before func(*Server)) *testServer {
+	t.Helper()
+	ts := &testServer{t: t, file: file, logs: &syncBuffer{}}
+	if config != "" {
+		if err := os.WriteFile(ts.file, []byte(config), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	opts := Options{
 		ConfigFile:    ts.file,

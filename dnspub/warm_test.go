@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,37 +78,7 @@ func keptServer(t *testing.T, dir, config string) []string {
 // the state and the answers), the file written only if config is not "".
 func startServerIn(t *testing.T, dir, config string, mod func(*Options)) *testServer {
 	t.Helper()
-	ts := &testServer{t: t, file: filepath.Join(dir, "publisher.yaml"), logs: &syncBuffer{}}
-	if config != "" {
-		if err := os.WriteFile(ts.file, []byte(config), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	opts := Options{
-		ConfigFile:    ts.file,
-		Listen:        "127.0.0.1:0",
-		Logger:        slog.New(slog.NewTextHandler(ts.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		WatchInterval: -1,
-	}
-	if mod != nil {
-		mod(&opts)
-	}
-	s, err := New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts.Server = s
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	ts.addr = s.Addr().String()
-	t.Cleanup(func() {
-		ts.stop()
-		if t.Failed() {
-			t.Logf("server log:\n%s", ts.logs.String())
-		}
-	})
-	return ts
+	return startServerAt(t, filepath.Join(dir, "publisher.yaml"), config, mod, nil)
 }
 
 func (ts *testServer) stop() {
