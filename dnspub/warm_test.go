@@ -98,7 +98,8 @@ func TestWarmStartAnswersBeforeReading(t *testing.T) {
 	want := keptServer(t, dir, config)
 
 	warmGate = make(chan struct{})
-	ts := startServerIn(t, dir, "", nil)
+	// The file watcher runs, as in serve, while the config is read.
+	ts := startServerIn(t, dir, "", func(o *Options) { o.WatchInterval = 5 * time.Millisecond })
 	if got := answersOf(ts); !equalStrings(got, want) {
 		t.Fatalf("a warm start answers differently from the run that kept its answers")
 	}
