@@ -221,14 +221,17 @@ func (r *itemResult) policyKey() string {
 
 // readItem reads item it of a zone's services list, as entry path.
 func (d *doc) readItem(it item, path string, z *Zone) (*itemResult, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(it.text, &root); err != nil {
-		return nil, errCut
+	root, ok := readFast(it.text)
+	if !ok {
+		root = new(yaml.Node)
+		if err := yaml.Unmarshal(it.text, root); err != nil {
+			return nil, errCut
+		}
 	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 || root.Content[0].Kind != yaml.SequenceNode || len(root.Content[0].Content) != 1 {
 		return nil, errCut
 	}
-	shiftLines(&root, it.line)
+	shiftLines(root, it.line)
 	w := d.worker()
 	e := w.service(root.Content[0].Content[0], path, z)
 	r := &itemResult{svc: e.svc, errors: int32(w.errors), jsonSize: int32(w.jsonBytes)}
