@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -240,4 +241,23 @@ func TestReadFastRandomItems(t *testing.T) {
 	if fast < texts/20 {
 		t.Errorf("only %d of %d texts read fast: the generator no longer makes what readFast reads", fast, texts)
 	}
+}
+
+// isJSONNumber matches what JSON's number grammar matches.
+func TestIsJSONNumber(t *testing.T) {
+	re := regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$`)
+	alphabet := []string{"", "-", "+", "0", "1", "9", ".", "e", "E", "x", " "}
+	var walk func(s string, depth int)
+	walk = func(s string, depth int) {
+		if got, want := isJSONNumber(s), re.MatchString(s); got != want {
+			t.Errorf("isJSONNumber(%q) = %v, want %v", s, got, want)
+		}
+		if depth == 0 {
+			return
+		}
+		for _, a := range alphabet[1:] {
+			walk(s+a, depth-1)
+		}
+	}
+	walk("", 6)
 }

@@ -543,15 +543,52 @@ const (
 	maxJSONSize  = 1 << 20
 )
 
-var jsonNumberRE = regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$`)
+// isJSONNumber reports whether s is a number as JSON writes it:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func isJSONNumber(s string) bool {
+	i := 0
+	if i < len(s) && s[i] == '-' {
+		i++
+	}
+	digits := func() int {
+		n := 0
+		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	switch {
+	case i < len(s) && s[i] == '0':
+		i++
+	case digits() == 0:
+		return false
+	}
+	if i < len(s) && s[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+		i++
+		if i < len(s) && (s[i] == '+' || s[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(s)
+}
 
 // toJSON converts a YAML subtree to compact JSON, recording where each
 // value and key came from. Problems (values JSON cannot represent exactly,
 // duplicate keys) are reported; ok is false when any was found.
 func (d *doc) toJSON(n *yaml.Node, path string) (j *jsonValue, ok bool) {
 	j = &jsonValue{}
-	c := &converter{d: d, j: j, ok: true}
-	c.value(n, path, 0)
+	c := &converter{d: d, j: j, ok: true, base: path}
+	c.value(n, 0)
 	d.jsonBytes += len(j.text)
 	return j, c.ok
 }
@@ -560,29 +597,55 @@ type converter struct {
 	d  *doc
 	j  *jsonValue
 	ok bool
+	// base and at are the JSON pointer of the value being converted,
+	// put together only for a diagnostic: a service's config has dozens
+	// of values and none of them usually needs its pointer.
+	base string
+	at   []pathStep
 }
 
-func (c *converter) fail(n *yaml.Node, path string, code diagCode, format string, args ...any) {
+// pathStep is a step of a JSON pointer: a member's key, or an element's
+// index when key is empty.
+type pathStep struct {
+	key *string
+	idx int
+}
+
+func (c *converter) path() string {
+	var b strings.Builder
+	b.WriteString(c.base)
+	for _, s := range c.at {
+		b.WriteByte('/')
+		if s.key != nil {
+			b.WriteString(escapePointer(*s.key))
+		} else {
+			b.WriteString(strconv.Itoa(s.idx))
+		}
+	}
+	return b.String()
+}
+
+func (c *converter) fail(n *yaml.Node, code diagCode, format string, args ...any) {
 	c.ok = false
-	c.d.report(n, path, code, format, args...)
+	c.d.report(n, c.path(), code, format, args...)
 }
 
 func (c *converter) mark(n *yaml.Node) {
 	c.j.marks = append(c.j.marks, jsonMark{len(c.j.text), n})
 }
 
-func (c *converter) value(n *yaml.Node, path string, depth int) {
+func (c *converter) value(n *yaml.Node, depth int) {
 	if !c.ok {
 		return
 	}
 	orig := n
 	n = deref(n)
 	if n == nil || depth > maxJSONDepth {
-		c.fail(orig, path, codeYAMLValue, "the value nests deeper than %d levels (or its aliases loop): no service config needs that", maxJSONDepth)
+		c.fail(orig, codeYAMLValue, "the value nests deeper than %d levels (or its aliases loop): no service config needs that", maxJSONDepth)
 		return
 	}
 	if len(c.j.text) > maxJSONSize {
-		c.fail(orig, path, codeYAMLValue, "the value expands to more than %d bytes of JSON (through aliases?): a TXT record holds at most 64 KiB", maxJSONSize)
+		c.fail(orig, codeYAMLValue, "the value expands to more than %d bytes of JSON (through aliases?): a TXT record holds at most 64 KiB", maxJSONSize)
 		return
 	}
 	if c.d.jsonBytes+len(c.j.text) > maxExpansion {
@@ -594,22 +657,39 @@ func (c *converter) value(n *yaml.Node, path string, depth int) {
 	switch n.Kind {
 	case yaml.MappingNode:
 		c.j.text = append(c.j.text, '{')
-		seen := map[string]*yaml.Node{}
-		for i, p := range c.d.pairs(n) {
+		ps := c.d.pairs(n)
+		// Duplicates are found by comparing keys, and through a map only
+		// in a mapping too long for that.
+		var seen map[string]*yaml.Node
+		if len(ps) > 16 {
+			seen = make(map[string]*yaml.Node, len(ps))
+		}
+		for i, p := range ps {
 			key := p.k.Value
-			sub := path + "/" + escapePointer(key)
-			if first, dup := seen[key]; dup {
-				c.fail(p.k, sub, codeYAMLDuplicateKey, "the key %q appears twice (first at line %d): gRPC clients reject duplicate keys; remove one", key, first.Line)
+			c.at = append(c.at, pathStep{key: &p.k.Value})
+			first, dup := seen[key]
+			if seen == nil {
+				for _, q := range ps[:i] {
+					if q.k.Value == key {
+						first, dup = q.k, true
+						break
+					}
+				}
+			} else {
+				seen[key] = p.k
+			}
+			if dup {
+				c.fail(p.k, codeYAMLDuplicateKey, "the key %q appears twice (first at line %d): gRPC clients reject duplicate keys; remove one", key, first.Line)
 				return
 			}
-			seen[key] = p.k
 			if i > 0 {
 				c.j.text = append(c.j.text, ',')
 			}
 			c.mark(p.k)
 			c.j.text = asciijson.AppendString(c.j.text, key)
 			c.j.text = append(c.j.text, ':')
-			c.value(p.v, sub, depth+1)
+			c.value(p.v, depth+1)
+			c.at = c.at[:len(c.at)-1]
 		}
 		c.j.text = append(c.j.text, '}')
 	case yaml.SequenceNode:
@@ -618,29 +698,31 @@ func (c *converter) value(n *yaml.Node, path string, depth int) {
 			if i > 0 {
 				c.j.text = append(c.j.text, ',')
 			}
-			c.value(e, path+"/"+strconv.Itoa(i), depth+1)
+			c.at = append(c.at, pathStep{idx: i})
+			c.value(e, depth+1)
+			c.at = c.at[:len(c.at)-1]
 		}
 		c.j.text = append(c.j.text, ']')
 	case yaml.ScalarNode:
-		c.scalar(n, path)
+		c.scalar(n)
 	default:
-		c.fail(n, path, codeYAMLValue, "unsupported YAML node")
+		c.fail(n, codeYAMLValue, "unsupported YAML node")
 	}
 }
 
-func (c *converter) scalar(n *yaml.Node, path string) {
+func (c *converter) scalar(n *yaml.Node) {
 	switch n.ShortTag() {
 	case "!!null":
 		c.j.text = append(c.j.text, "null"...)
 	case "!!bool":
 		var b bool
 		if err := n.Decode(&b); err != nil {
-			c.fail(n, path, codeYAMLValue, "%q is not a boolean", n.Value)
+			c.fail(n, codeYAMLValue, "%q is not a boolean", n.Value)
 			return
 		}
 		c.j.text = strconv.AppendBool(c.j.text, b)
 	case "!!int":
-		if n.Style == 0 && jsonNumberRE.MatchString(n.Value) {
+		if n.Style == 0 && isJSONNumber(n.Value) {
 			c.j.text = append(c.j.text, n.Value...)
 			return
 		}
@@ -649,20 +731,20 @@ func (c *converter) scalar(n *yaml.Node, path string) {
 		if err := n.Decode(&v); err == nil {
 			desc = fmt.Sprintf("the number %d", v)
 		}
-		c.fail(n, path, codeYAMLValue, "%s is %s in YAML but not a JSON number: write it in plain decimal (leading zeros mean octal in YAML)", n.Value, desc)
+		c.fail(n, codeYAMLValue, "%s is %s in YAML but not a JSON number: write it in plain decimal (leading zeros mean octal in YAML)", n.Value, desc)
 	case "!!float":
 		var f float64
 		if err := n.Decode(&f); err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			c.fail(n, path, codeYAMLValue, "%s has no JSON equivalent: JSON numbers are finite", n.Value)
+			c.fail(n, codeYAMLValue, "%s has no JSON equivalent: JSON numbers are finite", n.Value)
 			return
 		}
-		if jsonNumberRE.MatchString(n.Value) {
+		if isJSONNumber(n.Value) {
 			c.j.text = append(c.j.text, n.Value...)
 			return
 		}
-		c.fail(n, path, codeYAMLValue, "%s is not written as a JSON number: write %s", n.Value, strconv.FormatFloat(f, 'g', -1, 64))
+		c.fail(n, codeYAMLValue, "%s is not written as a JSON number: write %s", n.Value, strconv.FormatFloat(f, 'g', -1, 64))
 	case "!!binary":
-		c.fail(n, path, codeYAMLValue, "binary values have no JSON equivalent: write a string")
+		c.fail(n, codeYAMLValue, "binary values have no JSON equivalent: write a string")
 	default: // !!str, !!timestamp and unknown tags keep their text
 		c.j.text = asciijson.AppendString(c.j.text, n.Value)
 	}
