@@ -232,25 +232,49 @@ func FormatTXT(strs []string) string {
 // printable ASCII as \DDD. It is also the form miekg/dns keeps TXT strings
 // in, in memory.
 func EscapeTXTString(raw string) string {
+	// Sized first, then written in runs: every record of a zone is escaped
+	// each time its answers are built, and a service config's quotes
+	// are a tenth of its bytes.
+	n := len(raw)
+	for i := 0; i < len(raw); i++ {
+		n += int(txtEscapeLen[raw[i]])
+	}
+	if n == len(raw) {
+		return raw
+	}
 	var b strings.Builder
-	b.Grow(len(raw))
+	b.Grow(n)
+	run := 0
 	for i := 0; i < len(raw); i++ {
 		c := raw[i]
-		switch {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
+		if txtEscapeLen[c] == 0 {
+			continue
+		}
+		b.WriteString(raw[run:i])
+		run = i + 1
+		b.WriteByte('\\')
+		if c == '"' || c == '\\' {
 			b.WriteByte(c)
-		case c < 0x20 || c >= 0x7f:
-			b.WriteByte('\\')
-			b.WriteByte('0' + c/100)
-			b.WriteByte('0' + c/10%10)
-			b.WriteByte('0' + c%10)
-		default:
-			b.WriteByte(c)
+		} else {
+			b.Write([]byte{'0' + c/100, '0' + c/10%10, '0' + c%10})
 		}
 	}
+	b.WriteString(raw[run:])
 	return b.String()
 }
+
+// txtEscapeLen is how many bytes EscapeTXTString adds for each byte.
+var txtEscapeLen = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c == '"' || c == '\\':
+			t[c] = 1
+		case c < 0x20 || c >= 0x7f:
+			t[c] = 3
+		}
+	}
+	return t
+}()
 
 // UnescapeTXTString undoes EscapeTXTString (and any backslash escape of
 // presentation form): "\X" is X, "\DDD" is the byte DDD. A backslash at

@@ -2,6 +2,7 @@ package serviceconfig
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -191,5 +192,44 @@ func TestLintRecordsOtherAndMultiple(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// EscapeTXTString writes every byte as the byte-by-byte rule says.
+func TestEscapeTXTStringEveryByte(t *testing.T) {
+	rule := func(raw string) string {
+		var b strings.Builder
+		for i := 0; i < len(raw); i++ {
+			switch c := raw[i]; {
+			case c == '"' || c == '\\':
+				b.WriteByte('\\')
+				b.WriteByte(c)
+			case c < 0x20 || c >= 0x7f:
+				fmt.Fprintf(&b, "\\%03d", c)
+			default:
+				b.WriteByte(c)
+			}
+		}
+		return b.String()
+	}
+	for c := range 256 {
+		for _, raw := range []string{string([]byte{byte(c)}), "a" + string([]byte{byte(c)}) + "b", string([]byte{byte(c), byte(c)}) + `{"x":1}`} {
+			if got, want := EscapeTXTString(raw), rule(raw); got != want {
+				t.Errorf("EscapeTXTString(%q) = %q, want %q", raw, got, want)
+			}
+		}
+	}
+	if got := EscapeTXTString(""); got != "" {
+		t.Errorf("EscapeTXTString(\"\") = %q", got)
+	}
+}
+
+// BenchmarkEscapeTXTString escapes a fleet service's record, as every
+// build of its answers does.
+func BenchmarkEscapeTXTString(b *testing.B) {
+	raw := "grpc_config=" + `[{"serviceConfig":` + string(fleetServiceConfig) + "}]"
+	b.ReportAllocs()
+	for b.Loop() {
+		EscapeTXTString(raw)
 	}
 }
