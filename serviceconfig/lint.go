@@ -46,6 +46,10 @@ type LintOptions struct {
 	// Owner is the record's owner name (_grpc_config.<host>.), used to size
 	// the DNS answer; "" assumes a typical name.
 	Owner string
+
+	// goRulesOnly leaves the JSON Schema layer out even when it is linked
+	// in.
+	goRulesOnly bool
 }
 
 // Lint checks one input text: a TXT record, a choice list or a service
@@ -66,7 +70,7 @@ func Lint(text []byte, opts LintOptions) (Kind, Diagnostics) {
 	case k == KindUnknown:
 		ds = Diagnostics{unknownKind(text)}
 	case k == KindChoices, k == KindServiceConfig:
-		ds = lintValue(text, k, nil, opts.Owner)
+		ds = lintValue(text, k, nil, opts)
 	case k == KindTXT:
 		ds = lintTXTText(text, opts)
 	}
@@ -127,12 +131,12 @@ type offsetMap func(int) int
 // config (KindServiceConfig) with every rule, as [Lint] does, and returns
 // diagnostics with offsets into value (no line or column): callers that
 // built value from another text (a YAML file) map offsets back themselves.
-// owner, when known, sizes the DNS answer.
-func lintJSON(value []byte, k Kind, owner string) Diagnostics {
+// opts.Owner, when known, sizes the DNS answer.
+func lintJSON(value []byte, k Kind, opts LintOptions) Diagnostics {
 	if len(value) > MaxRecordText {
 		return Diagnostics{recordTooLarge(len(value), "of JSON")}
 	}
-	ds := lintValue(value, k, nil, owner)
+	ds := lintValue(value, k, nil, opts)
 	ds.Sort()
 	return ds.Capped()
 }
@@ -140,7 +144,7 @@ func lintJSON(value []byte, k Kind, owner string) Diagnostics {
 // lintValue checks a JSON choice list or service config. offs maps value
 // offsets to text offsets (nil: identity). strs are the TXT strings as
 // published, when known, for sizing.
-func lintValue(value []byte, k Kind, offs offsetMap, owner string, strs ...string) Diagnostics {
+func lintValue(value []byte, k Kind, offs offsetMap, opts LintOptions, strs ...string) Diagnostics {
 	var ds Diagnostics
 	if t, err := jtree.Parse(value); err != nil {
 		ds = Diagnostics{syntaxDiagnostic(err)}
@@ -163,13 +167,17 @@ func lintValue(value []byte, k Kind, offs offsetMap, owner string, strs ...strin
 		} else {
 			validateServiceConfig(c, 0)
 		}
-		ds = append(ds, mergeSchema(t, c.diags, schemaFindings(t, k))...)
+		if opts.goRulesOnly {
+			ds = append(ds, c.diags...)
+		} else {
+			ds = append(ds, mergeSchema(t, c.diags, schemaFindings(t, k))...)
+		}
 		if len(strs) == 0 && k == KindChoices {
 			strs = EncodeTXT(t.AppendCompact(nil, 0))
 		} else if len(strs) == 0 {
 			strs = EncodeTXT(wrapConfig(t.AppendCompact(nil, 0)))
 		}
-		ds = append(ds, sizeDiagnostics(owner, strs)...)
+		ds = append(ds, sizeDiagnostics(opts.Owner, strs)...)
 	}
 	if offs != nil {
 		for i := range ds {
@@ -282,7 +290,7 @@ func lintTXTText(text []byte, opts LintOptions) Diagnostics {
 			ds = append(ds, spellingDiagnostic(trimmed))
 		}
 		value := bytes.TrimRight(text[start:], " \t\r\n")
-		return append(ds, lintValue(value, KindChoices, func(o int) int { return start + o }, opts.Owner)...)
+		return append(ds, lintValue(value, KindChoices, func(o int) int { return start + o }, opts)...)
 	}
 	p, bad := parsePresentation(text)
 	if bad != nil {
@@ -345,7 +353,7 @@ func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagno
 			return p.start(found)
 		}
 	}
-	return append(ds, lintValue(value, KindChoices, m, opts.Owner, records[found]...)...)
+	return append(ds, lintValue(value, KindChoices, m, opts, records[found]...)...)
 }
 
 // configRecord finds the record that holds the config (the first whose

@@ -159,7 +159,7 @@ func (s Source) read(owner string) reading {
 		}
 		return r
 	case s.JSON != nil:
-		r := reading{ds: lintJSON(s.JSON, s.Kind, owner), bare: s.Kind == KindServiceConfig}
+		r := reading{ds: lintJSON(s.JSON, s.Kind, LintOptions{Owner: owner}), bare: s.Kind == KindServiceConfig}
 		value := s.JSON
 		if r.bare {
 			value = wrapConfig(value)
