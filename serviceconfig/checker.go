@@ -47,6 +47,9 @@ type checker struct {
 	// which is unset). GrpcGoConfig applies both.
 	goText []rewrite
 	goDrop []int32
+	// quiet are codes whose diagnostics the caller drops
+	// (LintOptions.quiet).
+	quiet codeSet
 }
 
 // rewrite is a node and the canonical text grpc-go takes it for.
@@ -116,6 +119,10 @@ func (c *checker) refuse(n int32, code diagCode, who client, format string, args
 	off := -1
 	if n >= 0 {
 		off = int(c.t.Nodes[n].Start)
+	}
+	if c.quiet.has(code) {
+		c.diags = append(c.diags, Diagnostic{Severity: sev, Code: code.String(), Offset: off, refusedBy: who})
+		return
 	}
 	for i, a := range args {
 		// Raw JSON goes into messages as written: a hostile number or

@@ -9,15 +9,16 @@ import (
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/schemalayer"
 )
 
-// FuzzSchemaAddsNothing is the evidence a publisher may rest on to leave
-// the JSON Schema layer out of records the Go rules accept: for any input without an error, Lint says
+// FuzzSchemaAddsNothing is the evidence Publish rests on when it leaves
+// the JSON Schema layer out of records the Go rules accept
+// (LintOptions.lazySchema): for any input without an error, Lint says
 // exactly the same with the layer and without it, because the Go rules
 // already report everything the schema finds. An input where the schema
 // adds a finding is a gap in the Go rules, to be closed there; the inputs
 // the fuzzer found are kept in testdata/fuzz/FuzzSchemaAddsNothing: a
 // field named in another case (the Go rules now call it unknown too), and
 // constraints nested past the depth the Go rules read, whose contents the
-// schema still checks (an invalid record).
+// schema still checks (an invalid record: the layer runs for those).
 //
 // The seeds are the corpus and the peer vectors, read where they live
 // rather than copied. Run it with
