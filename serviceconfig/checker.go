@@ -47,6 +47,9 @@ type checker struct {
 	// which is unset). GrpcGoConfig applies both.
 	goText []rewrite
 	goDrop []int32
+	// quiet are codes whose diagnostics the caller drops
+	// (LintOptions.quiet).
+	quiet codeSet
 }
 
 // rewrite is a node and the canonical text grpc-go takes it for.
@@ -116,6 +119,10 @@ func (c *checker) refuse(n int32, code diagCode, who client, format string, args
 	off := -1
 	if n >= 0 {
 		off = int(c.t.Nodes[n].Start)
+	}
+	if c.quiet.has(code) {
+		c.diags = append(c.diags, Diagnostic{Severity: sev, Code: code.String(), Offset: off, refusedBy: who})
+		return
 	}
 	for i, a := range args {
 		// Raw JSON goes into messages as written: a hostile number or
@@ -204,6 +211,11 @@ func (c *checker) unknownField(k int32, code diagCode, where string, known []str
 		if strings.EqualFold(f, name) && code.severity() == Warning {
 			c.caseFields = append(c.caseFields, rewrite{k, f})
 			c.report(k, codeFieldCase, "field %q in %s is spelled with different case: grpc-go reads it as %q (its JSON field names are case-insensitive), while C-core, grpc-java and grpc-js ignore it; write %q", name, where, f, f)
+			// To the spec it is unknown too, as the JSON Schema says: the
+			// Go rules say all the schema says (FuzzSchemaAddsNothing). No
+			// suggestion: field-case says it, and the publisher's
+			// misspelled-field gate is for names no client reads.
+			c.report(k, code, "unknown field %s in %s: the spec's field is %q, and only grpc-go reads this one as it", quoteExcerpt(name), where, f)
 			return
 		}
 	}

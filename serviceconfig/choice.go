@@ -290,6 +290,41 @@ func (ch *Choices) Compact() []byte {
 	return append(dst, ']')
 }
 
+// compactEdited is Compact with appendEdited's edits of the members and
+// values of the tree (dynamic parameter constraints are written anew, not
+// edited).
+func (ch *Choices) compactEdited(drop, replace map[int32]string) []byte {
+	t := ch.tree
+	dst := make([]byte, 0, len(t.Src)+8*len(replace))
+	dst = append(dst, '[')
+	for i := range ch.List {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		obj := ch.List[i].node
+		dst = append(dst, '{')
+		first := true
+		for k := t.Nodes[obj].First; k >= 0; k = t.Nodes[t.Nodes[k].Next].Next {
+			if _, skip := drop[k]; skip {
+				continue
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = append(dst, t.Raw(k)...)
+			dst = append(dst, ':')
+			if t.Is(k, keyDynamicParameterConstraints) && ch.List[i].Constraints != nil {
+				dst = ch.List[i].Constraints.AppendJSON(dst)
+			} else {
+				dst = appendEdited(t, dst, t.Nodes[k].Next, drop, nil, replace)
+			}
+		}
+		dst = append(dst, '}')
+	}
+	return append(dst, ']')
+}
+
 // CompactConfig returns choice i's service config as compact JSON.
 func (ch *Choices) CompactConfig(i int) []byte {
 	if ch.tree == nil {
@@ -537,10 +572,16 @@ func nineDigitDurations(value []byte) ([]byte, error) {
 	out := make([]byte, 0, len(value)+8*len(c.shortFractions))
 	last := 0
 	for _, n := range c.shortFractions {
-		d, _ := parseDuration(t.Str(n))
 		out = append(out, value[last:t.Nodes[n].Start]...)
-		out = strconv.AppendQuote(out, formatDuration(d))
+		out = append(out, nineDigits(t, n)...)
 		last = int(t.Nodes[n].End)
 	}
 	return append(out, value[last:]...), nil
+}
+
+// nineDigits is duration string n written with nine fraction digits, as
+// JSON.
+func nineDigits(t *jtree.Tree, n int32) string {
+	d, _ := parseDuration(t.Str(n))
+	return strconv.Quote(formatDuration(d))
 }

@@ -20,6 +20,13 @@ import (
 // fails the channel; a chosen config it cannot parse fails it too (its
 // JSON field names are read in any case, so "Timeout" counts as timeout).
 func (ch *Choices) grpcGoFailure() (reason string, choice int) {
+	return ch.grpcGoFailureWith(func(i int) string { return grpcGoRejects(ch.CompactConfig(i)) })
+}
+
+// grpcGoFailureWith is grpcGoFailure with grpcGoRejects of choice i's
+// config told by rejects(i), which may know it without validating the
+// config again.
+func (ch *Choices) grpcGoFailureWith(rejects func(i int) string) (reason string, choice int) {
 	var misses []string
 	for i := range ch.List {
 		c := &ch.List[i]
@@ -34,7 +41,7 @@ func (ch *Choices) grpcGoFailure() (reason string, choice int) {
 		case c.Percentage == 0:
 			continue // percentage 0 takes no client anywhere
 		}
-		if msg := grpcGoRejects(ch.CompactConfig(i)); msg != "" {
+		if msg := rejects(i); msg != "" {
 			return fmt.Sprintf("choice %d is what grpc-go clients pick, and grpc-go rejects its config (%s)", i, msg), i
 		}
 		everyDraw := c.Percentage < 0 || c.Percentage >= 100

@@ -262,7 +262,7 @@ func TestRecordTextTooLarge(t *testing.T) {
 	if ch, ds := choicesFromText(text); ch != nil || len(ds) != 1 || ds[0].Code != "input-too-large" {
 		t.Errorf("choicesFromText: %+v", ds)
 	}
-	if ds := lintJSON(text, KindChoices, ""); len(ds) != 1 || ds[0].Code != "input-too-large" {
+	if ds, _ := lintJSON(text, KindChoices, LintOptions{}); len(ds) != 1 || ds[0].Code != "input-too-large" {
 		t.Errorf("lintJSON: %+v", ds)
 	}
 	// A large JSON object is a publisher config if "zones" is among its

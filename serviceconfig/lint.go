@@ -46,7 +46,32 @@ type LintOptions struct {
 	// Owner is the record's owner name (_grpc_config.<host>.), used to size
 	// the DNS answer; "" assumes a typical name.
 	Owner string
+
+	// goRulesOnly leaves the JSON Schema layer out even when it is linked
+	// in.
+	goRulesOnly bool
+	// lazySchema runs the JSON Schema layer only when the Go rules find an
+	// error. Publish sets it: the schema cost a publisher a third of its
+	// time per service, and FuzzSchemaAddsNothing holds the Go rules to
+	// saying everything it says of a record they accept. Of a record they
+	// reject, the schema may say more (the contents of constraints nested
+	// past the depth the Go rules read), so it still runs there. Lint
+	// keeps the layer, a second opinion for people editing records.
+	lazySchema bool
+	// publishing is set by Publish, which sizes the record it publishes
+	// and drops lint's size diagnostics.
+	publishing bool
+	// quiet are codes whose diagnostics the caller drops (Publish, for
+	// what it rewrites): they are listed and counted as usual, so that the
+	// cap leaves out the same others, but without a message or a path.
+	quiet codeSet
 }
+
+// codeSet is a set of diagnostic codes.
+type codeSet [(numCodes + 63) / 64]uint64
+
+func (s *codeSet) add(c diagCode)      { s[c/64] |= 1 << (c % 64) }
+func (s *codeSet) has(c diagCode) bool { return s[c/64]&(1<<(c%64)) != 0 }
 
 // Lint checks one input text: a TXT record, a choice list or a service
 // config (see [DetectKind]). It returns the kind it found and every problem,
@@ -66,7 +91,7 @@ func Lint(text []byte, opts LintOptions) (Kind, Diagnostics) {
 	case k == KindUnknown:
 		ds = Diagnostics{unknownKind(text)}
 	case k == KindChoices, k == KindServiceConfig:
-		ds = lintValue(text, k, nil, opts.Owner)
+		ds = lintValue(text, k, nil, opts)
 	case k == KindTXT:
 		ds = lintTXTText(text, opts)
 	}
@@ -127,50 +152,22 @@ type offsetMap func(int) int
 // config (KindServiceConfig) with every rule, as [Lint] does, and returns
 // diagnostics with offsets into value (no line or column): callers that
 // built value from another text (a YAML file) map offsets back themselves.
-// owner, when known, sizes the DNS answer.
-func lintJSON(value []byte, k Kind, owner string) Diagnostics {
+// opts.Owner, when known, sizes the DNS answer. It also returns what the
+// rules learned of the value on the way, or nil when it does not parse.
+func lintJSON(value []byte, k Kind, opts LintOptions) (Diagnostics, *lintFacts) {
 	if len(value) > MaxRecordText {
-		return Diagnostics{recordTooLarge(len(value), "of JSON")}
+		return Diagnostics{recordTooLarge(len(value), "of JSON")}, nil
 	}
-	ds := lintValue(value, k, nil, owner)
+	ds, f := lintParsed(value, k, opts, nil)
 	ds.Sort()
-	return ds.Capped()
+	return ds.Capped(), f
 }
 
 // lintValue checks a JSON choice list or service config. offs maps value
 // offsets to text offsets (nil: identity). strs are the TXT strings as
 // published, when known, for sizing.
-func lintValue(value []byte, k Kind, offs offsetMap, owner string, strs ...string) Diagnostics {
-	var ds Diagnostics
-	if t, err := jtree.Parse(value); err != nil {
-		ds = Diagnostics{syntaxDiagnostic(err)}
-		if je := err.(*jtree.Error); je.Other >= 0 {
-			ds[0].related = je.Other + 1
-		}
-	} else {
-		if t.NonASCII >= 0 {
-			ds = append(ds, Diagnostic{Severity: codeNonASCII.severity(), Code: codeNonASCII.String(), Offset: t.NonASCII,
-				Message: "TXT records are ASCII (gRFC A2) and this config holds other characters: use ASCII names, or \\u escapes in JSON strings"})
-		}
-		c := newChecker(t)
-		if k == KindChoices {
-			ch := parseChoices(c)
-			validateChoiceConfigs(c, ch)
-			lintChoiceList(c, ch)
-			if !c.diags.HasErrors() {
-				lintVariants(c, ch)
-			}
-		} else {
-			validateServiceConfig(c, 0)
-		}
-		ds = append(ds, mergeSchema(t, c.diags, schemaFindings(t, k))...)
-		if len(strs) == 0 && k == KindChoices {
-			strs = EncodeTXT(t.AppendCompact(nil, 0))
-		} else if len(strs) == 0 {
-			strs = EncodeTXT(wrapConfig(t.AppendCompact(nil, 0)))
-		}
-		ds = append(ds, sizeDiagnostics(owner, strs)...)
-	}
+func lintValue(value []byte, k Kind, offs offsetMap, opts LintOptions, strs ...string) Diagnostics {
+	ds, _ := lintParsed(value, k, opts, strs)
 	if offs != nil {
 		for i := range ds {
 			if ds[i].Offset >= 0 {
@@ -184,10 +181,94 @@ func lintValue(value []byte, k Kind, offs offsetMap, owner string, strs ...strin
 	return ds
 }
 
+// lintFacts is what the rules learned of a value besides its diagnostics,
+// so that Publish rewrites it and gives grpc-go's verdict without parsing
+// and validating it again (each pass cost as much as the lint).
+type lintFacts struct {
+	// t is the tree linted: the choice list, or the bare service config.
+	t *jtree.Tree
+	// ch is the choice list read from t (nil for a bare service config).
+	ch *Choices
+	// shortFractions and nullMembers are the checker's, in t.
+	shortFractions, nullMembers []int32
+	// goRejects tells, for each choice of the list (the one choice of a
+	// bare config), whether its config has an error or a warning naming
+	// grpc-go among the clients that refuse it.
+	goRejects []bool
+	// complete is set when the facts say all that a new validation would:
+	// no diagnostic was left out past the cap (which would hide a refusal
+	// of one choice behind another's), no error, and no member named in
+	// another case, which grpc-go reads as the field (grpcGoView), so that
+	// it validates another config than this one.
+	complete bool
+}
+
+// lintParsed is lintValue without the mapping of offsets.
+func lintParsed(value []byte, k Kind, opts LintOptions, strs []string) (Diagnostics, *lintFacts) {
+	t, err := jtree.Parse(value)
+	if err != nil {
+		ds := Diagnostics{syntaxDiagnostic(err)}
+		if je := err.(*jtree.Error); je.Other >= 0 {
+			ds[0].related = je.Other + 1
+		}
+		return ds, nil
+	}
+	var ds Diagnostics
+	if t.NonASCII >= 0 {
+		ds = append(ds, Diagnostic{Severity: codeNonASCII.severity(), Code: codeNonASCII.String(), Offset: t.NonASCII,
+			Message: "TXT records are ASCII (gRFC A2) and this config holds other characters: use ASCII names, or \\u escapes in JSON strings"})
+	}
+	c := newChecker(t)
+	c.quiet = opts.quiet
+	f := &lintFacts{t: t}
+	var spans [][2]int
+	if k == KindChoices {
+		ch := parseChoices(c)
+		spans = validateChoiceConfigs(c, ch)
+		lintChoiceList(c, ch)
+		if !c.diags.HasErrors() {
+			lintVariants(c, ch)
+		}
+		f.ch = ch
+	} else {
+		validateServiceConfig(c, 0)
+		spans = [][2]int{{0, len(c.diags)}}
+	}
+	f.shortFractions, f.nullMembers = c.shortFractions, c.nullMembers
+	f.complete = c.omitted < 0 && len(c.caseFields) == 0 && !c.diags.HasErrors()
+	f.goRejects = make([]bool, len(spans))
+	for i, s := range spans {
+		for _, d := range c.diags[s[0]:s[1]] {
+			if d.Severity == Error || d.refusedBy&clientGo != 0 {
+				f.goRejects[i] = true
+			}
+		}
+	}
+	if opts.goRulesOnly || opts.lazySchema && t.NonASCII < 0 && !c.diags.HasErrors() {
+		ds = append(ds, c.diags...)
+	} else {
+		ds = append(ds, mergeSchema(t, c.diags, schemaFindings(t, k))...)
+	}
+	// Publish sizes the record as it publishes it, and drops these; they
+	// are needed only when they would change what the cap leaves out.
+	if !opts.publishing || len(ds) >= MaxDiagnostics || c.omitted >= 0 {
+		if len(strs) == 0 && k == KindChoices {
+			strs = EncodeTXT(t.AppendCompact(nil, 0))
+		} else if len(strs) == 0 {
+			strs = EncodeTXT(wrapConfig(t.AppendCompact(nil, 0)))
+		}
+		ds = append(ds, sizeDiagnostics(opts.Owner, strs)...)
+	}
+	return ds, f
+}
+
 // validateChoiceConfigs validates the service config of every choice, with
-// paths /i/serviceConfig/….
-func validateChoiceConfigs(c *checker, ch *Choices) {
+// paths /i/serviceConfig/…, and returns where each choice's diagnostics
+// are in c.diags.
+func validateChoiceConfigs(c *checker, ch *Choices) [][2]int {
+	spans := make([][2]int, len(ch.List))
 	for i := range ch.List {
+		spans[i][0] = len(c.diags)
 		if cfg := ch.List[i].configNode; cfg >= 0 {
 			c.pushIdx(ch.List[i].elem)
 			c.pushKey(keyNodeOf(c.t, ch.List[i].node, cfg))
@@ -195,7 +276,9 @@ func validateChoiceConfigs(c *checker, ch *Choices) {
 			c.pop()
 			c.pop()
 		}
+		spans[i][1] = len(c.diags)
 	}
+	return spans
 }
 
 // lintChoiceList adds the checks that look at the list as a whole.
@@ -282,7 +365,7 @@ func lintTXTText(text []byte, opts LintOptions) Diagnostics {
 			ds = append(ds, spellingDiagnostic(trimmed))
 		}
 		value := bytes.TrimRight(text[start:], " \t\r\n")
-		return append(ds, lintValue(value, KindChoices, func(o int) int { return start + o }, opts.Owner)...)
+		return append(ds, lintValue(value, KindChoices, func(o int) int { return start + o }, opts)...)
 	}
 	p, bad := parsePresentation(text)
 	if bad != nil {
@@ -345,7 +428,7 @@ func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagno
 			return p.start(found)
 		}
 	}
-	return append(ds, lintValue(value, KindChoices, m, opts.Owner, records[found]...)...)
+	return append(ds, lintValue(value, KindChoices, m, opts, records[found]...)...)
 }
 
 // configRecord finds the record that holds the config (the first whose

@@ -82,7 +82,7 @@ type Record struct {
 // hold an error. It is the one decision the publisher (serve and zone,
 // through package dnspub/config) and the encode command make.
 func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
-	r := src.read(opts.Owner)
+	r := src.read(opts)
 	out := make(Diagnostics, 0, len(r.ds))
 	for _, d := range r.ds {
 		switch {
@@ -102,7 +102,67 @@ func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 	if out.HasErrors() || r.ch == nil {
 		return nil, out
 	}
-	value := r.ch.Compact()
+	value, bad := r.published(opts)
+	if bad != nil {
+		// Lint applies every rule the rewrites do.
+		return nil, append(out, r.placed(bad)...)
+	}
+	if bad := rebuiltProblems(value); bad != nil {
+		return nil, append(out, r.placed(bad)...)
+	}
+	// The record as served: nine-digit durations and canonical names make
+	// it longer than the config as written.
+	txt := EncodeTXT(value)
+	sizes := r.placed(sizeDiagnostics(opts.Owner, txt))
+	out = append(out, sizes...)
+	if sizes.HasErrors() {
+		return nil, out
+	}
+	if !opts.AllowGrpcGoFailure {
+		if reason, i := r.ch.grpcGoFailureWith(r.grpcGoRejects); reason != "" {
+			return nil, append(out, r.placed(Diagnostics{r.refusal(reason, i)})...)
+		}
+	}
+	return &Record{Value: value, TXT: txt}, out
+}
+
+// published is the choice list's compact form rewritten as opts says, or
+// the diagnostics of a rewrite that failed.
+func (r reading) published(opts PublishOptions) ([]byte, Diagnostics) {
+	f := r.facts
+	if f == nil || !f.complete {
+		return referencePublished(r.ch, opts)
+	}
+	// What lint found is what the rewrites would find again in the compact
+	// form: the same rules over the same values.
+	var drop, replace map[int32]string
+	if opts.NineDigitDurations && len(f.shortFractions) > 0 {
+		replace = make(map[int32]string, len(f.shortFractions))
+		for _, n := range f.shortFractions {
+			replace[n] = nineDigits(f.t, n)
+		}
+	}
+	if opts.OmitNulls && len(f.nullMembers) > 0 {
+		drop = make(map[int32]string, len(f.nullMembers))
+		for _, k := range f.nullMembers {
+			drop[k] = ""
+		}
+	}
+	switch {
+	case drop == nil && replace == nil:
+		return r.ch.Compact(), nil
+	case f.ch == nil:
+		// A bare config: r.ch wraps it, as the one choice.
+		return append(appendEdited(f.t, []byte(wrapPrefix), 0, drop, nil, replace), "}]"...), nil
+	}
+	return f.ch.compactEdited(drop, replace), nil
+}
+
+// referencePublished rewrites the compact form of ch as opts says, each
+// rewrite parsing and validating it anew: what published does when lint's
+// facts are incomplete, and what the tests hold it to.
+func referencePublished(ch *Choices, opts PublishOptions) ([]byte, Diagnostics) {
+	value := ch.Compact()
 	for _, rewrite := range []struct {
 		on bool
 		f  func([]byte) ([]byte, error)
@@ -112,27 +172,21 @@ func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 		}
 		v, err := rewrite.f(value)
 		if err != nil {
-			// Lint applies every rule the rewrites do.
-			return nil, append(out, r.placed(err.(*InvalidError).Diagnostics)...)
+			return nil, err.(*InvalidError).Diagnostics
 		}
 		value = v
 	}
-	if bad := rebuiltProblems(value); bad != nil {
-		return nil, append(out, r.placed(bad)...)
+	return value, nil
+}
+
+// grpcGoRejects is grpcGoRejects of choice i's config, told by lint's
+// facts when they are complete: only a config with an error or a warning
+// naming grpc-go is validated again, for the message.
+func (r reading) grpcGoRejects(i int) string {
+	if f := r.facts; f != nil && f.complete && !f.goRejects[i] {
+		return ""
 	}
-	// The record as served: nine-digit durations and canonical names make
-	// it longer than the config as written.
-	sizes := r.placed(sizeDiagnostics(opts.Owner, EncodeTXT(value)))
-	out = append(out, sizes...)
-	if sizes.HasErrors() {
-		return nil, out
-	}
-	if !opts.AllowGrpcGoFailure {
-		if reason, i := r.ch.grpcGoFailure(); reason != "" {
-			return nil, append(out, r.placed(Diagnostics{r.refusal(reason, i)})...)
-		}
-	}
-	return &Record{Value: value, TXT: EncodeTXT(value)}, out
+	return grpcGoRejects(r.ch.CompactConfig(i))
 }
 
 // reading is a source, checked and parsed.
@@ -146,20 +200,37 @@ type reading struct {
 	// bare is set for a bare service config, which has no choice to point
 	// at.
 	bare bool
+	// facts, for a JSON source that parses, are what lint learned of it.
+	facts *lintFacts
 }
 
 // read lints the source with every rule and parses its choices.
-func (s Source) read(owner string) reading {
+func (s Source) read(opts PublishOptions) reading {
+	lo := LintOptions{Owner: opts.Owner, lazySchema: true}
+	if opts.NineDigitDurations {
+		lo.quiet.add(codeDurationFraction)
+	}
+	if opts.OmitNulls {
+		lo.quiet.add(codeNullValue)
+	}
 	switch {
 	case s.Text != nil:
-		_, ds := Lint(s.Text, LintOptions{Owner: owner})
+		_, ds := Lint(s.Text, lo)
 		r := reading{ds: ds}
 		if r.ch, _ = choicesFromText(s.Text); r.ch != nil {
 			r.src, r.bare = r.ch.src, r.ch.src.wrapped
 		}
 		return r
 	case s.JSON != nil:
-		r := reading{ds: lintJSON(s.JSON, s.Kind, owner), bare: s.Kind == KindServiceConfig}
+		lo.publishing = true
+		r := reading{bare: s.Kind == KindServiceConfig}
+		r.ds, r.facts = lintJSON(s.JSON, s.Kind, lo)
+		if f := r.facts; f != nil && f.ch != nil && f.complete {
+			// The list lint read, when it read it without an error, is the
+			// one ParseChoices would read.
+			r.ch = f.ch
+			return r
+		}
 		value := s.JSON
 		if r.bare {
 			value = wrapConfig(value)
@@ -168,7 +239,7 @@ func (s Source) read(owner string) reading {
 		return r
 	}
 	ch, _ := choicesFromRecords(s.Records)
-	return reading{ch: ch, ds: LintRecords(s.Records, LintOptions{Owner: owner})}
+	return reading{ch: ch, ds: LintRecords(s.Records, lo)}
 }
 
 // placed maps diagnostics of the choice list's value (offsets in it, -1

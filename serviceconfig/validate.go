@@ -194,14 +194,14 @@ func validateNames(c *checker, v int32, names map[string]int32) {
 			c.report(methodNode, codeMethodNameSlash, "method %q contains '/', so the name matches no call: write the method name alone, like \"Get\"", method)
 		}
 		key := service + "/" + method
-		what := fmt.Sprintf("method %s/%s", service, method)
-		switch {
-		case service == "":
-			what = "the default for all methods ({} or {\"service\":\"\"})"
-		case method == "":
-			what = fmt.Sprintf("the default for service %s", service)
-		}
 		if _, dup := names[key]; dup {
+			what := fmt.Sprintf("method %s/%s", service, method)
+			switch {
+			case service == "":
+				what = "the default for all methods ({} or {\"service\":\"\"})"
+			case method == "":
+				what = fmt.Sprintf("the default for service %s", service)
+			}
 			c.report(n, codeMethodNameDuplicate, "%s is named by more than one methodConfig entry; a name may appear only once in the whole service config", what)
 			return
 		}
@@ -259,6 +259,11 @@ func duration(c *checker, v int32, name string) (durationValue, bool) {
 	}
 	if digits := fractionDigits(str[:len(str)-1]); digits > 0 && digits < 9 {
 		c.shortFractions = append(c.shortFractions, v)
+		if c.quiet.has(codeDurationFraction) {
+			// The message costs more than the rest of the check.
+			c.report(v, codeDurationFraction, "")
+			return durationValue{sec, nanos}, true
+		}
 		c.report(v, codeDurationFraction, "%s %s has %d fraction digit(s): grpc-js takes the digits after the point as nanoseconds, so it reads this as %s; write %q (9 digits), which every client reads alike", name, t.Raw(v), digits, grpcJSMisread(str, sec), formatDuration(time.Duration(sec)*time.Second+time.Duration(nanos)))
 	}
 	return durationValue{sec, nanos}, true
