@@ -234,6 +234,54 @@ func (z *Zone) RecordsAt(name string) []dns.RR {
 	return slices.CompactFunc(out, func(a, b dns.RR) bool { return compareRR(a, b) == 0 })
 }
 
+// EachName calls fn with every name of the zone and its records, as
+// RecordsAt returns them (none for an empty non-terminal), from workers
+// goroutines at once (fn's first argument says which). It is what a build
+// of every answer reads: name by name, RecordsAt makes a service's
+// records once for each of its names; here each unit's records are made
+// once, and cut at their owners.
+func (z *Zone) EachName(workers int, fn func(worker int, name string, records []dns.RR)) {
+	units := make([]*unit, 0, z.units.Len())
+	for _, u := range z.units.All() {
+		units = append(units, u)
+	}
+	// A name a single unit holds gets that unit's records there, which
+	// are canonical already. The origin (which has the SOA too) and names
+	// shared by several units are read below.
+	alone := func(name string) bool {
+		o, ok := z.owners.Get(name)
+		return ok && name != z.Origin && len(o.units) == 1
+	}
+	var wg sync.WaitGroup
+	for w := range max(workers, 1) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := w; i < len(units); i += max(workers, 1) {
+				rrs := units[i].records()
+				for j := 0; j < len(rrs); {
+					name := rrs[j].Header().Name
+					k := j + 1
+					for k < len(rrs) && rrs[k].Header().Name == name {
+						k++
+					}
+					if alone(name) {
+						fn(w, name, rrs[j:k:k])
+					}
+					j = k
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	fn(0, z.Origin, z.RecordsAt(z.Origin))
+	for name := range z.owners.All() {
+		if name != z.Origin && !alone(name) {
+			fn(0, name, z.RecordsAt(name))
+		}
+	}
+}
+
 // Exists reports whether name is in the zone: it holds records, or names
 // below it do (an empty non-terminal, RFC 8020).
 func (z *Zone) Exists(name string) bool {

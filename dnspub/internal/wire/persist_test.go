@@ -231,3 +231,75 @@ func TestReadTableZoneNameIsItsOwn(t *testing.T) {
 		t.Fatalf("the zone name %q lies among the table's bytes", r.Zone)
 	}
 }
+
+// A zone's answers built whole (each unit's records made once, cut at
+// their owners: zone.EachName) are the answers built name by name from
+// RecordsAt, byte for byte, for every question: on random zones, and on a
+// fleet large enough to be built by several workers.
+func TestWholeBuildEqualsNameByName(t *testing.T) {
+	defer func(n int) { compactAbove = n }(compactAbove)
+	seeds := uint64(40)
+	if raceEnabled {
+		seeds = 6
+	}
+	checked := 0
+	for seed := range seeds {
+		compactAbove = []int{256, 1}[seed%2]
+		rng := rand.New(rand.NewPCG(seed, 13))
+		cfg, ds := config.Parse([]byte(randomConfig(rng)))
+		if cfg == nil {
+			t.Fatalf("seed %d: %v", seed, ds)
+		}
+		var zs []*zone.Zone
+		for i, zc := range cfg.Zones {
+			zs = append(zs, zone.New(zc, uint32(1000+i)))
+		}
+		checked += sameBuilds(t, zs)
+	}
+	compactAbove = 256
+	checked += sameBuilds(t, []*zone.Zone{fleetZone(t, 600)})
+	t.Logf("%d questions checked", checked)
+}
+
+// sameBuilds fails t unless the tables of zs built whole and name by name
+// give the same answers, and returns how many questions it asked.
+func sameBuilds(t *testing.T, zs []*zone.Zone) (checked int) {
+	t.Helper()
+	types := []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeNS, dns.TypeSOA, dns.TypeSRV, dns.TypeMX, dns.TypeANY}
+	whole, _ := New(Options{})
+	byName, _ := New(Options{})
+	we, be := whole.Edit(), byName.Edit()
+	for _, z := range zs {
+		if err := we.SetZone(z, nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := be.SetZone(z, z.Names()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	whole, byName = we.Table(), be.Table()
+	if whole.nodes.Len() != byName.nodes.Len() {
+		t.Fatalf("%d names built whole, %d name by name", whole.nodes.Len(), byName.nodes.Len())
+	}
+	names := map[string]bool{}
+	for _, z := range zs {
+		for _, n := range z.Names() {
+			names[n] = true
+			names["child."+n] = true
+		}
+	}
+	for name := range names {
+		for _, qtype := range types {
+			for _, a := range []ask{{name: name, qtype: qtype}, {name: name, qtype: qtype, tcp: true, edns: 4096}} {
+				msg := query(a)
+				want, wr := byName.Respond(make([]byte, 0, 65535), msg, a.tcp)
+				have, hr := whole.Respond(make([]byte, 0, 65535), msg, a.tcp)
+				if !bytes.Equal(want, have) || wr != hr {
+					t.Fatalf("%s %s: built whole, the answer is\n% x\nnot\n% x", name, dns.TypeToString[qtype], have, want)
+				}
+				checked++
+			}
+		}
+	}
+	return checked
+}
