@@ -220,8 +220,8 @@ func (r *itemResult) policyKey() string {
 }
 
 // readItem reads item it of a zone's services list, as entry path.
-func (d *doc) readItem(it item, path string, z *Zone) (*itemResult, error) {
-	root, ok := readFast(it.text)
+func (d *doc) readItem(it item, path string, z *Zone, scratch *yamlScratch) (*itemResult, error) {
+	root, ok := readFast(it.text, scratch)
 	if !ok {
 		root = new(yaml.Node)
 		if err := yaml.Unmarshal(it.text, root); err != nil {
@@ -358,8 +358,9 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var scratch yamlScratch
 			for i := range next {
-				r, err := d.readItem(b.items[i], path(i), z)
+				r, err := d.readItem(b.items[i], path(i), z, &scratch)
 				if err != nil {
 					mu.Lock()
 					failed = err

@@ -33,19 +33,33 @@ type fastReader struct {
 	indent int
 	eof    bool
 	bad    bool
-	slab   []yaml.Node
+	slab   []yaml.Node  // nodes to hand out
+	pslab  []*yaml.Node // room for the nodes' Content
+	stack  []*yaml.Node // the children of the collections being read
+}
+
+// A yamlScratch is memory readFast reuses from one text to the next, for
+// a goroutine that reads many: the nodes of a services item are garbage
+// once it is read (readItem keeps none of them), and making them anew for
+// every item was half of readFast's time and most of its garbage. The
+// nodes of a read are valid until the next read with the same scratch.
+type yamlScratch struct {
+	nodes []yaml.Node
+	ptrs  []*yaml.Node
+	stack []*yaml.Node
 }
 
 // readFast returns the document node yaml.v3 would read from text, or
-// false when text is not in the part of YAML it reads.
-func readFast(text []byte) (*yaml.Node, bool) {
+// false when text is not in the part of YAML it reads. With a scratch
+// (nil for none), the nodes are valid until its next use.
+func readFast(text []byte, scratch *yamlScratch) (*yaml.Node, bool) {
 	for _, b := range text {
 		if b >= 0x7f || b < ' ' && b != '\n' {
 			return nil, false
 		}
 	}
-	// One allocation for the nodes: a key and its value are two, an entry
-	// or a flow element one.
+	// One allocation for the nodes (a key and its value are two, an entry
+	// or a flow element one), one for their children's pointers.
 	nodes := 4
 	for _, b := range text {
 		switch b {
@@ -55,7 +69,17 @@ func readFast(text []byte) (*yaml.Node, bool) {
 			nodes++
 		}
 	}
-	r := &fastReader{s: text, line: 1, indent: -1, slab: make([]yaml.Node, nodes)}
+	if scratch == nil {
+		scratch = &yamlScratch{}
+	}
+	if cap(scratch.nodes) < nodes {
+		scratch.nodes = make([]yaml.Node, nodes)
+	}
+	if cap(scratch.ptrs) < nodes {
+		scratch.ptrs = make([]*yaml.Node, nodes)
+	}
+	r := &fastReader{s: text, line: 1, indent: -1, slab: scratch.nodes[:nodes], pslab: scratch.ptrs[:nodes], stack: scratch.stack[:0]}
+	defer func() { scratch.stack = r.stack[:0] }()
 	r.next()
 	if r.eof {
 		return nil, false
@@ -65,8 +89,27 @@ func readFast(text []byte) (*yaml.Node, bool) {
 	if r.bad || !r.eof {
 		return nil, false
 	}
-	doc.Content = []*yaml.Node{top}
+	r.stack = append(r.stack, top)
+	doc.Content = r.children(0)
 	return doc, true
+}
+
+// children returns the nodes on the stack from mark, as a Content slice,
+// and takes them off.
+func (r *fastReader) children(mark int) []*yaml.Node {
+	kids := r.stack[mark:]
+	if len(kids) == 0 {
+		return nil
+	}
+	if len(kids) > len(r.pslab) {
+		r.pslab = make([]*yaml.Node, max(len(kids), 64))
+	}
+	out := r.pslab[:len(kids):len(kids)]
+	r.pslab = r.pslab[len(kids):]
+	copy(out, kids)
+	clear(kids)
+	r.stack = r.stack[:mark]
+	return out
 }
 
 func (r *fastReader) fail() *yaml.Node {
@@ -186,6 +229,7 @@ func (r *fastReader) block(parent int) *yaml.Node {
 // sequence reads a block sequence whose "-" are at column col.
 func (r *fastReader) sequence(col int) *yaml.Node {
 	n := r.node(yaml.SequenceNode, "!!seq", "")
+	mark := len(r.stack)
 	for !r.bad {
 		r.i++ // the "-"
 		r.skipSpaces()
@@ -200,14 +244,16 @@ func (r *fastReader) sequence(col int) *yaml.Node {
 		if r.bad {
 			return nil
 		}
-		n.Content = append(n.Content, e)
+		r.stack = append(r.stack, e)
 		if r.eof || r.indent < col {
+			n.Content = r.children(mark)
 			return n
 		}
 		if r.indent > col {
 			return r.fail()
 		}
 		if !(r.at(0) == '-' && r.spaceOrEnd(1)) {
+			n.Content = r.children(mark)
 			return n // a key beside the sequence, which was its value
 		}
 	}
@@ -217,6 +263,7 @@ func (r *fastReader) sequence(col int) *yaml.Node {
 // mapping reads a block mapping whose keys are at column col.
 func (r *fastReader) mapping(col int) *yaml.Node {
 	n := r.node(yaml.MappingNode, "!!map", "")
+	mark := len(r.stack)
 	for !r.bad {
 		k := r.key()
 		if k == nil {
@@ -252,8 +299,9 @@ func (r *fastReader) mapping(col int) *yaml.Node {
 		if r.bad {
 			return nil
 		}
-		n.Content = append(n.Content, k, v)
+		r.stack = append(r.stack, k, v)
 		if r.eof || r.indent < col {
+			n.Content = r.children(mark)
 			return n
 		}
 		if r.indent > col {
@@ -323,6 +371,7 @@ func (r *fastReader) inline(flow bool) *yaml.Node {
 
 func (r *fastReader) flowSequence() *yaml.Node {
 	n := r.node(yaml.SequenceNode, "!!seq", "")
+	mark := len(r.stack)
 	n.Style = yaml.FlowStyle
 	r.i++
 	r.skipSpaces()
@@ -335,7 +384,7 @@ func (r *fastReader) flowSequence() *yaml.Node {
 		if r.bad {
 			return nil
 		}
-		n.Content = append(n.Content, e)
+		r.stack = append(r.stack, e)
 		r.skipSpaces()
 		switch r.at(0) {
 		case ',':
@@ -346,6 +395,7 @@ func (r *fastReader) flowSequence() *yaml.Node {
 			}
 		case ']':
 			r.i++
+			n.Content = r.children(mark)
 			return n
 		default:
 			return r.fail()
@@ -355,6 +405,7 @@ func (r *fastReader) flowSequence() *yaml.Node {
 
 func (r *fastReader) flowMapping() *yaml.Node {
 	n := r.node(yaml.MappingNode, "!!map", "")
+	mark := len(r.stack)
 	n.Style = yaml.FlowStyle
 	r.i++
 	r.skipSpaces()
@@ -383,7 +434,7 @@ func (r *fastReader) flowMapping() *yaml.Node {
 		if r.bad {
 			return nil
 		}
-		n.Content = append(n.Content, k, v)
+		r.stack = append(r.stack, k, v)
 		r.skipSpaces()
 		switch r.at(0) {
 		case ',':
@@ -394,6 +445,7 @@ func (r *fastReader) flowMapping() *yaml.Node {
 			}
 		case '}':
 			r.i++
+			n.Content = r.children(mark)
 			return n
 		default:
 			return r.fail()

@@ -331,12 +331,13 @@ func (p *Parser) readItems(b *base, e *edit) bool {
 	e.results = make([]*itemResult, len(e.items))
 	e.sums = make([]itemSum, len(e.items))
 	e.json = b.json
+	var scratch yamlScratch
 	for j, it := range e.items {
 		e.sums[j] = p.sum(it.text)
 		r, ok := e.cached[e.sums[j]]
 		if !ok || r.policyKey() != "" {
 			var err error
-			if r, err = rd.readItem(it, e.itemPath(e.a+j), e.zone); err != nil {
+			if r, err = rd.readItem(it, e.itemPath(e.a+j), e.zone, &scratch); err != nil {
 				return false
 			}
 		}
