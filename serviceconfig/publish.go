@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
 )
 
 // Source is a record as a tool has it, to check and publish: Text, else
@@ -263,6 +266,9 @@ func (r reading) refusal(reason string, i int) Diagnostic {
 	return d
 }
 
+// checkTrees are the trees rebuiltProblems parses into.
+var checkTrees = sync.Pool{New: func() any { return new(jtree.Tree) }}
+
 // rebuiltProblems checks the bytes about to be served as every client will
 // read them: printable ASCII (gRFC A2), and a choice list that parses. They
 // were rebuilt from a checked source, so a problem here is a bug in the
@@ -275,7 +281,23 @@ func rebuiltProblems(value []byte) Diagnostics {
 				Message: bug + fmt.Sprintf("byte %d is 0x%02x, not printable ASCII", i, b)}}
 		}
 	}
-	if _, err := ParseChoices(value); err != nil {
+	// The tree is the check's own: borrowed, not made, for a check every
+	// published record passes.
+	t := checkTrees.Get().(*jtree.Tree)
+	defer func() {
+		t.Src = nil
+		checkTrees.Put(t)
+	}()
+	err := t.Reset(value)
+	if err != nil {
+		err = Diagnostics{syntaxDiagnostic(err)}.Err()
+	} else {
+		c := newChecker(t)
+		c.errorsOnly = true
+		parseChoices(c)
+		err = c.diags.Err()
+	}
+	if err != nil {
 		ds := slices.Clone(err.(*InvalidError).Diagnostics)
 		for i := range ds {
 			ds[i].Message, ds[i].Offset, ds[i].Path = bug+ds[i].Message, -1, ""

@@ -600,16 +600,25 @@ func numberTag(s string) string {
 		return "!!timestamp"
 	}
 	p := strings.ReplaceAll(s, "_", "")
-	if _, err := strconv.ParseInt(p, 0, 64); err == nil {
-		return "!!int"
-	}
-	if _, err := strconv.ParseUint(p, 0, 64); err == nil {
-		return "!!int"
+	// strconv's integers are made of these bytes only: a duration or an
+	// address ("1s", "10.0.0.1") is no integer, and asking strconv would
+	// allocate its error.
+	intBytes := strings.Trim(p, "0123456789abcdefABCDEFxXoO+-") == ""
+	if intBytes {
+		if _, err := strconv.ParseInt(p, 0, 64); err == nil {
+			return "!!int"
+		}
+		if _, err := strconv.ParseUint(p, 0, 64); err == nil {
+			return "!!int"
+		}
 	}
 	if yamlFloat(p) {
 		if _, err := strconv.ParseFloat(p, 64); err == nil {
 			return "!!float"
 		}
+	}
+	if !intBytes {
+		return "!!str" // nor in base 2 or 8
 	}
 	for _, pre := range []struct {
 		prefix string

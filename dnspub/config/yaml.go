@@ -586,7 +586,9 @@ func isJSONNumber(s string) bool {
 // value and key came from. Problems (values JSON cannot represent exactly,
 // duplicate keys) are reported; ok is false when any was found.
 func (d *doc) toJSON(n *yaml.Node, path string) (j *jsonValue, ok bool) {
-	j = &jsonValue{}
+	// Sized for a service config: grown a step at a time, they were a
+	// tenth of a first start's garbage.
+	j = &jsonValue{text: make([]byte, 0, 256), marks: make([]jsonMark, 0, 48)}
 	c := &converter{d: d, j: j, ok: true, base: path}
 	c.value(n, 0)
 	d.jsonBytes += len(j.text)
