@@ -158,6 +158,13 @@ func newEditor(prev *Zone, c *config.Zone) *editor {
 		Minttl:  c.SOA.Minimum,
 	}
 	ed := &editor{z: z, units: z.units.Edit(), owners: z.owners.Edit(), refs: z.refs.Edit(), touched: map[string]bool{}}
+	if prev == nil {
+		// A new zone's maps are filled at once: sized for its services
+		// (a service's names are most often two), they do not grow
+		// shard by shard.
+		ed.units = cow.NewEditor[*unit](len(c.Services) + 1)
+		ed.owners = cow.NewEditor[*owner](2*len(c.Services) + 1)
+	}
 	ed.put(ed.made(apexUnit(c)))
 	return ed
 }

@@ -324,6 +324,9 @@ func (e *Editor[V]) Get(key string) (V, bool) {
 // Set puts v at key.
 func (e *Editor[V]) Set(key string, v V) { e.Add(key, v) }
 
+// Len is the number of keys in the version being built.
+func (e *Editor[V]) Len() int { return e.n }
+
 // Delete removes key.
 func (e *Editor[V]) Delete(key string) {
 	h := maphash.String(seed, key)

@@ -195,6 +195,11 @@ func (e *Editor) SetZone(z *zone.Zone, names []string) error {
 	if len(out) >= compactAbove {
 		compactNodes(out)
 	}
+	if e.nodes.Len() == 0 && len(out) > 1024 {
+		// The first zone of a new table: its nodes are put at once, into
+		// a map sized for them rather than grown shard by shard.
+		e.nodes = cow.NewEditor[*node](len(out))
+	}
 	for _, b := range out {
 		switch {
 		case b.nd == nil:
