@@ -56,7 +56,9 @@ type owner struct {
 type Change struct {
 	// Owners lists the names whose answers may differ: names that gained
 	// or lost records or existence, and the owners of records that name
-	// them as a host.
+	// them as a host. It is nil for a zone built from nothing (Update
+	// with no previous version), whose every name (Names) is new: sorting
+	// 200 000 names was a sixth of building a fleet's zone.
 	Owners []string
 	// Deleted and Added are the records removed and added (the SOA aside),
 	// as an IXFR difference sequence carries them (RFC 1995 §4).
@@ -159,6 +161,7 @@ func newEditor(prev *Zone, c *config.Zone) *editor {
 	}
 	ed := &editor{z: z, units: z.units.Edit(), owners: z.owners.Edit(), refs: z.refs.Edit(), touched: map[string]bool{}}
 	if prev == nil {
+		ed.fresh = true
 		// A new zone's maps are filled at once: sized for its services
 		// (a service's names are most often two), they do not grow
 		// shard by shard.
@@ -335,6 +338,9 @@ type editor struct {
 	refs    *cow.Editor[[]string]
 	touched map[string]bool
 	change  Change
+	// fresh is set for a zone built from nothing: every name is new, so
+	// the names touched are not tracked (Change.Owners is nil).
+	fresh bool
 }
 
 // made is a unit to put in the zone, with what putting it counts: its
@@ -343,6 +349,7 @@ type editor struct {
 type made struct {
 	u          *unit
 	records    []dns.RR
+	size       int // of records, uncompressed
 	sum        digestSum
 	old        *unit // nil when the zone has none
 	oldRecords []dns.RR
@@ -352,7 +359,7 @@ type made struct {
 // made counts u, whose records are records, and the unit it replaces. It
 // only reads the editor.
 func (ed *editor) made(u *unit, records []dns.RR) made {
-	m := made{u: u, records: records, sum: sumOf(records)}
+	m := made{u: u, records: records, sum: sumOf(records), size: size(records)}
 	if old, ok := ed.units.Get(u.key()); ok {
 		m.old, m.oldRecords = old, old.records()
 		m.oldSum = sumOf(m.oldRecords)
@@ -409,7 +416,7 @@ func (ed *editor) put(m made) {
 		ed.unlink(key, oldRecords, oldSum)
 	}
 	ed.units.Set(key, u)
-	ed.link(key, records, m.sum)
+	ed.link(key, records, m.sum, m.size)
 	del, add := diffRecords(oldRecords, records)
 	ed.change.Deleted = append(ed.change.Deleted, del...)
 	ed.change.Added = append(ed.change.Added, add...)
@@ -427,10 +434,10 @@ func (ed *editor) remove(key string) {
 }
 
 // link adds the unit of key, whose records are records of digest sum
-// sum, to the counts, the owner index and the refs.
-func (ed *editor) link(key string, records []dns.RR, sum digestSum) {
+// sum and size bytes, to the counts, the owner index and the refs.
+func (ed *editor) link(key string, records []dns.RR, sum digestSum, bytes int) {
 	ed.z.count += len(records)
-	ed.z.bytes += size(records)
+	ed.z.bytes += bytes
 	ed.z.sum.add(sum)
 	// The names of a service are each its own only, most of the time:
 	// they share one list of units.
@@ -522,7 +529,11 @@ func (ed *editor) ownerCopy(name string) *owner {
 	return o
 }
 
-func (ed *editor) touch(name string) { ed.touched[name] = true }
+func (ed *editor) touch(name string) {
+	if !ed.fresh {
+		ed.touched[name] = true
+	}
+}
 
 func (ed *editor) finish() (*Zone, *Change) {
 	z := ed.z
