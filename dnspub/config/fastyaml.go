@@ -33,6 +33,7 @@ type fastReader struct {
 	indent int
 	eof    bool
 	bad    bool
+	depth  int          // of the collections being read
 	slab   []yaml.Node  // nodes to hand out
 	pslab  []*yaml.Node // room for the nodes' Content
 	stack  []*yaml.Node // the children of the collections being read
@@ -173,7 +174,9 @@ func (r *fastReader) next() {
 				}
 				return
 			}
-			// Content after a value on the same line.
+			// Mid-line: every caller ends a value's line (nextLine) before
+			// it asks for the next, so this would be a bug; declining keeps
+			// it from reading on.
 			r.bad = true
 			r.eof = true
 			return
@@ -229,6 +232,10 @@ func (r *fastReader) block(parent int) *yaml.Node {
 // sequence reads a block sequence whose "-" are at column col.
 func (r *fastReader) sequence(col int) *yaml.Node {
 	n := r.node(yaml.SequenceNode, "!!seq", "")
+	if !r.enter() {
+		return nil
+	}
+	defer r.leave()
 	mark := len(r.stack)
 	for !r.bad {
 		r.i++ // the "-"
@@ -263,6 +270,10 @@ func (r *fastReader) sequence(col int) *yaml.Node {
 // mapping reads a block mapping whose keys are at column col.
 func (r *fastReader) mapping(col int) *yaml.Node {
 	n := r.node(yaml.MappingNode, "!!map", "")
+	if !r.enter() {
+		return nil
+	}
+	defer r.leave()
 	mark := len(r.stack)
 	for !r.bad {
 		k := r.key()
@@ -310,6 +321,24 @@ func (r *fastReader) mapping(col int) *yaml.Node {
 	}
 	return nil
 }
+
+// maxFastDepth is how deep readFast reads collections: yaml.v3 refuses
+// more than 10 000 levels, with its own message; past this, it is left to
+// say so.
+const maxFastDepth = 1000
+
+// enter counts a collection being read, and fails the read past
+// maxFastDepth.
+func (r *fastReader) enter() bool {
+	r.depth++
+	if r.depth > maxFastDepth {
+		r.bad = true
+		return false
+	}
+	return true
+}
+
+func (r *fastReader) leave() { r.depth-- }
 
 // keyAhead reports whether the line from the reader's position is a key
 // and its ":".
@@ -371,6 +400,10 @@ func (r *fastReader) inline(flow bool) *yaml.Node {
 
 func (r *fastReader) flowSequence() *yaml.Node {
 	n := r.node(yaml.SequenceNode, "!!seq", "")
+	if !r.enter() {
+		return nil
+	}
+	defer r.leave()
 	mark := len(r.stack)
 	n.Style = yaml.FlowStyle
 	r.i++
@@ -405,6 +438,10 @@ func (r *fastReader) flowSequence() *yaml.Node {
 
 func (r *fastReader) flowMapping() *yaml.Node {
 	n := r.node(yaml.MappingNode, "!!map", "")
+	if !r.enter() {
+		return nil
+	}
+	defer r.leave()
 	mark := len(r.stack)
 	n.Style = yaml.FlowStyle
 	r.i++
@@ -415,6 +452,7 @@ func (r *fastReader) flowMapping() *yaml.Node {
 	}
 	for {
 		var k *yaml.Node
+		start := r.i
 		switch r.at(0) {
 		case '\'', '"':
 			k = r.quoted()
@@ -425,7 +463,8 @@ func (r *fastReader) flowMapping() *yaml.Node {
 			return r.fail()
 		}
 		r.skipSpaces()
-		if r.at(0) != ':' || r.at(1) != ' ' {
+		// yaml.v3 takes a key of at most 1024 characters, as in a block.
+		if r.i-start > 1000 || r.at(0) != ':' || r.at(1) != ' ' {
 			return r.fail()
 		}
 		r.i++

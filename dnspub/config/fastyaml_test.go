@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,6 +101,13 @@ func TestReadFast(t *testing.T) {
 		{"---\n- x: 1\n", false},
 		{"", false},
 		{"# only a comment\n", false},
+		// Found in review: yaml.v3 refuses a flow key of more than 1024
+		// characters, and collections nested past 10 000 levels.
+		{"- serviceConfig: {loadBalancingConfig: [{" + strings.Repeat("k", 1100) + ": {}}, {round_robin: {}}]}\n", false},
+		{"- x: " + strings.Repeat("[", 10001) + strings.Repeat("]", 10001) + "\n", false},
+		{"- x: " + strings.Repeat("{a: ", 10001) + "1" + strings.Repeat("}", 10001) + "\n", false},
+		{strings.Repeat("- ", 10003) + "a\n", false},
+		{"- x: " + strings.Repeat("[", 900) + strings.Repeat("]", 900) + "\n", true},
 	} {
 		if got := checkFast(t, []byte(tc.text)); got != tc.fast {
 			t.Errorf("%q: read fast %v, want %v", tc.text, got, tc.fast)
@@ -269,4 +277,22 @@ func TestIsJSONNumber(t *testing.T) {
 		}
 	}
 	walk("", 6)
+}
+
+// After a duplicate key deep in a value, the diagnostics that follow carry
+// their own paths (found in review: "/serviceConfig/a/a" for
+// "/serviceConfig/a").
+func TestDuplicateKeyPaths(t *testing.T) {
+	text := "zones:\n  - origin: a.test.\n    nameservers: [ns.b.]\n    services:\n      - name: s\n        serviceConfig: {a: {b: 1, b: 2}, a: 3}\n"
+	_, ds := Parse([]byte(text))
+	var paths []string
+	for _, d := range ds {
+		if d.Code == codeYAMLDuplicateKey.String() {
+			paths = append(paths, d.Path)
+		}
+	}
+	want := []string{"/zones/0/services/0/serviceConfig/a/b", "/zones/0/services/0/serviceConfig/a"}
+	if !slices.Equal(paths, want) {
+		t.Errorf("duplicate keys reported at %q, want %q", paths, want)
+	}
 }
