@@ -607,7 +607,7 @@ type converter struct {
 }
 
 // pathStep is a step of a JSON pointer: a member's key, or an element's
-// index when key is empty.
+// index when key is nil.
 type pathStep struct {
 	key *string
 	idx int
@@ -682,6 +682,7 @@ func (c *converter) value(n *yaml.Node, depth int) {
 			}
 			if dup {
 				c.fail(p.k, codeYAMLDuplicateKey, "the key %q appears twice (first at line %d): gRPC clients reject duplicate keys; remove one", key, first.Line)
+				c.at = c.at[:len(c.at)-1] // the enclosing mapping goes on, and reports at its own path
 				return
 			}
 			if i > 0 {
