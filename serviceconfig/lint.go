@@ -51,7 +51,7 @@ type LintOptions struct {
 	// in.
 	goRulesOnly bool
 	// lazySchema runs the JSON Schema layer only when the Go rules find an
-	// error. Publish sets it: the schema cost a publisher a third of its
+	// error or reach the cap. Publish sets it: the schema cost a publisher a third of its
 	// time per service, and FuzzSchemaAddsNothing holds the Go rules to
 	// saying everything it says of a record they accept. Of a record they
 	// reject, the schema may say more (the contents of constraints nested
@@ -244,7 +244,10 @@ func lintParsed(value []byte, k Kind, opts LintOptions, strs []string) (Diagnost
 			}
 		}
 	}
-	if opts.goRulesOnly || opts.lazySchema && t.NonASCII < 0 && !c.diags.HasErrors() {
+	// Past the cap the Go rules only count, and the schema's findings
+	// there, covered by no listed diagnostic, add to the count: the layer
+	// is left out only when nothing was left out.
+	if opts.goRulesOnly || opts.lazySchema && t.NonASCII < 0 && !c.diags.HasErrors() && c.omitted < 0 {
 		ds = append(ds, c.diags...)
 	} else {
 		ds = append(ds, mergeSchema(t, c.diags, schemaFindings(t, k))...)

@@ -122,7 +122,7 @@ func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 		return nil, out
 	}
 	if !opts.AllowGrpcGoFailure {
-		if reason, i := r.ch.grpcGoFailureWith(r.grpcGoRejects); reason != "" {
+		if reason, i := r.ch.grpcGoFailureWith(r.choiceGoRejects); reason != "" {
 			return nil, append(out, r.placed(Diagnostics{r.refusal(reason, i)})...)
 		}
 	}
@@ -182,10 +182,10 @@ func referencePublished(ch *Choices, opts PublishOptions) ([]byte, Diagnostics) 
 	return value, nil
 }
 
-// grpcGoRejects is grpcGoRejects of choice i's config, told by lint's
+// choiceGoRejects is grpcGoRejects of choice i's config, told by lint's
 // facts when they are complete: only a config with an error or a warning
 // naming grpc-go is validated again, for the message.
-func (r reading) grpcGoRejects(i int) string {
+func (r reading) choiceGoRejects(i int) string {
 	if f := r.facts; f != nil && f.complete && !f.goRejects[i] {
 		return ""
 	}

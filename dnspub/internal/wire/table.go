@@ -3,7 +3,6 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"maps"
 	"runtime"
@@ -229,8 +228,10 @@ func buildAll(z *zone.Zone, originKey string) ([]built, error) {
 			outs[w] = append(outs[w], b)
 		}
 	})
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
 	}
 	return slices.Concat(outs...), nil
 }
