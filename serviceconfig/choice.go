@@ -262,37 +262,12 @@ func (ch *Choices) Compact() []byte {
 		}
 		return ch.appendFields(nil) // as given, for Validate to explain
 	}
-	t := ch.tree
-	dst := make([]byte, 0, len(t.Src))
-	dst = append(dst, '[')
-	for i := range ch.List {
-		if i > 0 {
-			dst = append(dst, ',')
-		}
-		obj := ch.List[i].node
-		dst = append(dst, '{')
-		first := true
-		for k := t.Nodes[obj].First; k >= 0; k = t.Nodes[t.Nodes[k].Next].Next {
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			dst = append(dst, t.Raw(k)...)
-			dst = append(dst, ':')
-			if t.Is(k, keyDynamicParameterConstraints) && ch.List[i].Constraints != nil {
-				dst = ch.List[i].Constraints.AppendJSON(dst)
-			} else {
-				dst = t.AppendCompact(dst, t.Nodes[k].Next)
-			}
-		}
-		dst = append(dst, '}')
-	}
-	return append(dst, ']')
+	return ch.compactEdited(nil, nil)
 }
 
 // compactEdited is Compact with appendEdited's edits of the members and
 // values of the tree (dynamic parameter constraints are written anew, not
-// edited).
+// edited); with none, Compact.
 func (ch *Choices) compactEdited(drop, replace map[int32]string) []byte {
 	t := ch.tree
 	dst := make([]byte, 0, len(t.Src)+8*len(replace))
@@ -314,9 +289,12 @@ func (ch *Choices) compactEdited(drop, replace map[int32]string) []byte {
 			first = false
 			dst = append(dst, t.Raw(k)...)
 			dst = append(dst, ':')
-			if t.Is(k, keyDynamicParameterConstraints) && ch.List[i].Constraints != nil {
+			switch {
+			case t.Is(k, keyDynamicParameterConstraints) && ch.List[i].Constraints != nil:
 				dst = ch.List[i].Constraints.AppendJSON(dst)
-			} else {
+			case len(drop) == 0 && len(replace) == 0:
+				dst = t.AppendCompact(dst, t.Nodes[k].Next)
+			default:
 				dst = appendEdited(t, dst, t.Nodes[k].Next, drop, nil, replace)
 			}
 		}

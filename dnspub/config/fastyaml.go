@@ -689,38 +689,44 @@ func yamlFloat(s string) bool {
 	if i < len(s) && (s[i] == '-' || s[i] == '+') {
 		i++
 	}
-	digits := func() int {
-		n := 0
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
 	if i < len(s) && s[i] == '.' {
-		i++
-		if digits() == 0 {
+		if i = digitsEnd(s, i+1); s[i-1] == '.' {
 			return false
 		}
 	} else {
-		if digits() == 0 {
+		start := i
+		if i = digitsEnd(s, i); i == start {
 			return false
 		}
 		if i < len(s) && s[i] == '.' {
-			i++
-			digits()
+			i = digitsEnd(s, i+1)
 		}
 	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
+	i, ok := exponentEnd(s, i)
+	return ok && i == len(s)
+}
+
+// digitsEnd returns where the decimal digits from s[i] on end.
+func digitsEnd(s string, i int) int {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
 		i++
-		if i < len(s) && (s[i] == '-' || s[i] == '+') {
-			i++
-		}
-		if digits() == 0 {
-			return false
-		}
 	}
-	return i == len(s)
+	return i
+}
+
+// exponentEnd returns where an exponent ([eE][-+]?[0-9]+) at s[i] ends (i
+// when there is none), and false for an "e" without digits.
+func exponentEnd(s string, i int) (int, bool) {
+	if i == len(s) || s[i] != 'e' && s[i] != 'E' {
+		return i, true
+	}
+	i++
+	if i < len(s) && (s[i] == '-' || s[i] == '+') {
+		i++
+	}
+	start := i
+	i = digitsEnd(s, i)
+	return i, i > start
 }
 
 // timestampLayouts are the forms yaml.v3 reads a plain scalar as a

@@ -260,23 +260,32 @@ func TestReadFastRandomItems(t *testing.T) {
 	}
 }
 
-// isJSONNumber matches what JSON's number grammar matches.
-func TestIsJSONNumber(t *testing.T) {
-	re := regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$`)
-	alphabet := []string{"", "-", "+", "0", "1", "9", ".", "e", "E", "x", " "}
-	var walk func(s string, depth int)
-	walk = func(s string, depth int) {
-		if got, want := isJSONNumber(s), re.MatchString(s); got != want {
-			t.Errorf("isJSONNumber(%q) = %v, want %v", s, got, want)
+// isJSONNumber matches what JSON's number grammar matches, and yamlFloat
+// what yaml.v3's float pattern does, over every short text of their bytes.
+func TestNumberMatchers(t *testing.T) {
+	for _, m := range []struct {
+		name string
+		re   *regexp.Regexp
+		f    func(string) bool
+	}{
+		{"isJSONNumber", regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$`), isJSONNumber},
+		{"yamlFloat", regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`), yamlFloat},
+	} {
+		alphabet := []string{"-", "+", "0", "1", "9", ".", "e", "E", "x", " "}
+		var walk func(s string, depth int)
+		walk = func(s string, depth int) {
+			if got, want := m.f(s), m.re.MatchString(s); got != want {
+				t.Errorf("%s(%q) = %v, want %v", m.name, s, got, want)
+			}
+			if depth == 0 {
+				return
+			}
+			for _, a := range alphabet {
+				walk(s+a, depth-1)
+			}
 		}
-		if depth == 0 {
-			return
-		}
-		for _, a := range alphabet[1:] {
-			walk(s+a, depth-1)
-		}
+		walk("", 6)
 	}
-	walk("", 6)
 }
 
 // After a duplicate key deep in a value, the diagnostics that follow carry

@@ -550,36 +550,21 @@ func isJSONNumber(s string) bool {
 	if i < len(s) && s[i] == '-' {
 		i++
 	}
-	digits := func() int {
-		n := 0
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-			n++
-		}
-		return n
-	}
 	switch {
 	case i < len(s) && s[i] == '0':
 		i++
-	case digits() == 0:
+	case digitsEnd(s, i) == i:
 		return false
+	default:
+		i = digitsEnd(s, i)
 	}
 	if i < len(s) && s[i] == '.' {
-		i++
-		if digits() == 0 {
+		if i = digitsEnd(s, i+1); s[i-1] == '.' {
 			return false
 		}
 	}
-	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			i++
-		}
-		if digits() == 0 {
-			return false
-		}
-	}
-	return i == len(s)
+	i, ok := exponentEnd(s, i)
+	return ok && i == len(s)
 }
 
 // toJSON converts a YAML subtree to compact JSON, recording where each
