@@ -418,22 +418,37 @@ func (r *fastReader) flowSequence() *yaml.Node {
 			return nil
 		}
 		r.stack = append(r.stack, e)
-		r.skipSpaces()
-		switch r.at(0) {
-		case ',':
-			r.i++
-			r.skipSpaces()
-			if r.at(0) == ']' {
-				return r.fail()
-			}
-		case ']':
-			r.i++
-			n.Content = r.children(mark)
-			return n
-		default:
-			return r.fail()
+		if !r.flowSeparator(']') {
+			break
 		}
 	}
+	if r.bad {
+		return nil
+	}
+	n.Content = r.children(mark)
+	return n
+}
+
+// flowSeparator reads what follows an element of a flow collection that
+// close ends: a "," before another element (true), or close (false; bad
+// for anything else, and for a "," before close, left to yaml.v3).
+func (r *fastReader) flowSeparator(close byte) (more bool) {
+	r.skipSpaces()
+	switch r.at(0) {
+	case ',':
+		r.i++
+		r.skipSpaces()
+		if r.at(0) == close {
+			r.bad = true
+			return false
+		}
+		return true
+	case close:
+		r.i++
+		return false
+	}
+	r.bad = true
+	return false
 }
 
 func (r *fastReader) flowMapping() *yaml.Node {
@@ -474,22 +489,15 @@ func (r *fastReader) flowMapping() *yaml.Node {
 			return nil
 		}
 		r.stack = append(r.stack, k, v)
-		r.skipSpaces()
-		switch r.at(0) {
-		case ',':
-			r.i++
-			r.skipSpaces()
-			if r.at(0) == '}' {
-				return r.fail()
-			}
-		case '}':
-			r.i++
-			n.Content = r.children(mark)
-			return n
-		default:
-			return r.fail()
+		if !r.flowSeparator('}') {
+			break
 		}
 	}
+	if r.bad {
+		return nil
+	}
+	n.Content = r.children(mark)
+	return n
 }
 
 // quoted reads a one-line quoted scalar without escapes (but a doubled
