@@ -425,6 +425,16 @@ func buildNode(z *zone.Zone, name string, rrs []dns.RR, originKey string) (strin
 }
 
 func packAnswer(name string, qtype uint16, set, extra []dns.RR) (answer, error) {
+	if len(extra) == 0 {
+		if a, ok := packPlain(name, qtype, set); ok {
+			return a, nil
+		}
+	}
+	return packMsg(name, qtype, set, extra)
+}
+
+// packMsg is packAnswer with miekg/dns, for every answer.
+func packMsg(name string, qtype uint16, set, extra []dns.RR) (answer, error) {
 	m := &dns.Msg{Compress: true}
 	m.Response = true
 	m.Authoritative = true
@@ -465,6 +475,105 @@ func packAnswer(name string, qtype uint16, set, extra []dns.RR) (answer, error) 
 	}
 	return a, nil
 }
+
+// packPlain packs the answers most names have, as packAnswer packs them
+// with miekg/dns, without its compression map and its parse of TXT
+// strings: an RRset of A, AAAA or TXT records at the question's name,
+// nothing else. After the header, each record's owner is a pointer to
+// the question's name (the only name such a message holds) and its data
+// holds no name. ok is false for any other set, and for TXT text that is
+// not as zone.escapeAll writes it; packAnswer then packs it with
+// miekg/dns (TestPackPlainEqualsPack holds the two to the same bytes).
+func packPlain(name string, qtype uint16, set []dns.RR) (answer, bool) {
+	if name == "." || len(set) == 0 || len(set) > 0xffff {
+		return answer{}, false
+	}
+	buf := make([]byte, headerLen, 256)
+	buf[2] = 0x84 // QR, AA
+	buf[5] = 1    // QDCOUNT
+	buf[6], buf[7] = byte(len(set)>>8), byte(len(set))
+	for _, rr := range set {
+		h := rr.Header()
+		if h.Name != name || h.Class != dns.ClassINET || h.Rrtype != qtype {
+			return answer{}, false
+		}
+		buf = append(buf, 0xc0, headerLen, byte(h.Rrtype>>8), byte(h.Rrtype), byte(h.Class>>8), byte(h.Class),
+			byte(h.Ttl>>24), byte(h.Ttl>>16), byte(h.Ttl>>8), byte(h.Ttl), 0, 0)
+		start := len(buf)
+		switch r := rr.(type) {
+		case *dns.A:
+			ip := r.A.To4()
+			if ip == nil {
+				return answer{}, false
+			}
+			buf = append(buf, ip...)
+		case *dns.AAAA:
+			if len(r.AAAA) != 16 {
+				return answer{}, false
+			}
+			buf = append(buf, r.AAAA...)
+		case *dns.TXT:
+			for _, t := range r.Txt {
+				var ok bool
+				if buf, ok = appendTXTString(buf, t); !ok {
+					return answer{}, false
+				}
+			}
+		default:
+			return answer{}, false
+		}
+		n := len(buf) - start
+		if n > 0xffff {
+			return answer{}, false
+		}
+		buf[start-2], buf[start-1] = byte(n>>8), byte(n)
+	}
+	// Sized as an EDNS client gets it, the question included (its name's
+	// wire form is one byte longer than its text, plus type and class).
+	if len(buf)+len(name)+1+4+optRRLen > MaxTCPSize {
+		return answer{}, false // packAnswer says why
+	}
+	return answer{qtype: qtype, full: string(buf)}, true
+}
+
+// appendTXTString appends a TXT character-string, its length and its
+// bytes, from the escaped form miekg/dns keeps it in: "\X" is X, "\DDD"
+// the byte DDD. Text with any other backslash is not packed here.
+func appendTXTString(buf []byte, s string) ([]byte, bool) {
+	at := len(buf)
+	buf = append(buf, 0)
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' {
+			switch {
+			case i+1 == len(s):
+				return buf, false
+			case isDigit(s[i+1]):
+				if i+3 >= len(s) || !isDigit(s[i+2]) || !isDigit(s[i+3]) {
+					return buf, false
+				}
+				v := int(s[i+1]-'0')*100 + int(s[i+2]-'0')*10 + int(s[i+3]-'0')
+				if v > 255 {
+					return buf, false
+				}
+				c = byte(v)
+				i += 3
+			default:
+				c = s[i+1]
+				i++
+			}
+		}
+		buf = append(buf, c)
+	}
+	n := len(buf) - at - 1
+	if n > 255 {
+		return buf, false
+	}
+	buf[at] = byte(n)
+	return buf, true
+}
+
+func isDigit(b byte) bool { return b >= '0' && b <= '9' }
 
 // MaxUDPSize is the EDNS buffer cap the table was built with.
 func (t *Table) MaxUDPSize() int { return t.maxUDP }
