@@ -394,3 +394,22 @@ func TestPackPlainEqualsPack(t *testing.T) {
 		t.Errorf("only %d of %d sets packed by packPlain", plain, total)
 	}
 }
+
+// FuzzPackPlain: whatever TXT text packPlain packs, it packs as miekg/dns
+// does (appendTXTString reads escapes).
+func FuzzPackPlain(f *testing.F) {
+	for _, s := range []string{``, `a`, `\"x\"`, `\\`, `\065\255`, `\256`, `\6`, `\65x`, `\`, `\a`, sc.EscapeTXTString("grpc_config=[{\"x\":1}]\x00\xff")} {
+		f.Add(s, s, uint32(300))
+	}
+	f.Fuzz(func(t *testing.T, a, b string, ttl uint32) {
+		set := []dns.RR{&dns.TXT{Hdr: dns.RR_Header{Name: "_grpc_config.s.example.", Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: ttl}, Txt: []string{a, b}}}
+		got, ok := packPlain("_grpc_config.s.example.", dns.TypeTXT, set)
+		if !ok {
+			return
+		}
+		want, err := packMsg("_grpc_config.s.example.", dns.TypeTXT, set, nil)
+		if err != nil || got != want {
+			t.Fatalf("%q %q: packPlain % x, miekg/dns % x (%v)", a, b, got.full, want.full, err)
+		}
+	})
+}
