@@ -381,9 +381,9 @@ func (r *fastReader) key() *yaml.Node {
 func (r *fastReader) inline(flow bool) *yaml.Node {
 	switch r.at(0) {
 	case '[':
-		return r.flowSequence()
+		return r.flow(yaml.SequenceNode)
 	case '{':
-		return r.flowMapping()
+		return r.flow(yaml.MappingNode)
 	case '\'', '"':
 		n := r.quoted()
 		if n == nil {
@@ -398,27 +398,40 @@ func (r *fastReader) inline(flow bool) *yaml.Node {
 	return n
 }
 
-func (r *fastReader) flowSequence() *yaml.Node {
-	n := r.node(yaml.SequenceNode, "!!seq", "")
+// flow reads a one-line flow sequence ("[a, b]") or flow mapping
+// ("{k: v}"), as kind says.
+func (r *fastReader) flow(kind yaml.Kind) *yaml.Node {
+	tag, end := "!!seq", byte(']')
+	if kind == yaml.MappingNode {
+		tag, end = "!!map", '}'
+	}
+	n := r.node(kind, tag, "")
+	n.Style = yaml.FlowStyle
 	if !r.enter() {
 		return nil
 	}
 	defer r.leave()
 	mark := len(r.stack)
-	n.Style = yaml.FlowStyle
 	r.i++
 	r.skipSpaces()
-	if r.at(0) == ']' {
+	if r.at(0) == end {
 		r.i++
 		return n
 	}
 	for {
-		e := r.inline(true)
+		if kind == yaml.MappingNode {
+			k := r.flowKey()
+			if k == nil {
+				return r.fail()
+			}
+			r.stack = append(r.stack, k)
+		}
+		v := r.inline(true)
 		if r.bad {
 			return nil
 		}
-		r.stack = append(r.stack, e)
-		if !r.flowSeparator(']') {
+		r.stack = append(r.stack, v)
+		if !r.flowSeparator(end) {
 			break
 		}
 	}
@@ -427,6 +440,30 @@ func (r *fastReader) flowSequence() *yaml.Node {
 	}
 	n.Content = r.children(mark)
 	return n
+}
+
+// flowKey reads a flow mapping's key and the ": " after it (nil when
+// they are not there).
+func (r *fastReader) flowKey() *yaml.Node {
+	var k *yaml.Node
+	start := r.i
+	switch r.at(0) {
+	case '\'', '"':
+		k = r.quoted()
+	default:
+		k = r.plain(true, true)
+	}
+	if k == nil {
+		return nil
+	}
+	r.skipSpaces()
+	// yaml.v3 takes a key of at most 1024 characters, as in a block.
+	if r.i-start > 1000 || r.at(0) != ':' || r.at(1) != ' ' {
+		return nil
+	}
+	r.i++
+	r.skipSpaces()
+	return k
 }
 
 // flowSeparator reads what follows an element of a flow collection that
@@ -449,55 +486,6 @@ func (r *fastReader) flowSeparator(close byte) (more bool) {
 	}
 	r.bad = true
 	return false
-}
-
-func (r *fastReader) flowMapping() *yaml.Node {
-	n := r.node(yaml.MappingNode, "!!map", "")
-	if !r.enter() {
-		return nil
-	}
-	defer r.leave()
-	mark := len(r.stack)
-	n.Style = yaml.FlowStyle
-	r.i++
-	r.skipSpaces()
-	if r.at(0) == '}' {
-		r.i++
-		return n
-	}
-	for {
-		var k *yaml.Node
-		start := r.i
-		switch r.at(0) {
-		case '\'', '"':
-			k = r.quoted()
-		default:
-			k = r.plain(true, true)
-		}
-		if k == nil {
-			return r.fail()
-		}
-		r.skipSpaces()
-		// yaml.v3 takes a key of at most 1024 characters, as in a block.
-		if r.i-start > 1000 || r.at(0) != ':' || r.at(1) != ' ' {
-			return r.fail()
-		}
-		r.i++
-		r.skipSpaces()
-		v := r.inline(true)
-		if r.bad {
-			return nil
-		}
-		r.stack = append(r.stack, k, v)
-		if !r.flowSeparator('}') {
-			break
-		}
-	}
-	if r.bad {
-		return nil
-	}
-	n.Content = r.children(mark)
-	return n
 }
 
 // quoted reads a one-line quoted scalar without escapes (but a doubled
