@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"go.yaml.in/yaml/v3"
 
@@ -353,28 +354,31 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 	var failed error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
-	next := make(chan int)
+	// Workers take items by a shared counter, a few at a time: a channel
+	// send per item parks and wakes a worker 100 000 times on a fleet.
+	var taken atomic.Int64
+	const grab = 16
 	for range min(runtime.GOMAXPROCS(0), max(len(todo)/64, 1)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var scratch yamlScratch
-			for i := range next {
-				r, err := d.readItem(b.items[i], path(i), z, &scratch)
-				if err != nil {
-					mu.Lock()
-					failed = err
-					mu.Unlock()
-					continue
+			for {
+				from := int(taken.Add(grab)) - grab
+				if from >= len(todo) {
+					return
 				}
-				results[i] = r
+				for _, i := range todo[from:min(from+grab, len(todo))] {
+					r, err := d.readItem(b.items[i], path(i), z, &scratch)
+					if err != nil {
+						mu.Lock()
+						failed = err
+						mu.Unlock()
+						continue
+					}
+					results[i] = r
+				}
 			}
-		}()
+		})
 	}
-	for _, i := range todo {
-		next <- i
-	}
-	close(next)
 	wg.Wait()
 	if failed != nil {
 		return nil, failed
