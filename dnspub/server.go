@@ -698,14 +698,12 @@ func (s *Server) build(cfg *config.Config, old *snapshot) (*snapshot, *serialTxn
 				serial = prev.cur.Serial() + 1
 			}
 			e.cur = z.WithSerial(serial)
-			var names []string // every name, for a new zone
 			if prev != nil {
-				names = ch.Owners
 				if zc.Transfer.Any() {
 					e.history = appendStep(prev.history, &ixfrStep{from: prev.cur.SOA, to: e.cur.SOA, deleted: ch.Deleted, added: ch.Added}, cfg.Server.IXFRHistory, e.cur.Bytes())
 				}
 			}
-			if err := te.SetZone(e.cur, names); err != nil {
+			if err := te.SetZone(e.cur, ch); err != nil {
 				return nil, nil, nil, err
 			}
 			changed = append(changed, zc.Origin)

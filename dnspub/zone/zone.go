@@ -63,7 +63,17 @@ type Change struct {
 	// Deleted and Added are the records removed and added (the SOA aside),
 	// as an IXFR difference sequence carries them (RFC 1995 §4).
 	Deleted, Added []dns.RR
+
+	// For a zone built from nothing: the records Update made for each
+	// service, which EachName reads rather than make them again, and the
+	// units they were made for.
+	made [][]dns.RR
+	of   cow.Map[*unit]
 }
+
+// FromNothing reports whether c is the change of a zone built with no
+// previous version (or c is nil): every name of the zone is new.
+func (c *Change) FromNothing() bool { return c == nil || c.made != nil }
 
 // New builds the records of a zone from its validated config, with the
 // given SOA serial.
@@ -82,6 +92,21 @@ func New(c *config.Zone, serial uint32) *Zone {
 // read the next text from, and may share it with later configs).
 func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 	ed := newEditor(prev, c)
+	if prev == nil {
+		// Every service is new: nothing to compare, keep or remove.
+		made := ed.buildUnits(c.Services)
+		records := make([][]dns.RR, len(made), len(made)+1)
+		for i, m := range made {
+			ed.put(m)
+			records[i] = m.records
+		}
+		z, ch := ed.finish()
+		if apex, ok := z.units.Get(apexKey); ok {
+			records = append(records, apex.records())
+		}
+		ch.made, ch.of = records, z.units
+		return z, ch
+	}
 	keep := map[string]bool{apexKey: true}
 	kept := 1 // units of prev that c keeps: the apex, and services below
 	var changed []*config.Service
@@ -102,7 +127,7 @@ func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 	for _, m := range ed.buildUnits(changed) {
 		ed.put(m)
 	}
-	if prev != nil && kept < prev.units.Len() {
+	if kept < prev.units.Len() {
 		for key := range prev.units.All() {
 			if !keep[key] {
 				ed.remove(key)
@@ -249,11 +274,26 @@ func (z *Zone) RecordsAt(name string) []dns.RR {
 // goroutines at once (fn's first argument says which). It is what a build
 // of every answer reads: name by name, RecordsAt makes a service's
 // records once for each of its names; here each unit's records are made
-// once, and cut at their owners.
-func (z *Zone) EachName(workers int, fn func(worker int, name string, records []dns.RR)) {
-	units := make([]*unit, 0, z.units.Len())
-	for _, u := range z.units.All() {
-		units = append(units, u)
+// once, and cut at their owners. When made is the Change of the Update
+// that built z from nothing, they are not made at all: Update made them.
+func (z *Zone) EachName(workers int, made *Change, fn func(worker int, name string, records []dns.RR)) {
+	var units []*unit
+	var sets [][]dns.RR
+	var n int
+	if made != nil && made.made != nil && made.of.Same(z.units) {
+		sets, n = made.made, len(made.made)
+	} else {
+		units = make([]*unit, 0, z.units.Len())
+		for _, u := range z.units.All() {
+			units = append(units, u)
+		}
+		n = len(units)
+	}
+	records := func(i int) []dns.RR {
+		if sets != nil {
+			return sets[i]
+		}
+		return units[i].records()
 	}
 	// A name a single unit holds gets that unit's records there, which
 	// are canonical already. The origin (which has the SOA too) and names
@@ -267,8 +307,8 @@ func (z *Zone) EachName(workers int, fn func(worker int, name string, records []
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := w; i < len(units); i += max(workers, 1) {
-				rrs := units[i].records()
+			for i := w; i < n; i += max(workers, 1) {
+				rrs := records(i)
 				for j := 0; j < len(rrs); {
 					name := rrs[j].Header().Name
 					k := j + 1

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/miekg/dns"
@@ -188,4 +189,66 @@ func recordStrings(rrs []dns.RR) []string {
 		out = append(out, rr.String())
 	}
 	return out
+}
+
+// EachName gives the same names and records whether it reads the records
+// Update made for a zone built from nothing or makes them again, and
+// makes them again for a change of another zone or version.
+func TestEachNameFromMadeRecords(t *testing.T) {
+	cfg, ds := config.Parse(config.Example)
+	if cfg == nil {
+		t.Fatal(ds)
+	}
+	other, ds := config.Parse([]byte(strings.ReplaceAll(string(config.Example), "addresses: [127.0.0.1]", "addresses: [127.0.0.9]")))
+	if other == nil {
+		t.Fatal(ds)
+	}
+	z, ch := Update(nil, cfg.Zones[0])
+	oz, och := Update(nil, other.Zones[0])
+	if !ch.FromNothing() || !och.FromNothing() || !(*Change)(nil).FromNothing() {
+		t.Fatal("a zone built from nothing does not say so")
+	}
+	next, nch := Update(z, other.Zones[0])
+	if nch.FromNothing() {
+		t.Fatal("a zone built from a previous version says it was built from nothing")
+	}
+	each := func(z *Zone, made *Change) map[string][]string {
+		got := map[string][]string{}
+		var mu sync.Mutex
+		z.EachName(2, made, func(_ int, name string, rrs []dns.RR) {
+			mu.Lock()
+			defer mu.Unlock()
+			if _, dup := got[name]; dup {
+				t.Errorf("%s given twice", name)
+			}
+			got[name] = recordStrings(rrs)
+		})
+		return got
+	}
+	want := each(z, nil)
+	if len(want) < 3 {
+		t.Fatalf("only %d names in the example zone", len(want))
+	}
+	for _, c := range []struct {
+		what  string
+		z     *Zone
+		made  *Change
+		reads bool // the records made by Update
+	}{
+		{"its own change", z, ch, true},
+		{"its own change, another serial", z.WithSerial(7), ch, true},
+		{"another zone's change", oz, ch, false},
+		{"the change to a later version", next, ch, false},
+		{"the change of an update", next, nch, false},
+	} {
+		if reads := c.made.made != nil && c.made.of.Same(c.z.units); reads != c.reads {
+			t.Errorf("%s: reads the records Update made: %v, want %v", c.what, reads, c.reads)
+		}
+		if got, want := each(c.z, c.made), each(c.z, nil); !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: %v, want %v", c.what, got, want)
+		}
+	}
+	if reflect.DeepEqual(each(oz, nil), want) {
+		t.Fatal("the two configs make the same zone: the test tells nothing")
+	}
 }

@@ -242,6 +242,10 @@ func (m Map[V]) GetBytes(key []byte) (V, bool) {
 // Len is the number of keys.
 func (m Map[V]) Len() int { return m.n }
 
+// Same reports whether m and o are the same version of a map (not merely
+// equal): one is a copy of the other.
+func (m Map[V]) Same(o Map[V]) bool { return m.shards != nil && m.shards == o.shards }
+
 // All yields every key and value, in no particular order.
 func (m Map[V]) All() iter.Seq2[string, V] {
 	return func(yield func(string, V) bool) {

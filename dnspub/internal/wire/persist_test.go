@@ -172,20 +172,32 @@ func BenchmarkReadTable(b *testing.B) {
 }
 
 // BenchmarkBuildTable builds the same table from its zone: what a start
-// does without a table to read.
+// does without a table to read, from the records zone.Update made (made)
+// or making them again (zone).
 func BenchmarkBuildTable(b *testing.B) {
-	b.ReportAllocs()
-	z := fleetZone(b, 10000)
-	for b.Loop() {
-		if _, err := Build([]*zone.Zone{z}, Options{}); err != nil {
-			b.Fatal(err)
-		}
+	z, ch := fleetZone(b, 10000)
+	for _, from := range []string{"made", "zone"} {
+		b.Run("from="+from, func(b *testing.B) {
+			b.ReportAllocs()
+			made := ch
+			if from == "zone" {
+				made = nil
+			}
+			for b.Loop() {
+				t, _ := New(Options{})
+				e := t.Edit()
+				if err := e.SetZone(z, made); err != nil {
+					b.Fatal(err)
+				}
+				e.Table()
+			}
+		})
 	}
 }
 
 // fleetZone is a zone of n services like bench/fleetgen's: an address and
 // a method config with a timeout and a retry policy each.
-func fleetZone(t testing.TB, n int) *zone.Zone {
+func fleetZone(t testing.TB, n int) (*zone.Zone, *zone.Change) {
 	t.Helper()
 	var b bytes.Buffer
 	b.WriteString("zones:\n  - origin: fleet.test.\n    nameservers: [ns1.example.net.]\n    services:\n")
@@ -197,11 +209,13 @@ func fleetZone(t testing.TB, n int) *zone.Zone {
 	if cfg == nil {
 		t.Fatal(ds)
 	}
-	return zone.New(cfg.Zones[0], 1)
+	z, ch := zone.Update(nil, cfg.Zones[0])
+	return z.WithSerial(1), ch
 }
 
 func fleetTable(t testing.TB, n int) *Table {
-	tb, err := Build([]*zone.Zone{fleetZone(t, n)}, Options{})
+	z, _ := fleetZone(t, n)
+	tb, err := Build([]*zone.Zone{z}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,35 +266,47 @@ func TestWholeBuildEqualsNameByName(t *testing.T) {
 			t.Fatalf("seed %d: %v", seed, ds)
 		}
 		var zs []*zone.Zone
+		var chs []*zone.Change
 		for i, zc := range cfg.Zones {
-			zs = append(zs, zone.New(zc, uint32(1000+i)))
+			z, ch := zone.Update(nil, zc)
+			zs, chs = append(zs, z.WithSerial(uint32(1000+i))), append(chs, ch)
 		}
-		checked += sameBuilds(t, zs)
+		checked += sameBuilds(t, zs, chs)
 	}
 	compactAbove = 256
-	checked += sameBuilds(t, []*zone.Zone{fleetZone(t, 600)})
+	fleet, ch := fleetZone(t, 600)
+	checked += sameBuilds(t, []*zone.Zone{fleet}, []*zone.Change{ch})
 	t.Logf("%d questions checked", checked)
 }
 
-// sameBuilds fails t unless the tables of zs built whole and name by name
-// give the same answers, and returns how many questions it asked.
-func sameBuilds(t *testing.T, zs []*zone.Zone) (checked int) {
+// sameBuilds fails t unless the tables of zs built whole (each unit's
+// records made again, or those of chs, the changes that built zs from
+// nothing) and name by name give the same answers, and returns how many
+// questions it asked.
+func sameBuilds(t *testing.T, zs []*zone.Zone, chs []*zone.Change) (checked int) {
 	t.Helper()
 	types := []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeNS, dns.TypeSOA, dns.TypeSRV, dns.TypeMX, dns.TypeANY}
 	whole, _ := New(Options{})
+	made, _ := New(Options{})
 	byName, _ := New(Options{})
-	we, be := whole.Edit(), byName.Edit()
-	for _, z := range zs {
+	we, me, be := whole.Edit(), made.Edit(), byName.Edit()
+	for i, z := range zs {
+		if !chs[i].FromNothing() {
+			t.Fatalf("the change of zone %s does not build it from nothing", z.Origin)
+		}
 		if err := we.SetZone(z, nil); err != nil {
 			t.Fatal(err)
 		}
-		if err := be.SetZone(z, z.Names()); err != nil {
+		if err := me.SetZone(z, chs[i]); err != nil {
+			t.Fatal(err)
+		}
+		if err := be.SetZone(z, &zone.Change{Owners: z.Names()}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	whole, byName = we.Table(), be.Table()
-	if whole.nodes.Len() != byName.nodes.Len() {
-		t.Fatalf("%d names built whole, %d name by name", whole.nodes.Len(), byName.nodes.Len())
+	whole, made, byName = we.Table(), me.Table(), be.Table()
+	if whole.nodes.Len() != byName.nodes.Len() || made.nodes.Len() != byName.nodes.Len() {
+		t.Fatalf("%d names built whole, %d from the records Update made, %d name by name", whole.nodes.Len(), made.nodes.Len(), byName.nodes.Len())
 	}
 	names := map[string]bool{}
 	for _, z := range zs {
@@ -297,6 +323,10 @@ func sameBuilds(t *testing.T, zs []*zone.Zone) (checked int) {
 				have, hr := whole.Respond(make([]byte, 0, 65535), msg, a.tcp)
 				if !bytes.Equal(want, have) || wr != hr {
 					t.Fatalf("%s %s: built whole, the answer is\n% x\nnot\n% x", name, dns.TypeToString[qtype], have, want)
+				}
+				have, hr = made.Respond(make([]byte, 0, 65535), msg, a.tcp)
+				if !bytes.Equal(want, have) || wr != hr {
+					t.Fatalf("%s %s: built from the records Update made, the answer is\n% x\nnot\n% x", name, dns.TypeToString[qtype], have, want)
 				}
 				checked++
 			}
@@ -328,7 +358,7 @@ func TestPackPlainEqualsPack(t *testing.T) {
 		}
 	}
 	eachSet := func(z *zone.Zone) {
-		z.EachName(1, func(_ int, name string, rrs []dns.RR) {
+		z.EachName(1, nil, func(_ int, name string, rrs []dns.RR) {
 			for i := 0; i < len(rrs); {
 				j := i
 				for j < len(rrs) && rrs[j].Header().Rrtype == rrs[i].Header().Rrtype {
@@ -348,7 +378,8 @@ func TestPackPlainEqualsPack(t *testing.T) {
 			eachSet(zone.New(zc, uint32(i+1)))
 		}
 	}
-	eachSet(fleetZone(t, 50))
+	fleet, _ := fleetZone(t, 50)
+	eachSet(fleet)
 	rng := rand.New(rand.NewPCG(5, 5))
 	hdr := func(name string, typ uint16) dns.RR_Header {
 		return dns.RR_Header{Name: name, Rrtype: typ, Class: dns.ClassINET, Ttl: rng.Uint32()}

@@ -165,11 +165,12 @@ func (t *Table) Edit() *Editor {
 	return &Editor{nodes: t.nodes.Edit(), zones: maps.Clone(t.zones), maxUDP: t.maxUDP}
 }
 
-// SetZone puts version z of a zone in the table, rebuilding the answers of
-// names (those whose answers changed since the version the table holds;
-// nil for every name of z) and of the apex (the SOA changes with every
-// version). Names that left the zone are removed.
-func (e *Editor) SetZone(z *zone.Zone, names []string) error {
+// SetZone puts version z of a zone in the table. ch is what zone.Update
+// changed to make z from the version the table holds: the answers of its
+// Owners are built again, and those of the apex (the SOA changes with
+// every version); names that left the zone are removed. A nil ch, or the
+// change of a zone built from nothing, builds every name of z.
+func (e *Editor) SetZone(z *zone.Zone, ch *zone.Change) error {
 	originKey, err := wireName(z.Origin)
 	if err != nil {
 		return err
@@ -183,10 +184,10 @@ func (e *Editor) SetZone(z *zone.Zone, names []string) error {
 	}
 	e.zones[originKey] = &zoneInfo{origin: z.Origin, nxSOA: buf[len(originKey):n:n]}
 	var out []built
-	if names == nil {
-		out, err = buildAll(z, originKey)
+	if ch.FromNothing() {
+		out, err = buildAll(z, ch, originKey)
 	} else {
-		out, err = buildNames(z, names, originKey)
+		out, err = buildNames(z, ch.Owners, originKey)
 	}
 	if err != nil {
 		return err
@@ -212,14 +213,14 @@ func (e *Editor) SetZone(z *zone.Zone, names []string) error {
 
 // buildAll builds the node of every name of z, in parallel for a large
 // zone (a new zone of 100 000 services has 200 000 names).
-func buildAll(z *zone.Zone, originKey string) ([]built, error) {
+func buildAll(z *zone.Zone, made *zone.Change, originKey string) ([]built, error) {
 	workers := 1
 	if z.Len() >= 1024 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	outs := make([][]built, workers)
 	errs := make([]error, workers)
-	z.EachName(workers, func(w int, name string, rrs []dns.RR) {
+	z.EachName(workers, made, func(w int, name string, rrs []dns.RR) {
 		if errs[w] != nil {
 			return
 		}
