@@ -85,3 +85,24 @@ func TestZoneSettingsInvalidateItems(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkScanText is what a parse does to the whole text before
+// anything runs in parallel: cut the services lists into items, and find
+// the lines and runes that place diagnostics.
+func BenchmarkScanText(b *testing.B) {
+	text := services(20_000, false)
+	b.Run("split", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			if _, _, ok := splitServices(text); !ok {
+				b.Fatal("not cut")
+			}
+		}
+	})
+	b.Run("newDoc", func(b *testing.B) {
+		b.SetBytes(int64(len(text)))
+		for b.Loop() {
+			newDoc(text)
+		}
+	})
+}
