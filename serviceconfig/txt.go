@@ -128,15 +128,14 @@ func attribute[T ~string | ~[]byte](s T) (eq int, ok, exact bool) {
 // grpc_config JSON value, which should be compact): "grpc_config=" and the
 // value, cut into strings of at most 255 bytes.
 func EncodeTXT(value []byte) []string {
-	full := make([]byte, 0, len(Attribute)+1+len(value))
-	full = append(full, Attribute+"="...)
-	full = append(full, value...)
+	// One string, cut: a publisher keeps the strings of every service.
+	full := Attribute + "=" + string(value)
 	out := make([]string, 0, len(full)/maxStringLen+1)
 	for len(full) > maxStringLen {
-		out = append(out, string(full[:maxStringLen]))
+		out = append(out, full[:maxStringLen])
 		full = full[maxStringLen:]
 	}
-	return append(out, string(full))
+	return append(out, full)
 }
 
 // RDataLen is the length of the TXT RDATA holding strings.

@@ -1004,20 +1004,16 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 		ok = false
 	}
 	ok = d.addressAnswerFits(sn.name, path, s) && ok
-	var value []byte
 	switch {
 	case sn.choices != nil && sn.config != nil:
 		d.report(sn.config, sn.configPath, codeChoicesAndConfig, "service %s sets both choices and serviceConfig: use choices for a list of canary choices, or serviceConfig for one config for every client", name)
 		ok = false
 	case sn.choices != nil:
-		value = d.serviceValue(sn.choices, sn.choicesPath, sc.KindChoices, s, z)
-		ok = ok && value != nil
+		s.TXT = d.serviceTXT(sn.choices, sn.choicesPath, sc.KindChoices, s, z)
+		ok = ok && s.TXT != nil
 	case sn.config != nil:
-		value = d.serviceValue(sn.config, sn.configPath, sc.KindServiceConfig, s, z)
-		ok = ok && value != nil
-	}
-	if value != nil {
-		s.TXT = sc.EncodeTXT(value)
+		s.TXT = d.serviceTXT(sn.config, sn.configPath, sc.KindServiceConfig, s, z)
+		ok = ok && s.TXT != nil
 	}
 	hasConfig := sn.choices != nil || sn.config != nil
 	if len(s.Addresses) == 0 && !hasConfig {
@@ -1131,13 +1127,13 @@ func (d *doc) addressAnswerFits(at *yaml.Node, path string, s *Service) bool {
 	return true
 }
 
-// serviceValue converts a service's choices or serviceConfig to JSON,
+// serviceTXT converts a service's choices or serviceConfig to JSON,
 // merges the zone's policies that select it into every choice, has
 // serviceconfig.Publish decide what to publish under the service's compat
 // settings, maps its diagnostics back to the YAML (a policy's value when
-// the policy set it), and returns the compact choice list to publish (nil
-// when it is refused).
-func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service, z *Zone) []byte {
+// the policy set it), and returns the strings of the TXT record to publish
+// (nil when it is refused).
+func (d *doc) serviceTXT(n *yaml.Node, path string, kind sc.Kind, s *Service, z *Zone) []string {
 	j, ok := d.toJSON(n, path)
 	if !ok {
 		return nil
@@ -1191,7 +1187,7 @@ func (d *doc) serviceValue(n *yaml.Node, path string, kind sc.Kind, s *Service, 
 			return nil
 		}
 	}
-	return rec.Value
+	return rec.TXT
 }
 
 // compat reads a compat: mapping over base and says which fields it set.
