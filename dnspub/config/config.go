@@ -646,11 +646,22 @@ type nsEntry struct {
 }
 
 type svcEntry struct {
-	svc  *Service
-	node *yaml.Node // the name's node
-	path string
+	svc *Service
+	// line and col place the service's name (line 0: none), for the
+	// diagnostics that name it: a node for each of 100 000 services would
+	// be made for nothing.
+	line, col int32
+	path      string
 	// target is what policies selected the service by.
 	target policy.Target
+}
+
+// name is a node at the service's name, for d.report.
+func (e *svcEntry) name() *yaml.Node {
+	if e.line == 0 {
+		return nil
+	}
+	return &yaml.Node{Line: int(e.line), Column: int(e.col)}
 }
 
 func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yaml.Node) {
@@ -778,7 +789,7 @@ func (d *doc) crossCheck(z *Zone, svcs []svcEntry, nss []nsEntry) {
 	for i := range svcs {
 		s := &svcs[i]
 		if first, dup := byName[s.svc.Name]; dup {
-			d.report(s.node, s.path+"/name", codeServiceDuplicate, "service %s is defined twice (first at line %d): merge the two entries", s.svc.Name, svcs[first].node.Line)
+			d.report(s.name(), s.path+"/name", codeServiceDuplicate, "service %s is defined twice (first at line %d): merge the two entries", s.svc.Name, svcs[first].line)
 			continue
 		}
 		byName[s.svc.Name] = int32(i)
@@ -795,7 +806,7 @@ func (d *doc) crossCheck(z *Zone, svcs []svcEntry, nss []nsEntry) {
 		case !in && len(e.ns.Addresses) > 0:
 			d.report(e.addr, e.path+"/addresses", codeNSGlueOutsideZone, "nameserver %s lies outside zone %s, so the zone cannot publish its addresses: remove them (its own zone publishes them)", e.ns.Name, z.Origin)
 		case in && len(e.ns.Addresses) > 0 && hasSvc && len(svc.svc.Addresses) > 0:
-			d.report(e.addr, e.path+"/addresses", codeNSAddressConflict, "addresses for %s are given both here and by the service at line %d: give them in one place", e.ns.Name, svc.node.Line)
+			d.report(e.addr, e.path+"/addresses", codeNSAddressConflict, "addresses for %s are given both here and by the service at line %d: give them in one place", e.ns.Name, svc.line)
 		case in && len(e.ns.Addresses) == 0 && (!hasSvc || len(svc.svc.Addresses) == 0) && (len(z.Transfer.Allow) > 0 || len(z.Transfer.Notify) > 0):
 			d.report(e.node, e.path, codeNSNoAddress, "nameserver %s lies inside zone %s but has no address: add addresses: to it (or a service of that name), or the secondaries this zone is transferred to, such as BIND, refuse it", e.ns.Name, z.Origin)
 		case in && len(e.ns.Addresses) == 0 && (!hasSvc || len(svc.svc.Addresses) == 0):
@@ -989,7 +1000,7 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 		d.report(n, path, codeMissingField, "the service has no name: add name: with its host name relative to %s (like echo), or absolute with a final dot", z.Origin)
 		return e
 	}
-	e.node = sn.name
+	e.line, e.col = int32(sn.name.Line), int32(sn.name.Column)
 	name, nok := d.name(sn.name, path+"/name", "service name", z.Origin, true)
 	if !nok {
 		return e

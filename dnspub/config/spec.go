@@ -97,7 +97,7 @@ func ValidateService(z *Zone, name string, labels map[string]string, spec []byte
 	if e.svc != nil {
 		for i, ns := range z.Nameservers {
 			if ns.Name == e.svc.Name && len(ns.Addresses) > 0 && len(e.svc.Addresses) > 0 {
-				d.report(e.node, "/addresses", codeNSAddressConflict, "addresses for %s are given both here and by nameserver %d of zone %s: give them in one place", e.svc.Name, i, z.Origin)
+				d.report(e.name(), "/addresses", codeNSAddressConflict, "addresses for %s are given both here and by nameserver %d of zone %s: give them in one place", e.svc.Name, i, z.Origin)
 			}
 		}
 	}
