@@ -526,8 +526,13 @@ type Parser struct {
 	mu    sync.Mutex
 	items map[string]map[itemSum]*itemResult
 	// base is what the last parse that made a config read, kept to read
-	// the next text from its difference; nil when there is none.
-	base *base
+	// the next text from its difference; nil when there is none. A parse
+	// of a large text makes it in the background (it hashes and scans
+	// the whole text again, 50 to 100 ms of CPU for a fleet's, while the
+	// caller builds the zones), closing baseMade when done: read it with
+	// lastBase.
+	base     *base
+	baseMade chan struct{}
 	// seed keys the sums that find the difference.
 	seed [2]maphash.Seed
 	// delta is how the last config differs from the one before it, when
@@ -538,6 +543,19 @@ type Parser struct {
 	stale []*Service
 	// fast counts the parses read from a difference (tests).
 	fast int
+}
+
+// returnBaseAbove is the size of text past which a parse returns before
+// its base is made; a variable for tests.
+var returnBaseAbove = 1 << 20
+
+// lastBase is p.base once made. p.mu is held.
+func (p *Parser) lastBase() *base {
+	if p.baseMade != nil {
+		<-p.baseMade
+		p.baseMade = nil
+	}
+	return p.base
 }
 
 // Parse is the package's Parse, with the Parser's memory.
@@ -556,6 +574,15 @@ func (p *Parser) Parse(text []byte) (*Config, sc.Diagnostics) {
 	cfg, ds, blocks := parse(text, c)
 	p.items = c.next
 	p.stale = nil
-	p.base = p.newBase(text, cfg, ds, blocks, c.jsonBytes)
+	if len(text) < returnBaseAbove {
+		p.base, p.baseMade = p.newBase(text, cfg, ds, blocks, c.jsonBytes), nil
+		return cfg, ds
+	}
+	made := make(chan struct{})
+	p.base, p.baseMade = nil, made
+	go func() {
+		defer close(made)
+		p.base = p.newBase(text, cfg, ds, blocks, c.jsonBytes)
+	}()
 	return cfg, ds
 }

@@ -222,7 +222,7 @@ func (p *Parser) findDiff(b *base, text []byte) diff {
 // incremental reads text from its difference with the base, reporting
 // false when it must be read whole. Nothing changes unless it succeeds.
 func (p *Parser) incremental(text []byte) (*Config, sc.Diagnostics, bool) {
-	b := p.base
+	b := p.lastBase()
 	if b == nil || len(text) > MaxConfigSize {
 		return nil, nil, false
 	}

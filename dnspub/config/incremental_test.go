@@ -17,8 +17,8 @@ func parseBoth(t testing.TB, p *Parser, text []byte) bool {
 	t.Helper()
 	fast := p.fast
 	var prev *Config
-	if p.base != nil {
-		prev = p.base.cfg
+	if b := p.lastBase(); b != nil {
+		prev = b.cfg
 	}
 	got, gds := p.Parse(text)
 	want, wds := Parse(text)
@@ -128,10 +128,12 @@ func between(s, from, to string) string {
 func TestParserDifferenceProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var fast, eligible, total int
-	defer func(n int) { compactAbove = n }(compactAbove)
+	defer func(n, b int) { compactAbove, returnBaseAbove = n, b }(compactAbove, returnBaseAbove)
 	for round := range 20 {
-		// Odd rounds compact what they read, as a large config is.
+		// Odd rounds compact what they read, and make the base for the
+		// next text in the background, as for a large config.
 		compactAbove = []int{256, 1}[round%2]
+		returnBaseAbove = []int{1 << 20, 0}[round%2]
 		var p Parser
 		cfg := newRandomConfig(rng, 3, 12)
 		valid := false
