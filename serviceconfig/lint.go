@@ -65,6 +65,9 @@ type LintOptions struct {
 	// what it rewrites): they are listed and counted as usual, so that the
 	// cap leaves out the same others, but without a message or a path.
 	quiet codeSet
+	// tree, when set, is the tree to parse into (Publish's, borrowed
+	// from a pool); else one is made.
+	tree *jtree.Tree
 }
 
 // codeSet is a set of diagnostic codes.
@@ -205,8 +208,11 @@ type lintFacts struct {
 
 // lintParsed is lintValue without the mapping of offsets.
 func lintParsed(value []byte, k Kind, opts LintOptions, strs []string) (Diagnostics, *lintFacts) {
-	t, err := jtree.Parse(value)
-	if err != nil {
+	t := opts.tree
+	if t == nil {
+		t = new(jtree.Tree)
+	}
+	if err := t.Reset(value); err != nil {
 		ds := Diagnostics{syntaxDiagnostic(err)}
 		if je := err.(*jtree.Error); je.Other >= 0 {
 			ds[0].related = je.Other + 1

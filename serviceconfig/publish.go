@@ -86,6 +86,7 @@ type Record struct {
 // through package dnspub/config) and the encode command make.
 func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 	r := src.read(opts)
+	defer r.release()
 	out := make(Diagnostics, 0, len(r.ds))
 	for _, d := range r.ds {
 		switch {
@@ -205,7 +206,23 @@ type reading struct {
 	bare bool
 	// facts, for a JSON source that parses, are what lint learned of it.
 	facts *lintFacts
+	// tree is the tree lint parsed a JSON source into, borrowed from
+	// checkTrees until release.
+	tree *jtree.Tree
 }
+
+// release gives back what r borrowed: nothing read from r may be used
+// afterwards.
+func (r reading) release() {
+	if t := r.tree; t != nil && cap(t.Nodes) <= maxPooledNodes {
+		t.Src = nil
+		checkTrees.Put(t)
+	}
+}
+
+// maxPooledNodes bounds the trees kept for reuse: one of a hostile
+// record of millions of nodes is left to the collector.
+const maxPooledNodes = 1 << 14
 
 // read lints the source with every rule and parses its choices.
 func (s Source) read(opts PublishOptions) reading {
@@ -226,7 +243,8 @@ func (s Source) read(opts PublishOptions) reading {
 		return r
 	case s.JSON != nil:
 		lo.publishing = true
-		r := reading{bare: s.Kind == KindServiceConfig}
+		lo.tree = checkTrees.Get().(*jtree.Tree)
+		r := reading{bare: s.Kind == KindServiceConfig, tree: lo.tree}
 		r.ds, r.facts = lintJSON(s.JSON, s.Kind, lo)
 		if f := r.facts; f != nil && f.ch != nil && f.complete {
 			// The list lint read, when it read it without an error, is the
@@ -284,10 +302,7 @@ func rebuiltProblems(value []byte) Diagnostics {
 	// The tree is the check's own: borrowed, not made, for a check every
 	// published record passes.
 	t := checkTrees.Get().(*jtree.Tree)
-	defer func() {
-		t.Src = nil
-		checkTrees.Put(t)
-	}()
+	defer reading{tree: t}.release()
 	err := t.Reset(value)
 	if err != nil {
 		err = Diagnostics{syntaxDiagnostic(err)}.Err()
