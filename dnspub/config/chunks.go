@@ -244,7 +244,7 @@ func (d *doc) readItem(it item, path string, z *Zone, scratch *yamlScratch) (*it
 		return nil, errCut
 	}
 	shiftLines(root, it.line)
-	w := d.worker()
+	w := d.worker(scratch)
 	e := w.service(root.Content[0].Content[0], path, z)
 	r := &itemResult{svc: e.svc, errors: int32(w.errors), jsonSize: int32(w.jsonBytes)}
 	m := itemMore{policyKey: z.policyKey(e.target), omitted: w.omitted}
@@ -284,9 +284,16 @@ func shiftLines(n *yaml.Node, delta int) {
 }
 
 // worker returns a doc for reading part of d's text alone: the same text
-// and settings, diagnostics of its own.
-func (d *doc) worker() *doc {
-	return &doc{src: d.src, lines: d.lines, runes: d.runes, sigLen: d.sigLen}
+// and settings, diagnostics of its own. With a scratch (nil for none), it
+// is the scratch's, valid until its next use, and lends toJSON its
+// buffers.
+func (d *doc) worker(scratch *yamlScratch) *doc {
+	w := &doc{}
+	if scratch != nil {
+		w = &scratch.doc
+	}
+	*w = doc{src: d.src, lines: d.lines, runes: d.runes, sigLen: d.sigLen, scratch: scratch, ds: w.ds[:0]}
+	return w
 }
 
 // merge adds what reading item it (as entry path) found to d, and

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -1177,7 +1178,7 @@ func (d *doc) serviceTXT(n *yaml.Node, path string, kind sc.Kind, s *Service, z 
 				d.report(n, path, codeYAMLValue, "%v", err)
 				return nil
 			}
-			s.Own = j.text
+			s.Own = bytes.Clone(j.text) // j's buffer is a worker's scratch
 			text, place = res.JSON, d.placeByOrigin(n, path, res, s, z)
 		}
 	}

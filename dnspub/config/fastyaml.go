@@ -48,6 +48,11 @@ type yamlScratch struct {
 	nodes []yaml.Node
 	ptrs  []*yaml.Node
 	stack []*yaml.Node
+	// doc and json are what reading a service needs besides its nodes:
+	// a doc of its own, and the buffers of its config converted to JSON
+	// (a kilobyte a service, made and dropped 100 000 times at a start).
+	doc  doc
+	json jsonValue
 }
 
 // readFast returns the document node yaml.v3 would read from text, or

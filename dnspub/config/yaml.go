@@ -49,6 +49,9 @@ type doc struct {
 	cutFailed  error
 	// settingsOnly reads a config without zones (ParseSettings).
 	settingsOnly bool
+	// scratch, set for reading one service, lends toJSON its buffers:
+	// what it returns is valid until the scratch reads the next service.
+	scratch *yamlScratch
 }
 
 func newDoc(src []byte) *doc {
@@ -608,7 +611,12 @@ func isJSONNumber(s string) bool {
 func (d *doc) toJSON(n *yaml.Node, path string) (j *jsonValue, ok bool) {
 	// Sized for a service config: grown a step at a time, they were a
 	// tenth of a first start's garbage.
-	j = &jsonValue{text: make([]byte, 0, 256), marks: make([]jsonMark, 0, 48)}
+	if sc := d.scratch; sc != nil {
+		j = &sc.json
+		j.text, j.marks = j.text[:0], j.marks[:0]
+	} else {
+		j = &jsonValue{text: make([]byte, 0, 256), marks: make([]jsonMark, 0, 48)}
+	}
 	c := &converter{d: d, j: j, ok: true, base: path}
 	c.value(n, 0)
 	d.jsonBytes += len(j.text)
