@@ -95,9 +95,16 @@ func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 	if prev == nil {
 		// Every service is new: nothing to compare, keep or remove.
 		made := ed.buildUnits(c.Services)
+		if !ed.putAll(made) {
+			// Two services of one name: put one after the other, the
+			// later replacing the earlier, as Update does for any zone.
+			ed = newEditor(nil, c)
+			for _, m := range made {
+				ed.put(m)
+			}
+		}
 		records := make([][]dns.RR, len(made), len(made)+1)
 		for i, m := range made {
-			ed.put(m)
 			records[i] = m.records
 		}
 		z, ch := ed.finish()
@@ -394,12 +401,19 @@ type made struct {
 	old        *unit // nil when the zone has none
 	oldRecords []dns.RR
 	oldSum     digestSum
+	// one is, for a zone built from nothing (putAll), the list of the
+	// unit's key alone, which its names share.
+	one []string
 }
 
 // made counts u, whose records are records, and the unit it replaces. It
 // only reads the editor.
 func (ed *editor) made(u *unit, records []dns.RR) made {
 	m := made{u: u, records: records, sum: sumOf(records), size: size(records)}
+	if ed.fresh {
+		m.one = []string{u.key()}
+		return m // nothing to replace
+	}
 	if old, ok := ed.units.Get(u.key()); ok {
 		m.old, m.oldRecords = old, old.records()
 		m.oldSum = sumOf(m.oldRecords)
@@ -460,6 +474,118 @@ func (ed *editor) put(m made) {
 	del, add := diffRecords(oldRecords, records)
 	ed.change.Deleted = append(ed.change.Deleted, del...)
 	ed.change.Added = append(ed.change.Added, add...)
+}
+
+// putAll puts the units of a zone built from nothing as put would, one
+// after the other, and reports whether it could: false when two have the
+// same key, and then ed must not be used. The counts, the digest, the
+// records added and the hosts of additional records are done in order;
+// the names, a tenth of a first start when linked one at a time, are put
+// in the maps by shards, a share of them for each core.
+func (ed *editor) putAll(ms []made) bool {
+	added := 0
+	for i := range ms {
+		added += len(ms[i].records)
+	}
+	ed.change.Added = slices.Grow(ed.change.Added, added)
+	for i := range ms {
+		m := &ms[i]
+		ed.z.count += len(m.records)
+		ed.z.bytes += m.size
+		ed.z.sum.add(m.sum)
+		for _, rr := range m.records {
+			if host, ok := AdditionalTarget(rr); ok {
+				list, _ := ed.refs.Get(host)
+				ed.refs.Set(host, append(slices.Clip(list), rr.Header().Name))
+			}
+		}
+		ed.change.Added = append(ed.change.Added, m.records...)
+	}
+	workers := 1
+	if len(ms) >= 1024 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	mine := func(w int, h uint64) bool { return int(uint8(h))%workers == w }
+	// Every owner in the maps is this edit's own (the zone has no older
+	// version): a worker changes those of its shards in place.
+	firsts := make([][]string, workers) // names that got their first unit
+	newUnits, newOwners := make([]int, workers), make([]int, workers)
+	dup := make([]bool, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range ms {
+				m := &ms[i]
+				key := m.one[0]
+				if h := cow.Hash(key); mine(w, h) {
+					if ed.units.PutHashed(h, key, m.u) {
+						newUnits[w]++
+					} else {
+						dup[w] = true
+					}
+				}
+				for j, rr := range m.records {
+					name := rr.Header().Name
+					if j > 0 && m.records[j-1].Header().Name == name {
+						continue // the names of records in canonical order
+					}
+					h := cow.Hash(name)
+					if !mine(w, h) {
+						continue
+					}
+					o, ok := ed.owners.GetHashed(h, name)
+					if !ok {
+						o = &owner{}
+						ed.owners.PutHashed(h, name, o)
+						newOwners[w]++
+					}
+					if len(o.units) == 0 {
+						o.units = m.one
+					} else {
+						i, _ := slices.BinarySearch(o.units, key)
+						o.units = slices.Insert(slices.Clip(o.units), i, key) // a new array
+					}
+					if len(o.units) == 1 {
+						firsts[w] = append(firsts[w], name)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if slices.Contains(dup, true) {
+		return false
+	}
+	// Each name that got its first unit counts below its ancestors in the
+	// zone, which become empty non-terminals when they hold no records.
+	origin := ed.z.Origin
+	for w := range workers {
+		wg.Go(func() {
+			for _, names := range firsts {
+				for _, name := range names {
+					for p, ok := parentName(name); ok && p != origin && dns.IsSubDomain(origin, p); p, ok = parentName(p) {
+						h := cow.Hash(p)
+						if !mine(w, h) {
+							continue
+						}
+						o, ok := ed.owners.GetHashed(h, p)
+						if !ok {
+							o = &owner{}
+							ed.owners.PutHashed(h, p, o)
+							newOwners[w]++
+						}
+						o.below++
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for w := range workers {
+		ed.units.AddLen(newUnits[w])
+		ed.owners.AddLen(newOwners[w])
+	}
+	return true
 }
 
 func (ed *editor) remove(key string) {

@@ -2,6 +2,8 @@ package zone
 
 import (
 	"bytes"
+	"fmt"
+	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -11,6 +13,7 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/cow"
 )
 
 func exampleZone(t *testing.T, text []byte, serial uint32) *Zone {
@@ -250,5 +253,110 @@ func TestEachNameFromMadeRecords(t *testing.T) {
 	}
 	if reflect.DeepEqual(each(oz, nil), want) {
 		t.Fatal("the two configs make the same zone: the test tells nothing")
+	}
+}
+
+// A zone built from nothing (its names put in the maps by shards, in
+// parallel: putAll) is the zone put unit by unit: the same units, owners
+// (units and counts below), hosts of additional records, counts, digest
+// and records added, in the same order. The configs have services that
+// share names with the nameservers' glue and with each other's bare-host
+// records, names deep below the origin (empty non-terminals), ports (SRV
+// records, whose targets carry addresses), and enough services for
+// several workers.
+func TestPutAllIsPutOneByOne(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var shared, nonTerminals, refs int
+	for round := range 12 {
+		var text strings.Builder
+		text.WriteString("zones:\n  - origin: example.test.\n    nameservers: [{name: ns1, addresses: [192.0.2.53]}, {name: ns.deep.sub, addresses: [192.0.2.54]}, ns.other.]\n    services:\n")
+		n := []int{3, 40, 1500}[round%3]
+		used := map[string]bool{}
+		for i := range n {
+			labels := []string{fmt.Sprintf("s%d", rng.IntN(2*n))}
+			for range rng.IntN(3) {
+				labels = append(labels, []string{"a", "b", "sub", "deep.sub"}[rng.IntN(4)])
+			}
+			name := strings.Join(labels, ".")
+			if used[name] || name == "ns1" || name == "ns.deep.sub" {
+				continue
+			}
+			used[name] = true
+			fmt.Fprintf(&text, "      - name: %s\n", name)
+			if rng.IntN(5) > 0 {
+				fmt.Fprintf(&text, "        addresses: [10.0.%d.%d]\n", i>>8&255, i&255)
+				if rng.IntN(3) == 0 {
+					fmt.Fprintf(&text, "        port: %d\n", 1000+i)
+				}
+			}
+			if rng.IntN(4) > 0 {
+				fmt.Fprintf(&text, "        serviceConfig: {methodConfig: [{name: [{service: s.S%d}], timeout: 1s}]}\n", i)
+				if rng.IntN(3) == 0 {
+					text.WriteString("        compat: {bareHost: true}\n")
+				}
+			} else if !strings.Contains(text.String()[strings.LastIndex(text.String(), "- name:"):], "addresses") {
+				text.WriteString("        addresses: [192.0.2.1]\n")
+			}
+		}
+		// Names the glue of the nameservers holds too.
+		for _, ns := range []string{"ns1", "ns.deep.sub"} {
+			if rng.IntN(2) == 0 {
+				fmt.Fprintf(&text, "      - name: %s\n        serviceConfig: {}\n        compat: {bareHost: true}\n", ns)
+			}
+		}
+		cfg, ds := config.Parse([]byte(text.String()))
+		if cfg == nil {
+			t.Fatalf("round %d: %v\n%s", round, ds, text.String())
+		}
+		c := cfg.Zones[0]
+		got, gotCh := Update(nil, c)
+		ed := newEditor(nil, c)
+		for _, m := range ed.buildUnits(c.Services) {
+			ed.put(m)
+		}
+		want, wantCh := ed.finish()
+		if got.count != want.count || got.bytes != want.bytes || got.sum != want.sum || got.Digest() != want.Digest() {
+			t.Fatalf("round %d: counts, bytes or digest differ: %d %d %x, want %d %d %x", round, got.count, got.bytes, got.sum, want.count, want.bytes, want.sum)
+		}
+		if !reflect.DeepEqual(recordStrings(gotCh.Added), recordStrings(wantCh.Added)) {
+			t.Fatalf("round %d: records added differ", round)
+		}
+		for _, m := range []struct {
+			what      string
+			got, want func() map[string]string
+		}{
+			{"units", dump(got.units, func(u *unit) string { return u.key() }), dump(want.units, func(u *unit) string { return u.key() })},
+			{"owners", dump(got.owners, func(o *owner) string { return fmt.Sprint(*o) }), dump(want.owners, func(o *owner) string { return fmt.Sprint(*o) })},
+			{"refs", dump(got.refs, func(l []string) string { return fmt.Sprint(l) }), dump(want.refs, func(l []string) string { return fmt.Sprint(l) })},
+		} {
+			if g, w := m.got(), m.want(); !reflect.DeepEqual(g, w) {
+				t.Fatalf("round %d: %s differ:\n%v\nwant\n%v", round, m.what, g, w)
+			}
+		}
+		if got.units.Len() != want.units.Len() || got.owners.Len() != want.owners.Len() || got.refs.Len() != want.refs.Len() {
+			t.Fatalf("round %d: map lengths differ", round)
+		}
+		for _, o := range got.owners.All() {
+			switch {
+			case len(o.units) > 1:
+				shared++
+			case len(o.units) == 0:
+				nonTerminals++
+			}
+		}
+		refs += got.refs.Len()
+	}
+	if shared == 0 || nonTerminals == 0 || refs == 0 {
+		t.Errorf("names shared %d, empty non-terminals %d, hosts of additional records %d: the configs miss a case", shared, nonTerminals, refs)
+	}
+}
+
+func dump[V any](m cow.Map[V], str func(V) string) func() map[string]string {
+	return func() map[string]string {
+		out := map[string]string{}
+		for k, v := range m.All() {
+			out[k] = str(v)
+		}
+		return out
 	}
 }

@@ -319,6 +319,27 @@ func (e *Editor[V]) Add(key string, v V) bool {
 	return true
 }
 
+// Hash is the hash under which a map files key; its low 8 bits are the
+// key's shard (see PutHashed).
+func Hash(key string) uint64 { return maphash.String(seed, key) }
+
+// GetHashed is Get of a key whose Hash is h.
+func (e *Editor[V]) GetHashed(h uint64, key string) (V, bool) {
+	return get(&e.shards[uint8(h)], tagOf(h), key)
+}
+
+// PutHashed puts v at key, whose Hash is h, and reports whether key was
+// new; unlike Add, it leaves the count of keys to the caller (AddLen).
+// Calls of GetHashed and PutHashed for keys of different shards (the low
+// 8 bits of their hashes) may run at once: a map filled at once can be
+// filled by several goroutines, a share of the shards each.
+func (e *Editor[V]) PutHashed(h uint64, key string, v V) bool {
+	return e.shard(h).put(tagOf(h), key, v)
+}
+
+// AddLen adds n to the count of keys: those PutHashed added.
+func (e *Editor[V]) AddLen(n int) { e.n += n }
+
 // Get returns the value at key in the version being built.
 func (e *Editor[V]) Get(key string) (V, bool) {
 	h := maphash.String(seed, key)

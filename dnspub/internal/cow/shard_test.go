@@ -54,3 +54,67 @@ func TestShardCollisions(t *testing.T) {
 		}
 	}
 }
+
+// PutHashed from several goroutines at once, each putting the keys of
+// its share of the shards, builds the map Set builds from one: the same
+// keys, values and count, on a new editor and on an edit of a map (whose
+// shards are copied as they are first written), under -race.
+func TestPutHashedByShards(t *testing.T) {
+	base := NewEditor[int](100)
+	for i := range 100 {
+		base.Set(fmt.Sprint("old", i), i)
+	}
+	old := base.Map()
+	for _, start := range []func() *Editor[int]{func() *Editor[int] { return NewEditor[int](5000) }, old.Edit} {
+		const workers = 3
+		par, seq := start(), start()
+		keys := make([]string, 5000)
+		for i := range keys {
+			keys[i] = fmt.Sprint("key", i%4000) // some put twice
+			if i%50 == 0 {
+				keys[i] = fmt.Sprint("old", i%100) // replaced
+			}
+		}
+		added := make([]int, workers)
+		done := make(chan struct{})
+		for w := range workers {
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for i, k := range keys {
+					h := Hash(k)
+					if int(uint8(h))%workers != w {
+						continue
+					}
+					_, had := par.GetHashed(h, k)
+					if par.PutHashed(h, k, i) == had {
+						t.Errorf("%s: held before %v, and PutHashed says new too", k, had)
+					}
+					if !had {
+						added[w]++
+					}
+				}
+			}()
+		}
+		for range workers {
+			<-done
+		}
+		for _, n := range added {
+			par.AddLen(n)
+		}
+		for i, k := range keys {
+			seq.Set(k, i)
+		}
+		p, s := par.Map(), seq.Map()
+		if p.Len() != s.Len() {
+			t.Fatalf("%d keys, want %d", p.Len(), s.Len())
+		}
+		for k, v := range s.All() {
+			if got, ok := p.Get(k); !ok || got != v {
+				t.Fatalf("%s: %d %v, want %d", k, got, ok, v)
+			}
+		}
+		if v, _ := old.Get("old0"); v != 0 || old.Len() != 100 {
+			t.Fatal("the map edited changed")
+		}
+	}
+}
