@@ -1054,46 +1054,48 @@ func (d *doc) service(n *yaml.Node, path string, z *Zone) svcEntry {
 // refused; present is false when the entry is not an object at all.
 func (d *doc) serviceFields(n *yaml.Node, path string, s *Service) (sn serviceNodes, ok, present bool) {
 	ok = true
-	fields := d.object(n, path, "a service", []field{
-		{"name", func(_, v *yaml.Node, _ string) { sn.name = v }},
-		{"addresses", func(_, v *yaml.Node, p string) {
+	isMap := d.keys(n, path, "a service", serviceKeys, func(i int, _, v *yaml.Node, p string) {
+		if i < 0 {
+			return
+		}
+		switch serviceKeys[i] {
+		case "name":
+			sn.name = v
+		case "addresses":
 			var aok bool
 			s.Addresses, aok = d.addresses(v, p, "service")
 			ok = ok && aok
-		}},
-		{"port", func(_, v *yaml.Node, p string) {
+		case "port":
 			x, pok := d.integer(v, p, "the service port", codeSRVPort, 1, 65535)
 			s.Port, ok = uint16(x), ok && pok
 			sn.port = v
-		}},
-		{"ttl", func(_, v *yaml.Node, p string) {
+		case "ttl":
 			x, tok := d.duration(v, p, "the service ttl", 0, MaxTTL)
 			s.TTL, ok = x, ok && tok
 			if tok {
 				d.largeTTL(v, p, x)
 			}
-		}},
-		{"choices", func(_, v *yaml.Node, p string) { sn.choices, sn.choicesPath = v, p }},
-		{"labels", func(_, v *yaml.Node, p string) {
+		case "choices":
+			sn.choices, sn.choicesPath = v, p
+		case "labels":
 			var lok bool
 			s.Labels, lok = d.labels(v, p)
 			ok = ok && lok
-		}},
-		{"serviceConfig", func(_, v *yaml.Node, p string) { sn.config, sn.configPath = v, p }},
-		{"bareHostCompat", func(_, v *yaml.Node, p string) {
+		case "serviceConfig":
+			sn.config, sn.configPath = v, p
+		case "bareHostCompat":
 			b, bok := d.boolean(v, p, "bareHostCompat")
 			if bok {
 				sn.bareHost, sn.bareHostNode = &b, v
 			}
 			ok = ok && bok
-		}},
-		{"compat", func(_, v *yaml.Node, p string) {
+		case "compat":
 			var set map[string]bool
 			s.Compat, set = d.compat(v, p, s.Compat)
 			if set["bareHost"] {
 				sn.compatBareHost = &s.Compat.BareHost
 			}
-		}},
+		}
 	})
 	switch {
 	case sn.bareHost != nil && sn.compatBareHost != nil && *sn.bareHost != *sn.compatBareHost:
@@ -1102,8 +1104,12 @@ func (d *doc) serviceFields(n *yaml.Node, path string, s *Service) (sn serviceNo
 	case sn.bareHost != nil:
 		s.Compat.BareHost = *sn.bareHost
 	}
-	return sn, ok, fields != nil
+	return sn, ok, isMap
 }
+
+// serviceKeys are the keys a service may hold, in the order diagnostics
+// list them.
+var serviceKeys = []string{"name", "addresses", "port", "ttl", "choices", "labels", "serviceConfig", "bareHostCompat", "compat"}
 
 // serviceName checks that the owner names a service publishes are its
 // own and fit in DNS.
