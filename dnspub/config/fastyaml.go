@@ -583,24 +583,27 @@ scan:
 	return n
 }
 
-// commonKeys are the keys of a services item: one string each, not one per
-// service.
-var commonKeys = func() map[string]string {
-	m := map[string]string{}
+// commonKeys are the keys of a services item, by length: one string
+// each, not one per service, found without hashing.
+var commonKeys = func() (byLen [32][]string) {
 	for _, k := range []string{"name", "addresses", "serviceConfig", "choices", "record", "srv", "port", "ttl", "compat",
 		"methodConfig", "service", "method", "timeout", "retryPolicy", "maxAttempts", "initialBackoff", "maxBackoff",
 		"backoffMultiplier", "retryableStatusCodes", "hedgingPolicy", "hedgingDelay", "nonFatalStatusCodes",
 		"waitForReady", "maxRequestMessageBytes", "maxResponseMessageBytes", "loadBalancingConfig", "loadBalancingPolicy",
 		"round_robin", "pick_first", "retryThrottling", "maxTokens", "tokenRatio", "healthCheckConfig", "serviceName",
 		"clientLanguage", "percentage", "clientHostname", "headerExtraction", "dynamicParameterConstraints"} {
-		m[k] = k
+		byLen[len(k)] = append(byLen[len(k)], k)
 	}
-	return m
+	return byLen
 }()
 
 func internKey(v []byte) string {
-	if s, ok := commonKeys[string(v)]; ok {
-		return s
+	if len(v) < len(commonKeys) {
+		for _, k := range commonKeys[len(v)] {
+			if string(v) == k {
+				return k
+			}
+		}
 	}
 	return string(v)
 }
@@ -634,6 +637,15 @@ func plainTag(v []byte) string {
 	return "!!str"
 }
 
+// intByte are the bytes of strconv's integers: digits of every base, the
+// prefixes' letters and the signs.
+var intByte = func() (t [256]bool) {
+	for _, b := range []byte("0123456789abcdefABCDEFxXoO+-") {
+		t[b] = true
+	}
+	return t
+}()
+
 // numberTag resolves a plain scalar that starts with a digit or a sign.
 func numberTag(s string) string {
 	if isTimestamp(s) {
@@ -643,7 +655,10 @@ func numberTag(s string) string {
 	// strconv's integers are made of these bytes only: a duration or an
 	// address ("1s", "10.0.0.1") is no integer, and asking strconv would
 	// allocate its error.
-	intBytes := strings.Trim(p, "0123456789abcdefABCDEFxXoO+-") == ""
+	intBytes := true
+	for i := 0; i < len(p) && intBytes; i++ {
+		intBytes = intByte[p[i]]
+	}
 	if intBytes {
 		if _, err := strconv.ParseInt(p, 0, 64); err == nil {
 			return "!!int"
