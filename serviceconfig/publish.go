@@ -1,6 +1,7 @@
 package serviceconfig
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
 	"strings"
@@ -153,11 +154,11 @@ func (r reading) published(opts PublishOptions) ([]byte, Diagnostics) {
 		}
 	}
 	switch {
+	case f.ch == nil:
+		// A bare config: wrapped, as the one choice (r.ch is not parsed).
+		return append(appendEdited(f.t, []byte(wrapPrefix), 0, drop, nil, replace), "}]"...), nil
 	case drop == nil && replace == nil:
 		return r.ch.Compact(), nil
-	case f.ch == nil:
-		// A bare config: r.ch wraps it, as the one choice.
-		return append(appendEdited(f.t, []byte(wrapPrefix), 0, drop, nil, replace), "}]"...), nil
 	}
 	return f.ch.compactEdited(drop, replace), nil
 }
@@ -250,6 +251,14 @@ func (s Source) read(opts PublishOptions) reading {
 			// The list lint read, when it read it without an error, is the
 			// one ParseChoices would read.
 			r.ch = f.ch
+			return r
+		}
+		if f := r.facts; f != nil && r.bare && f.complete {
+			// A bare config lint read without an error is one choice for
+			// every client: Publish reads its criteria (none) and lint's
+			// facts, and rewrites it from lint's tree (published), so it
+			// is not wrapped and parsed again.
+			r.ch = &Choices{List: []Choice{{Percentage: -1, ServiceConfig: bytes.TrimSpace(s.JSON), configNode: -1}}}
 			return r
 		}
 		value := s.JSON
