@@ -193,12 +193,36 @@ func (e *Editor) SetZone(z *zone.Zone, ch *zone.Change) error {
 		return err
 	}
 	if len(out) >= compactAbove {
-		compactNodes(out)
+		// A part per core, each into allocations of its own.
+		parts := min(runtime.GOMAXPROCS(0), max(len(out)/4096, 1))
+		var wg sync.WaitGroup
+		for p := range parts {
+			wg.Go(func() { compactNodes(out[p*len(out)/parts : (p+1)*len(out)/parts]) })
+		}
+		wg.Wait()
 	}
 	if e.nodes.Len() == 0 && len(out) > 1024 {
 		// The first zone of a new table: its nodes are put at once, into
-		// a map sized for them rather than grown shard by shard.
+		// a map sized for them rather than grown shard by shard, by a
+		// worker per share of its shards.
 		e.nodes = cow.NewEditor[*node](len(out))
+		workers := runtime.GOMAXPROCS(0)
+		added := make([]int, workers)
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for _, b := range out {
+					if h := cow.Hash(b.key); b.nd != nil && int(uint8(h))%workers == w && e.nodes.PutHashed(h, b.key, b.nd) {
+						added[w]++
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for _, n := range added {
+			e.nodes.AddLen(n)
+		}
+		return nil
 	}
 	for _, b := range out {
 		switch {
