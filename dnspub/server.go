@@ -505,6 +505,9 @@ func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(
 		return nil, &ConfigError{File: name, Diagnostics: ds}
 	}
 	changed, err = s.publish(cfg, name, why, len(text), start)
+	// Served (or refused): what the parser left for later is done now,
+	// off the path to the first answer.
+	go s.parser.Idle()
 	if err == nil {
 		s.servedSum = s.lastHash
 		if s.servedSum != s.keptSum && len(text) >= s.warmAbove && s.warmPath() != "" {

@@ -534,12 +534,12 @@ type Parser struct {
 	items map[string]map[itemSum]*itemResult
 	// base is what the last parse that made a config read, kept to read
 	// the next text from its difference; nil when there is none. A parse
-	// of a large text makes it in the background (it hashes and scans
-	// the whole text again, 50 to 100 ms of CPU for a fleet's, while the
-	// caller builds the zones), closing baseMade when done: read it with
-	// lastBase.
-	base     *base
-	baseMade chan struct{}
+	// of a large text leaves it for later (it hashes and scans the whole
+	// text again, 50 to 100 ms of CPU for a fleet's, which a server
+	// starting would spend before it answers): pending makes it, at Idle
+	// or the next parse. Read it with lastBase.
+	base    *base
+	pending func() *base
 	// seed keys the sums that find the difference.
 	seed [2]maphash.Seed
 	// delta is how the last config differs from the one before it, when
@@ -556,13 +556,21 @@ type Parser struct {
 // its base is made; a variable for tests.
 var returnBaseAbove = 1 << 20
 
-// lastBase is p.base once made. p.mu is held.
+// lastBase is p.base, made now if it was left for later. p.mu is held.
 func (p *Parser) lastBase() *base {
-	if p.baseMade != nil {
-		<-p.baseMade
-		p.baseMade = nil
+	if p.pending != nil {
+		p.base, p.pending = p.pending(), nil
 	}
 	return p.base
+}
+
+// Idle does what the last Parse left for later (for a large text, what
+// reads the next one from its difference), so that the next Parse need
+// not: a server calls it once it serves the config it parsed.
+func (p *Parser) Idle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lastBase()
 }
 
 // Parse is the package's Parse, with the Parser's memory.
@@ -581,15 +589,9 @@ func (p *Parser) Parse(text []byte) (*Config, sc.Diagnostics) {
 	cfg, ds, blocks := parse(text, c)
 	p.items = c.next
 	p.stale = nil
+	p.base, p.pending = nil, func() *base { return p.newBase(text, cfg, ds, blocks, c.jsonBytes) }
 	if len(text) < returnBaseAbove {
-		p.base, p.baseMade = p.newBase(text, cfg, ds, blocks, c.jsonBytes), nil
-		return cfg, ds
+		p.lastBase()
 	}
-	made := make(chan struct{})
-	p.base, p.baseMade = nil, made
-	go func() {
-		defer close(made)
-		p.base = p.newBase(text, cfg, ds, blocks, c.jsonBytes)
-	}()
 	return cfg, ds
 }

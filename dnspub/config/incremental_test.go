@@ -17,9 +17,11 @@ func parseBoth(t testing.TB, p *Parser, text []byte) bool {
 	t.Helper()
 	fast := p.fast
 	var prev *Config
+	p.mu.Lock()
 	if b := p.lastBase(); b != nil {
 		prev = b.cfg
 	}
+	p.mu.Unlock()
 	got, gds := p.Parse(text)
 	want, wds := Parse(text)
 	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gds, wds) {
@@ -130,8 +132,9 @@ func TestParserDifferenceProperty(t *testing.T) {
 	var fast, eligible, total int
 	defer func(n, b int) { compactAbove, returnBaseAbove = n, b }(compactAbove, returnBaseAbove)
 	for round := range 20 {
-		// Odd rounds compact what they read, and make the base for the
-		// next text in the background, as for a large config.
+		// Odd rounds compact what they read, and leave the base for the
+		// next text for later (made at Idle, called in a goroutine, or
+		// by the next parse), as for a large config.
 		compactAbove = []int{256, 1}[round%2]
 		returnBaseAbove = []int{1 << 20, 0}[round%2]
 		var p Parser
@@ -149,6 +152,9 @@ func TestParserDifferenceProperty(t *testing.T) {
 			}
 			if parseBoth(t, &p, text) {
 				fast++
+			}
+			if rng.IntN(2) == 0 {
+				go p.Idle() // as a server does once it serves the config
 			}
 		}
 	}
