@@ -592,6 +592,9 @@ func (s *Server) returnMemory() {
 	}
 	go func() {
 		defer s.freeing.Store(false)
+		// What the parser left for later makes garbage of its own: done
+		// first, it is given back too.
+		s.parser.Idle()
 		debug.FreeOSMemory()
 	}()
 }
