@@ -402,8 +402,8 @@ func newTable(nodes cow.Map[*node], zones map[string]*zoneInfo, maxUDP int) *Tab
 }
 
 func wireName(name string) (string, error) {
-	buf := make([]byte, 256)
-	n, err := dns.PackDomainName(dns.CanonicalName(name), buf, 0, nil, false)
+	var buf [256]byte // on the stack: a zone's every name passes here
+	n, err := dns.PackDomainName(dns.CanonicalName(name), buf[:], 0, nil, false)
 	if err != nil {
 		return "", fmt.Errorf("wire: name %q: %v", name, err)
 	}
@@ -513,7 +513,9 @@ func packPlain(name string, qtype uint16, set []dns.RR) (answer, bool) {
 	if name == "." || len(set) == 0 || len(set) > 0xffff {
 		return answer{}, false
 	}
-	buf := make([]byte, headerLen, 256)
+	var stack [512]byte // most answers fit; string(buf) copies them out
+	buf := stack[:headerLen]
+	clear(buf)
 	buf[2] = 0x84 // QR, AA
 	buf[5] = 1    // QDCOUNT
 	buf[6], buf[7] = byte(len(set)>>8), byte(len(set))
