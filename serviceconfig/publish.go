@@ -156,7 +156,10 @@ func (r reading) published(opts PublishOptions) ([]byte, Diagnostics) {
 	switch {
 	case f.ch == nil:
 		// A bare config: wrapped, as the one choice (r.ch is not parsed).
-		return append(appendEdited(f.t, []byte(wrapPrefix), 0, drop, nil, replace), "}]"...), nil
+		// Sized once, as compactEdited is: grown from the prefix, it was
+		// copied five times.
+		dst := append(make([]byte, 0, len(wrapPrefix)+len(f.t.Src)+2+8*len(replace)), wrapPrefix...)
+		return append(appendEdited(f.t, dst, 0, drop, nil, replace), "}]"...), nil
 	case drop == nil && replace == nil:
 		return r.ch.Compact(), nil
 	}
