@@ -69,6 +69,8 @@ type Change struct {
 	// units they were made for.
 	made [][]dns.RR
 	of   cow.Map[*unit]
+	// shared counts the names several units hold (-1: not counted).
+	shared int
 }
 
 // FromNothing reports whether c is the change of a zone built with no
@@ -95,13 +97,15 @@ func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 	if prev == nil {
 		// Every service is new: nothing to compare, keep or remove.
 		made := ed.buildUnits(c.Services)
-		if !ed.putAll(made) {
+		shared, ok := ed.putAll(made)
+		if !ok {
 			// Two services of one name: put one after the other, the
 			// later replacing the earlier, as Update does for any zone.
 			ed = newEditor(nil, c)
 			for _, m := range made {
 				ed.put(m)
 			}
+			shared = -1
 		}
 		records := make([][]dns.RR, len(made), len(made)+1)
 		for i, m := range made {
@@ -111,7 +115,7 @@ func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 		if apex, ok := z.units.Get(apexKey); ok {
 			records = append(records, apex.records())
 		}
-		ch.made, ch.of = records, z.units
+		ch.made, ch.of, ch.shared = records, z.units, shared
 		return z, ch
 	}
 	keep := map[string]bool{apexKey: true}
@@ -309,6 +313,11 @@ func (z *Zone) EachName(workers int, made *Change, fn func(worker int, name stri
 		o, ok := z.owners.Get(name)
 		return ok && name != z.Origin && len(o.units) == 1
 	}
+	if sets != nil && made.shared == 0 {
+		// Every name of the units Update made is theirs alone (no name
+		// is held by two): not looked up 200 000 times for a fleet.
+		alone = func(name string) bool { return name != z.Origin }
+	}
 	var wg sync.WaitGroup
 	for w := range max(workers, 1) {
 		wg.Add(1)
@@ -332,8 +341,8 @@ func (z *Zone) EachName(workers int, made *Change, fn func(worker int, name stri
 	}
 	wg.Wait()
 	fn(0, z.Origin, z.RecordsAt(z.Origin))
-	for name := range z.owners.All() {
-		if name != z.Origin && !alone(name) {
+	for name, o := range z.owners.All() {
+		if name != z.Origin && len(o.units) != 1 { // not alone, as above
 			fn(0, name, z.RecordsAt(name))
 		}
 	}
@@ -477,12 +486,13 @@ func (ed *editor) put(m made) {
 }
 
 // putAll puts the units of a zone built from nothing as put would, one
-// after the other, and reports whether it could: false when two have the
-// same key, and then ed must not be used. The counts, the digest, the
+// after the other, and reports whether it could (false when two have the
+// same key, and then ed must not be used) and how many names several
+// units hold. The counts, the digest, the
 // records added and the hosts of additional records are done in order;
 // the names, a tenth of a first start when linked one at a time, are put
 // in the maps by shards, a share of them for each core.
-func (ed *editor) putAll(ms []made) bool {
+func (ed *editor) putAll(ms []made) (shared int, ok bool) {
 	added := 0
 	for i := range ms {
 		added += len(ms[i].records)
@@ -509,7 +519,7 @@ func (ed *editor) putAll(ms []made) bool {
 	// Every owner in the maps is this edit's own (the zone has no older
 	// version): a worker changes those of its shards in place.
 	firsts := make([][]string, workers) // names that got their first unit
-	newUnits, newOwners := make([]int, workers), make([]int, workers)
+	newUnits, newOwners, shares := make([]int, workers), make([]int, workers), make([]int, workers)
 	dup := make([]bool, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -544,6 +554,9 @@ func (ed *editor) putAll(ms []made) bool {
 					} else {
 						i, _ := slices.BinarySearch(o.units, key)
 						o.units = slices.Insert(slices.Clip(o.units), i, key) // a new array
+						if len(o.units) == 2 {
+							shares[w]++
+						}
 					}
 					if len(o.units) == 1 {
 						firsts[w] = append(firsts[w], name)
@@ -554,7 +567,7 @@ func (ed *editor) putAll(ms []made) bool {
 	}
 	wg.Wait()
 	if slices.Contains(dup, true) {
-		return false
+		return 0, false
 	}
 	// Each name that got its first unit counts below its ancestors in the
 	// zone, which become empty non-terminals when they hold no records.
@@ -584,8 +597,9 @@ func (ed *editor) putAll(ms []made) bool {
 	for w := range workers {
 		ed.units.AddLen(newUnits[w])
 		ed.owners.AddLen(newOwners[w])
+		shared += shares[w]
 	}
-	return true
+	return shared, true
 }
 
 func (ed *editor) remove(key string) {

@@ -215,6 +215,16 @@ func TestEachNameFromMadeRecords(t *testing.T) {
 	if nch.FromNothing() {
 		t.Fatal("a zone built from a previous version says it was built from nothing")
 	}
+	// ns1 holds the glue of the zone's nameserver and, here, a service's
+	// TXT record too: a name of two units.
+	sharing, ds := config.Parse([]byte(strings.Replace(string(config.Example), "    services:\n", "    services:\n      - name: ns1\n        serviceConfig: {}\n        compat: {bareHost: true}\n", 1)))
+	if sharing == nil {
+		t.Fatal(ds)
+	}
+	sz, sch := Update(nil, sharing.Zones[0])
+	if ch.shared != 0 || sch.shared != 1 {
+		t.Fatalf("names held by two units: %d and %d, want 0 and 1", ch.shared, sch.shared)
+	}
 	each := func(z *Zone, made *Change) map[string][]string {
 		got := map[string][]string{}
 		var mu sync.Mutex
@@ -239,6 +249,7 @@ func TestEachNameFromMadeRecords(t *testing.T) {
 		reads bool // the records made by Update
 	}{
 		{"its own change", z, ch, true},
+		{"its own change, a name held by two units", sz, sch, true},
 		{"its own change, another serial", z.WithSerial(7), ch, true},
 		{"another zone's change", oz, ch, false},
 		{"the change to a later version", next, ch, false},
