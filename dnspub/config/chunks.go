@@ -288,9 +288,13 @@ func shiftLines(n *yaml.Node, delta int) {
 // is the scratch's, valid until its next use, and lends toJSON its
 // buffers.
 func (d *doc) worker(scratch *yamlScratch) *doc {
-	w := &doc{}
+	var w *doc
 	if scratch != nil {
 		w = &scratch.doc
+		clear(scratch.pairs) // not to keep the last service's nodes
+		scratch.pairs = scratch.pairs[:0]
+	} else {
+		w = new(doc)
 	}
 	*w = doc{src: d.src, lines: d.lines, runes: d.runes, sigLen: d.sigLen, scratch: scratch, ds: w.ds[:0]}
 	return w

@@ -53,6 +53,10 @@ type yamlScratch struct {
 	// (a kilobyte a service, made and dropped 100 000 times at a start).
 	doc  doc
 	json jsonValue
+	at   []pathStep // the converter's path
+	// pairs holds the pairs of the mappings of the service being read
+	// (doc.pairs).
+	pairs []pair
 }
 
 // readFast returns the document node yaml.v3 would read from text, or

@@ -302,13 +302,23 @@ func (d *doc) pairs(n *yaml.Node) []pair {
 		}
 	}
 	if !merges || d.expanded {
-		out := make([]pair, 0, len(n.Content)/2)
+		var out []pair
+		start := 0
+		if sc := d.scratch; sc != nil {
+			// Taken from the scratch, which a service's reading empties.
+			out, start = sc.pairs, len(sc.pairs)
+		} else {
+			out = make([]pair, 0, len(n.Content)/2)
+		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if !isMerge(n.Content[i]) {
 				out = append(out, pair{n.Content[i], n.Content[i+1]})
 			}
 		}
-		return out
+		if sc := d.scratch; sc != nil {
+			sc.pairs = out
+		}
+		return out[start:len(out):len(out)]
 	}
 	ps := mergedPairs(n, map[*yaml.Node]bool{})
 	if d.mergedPairs += len(ps); d.mergedPairs > maxMergedPairs {
@@ -651,6 +661,10 @@ func (d *doc) toJSON(n *yaml.Node, path string) (j *jsonValue, ok bool) {
 		j = &jsonValue{text: make([]byte, 0, 256), marks: make([]jsonMark, 0, 48)}
 	}
 	c := &converter{d: d, j: j, ok: true, base: path}
+	if sc := d.scratch; sc != nil {
+		c.at = sc.at[:0]
+		defer func() { sc.at = c.at[:0] }()
+	}
 	c.value(n, 0)
 	d.jsonBytes += len(j.text)
 	return j, c.ok
