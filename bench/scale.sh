@@ -143,6 +143,22 @@ NSD
 	pid=$!
 }
 
+# first_start SERVER N: starts SERVER on version a of the fleet of N, with
+# no state (a first start), on a new port ($port), and adds the seconds to
+# its last service's TXT answer to STARTED[SERVER].
+first_start() {
+	local server=$1 n=$2 t0 t1
+	rm -f "$tmp/fleet.serial" "$tmp/fleet.answers"
+	cp "$tmp/fleet-a.yaml" "$tmp/fleet.yaml"
+	cp "$tmp/fleet-a.zone" "$tmp/fleet.test.zone"
+	port=$(free_port)
+	t0=$(now)
+	start_server "$server" "$port" "$n"
+	wait_txt "$port" "_grpc_config.svc$((n - 1)).fleet.test" "Service$((n - 1))"
+	t1=$(now)
+	STARTED[$server]+="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') "
+}
+
 # prepare SERVER VERSION: write, untimed, the config (ours) or zone file
 # (Knot, NSD) of version V beside the live one: even versions have every
 # timeout 1s, odd ones service N/2 at 2s; the zone files carry serial V+1.
@@ -189,30 +205,14 @@ for n in $SIZES; do
 	declare -A STARTED=()
 	for ((i = 1; i < STARTS; i++)); do
 		for server in $SERVERS; do
-			rm -f "$tmp/fleet.serial" "$tmp/fleet.answers"
-			cp "$tmp/fleet-a.yaml" "$tmp/fleet.yaml"
-			cp "$tmp/fleet-a.zone" "$tmp/fleet.test.zone"
-			port=$(free_port)
-			t0=$(now)
-			start_server "$server" "$port" "$n"
-			wait_txt "$port" "$last" "Service$((n - 1))"
-			t1=$(now)
-			STARTED[$server]+="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') "
+			first_start "$server" "$n"
 			kill "$pid" && wait "$pid" 2>/dev/null || true
 			pid=
 		done
 	done
 	for server in $SERVERS; do
-		rm -f "$tmp/fleet.serial" "$tmp/fleet.answers"
-		cp "$tmp/fleet-a.yaml" "$tmp/fleet.yaml"
-		cp "$tmp/fleet-a.zone" "$tmp/fleet.test.zone"
-		port=$(free_port)
-		t0=$(now)
-		start_server "$server" "$port" "$n"
-		wait_txt "$port" "$last" "Service$((n - 1))"
-		t1=$(now)
-		STARTED[$server]+="$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')"
-		start=$(tr ' ' '\n' <<<"${STARTED[$server]}" | sort -n | awk '{ v[NR] = $1 } END { printf "%.2f", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+		first_start "$server" "$n"
+		start=$(tr ' ' '\n' <<<"${STARTED[$server]}" | sort -n | awk 'NF { v[++n] = $1 } END { printf "%.2f", (n % 2) ? v[(n + 1) / 2] : (v[n / 2] + v[n / 2 + 1]) / 2 }')
 		echo "scale: $server first starts (s): ${STARTED[$server]}" >&2
 		peak=$(pss "$pid")
 		sleep 3

@@ -515,11 +515,22 @@ func (ed *editor) putAll(ms []made) (shared int, ok bool) {
 	if len(ms) >= 1024 {
 		workers = runtime.GOMAXPROCS(0)
 	}
+	newUnits, newOwners, shares := make([]int, workers), make([]int, workers), make([]int, workers)
 	mine := func(w int, h uint64) bool { return int(uint8(h))%workers == w }
+	// entry is the owner entry of name, whose hash h is of worker w's
+	// shards, made when the zone has none yet.
+	entry := func(w int, h uint64, name string) *owner {
+		o, ok := ed.owners.GetHashed(h, name)
+		if !ok {
+			o = &owner{}
+			ed.owners.PutHashed(h, name, o)
+			newOwners[w]++
+		}
+		return o
+	}
 	// Every owner in the maps is this edit's own (the zone has no older
 	// version): a worker changes those of its shards in place.
 	firsts := make([][]string, workers) // names that got their first unit
-	newUnits, newOwners, shares := make([]int, workers), make([]int, workers), make([]int, workers)
 	dup := make([]bool, workers)
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -543,12 +554,7 @@ func (ed *editor) putAll(ms []made) (shared int, ok bool) {
 					if !mine(w, h) {
 						continue
 					}
-					o, ok := ed.owners.GetHashed(h, name)
-					if !ok {
-						o = &owner{}
-						ed.owners.PutHashed(h, name, o)
-						newOwners[w]++
-					}
+					o := entry(w, h, name)
 					if len(o.units) == 0 {
 						o.units = m.one
 					} else {
@@ -581,13 +587,7 @@ func (ed *editor) putAll(ms []made) (shared int, ok bool) {
 						if !mine(w, h) {
 							continue
 						}
-						o, ok := ed.owners.GetHashed(h, p)
-						if !ok {
-							o = &owner{}
-							ed.owners.PutHashed(h, p, o)
-							newOwners[w]++
-						}
-						o.below++
+						entry(w, h, p).below++
 					}
 				}
 			}
