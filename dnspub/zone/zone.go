@@ -69,13 +69,15 @@ type Change struct {
 	// units they were made for.
 	made [][]dns.RR
 	of   cow.Map[*unit]
-	// shared counts the names several units hold (-1: not counted).
+	// shared counts the names several units hold.
 	shared int
+	// fresh is set for a zone built from nothing.
+	fresh bool
 }
 
 // FromNothing reports whether c is the change of a zone built with no
 // previous version (or c is nil): every name of the zone is new.
-func (c *Change) FromNothing() bool { return c == nil || c.made != nil }
+func (c *Change) FromNothing() bool { return c == nil || c.fresh }
 
 // New builds the records of a zone from its validated config, with the
 // given SOA serial.
@@ -112,6 +114,12 @@ func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 			records[i] = m.records
 		}
 		z, ch := ed.finish()
+		ch.fresh = true
+		if shared < 0 {
+			// A service replaced another: its records are not the
+			// zone's, which EachName makes again.
+			return z, ch
+		}
 		if apex, ok := z.units.Get(apexKey); ok {
 			records = append(records, apex.records())
 		}

@@ -371,3 +371,44 @@ func dump[V any](m cow.Map[V], str func(V) string) func() map[string]string {
 		return out
 	}
 }
+
+// Two services of one name, which the config refuses but Update may be
+// given: the later replaces the earlier, as in any update, and the names
+// of the zone built from nothing are those of the services that stay
+// (found in review: EachName read the replaced service's records too).
+func TestUpdateFromNothingDuplicateName(t *testing.T) {
+	var text strings.Builder
+	text.WriteString("zones:\n  - origin: ex.test.\n    nameservers: [ns.other.]\n    services:\n")
+	for i := range 1100 { // enough for putAll's workers
+		fmt.Fprintf(&text, "      - name: s%d\n        addresses: [10.0.%d.%d]\n", i, i>>8, i&255)
+	}
+	text.WriteString("      - name: dup\n        addresses: [10.9.9.9]\n")
+	cfg, ds := config.Parse([]byte(text.String()))
+	if cfg == nil {
+		t.Fatal(ds)
+	}
+	c := *cfg.Zones[0]
+	dup := *c.Services[len(c.Services)-1]
+	dup.Name = c.Services[1].Name
+	c.Services = append(slices.Clone(c.Services), &dup)
+	z, ch := Update(nil, &c)
+	if !ch.FromNothing() {
+		t.Fatal("not from nothing")
+	}
+	var mu sync.Mutex
+	got := map[string][]string{}
+	z.EachName(2, ch, func(_ int, name string, rrs []dns.RR) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, twice := got[name]; twice {
+			t.Errorf("%s given twice", name)
+		}
+		got[name] = recordStrings(rrs)
+	})
+	if a := got[dup.Name]; len(a) != 1 || !strings.HasSuffix(a[0], "10.9.9.9") {
+		t.Errorf("%s: %v, want the later service's address", dup.Name, a)
+	}
+	if rrs := z.RecordsAt(dup.Name); len(rrs) != 1 || !strings.HasSuffix(rrs[0].String(), "10.9.9.9") {
+		t.Errorf("the zone holds %v at %s", rrs, dup.Name)
+	}
+}
