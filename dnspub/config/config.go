@@ -305,19 +305,13 @@ func ParseSettings(text []byte) (*Config, sc.Diagnostics) {
 // returns the services lists it read item by item too, nil when it read
 // the text whole.
 func parse(text []byte, cache *itemCache) (*Config, sc.Diagnostics, map[int]*block) {
-	// Both scan the whole text, which takes tens of milliseconds for a
-	// fleet's: side by side on two cores, when it is large.
-	large := make(chan string, 1)
-	if len(text) >= 1<<20 {
-		go func() { large <- tooLarge(text) }()
-	} else {
-		large <- tooLarge(text)
-	}
-	skeleton, blocks, ok := splitServices(text)
-	if why := <-large; why != "" {
+	// Refused before anything else reads it: cutting a text into items
+	// keeps a position for each of its lines.
+	if why := tooLarge(text); why != "" {
 		return nil, sc.Diagnostics{{Severity: codeConfigTooLarge.severity(), Code: codeConfigTooLarge.String(), Offset: 0, Line: 1, Column: 1,
 			Message: why + ": split its zones across several publishers, each with its own config"}}, nil
 	}
+	skeleton, blocks, ok := splitServices(text)
 	if ok && len(blocks) > 0 {
 		cfg, ds, err := parseDoc(text, skeleton, blocks, cache)
 		if err == nil {

@@ -68,6 +68,11 @@ func FuzzNodeEstimate(f *testing.F) {
 		if n := yamlNodes(text); n > nodeEstimate(text) {
 			t.Fatalf("%q: the parser builds %d nodes, the estimate is %d", text, n, nodeEstimate(text))
 		}
+		for parts := 2; parts <= 5; parts++ {
+			if got, want := nodeEstimateIn(text, parts), nodeEstimate(text); got != want {
+				t.Fatalf("%q in %d parts: %d, whole %d", text, parts, got, want)
+			}
+		}
 	})
 }
 
@@ -156,6 +161,32 @@ func TestConfigTooLarge(t *testing.T) {
 	}
 	if took := time.Since(start); took > 5*time.Second && !raceEnabled {
 		t.Errorf("refusing %d bytes took %v", len(dense), took)
+	}
+	// As many values in lines: refused before the text is cut into items,
+	// which keeps a position for each line (found in review: 99 MB for a
+	// text of 26 MB refused).
+	lines := bytes.Repeat([]byte("a\n"), MaxConfigNodes+1)
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	cfg, ds = Parse(lines)
+	runtime.ReadMemStats(&after)
+	if cfg != nil || len(ds) != 1 || ds[0].Code != "config-too-large" {
+		t.Errorf("%d lines: got %v", MaxConfigNodes+1, ds)
+	}
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
+		t.Errorf("refusing %d bytes of lines allocated %d bytes", len(lines), alloc)
+	}
+}
+
+// The estimate of a text in parts, cut at line starts, is the estimate of
+// the whole text.
+func TestNodeEstimateInParts(t *testing.T) {
+	for _, text := range [][]byte{services(2000, false), Example, []byte("---\na: [b, {c: d}]\n...\n- x\n"), []byte("a"), nil} {
+		for parts := 1; parts <= 7; parts++ {
+			if got, want := nodeEstimateIn(text, parts), nodeEstimate(text); got != want {
+				t.Errorf("%d bytes in %d parts: %d, whole %d", len(text), parts, got, want)
+			}
+		}
 	}
 }
 
