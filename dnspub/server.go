@@ -481,6 +481,9 @@ func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(
 	sum := make(chan [sha256.Size]byte, 1)
 	go func() { sum <- sha256.Sum256(text) }()
 	cfg, ds := s.parser.Parse(text)
+	// Once this load is served, held or refused, what the parser left for
+	// later is done, off the path to the first answer.
+	defer func() { go s.parser.Idle() }()
 	if cfg != nil && hold != nil {
 		if reason := hold(cfg, s.snap.Load()); reason != "" {
 			s.metrics.reloads.WithLabelValues("held").Inc()
@@ -505,9 +508,6 @@ func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(
 		return nil, &ConfigError{File: name, Diagnostics: ds}
 	}
 	changed, err = s.publish(cfg, name, why, len(text), start)
-	// Served (or refused): what the parser left for later is done now,
-	// off the path to the first answer.
-	go s.parser.Idle()
 	if err == nil {
 		s.servedSum = s.lastHash
 		if s.servedSum != s.keptSum && len(text) >= s.warmAbove && s.warmPath() != "" {

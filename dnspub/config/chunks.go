@@ -593,7 +593,10 @@ func (p *Parser) Parse(text []byte) (*Config, sc.Diagnostics) {
 	cfg, ds, blocks := parse(text, c)
 	p.items = c.next
 	p.stale = nil
-	p.base, p.pending = nil, func() *base { return p.newBase(text, cfg, ds, blocks, c.jsonBytes) }
+	p.base, p.pending = nil, nil
+	if cfg != nil && len(blocks) > 0 { // else there is no base to make
+		p.pending = func() *base { return p.newBase(text, cfg, ds, blocks, c.jsonBytes) }
+	}
 	if len(text) < returnBaseAbove {
 		p.lastBase()
 	}

@@ -374,3 +374,24 @@ func TestParserJSONTotal(t *testing.T) {
 		t.Error("a change within the bound was read whole")
 	}
 }
+
+// A large text's base is left for later only when there is one to make:
+// a refused text is not kept until the next parse (found in review), and
+// Idle makes a valid one's.
+func TestParserLeavesBaseOnlyForConfigs(t *testing.T) {
+	var p Parser
+	broken := services(5000, true)
+	if len(broken) < returnBaseAbove {
+		t.Fatalf("only %d bytes", len(broken))
+	}
+	if cfg, _ := p.Parse(broken); cfg != nil || p.pending != nil {
+		t.Fatalf("refused text: config %v, base left for later %v", cfg != nil, p.pending != nil)
+	}
+	if cfg, ds := p.Parse(services(5000, false)); cfg == nil || p.pending == nil {
+		t.Fatalf("valid text: %v, base left for later %v", ds, p.pending != nil)
+	}
+	p.Idle()
+	if p.pending != nil || p.base == nil {
+		t.Fatal("Idle made no base")
+	}
+}
