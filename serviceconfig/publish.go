@@ -256,7 +256,7 @@ func (s Source) read(opts PublishOptions) reading {
 			r.ch = f.ch
 			return r
 		}
-		if f := r.facts; f != nil && r.bare && f.complete {
+		if f := r.facts; f != nil && r.bare && f.complete && nestedAtMost(f.t, 0, jtree.MaxDepth-2) {
 			// A bare config lint read without an error is one choice for
 			// every client: Publish reads its criteria (none) and lint's
 			// facts, and rewrites it from lint's tree (published), so it
@@ -273,6 +273,29 @@ func (s Source) read(opts PublishOptions) reading {
 	}
 	ch, _ := choicesFromRecords(s.Records)
 	return reading{ch: ch, ds: LintRecords(s.Records, lo)}
+}
+
+// nestedAtMost reports whether the arrays and objects of t from node n
+// nest at most limit deep. A bare config wrapped as a choice list is two
+// levels deeper: past MaxDepth-2 the list does not parse, and Publish
+// reads it as before, to refuse it as it did.
+func nestedAtMost(t *jtree.Tree, n int32, limit int) bool {
+	if len(t.Nodes) <= limit {
+		return true // each level is a node at least
+	}
+	nd := &t.Nodes[n]
+	if nd.Kind != jtree.Array && nd.Kind != jtree.Object {
+		return true
+	}
+	if limit == 0 {
+		return false
+	}
+	for c := nd.First; c >= 0; c = t.Nodes[c].Next { // an object's keys too
+		if !nestedAtMost(t, c, limit-1) {
+			return false
+		}
+	}
+	return true
 }
 
 // placed maps diagnostics of the choice list's value (offsets in it, -1

@@ -2,6 +2,7 @@ package serviceconfig
 
 import (
 	"fmt"
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -179,7 +180,16 @@ func TestPublishMatchesReferenceEdges(t *testing.T) {
 		`[{"percentage":50,"serviceConfig":{"loadBalancingConfig":[]}},{"clientHostname":null,"serviceConfig":{"methodConfig":[{"name":[{"service":"s"}],"timeout":"1.5s"}]}}]`,
 		`[{"clientLanguage":["java"],"serviceConfig":{}}]`,
 		`{"methodConfig":[{"name":[{}],"timout":"1s"}]}`,
+		// Bare configs nested up to the parser's limit, which the list
+		// that wraps them passes two levels earlier (found in review: a
+		// refusal that said the rebuilt record was broken).
+		nested(jtree.MaxDepth - 3), nested(jtree.MaxDepth - 2), nested(jtree.MaxDepth - 1), nested(jtree.MaxDepth),
 	} {
 		checkPublishAgainstReference(t, text, []byte(text))
 	}
+}
+
+// nested is a bare service config whose objects nest depth deep.
+func nested(depth int) string {
+	return strings.Repeat(`{"x":`, depth-1) + "{}" + strings.Repeat("}", depth-1)
 }
