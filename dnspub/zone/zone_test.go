@@ -225,19 +225,7 @@ func TestEachNameFromMadeRecords(t *testing.T) {
 	if ch.shared != 0 || sch.shared != 1 {
 		t.Fatalf("names held by two units: %d and %d, want 0 and 1", ch.shared, sch.shared)
 	}
-	each := func(z *Zone, made *Change) map[string][]string {
-		got := map[string][]string{}
-		var mu sync.Mutex
-		z.EachName(2, made, func(_ int, name string, rrs []dns.RR) {
-			mu.Lock()
-			defer mu.Unlock()
-			if _, dup := got[name]; dup {
-				t.Errorf("%s given twice", name)
-			}
-			got[name] = recordStrings(rrs)
-		})
-		return got
-	}
+	each := func(z *Zone, made *Change) map[string][]string { return eachName(t, z, made) }
 	want := each(z, nil)
 	if len(want) < 3 {
 		t.Fatalf("only %d names in the example zone", len(want))
@@ -395,20 +383,28 @@ func TestUpdateFromNothingDuplicateName(t *testing.T) {
 	if !ch.FromNothing() {
 		t.Fatal("not from nothing")
 	}
-	var mu sync.Mutex
-	got := map[string][]string{}
-	z.EachName(2, ch, func(_ int, name string, rrs []dns.RR) {
-		mu.Lock()
-		defer mu.Unlock()
-		if _, twice := got[name]; twice {
-			t.Errorf("%s given twice", name)
-		}
-		got[name] = recordStrings(rrs)
-	})
+	got := eachName(t, z, ch)
 	if a := got[dup.Name]; len(a) != 1 || !strings.HasSuffix(a[0], "10.9.9.9") {
 		t.Errorf("%s: %v, want the later service's address", dup.Name, a)
 	}
 	if rrs := z.RecordsAt(dup.Name); len(rrs) != 1 || !strings.HasSuffix(rrs[0].String(), "10.9.9.9") {
 		t.Errorf("the zone holds %v at %s", rrs, dup.Name)
 	}
+}
+
+// eachName is what z.EachName gives, from two workers, with made: each
+// name's records as strings. A name given twice fails t.
+func eachName(t *testing.T, z *Zone, made *Change) map[string][]string {
+	t.Helper()
+	got := map[string][]string{}
+	var mu sync.Mutex
+	z.EachName(2, made, func(_ int, name string, rrs []dns.RR) {
+		mu.Lock()
+		defer mu.Unlock()
+		if _, dup := got[name]; dup {
+			t.Errorf("%s given twice", name)
+		}
+		got[name] = recordStrings(rrs)
+	})
+	return got
 }
