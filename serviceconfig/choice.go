@@ -561,5 +561,7 @@ func nineDigitDurations(value []byte) ([]byte, error) {
 // JSON.
 func nineDigits(t *jtree.Tree, n int32) string {
 	d, _ := parseDuration(t.Str(n))
-	return strconv.Quote(formatDuration(d))
+	// A duration is ASCII without quotes or backslashes: quoted as is.
+	var b [40]byte
+	return string(append(appendDuration(append(b[:0], '"'), d), '"'))
 }

@@ -2,6 +2,7 @@ package serviceconfig
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -114,18 +115,28 @@ func parseDurationParts(s string) (sec, nanos int64, form durationForm, err erro
 // with exactly 9 fraction digits when it has any fraction, the form every
 // gRPC client reads correctly (grpc-js misreads shorter fractions).
 func formatDuration(d time.Duration) string {
-	neg := d < 0
+	var b [32]byte
+	return string(appendDuration(b[:0], d))
+}
+
+// appendDuration appends formatDuration(d) to dst. It is on the path of
+// every duration a publisher rewrites to nine digits: fmt cost a tenth of
+// publishing a typical service config.
+func appendDuration(dst []byte, d time.Duration) []byte {
 	u := uint64(d)
-	if neg {
+	if d < 0 {
+		dst = append(dst, '-')
 		u = -u
 	}
-	sec, ns := u/1e9, u%1e9
-	sign := ""
-	if neg {
-		sign = "-"
+	dst = strconv.AppendUint(dst, u/1e9, 10)
+	if ns := u % 1e9; ns != 0 {
+		var frac [10]byte
+		frac[0] = '.'
+		for i := 9; i > 0; i-- {
+			frac[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		dst = append(dst, frac[:]...)
 	}
-	if ns == 0 {
-		return fmt.Sprintf("%s%ds", sign, sec)
-	}
-	return fmt.Sprintf("%s%d.%09ds", sign, sec, ns)
+	return append(dst, 's')
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -62,6 +63,27 @@ func TestFormatDuration(t *testing.T) {
 		back, err := parseDuration(want)
 		if err != nil || back != d {
 			t.Errorf("parseDuration(%s) = %v, %v", want, back, err)
+		}
+	}
+	// The edges of time.Duration, and a spread of values, as fmt writes
+	// them.
+	ref := func(d time.Duration) string {
+		u, sign := uint64(d), ""
+		if d < 0 {
+			u, sign = -u, "-"
+		}
+		if u%1e9 == 0 {
+			return fmt.Sprintf("%s%ds", sign, u/1e9)
+		}
+		return fmt.Sprintf("%s%d.%09ds", sign, u/1e9, u%1e9)
+	}
+	ds := []time.Duration{math.MinInt64, math.MinInt64 + 1, math.MaxInt64, -1, 1, 999_999_999, 1_000_000_001}
+	for i := range 2000 {
+		ds = append(ds, time.Duration(uint64(i)*0x9E3779B97F4A7C15))
+	}
+	for _, d := range ds {
+		if got, want := formatDuration(d), ref(d); got != want {
+			t.Errorf("formatDuration(%d) = %s, want %s", int64(d), got, want)
 		}
 	}
 }
