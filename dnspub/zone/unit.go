@@ -44,11 +44,24 @@ func newUnit(src *config.Service, records []dns.RR) *unit {
 
 // sumOf is the digest sum of records.
 func sumOf(records []dns.RR) digestSum {
-	var sum digestSum
-	for _, rr := range records {
-		sum.add(recordHash(rr))
-	}
+	sum, _ := hashRecords(records, nil)
 	return sum
+}
+
+// hashRecords is sumOf, packing into *scratch (nil for none); packed is
+// false when a record did not pack (it is hashed as text).
+func hashRecords(records []dns.RR, scratch *[]byte) (sum digestSum, packed bool) {
+	var own []byte
+	if scratch == nil {
+		scratch = &own
+	}
+	packed = true
+	for _, rr := range records {
+		h, ok := recordHash(rr, scratch)
+		sum.add(h)
+		packed = packed && ok
+	}
+	return sum, packed
 }
 
 // size is the size of records in wire format, uncompressed.
@@ -180,18 +193,23 @@ func (s *digestSum) sub(o digestSum) {
 }
 
 // recordHash hashes a record in uncompressed wire format (owner, type,
-// class, TTL, data).
-func recordHash(rr dns.RR) digestSum {
-	buf := make([]byte, dns.Len(rr)+1)
-	n, err := dns.PackRR(rr, buf, 0, nil, false)
+// class, TTL, data), packed into *buf (grown as needed: a buffer per
+// record was a tenth of a first start's allocations), and reports
+// whether it packed.
+func recordHash(rr dns.RR, buf *[]byte) (digestSum, bool) {
+	if need := dns.Len(rr) + 1; cap(*buf) < need {
+		*buf = make([]byte, need)
+	}
+	b := (*buf)[:cap(*buf)]
+	n, err := dns.PackRR(rr, b, 0, nil, false)
 	if err != nil {
 		// The config was validated; hash the text rather than fail.
-		buf, n = []byte(rr.String()), len(rr.String())
+		b, n = []byte(rr.String()), len(rr.String())
 	}
-	h := sha256.Sum256(buf[:n])
+	h := sha256.Sum256(b[:n])
 	var s digestSum
 	for i := range s {
 		s[i] = binary.BigEndian.Uint64(h[8*i:])
 	}
-	return s
+	return s, err == nil
 }

@@ -71,6 +71,8 @@ type Change struct {
 	of   cow.Map[*unit]
 	// shared counts the names several units hold.
 	shared int
+	// bound is AnswerBound's, 0 when a record did not pack.
+	bound int
 	// fresh is set for a zone built from nothing.
 	fresh bool
 }
@@ -78,6 +80,20 @@ type Change struct {
 // FromNothing reports whether c is the change of a zone built with no
 // previous version (or c is nil): every name of the zone is new.
 func (c *Change) FromNothing() bool { return c == nil || c.fresh }
+
+// AnswerBound returns, for the change of a zone built from nothing in
+// which no name is held by two units, an upper bound of the bytes of the
+// records an answer at one of its names carries: the RRset of the name
+// (all of it from one unit, at most the largest unit's records) and the
+// addresses of the hosts it names (at most one unit each, as many as the
+// unit has records naming hosts), uncompressed. ok is false for any other
+// change, or when a record of the zone does not pack.
+func (c *Change) AnswerBound() (bytes int, ok bool) {
+	if c == nil || !c.fresh || c.made == nil || c.shared != 0 || c.bound == 0 {
+		return 0, false
+	}
+	return c.bound, true
+}
 
 // New builds the records of a zone from its validated config, with the
 // given SOA serial.
@@ -415,6 +431,7 @@ type made struct {
 	records    []dns.RR
 	size       int // of records, uncompressed
 	sum        digestSum
+	packed     bool  // every record packed (for the sum)
 	old        *unit // nil when the zone has none
 	oldRecords []dns.RR
 	oldSum     digestSum
@@ -425,8 +442,12 @@ type made struct {
 
 // made counts u, whose records are records, and the unit it replaces. It
 // only reads the editor.
-func (ed *editor) made(u *unit, records []dns.RR) made {
-	m := made{u: u, records: records, sum: sumOf(records), size: size(records)}
+func (ed *editor) made(u *unit, records []dns.RR) made { return ed.madeIn(u, records, nil) }
+
+// madeIn is made, packing records for their sum into *scratch.
+func (ed *editor) madeIn(u *unit, records []dns.RR, scratch *[]byte) made {
+	m := made{u: u, records: records, size: size(records)}
+	m.sum, m.packed = hashRecords(records, scratch)
 	if ed.fresh {
 		m.one = []string{u.key()}
 		return m // nothing to replace
@@ -452,8 +473,10 @@ func (ed *editor) buildUnits(services []*config.Service) []made {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var scratch []byte
 			for i := w; i < len(services); i += workers {
-				out[i] = ed.made(serviceUnit(services[i]))
+				u, records := serviceUnit(services[i])
+				out[i] = ed.madeIn(u, records, &scratch)
 			}
 		}()
 	}
@@ -506,18 +529,39 @@ func (ed *editor) putAll(ms []made) (shared int, ok bool) {
 		added += len(ms[i].records)
 	}
 	ed.change.Added = slices.Grow(ed.change.Added, added)
+	// The bound counts the apex's unit too (the nameservers' addresses
+	// in the zone are its names).
+	largest, targets, packed := 0, 0, true
+	if apex, ok := ed.units.Get(apexKey); ok {
+		records := apex.records()
+		_, packed = hashRecords(records, nil)
+		largest = size(records)
+		for _, rr := range records {
+			if _, ok := AdditionalTarget(rr); ok {
+				targets++
+			}
+		}
+	}
 	for i := range ms {
 		m := &ms[i]
 		ed.z.count += len(m.records)
 		ed.z.bytes += m.size
 		ed.z.sum.add(m.sum)
+		hosts := 0
 		for _, rr := range m.records {
 			if host, ok := AdditionalTarget(rr); ok {
 				list, _ := ed.refs.Get(host)
 				ed.refs.Set(host, append(slices.Clip(list), rr.Header().Name))
+				hosts++
 			}
 		}
+		largest, targets, packed = max(largest, m.size), max(targets, hosts), packed && m.packed
 		ed.change.Added = append(ed.change.Added, m.records...)
+	}
+	if packed {
+		// Counted as Change.AnswerBound says, with no overflow: a
+		// unit's size is less than 2^32, its records fewer.
+		ed.change.bound = largest * (1 + targets)
 	}
 	workers := 1
 	if len(ms) >= 1024 {

@@ -383,6 +383,9 @@ func TestUpdateFromNothingDuplicateName(t *testing.T) {
 	if !ch.FromNothing() {
 		t.Fatal("not from nothing")
 	}
+	if _, ok := ch.AnswerBound(); ok {
+		t.Error("an answer bound for a zone with two services of one name")
+	}
 	got := eachName(t, z, ch)
 	if a := got[dup.Name]; len(a) != 1 || !strings.HasSuffix(a[0], "10.9.9.9") {
 		t.Errorf("%s: %v, want the later service's address", dup.Name, a)
@@ -407,4 +410,69 @@ func eachName(t *testing.T, z *Zone, made *Change) map[string][]string {
 		got[name] = recordStrings(rrs)
 	})
 	return got
+}
+
+// AnswerBound bounds the records of every answer of a zone built from
+// nothing in which no name has two units: each name's RRsets and the
+// addresses of the hosts they name. It is refused to a zone with a name
+// two units hold (a service at the apex, beside the nameservers), to a
+// zone changed from another version, and to services of one name.
+func TestAnswerBound(t *testing.T) {
+	text := []byte(`zones:
+  - origin: example.test.
+    nameservers: [{name: ns1, addresses: [192.0.2.53, "2001:db8::53"]}, ns2.example.net.]
+    services:
+      - {name: echo, addresses: [192.0.2.1, 192.0.2.2, "2001:db8::1"], port: 8443}
+      - {name: a.b, addresses: [192.0.2.3], serviceConfig: {loadBalancingConfig: [{round_robin: {}}]}, compat: {bareHost: true}}
+      - {name: big, serviceConfig: {methodConfig: [{name: [{service: ` + strings.Repeat("x", 900) + `}]}]}}
+`)
+	cfg, ds := config.Parse(text)
+	if cfg == nil {
+		t.Fatal(ds)
+	}
+	z, ch := Update(nil, cfg.Zones[0])
+	bound, ok := ch.AnswerBound()
+	if !ok {
+		t.Fatal("no bound for a zone whose names are each one unit's")
+	}
+	largest := 0
+	for _, name := range z.Names() {
+		rrs := z.RecordsAt(name)
+		for i := 0; i < len(rrs); {
+			j, n := i, 0
+			for ; j < len(rrs) && rrs[j].Header().Rrtype == rrs[i].Header().Rrtype; j++ {
+				n += dns.Len(rrs[j])
+				if host, ok := AdditionalTarget(rrs[j]); ok {
+					for _, a := range z.RecordsAt(host) {
+						if t := a.Header().Rrtype; t == dns.TypeA || t == dns.TypeAAAA {
+							n += dns.Len(a)
+						}
+					}
+				}
+			}
+			if name != z.Origin || rrs[i].Header().Rrtype != dns.TypeSOA {
+				largest = max(largest, n)
+			}
+			i = j
+		}
+	}
+	if largest == 0 || largest > bound {
+		t.Errorf("the largest answer carries %d bytes of records, the bound is %d", largest, bound)
+	}
+
+	apex := bytes.Replace(text, []byte("    services:\n"), []byte("    services:\n      - {name: \"@\", addresses: [192.0.2.9]}\n"), 1)
+	if cfg, ds = config.Parse(apex); cfg == nil {
+		t.Fatal(ds)
+	}
+	z, ch = Update(nil, cfg.Zones[0])
+	if _, ok := ch.AnswerBound(); ok {
+		t.Error("a bound for a zone whose origin two units hold")
+	}
+	next, nch := Update(z, cfg.Zones[0])
+	if _, ok := nch.AnswerBound(); ok || next == nil {
+		t.Error("a bound for a change from another version")
+	}
+	if _, ok := (*Change)(nil).AnswerBound(); ok {
+		t.Error("a bound for no change")
+	}
 }
