@@ -30,6 +30,9 @@ const (
 
 // WriteTo writes t in the layout above.
 func (t *Table) WriteTo(w io.Writer) (int64, error) {
+	if t.deferred {
+		return 0, errors.New("wire: the table has answers left for later: Complete it before writing it")
+	}
 	bw := bufio.NewWriterSize(w, 64<<10)
 	var n int64
 	put := func(b ...byte) {

@@ -199,18 +199,29 @@ func BenchmarkBuildTable(b *testing.B) {
 // a method config with a timeout and a retry policy each.
 func fleetZone(t testing.TB, n int) (*zone.Zone, *zone.Change) {
 	t.Helper()
+	z, ch := zone.Update(nil, fleetConfig(t, n, -1).Zones[0])
+	return z.WithSerial(1), ch
+}
+
+// fleetConfig is the config of a fleet of n services, service changed's
+// timeout 2s instead of 1s (none when negative).
+func fleetConfig(t testing.TB, n, changed int) *config.Config {
+	t.Helper()
 	var b bytes.Buffer
 	b.WriteString("zones:\n  - origin: fleet.test.\n    nameservers: [ns1.example.net.]\n    services:\n")
 	for i := range n {
-		fmt.Fprintf(&b, "      - name: svc%d\n        addresses: [10.%d.%d.%d]\n        serviceConfig: {methodConfig: [{name: [{service: fleet.v1.Service%d}], timeout: 1s, retryPolicy: {maxAttempts: 3, initialBackoff: 0.1s, maxBackoff: 1s, backoffMultiplier: 2, retryableStatusCodes: [UNAVAILABLE]}}]}\n",
-			i, i>>16, i>>8&0xff, i&0xff, i)
+		timeout := 1
+		if i == changed {
+			timeout = 2
+		}
+		fmt.Fprintf(&b, "      - name: svc%d\n        addresses: [10.%d.%d.%d]\n        serviceConfig: {methodConfig: [{name: [{service: fleet.v1.Service%d}], timeout: %ds, retryPolicy: {maxAttempts: 3, initialBackoff: 0.1s, maxBackoff: 1s, backoffMultiplier: 2, retryableStatusCodes: [UNAVAILABLE]}}]}\n",
+			i, i>>16, i>>8&0xff, i&0xff, i, timeout)
 	}
 	cfg, ds := config.Parse(b.Bytes())
 	if cfg == nil {
 		t.Fatal(ds)
 	}
-	z, ch := zone.Update(nil, cfg.Zones[0])
-	return z.WithSerial(1), ch
+	return cfg
 }
 
 func fleetTable(t testing.TB, n int) *Table {

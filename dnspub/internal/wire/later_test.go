@@ -1,0 +1,242 @@
+package wire
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
+)
+
+// A table whose answers are left for later (SetZoneLater) answers every
+// question with the bytes of the table built at once: before Complete,
+// built for each query, and after. The zones are testConfig's (in-zone
+// nameservers with glue, an empty non-terminal, a TXT record too large
+// for UDP; other.test. has a service at its apex, which it shares with
+// the nameservers, so it is built at once), random ones without a service
+// at the apex, and a fleet. The questions are every name of the zones and
+// names below and beside them, in mixed case, of every type, over UDP
+// with and without EDNS and over TCP.
+func TestLaterAnswersAsBuilt(t *testing.T) {
+	defer func(n int) { laterAbove = n }(laterAbove)
+	laterAbove = 0
+	texts := []string{testConfig}
+	seeds := uint64(8)
+	if raceEnabled {
+		seeds = 4
+	}
+	for seed := range seeds {
+		text := randomConfig(rand.New(rand.NewPCG(seed, 29)))
+		texts = append(texts, strings.ReplaceAll(text, "      - {name: \"@\", addresses: [192.0.2.1]}\n", ""))
+	}
+	deferred, checked := 0, 0
+	for i, text := range texts {
+		cfg, ds := config.Parse([]byte(text))
+		if cfg == nil {
+			if i == 0 || !strings.Contains(fmt.Sprint(ds), "services must be a list") {
+				t.Fatalf("config %d: %v", i, ds)
+			}
+			continue // a zone whose only service was at the apex
+		}
+		var zs []*zone.Zone
+		var chs []*zone.Change
+		for j, zc := range cfg.Zones {
+			z, ch := zone.Update(nil, zc)
+			zs, chs = append(zs, z.WithSerial(uint32(100+j))), append(chs, ch)
+		}
+		d, c := sameAnswersLater(t, zs, chs, 4096)
+		deferred, checked = deferred+d, checked+c
+	}
+	fleet, ch := fleetZone(t, 300)
+	d, c := sameAnswersLater(t, []*zone.Zone{fleet}, []*zone.Change{ch}, 1232)
+	if d != 1 {
+		t.Fatal("the fleet's answers were not left for later")
+	}
+	deferred, checked = deferred+d, checked+c
+	if deferred < len(texts)/2 {
+		t.Fatalf("only %d zones left for later", deferred)
+	}
+	t.Logf("%d zones left for later, %d questions checked", deferred, checked)
+}
+
+// sameAnswersLater builds zs, which chs built from nothing, at once and
+// with SetZoneLater, fails t unless both tables and the second completed
+// give the same answers, and returns how many zones were left for later
+// and how many questions it asked.
+func sameAnswersLater(t *testing.T, zs []*zone.Zone, chs []*zone.Change, maxUDP int) (deferred, checked int) {
+	t.Helper()
+	now, _ := New(Options{MaxUDPSize: maxUDP})
+	later, _ := New(Options{MaxUDPSize: maxUDP})
+	ne, le := now.Edit(), later.Edit()
+	for i, z := range zs {
+		if err := ne.SetZone(z, chs[i]); err != nil {
+			t.Fatal(err)
+		}
+		if err := le.SetZoneLater(z, chs[i]); err != nil {
+			t.Fatal(err)
+		}
+		key, _ := wireName(z.Origin)
+		if le.zones[key].later != nil {
+			deferred++
+		} else if _, ok := chs[i].AnswerBound(); ok {
+			t.Fatalf("zone %s: an answer bound, and its answers built at once", z.Origin)
+		}
+	}
+	now, later = ne.Table(), le.Table()
+	if later.Deferred() != (deferred > 0) {
+		t.Fatalf("Deferred() = %v with %d zones left for later", later.Deferred(), deferred)
+	}
+	if deferred > 0 && later.nodes.Len() != 0 && len(zs) == 1 {
+		t.Fatalf("%d names built of a zone left for later", later.nodes.Len())
+	}
+	done, err := later.Complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if done.Deferred() || done.nodes.Len() != now.nodes.Len() {
+		t.Fatalf("completed: Deferred() = %v, %d names, built at once %d", done.Deferred(), done.nodes.Len(), now.nodes.Len())
+	}
+	names := map[string]bool{"beside.test.": true}
+	for _, z := range zs {
+		for _, n := range z.Names() {
+			names[n] = true
+			names["child."+n] = true
+			names["x-"+n] = true
+			names[strings.ToUpper(n)] = true
+		}
+	}
+	types := []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeNS, dns.TypeSOA, dns.TypeSRV, dns.TypeMX, dns.TypeANY}
+	for name := range names {
+		for _, qtype := range types {
+			for _, a := range []ask{{name: name, qtype: qtype}, {name: name, qtype: qtype, edns: 1232}, {name: name, qtype: qtype, tcp: true, edns: 4096}} {
+				msg := query(a)
+				want, wr := now.Respond(make([]byte, 0, 65535), msg, a.tcp)
+				for _, tb := range []struct {
+					what string
+					t    *Table
+				}{{"left for later", later}, {"completed", done}} {
+					have, hr := tb.t.Respond(make([]byte, 0, 65535), msg, a.tcp)
+					if !bytes.Equal(want, have) || wr != hr {
+						t.Fatalf("%s %s, %s: the answer is\n% x (%+v)\nnot\n% x (%+v)", name, dns.TypeToString[qtype], tb.what, have, hr, want, wr)
+					}
+				}
+				checked++
+			}
+		}
+	}
+	return deferred, checked
+}
+
+// A zone is left for later only when it is large, new to the table, built
+// from nothing and with every answer sure to build; a table with answers
+// left for later is completed before it is edited or written.
+func TestLaterOnlyWhenSafe(t *testing.T) {
+	fleet, ch := fleetZone(t, 50)
+	left := func(tb *Table) bool { return tb.Deferred() }
+
+	e := mustNew(t).Edit()
+	if err := e.SetZoneLater(fleet, ch); err != nil || left(e.Table()) {
+		t.Fatalf("a zone of %d records, below laterAbove (%d), was left for later (err %v)", fleet.Len(), laterAbove, err)
+	}
+
+	defer func(n int) { laterAbove = n }(laterAbove)
+	laterAbove = 0
+	e = mustNew(t).Edit()
+	if err := e.SetZoneLater(fleet, ch); err != nil {
+		t.Fatal(err)
+	}
+	tb := e.Table()
+	if !left(tb) {
+		t.Fatal("the fleet was not left for later")
+	}
+	if _, err := tb.WriteTo(new(bytes.Buffer)); err == nil {
+		t.Error("a table with answers left for later was written")
+	}
+	// The next version of the zone, changed: refused until completed.
+	cfg := fleetConfig(t, 50, 7)
+	next, nch := zone.Update(fleet, cfg.Zones[0])
+	if err := tb.Edit().SetZone(next.WithSerial(2), nch); err == nil || !strings.Contains(err.Error(), "Complete") {
+		t.Errorf("a change to a zone whose answers are left for later: err %v", err)
+	}
+	done, err := tb.Complete()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e = done.Edit()
+	if err := e.SetZone(next.WithSerial(2), nch); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Table().WriteTo(new(bytes.Buffer)); err != nil {
+		t.Fatal(err)
+	}
+	// A zone the table holds already is built at once, as is one whose
+	// change is not from nothing.
+	e = done.Edit()
+	again, ach := zone.Update(nil, cfg.Zones[0])
+	if err := e.SetZoneLater(again.WithSerial(3), ach); err != nil || left(e.Table()) {
+		t.Errorf("a zone the table holds was left for later (err %v)", err)
+	}
+	e = mustNew(t).Edit()
+	if err := e.SetZoneLater(next.WithSerial(2), nch); err != nil || left(e.Table()) {
+		t.Errorf("a zone changed from another version was left for later (err %v)", err)
+	}
+
+	// An answer too large for a message (the config refuses it; a zone
+	// given one directly): SetZoneLater refuses it as SetZone does, rather
+	// than leave it to fail later.
+	bigCfg, ds := config.Parse([]byte("zones:\n  - origin: big.test.\n    nameservers: [ns1.example.net.]\n    services:\n      - {name: many, addresses: [\"2001:db8::1\"]}\n"))
+	if bigCfg == nil {
+		t.Fatal(ds)
+	}
+	svc := bigCfg.Zones[0].Services[0]
+	for i := range 2500 {
+		svc.Addresses = append(svc.Addresses, netip.AddrFrom16([16]byte{0x20, 0x01, 0x0d, 0xb8, 14: byte(i >> 8), 15: byte(i)}))
+	}
+	big, bch := zone.Update(nil, bigCfg.Zones[0])
+	errNow := mustNew(t).Edit().SetZone(big.WithSerial(1), bch)
+	errLater := mustNew(t).Edit().SetZoneLater(big.WithSerial(1), bch)
+	if errNow == nil || errLater == nil || errNow.Error() != errLater.Error() {
+		t.Errorf("an answer too large: SetZone says %v, SetZoneLater %v", errNow, errLater)
+	}
+}
+
+func mustNew(t testing.TB) *Table {
+	t.Helper()
+	tb, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tb
+}
+
+// nameOf reads back every name wireName writes: those of letters,
+// digits, '-' and '_' as they are, others as miekg/dns writes them.
+func TestNameOf(t *testing.T) {
+	for _, name := range []string{".", "a.", "fleet.test.", "_grpc_config.svc-1.fleet.test.", "a\\.b.test.", "a\\032b.test.", "\\\"x.test.", strings.Repeat("a", 63) + "." + strings.Repeat("b", 63) + "."} {
+		key, err := wireName(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, ok := nameOf([]byte(key))
+		if !ok {
+			t.Fatalf("%q: not read back", name)
+		}
+		if again, _ := wireName(got); again != key {
+			t.Errorf("%q: read back as %q, whose wire form differs", name, got)
+		}
+		if !strings.Contains(name, "\\") && got != name {
+			t.Errorf("%q: read back as %q", name, got)
+		}
+	}
+	for _, bad := range []string{"", "\x03ab", "\x01a", "\x40" + strings.Repeat("a", 64) + "\x00"} {
+		if _, ok := nameOf([]byte(bad)); ok {
+			t.Errorf("% x: read as a name", bad)
+		}
+	}
+}
