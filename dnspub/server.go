@@ -529,7 +529,10 @@ func (s *Server) publish(cfg *config.Config, name, why string, size int, start t
 		// The answers of a warm start: the first version read.
 		warm, old = old.warm, nil
 	}
-	next, serials, changed, err := s.build(cfg, old)
+	// Nothing is served yet on a first start: a new zone's answers but
+	// its apex's are built for each query until the table is complete,
+	// which completeTable does once this version is served.
+	next, serials, changed, err := s.build(cfg, old, old == nil && warm == nil)
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("rejected").Inc()
 		s.metrics.lastReload.Set(0)
@@ -563,6 +566,15 @@ func (s *Server) publish(cfg *config.Config, name, why string, size int, start t
 		}
 	}
 	s.snap.Store(next)
+	if next.table.Deferred() {
+		gate := completeGate
+		go func() {
+			if gate != nil {
+				<-gate
+			}
+			s.completeTable()
+		}()
+	}
 	s.metrics.reloads.WithLabelValues("accepted").Inc()
 	s.metrics.lastReloadTime.Set(float64(time.Now().UnixNano()) / 1e9)
 	for _, origin := range changed {
@@ -575,6 +587,39 @@ func (s *Server) publish(cfg *config.Config, name, why string, size int, start t
 		s.returnMemory()
 	}
 	return changed, nil
+}
+
+// completeTable builds the answers the table served left for later
+// (wire.Table.Complete), and serves the table with them: the same answers,
+// built once instead of for each query.
+func (s *Server) completeTable() {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	s.completeLocked()
+}
+
+// completeGate, when set, holds the build of the answers a first start
+// left for later until it is closed (tests: to ask what is answered
+// before they are built).
+var completeGate chan struct{}
+
+// completeLocked is completeTable with reloadMu held.
+func (s *Server) completeLocked() {
+	snap := s.snap.Load()
+	if snap == nil || !snap.table.Deferred() {
+		return
+	}
+	start := time.Now()
+	t, err := snap.table.Complete()
+	if err != nil {
+		// SetZoneLater leaves for later only answers that build.
+		s.log.Error("cannot build the answers left for later: they are built for each query", "err", err)
+		return
+	}
+	done := *snap
+	done.table = t
+	s.snap.Store(&done)
+	s.log.Debug("answers built", "version", snap.version, "took", time.Since(start).Round(time.Microsecond))
 }
 
 // returnMemoryAbove is the config size past which a load gives the memory
@@ -592,6 +637,8 @@ func (s *Server) returnMemory() {
 	}
 	go func() {
 		defer s.freeing.Store(false)
+		// The answers left for later too.
+		s.completeTable()
 		// What the parser left for later makes garbage of its own: done
 		// first, it is given back too.
 		s.parser.Idle()
@@ -636,14 +683,20 @@ func sameServing(a, b *snapshot) bool {
 // edited for the names whose answers changed. Zones whose content did not
 // change keep their version (and serial); changed zones get a new serial
 // and a step in their IXFR history.
-func (s *Server) build(cfg *config.Config, old *snapshot) (*snapshot, *serialTxn, []string, error) {
+func (s *Server) build(cfg *config.Config, old *snapshot, later bool) (*snapshot, *serialTxn, []string, error) {
 	next := &snapshot{cfg: cfg, zones: map[string]*zoneEntry{}, keys: map[string]*config.Key{}, storeRev: s.building}
 	serials := s.serials.begin()
 	now := s.opts.Now()
 	var te *wire.Editor
 	if old != nil {
 		next.version = old.version + 1
-		te = old.table.Edit()
+		// Answers left for later are built before the table is edited
+		// (a reload right after a first start).
+		t, err := old.table.Complete()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		te = t.Edit()
 	} else {
 		empty, _ := wire.New(wire.Options{})
 		te = empty.Edit()
@@ -709,7 +762,11 @@ func (s *Server) build(cfg *config.Config, old *snapshot) (*snapshot, *serialTxn
 					e.history = appendStep(prev.history, &ixfrStep{from: prev.cur.SOA, to: e.cur.SOA, deleted: ch.Deleted, added: ch.Added}, cfg.Server.IXFRHistory, e.cur.Bytes())
 				}
 			}
-			if err := te.SetZone(e.cur, ch); err != nil {
+			setZone := te.SetZone
+			if later {
+				setZone = te.SetZoneLater
+			}
+			if err := setZone(e.cur, ch); err != nil {
 				return nil, nil, nil, err
 			}
 			changed = append(changed, zc.Origin)

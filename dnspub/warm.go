@@ -318,6 +318,7 @@ func (s *Server) keepWarm(ctx context.Context) {
 // the config, with the sum of that config.
 func (s *Server) writeWarmNow() {
 	s.reloadMu.Lock()
+	s.completeLocked()
 	snap, sum, write := s.snap.Load(), s.servedSum, s.writeWarm
 	s.reloadMu.Unlock()
 	if snap == nil || snap.warm != nil || sum == ([sha256.Size]byte{}) {

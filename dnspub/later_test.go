@@ -1,0 +1,120 @@
+package dnspub
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+)
+
+// laterConfig is baseConfig with n services more: enough records for the
+// table to leave their answers for later on a first start.
+func laterConfig(n int, timeout string) string {
+	var b strings.Builder
+	b.WriteString(baseConfig("allow: [127.0.0.1]"))
+	for i := range n {
+		fmt.Fprintf(&b, "      - {name: svc%d, addresses: [10.1.%d.%d], serviceConfig: {methodConfig: [{name: [{service: s.S%d}], timeout: %s}]}}\n", i, i>>8, i&255, i, timeout)
+	}
+	return b.String()
+}
+
+// laterAnswers asks warmQuestions and some of the services', over UDP and
+// TCP: each answer's bytes, with the ID cleared.
+func laterAnswers(ts *testServer) []string {
+	out := answersOf(ts)
+	for _, name := range []string{"svc0.example.test.", "_grpc_config.svc7.example.test.", "SVC2099.example.test.", "x.svc5.example.test."} {
+		for _, qtype := range []uint16{dns.TypeA, dns.TypeTXT, dns.TypeANY} {
+			r := ts.ask("udp", name, qtype, 1232)
+			r.Id = 0
+			b, err := r.Pack()
+			if err != nil {
+				ts.t.Fatal(err)
+			}
+			out = append(out, string(b))
+		}
+	}
+	return out
+}
+
+func deferred(ts *testServer) bool { return ts.snap.Load().table.Deferred() }
+
+// A first start answers before its answers are built: they are built for
+// each query, then all at once in the background, with the same bytes,
+// version and serial.
+func TestFirstStartAnswersBeforeBuilding(t *testing.T) {
+	completeGate = make(chan struct{})
+	defer func() { completeGate = nil }()
+	ts := startServer(t, laterConfig(2100, "1s"), nil)
+	if !deferred(ts) {
+		t.Fatal("a first start of 2100 services built every answer before serving")
+	}
+	before, version, serial := laterAnswers(ts), ts.snap.Load().version, ts.serial()
+	close(completeGate)
+	waitFor(t, "the answers built", func() bool { return !deferred(ts) })
+	if after := laterAnswers(ts); !equalStrings(before, after) {
+		t.Fatal("the answers built for each query differ from those built at once")
+	}
+	if v := ts.snap.Load().version; v != version || ts.serial() != serial {
+		t.Fatalf("version %d serial %d once built, %d and %d before", v, ts.serial(), version, serial)
+	}
+	if !strings.Contains(ts.logs.String(), "answers built") {
+		t.Error("no log of the answers built")
+	}
+}
+
+// A reload before the answers are built builds them first, and serves
+// its change.
+func TestReloadBeforeBuilding(t *testing.T) {
+	completeGate = make(chan struct{})
+	defer func() { completeGate = nil }()
+	ts := startServer(t, laterConfig(2100, "1s"), nil)
+	if !deferred(ts) {
+		t.Fatal("a first start of 2100 services built every answer before serving")
+	}
+	ts.write(laterConfig(2100, "2s"))
+	if err := ts.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if deferred(ts) {
+		t.Fatal("a reload served a table left for later")
+	}
+	for _, name := range []string{"_grpc_config.svc7.example.test.", "_grpc_config.svc2099.example.test."} {
+		r := ts.ask("udp", name, dns.TypeTXT, 1232)
+		if len(r.Answer) != 1 || !strings.Contains(r.Answer[0].String(), `\"timeout\":\"2s\"`) {
+			t.Fatalf("%s after the reload: %v", name, r.Answer)
+		}
+	}
+	close(completeGate)
+}
+
+// The answers kept for a warm start are built first: a restart answers
+// with the bytes of the first start.
+func TestWarmBeforeBuilding(t *testing.T) {
+	warmSetup(t)
+	completeGate = make(chan struct{})
+	defer func() { completeGate = nil }()
+	dir := t.TempDir()
+	ts := startServerIn(t, dir, laterConfig(2100, "1s"), nil)
+	if !deferred(ts) {
+		t.Fatal("a first start of 2100 services built every answer before serving")
+	}
+	want := laterAnswers(ts)
+	waitFor(t, "the log of the write", func() bool { return strings.Contains(ts.logs.String(), "answers kept for a warm start") })
+	if deferred(ts) {
+		t.Fatal("the answers were kept, but the table served is still left for later")
+	}
+	close(completeGate)
+	ts.stop()
+	completeGate = nil
+
+	warmGate = make(chan struct{})
+	again := startServerIn(t, dir, "", nil)
+	if !strings.Contains(again.logs.String(), "answering from the answers kept") {
+		t.Fatal("the restart did not start from the answers kept")
+	}
+	if got := laterAnswers(again); !equalStrings(got, want) {
+		t.Fatal("a warm start answers differently from the first start")
+	}
+	close(warmGate)
+}
