@@ -476,3 +476,21 @@ func TestAnswerBound(t *testing.T) {
 		t.Error("a bound for no change")
 	}
 }
+
+// inside is dns.IsSubDomain for a name other than the origin, on names
+// of every case, with escapes, the root and near misses.
+func TestInside(t *testing.T) {
+	names := []string{".", "test.", "fleet.test.", "FLEET.test.", "a.fleet.test.", "b.a.fleet.test.", "afleet.test.",
+		"a.Fleet.Test.", "x.test.", "fleet.test.x.", `a\.fleet.test.`, `fleet\.test.`, `a.fleet\.test.`, `\046.fleet.test.`, "_grpc_config.svc-1.fleet.test."}
+	for _, origin := range names {
+		for _, name := range names {
+			want := name != origin && dns.IsSubDomain(origin, name)
+			if strings.EqualFold(name, origin) && !strings.Contains(name, `\`) {
+				want = false // the same name in another case: not below it
+			}
+			if got := inside(origin, name); got != want {
+				t.Errorf("inside(%q, %q) = %v, want %v", origin, name, got, want)
+			}
+		}
+	}
+}
