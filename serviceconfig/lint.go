@@ -224,7 +224,8 @@ func lintParsed(value []byte, k Kind, opts LintOptions, strs []string) (Diagnost
 		ds = append(ds, Diagnostic{Severity: codeNonASCII.severity(), Code: codeNonASCII.String(), Offset: t.NonASCII,
 			Message: "TXT records are ASCII (gRFC A2) and this config holds other characters: use ASCII names, or \\u escapes in JSON strings"})
 	}
-	c := newChecker(t)
+	c := borrowChecker(t)
+	defer c.giveBack()
 	c.quiet = opts.quiet
 	f := &lintFacts{t: t}
 	var spans [][2]int

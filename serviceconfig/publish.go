@@ -342,10 +342,11 @@ func rebuiltProblems(value []byte) Diagnostics {
 	if err != nil {
 		err = Diagnostics{syntaxDiagnostic(err)}.Err()
 	} else {
-		c := newChecker(t)
+		c := borrowChecker(t)
 		c.errorsOnly = true
 		parseChoices(c)
 		err = c.diags.Err()
+		c.giveBack()
 	}
 	if err != nil {
 		ds := slices.Clone(err.(*InvalidError).Diagnostics)
