@@ -190,9 +190,11 @@ func sizeDiagnostics(owner string, strs []string) Diagnostics {
 	}
 	plain := ResponseSize(owner, strs, false)
 	edns := ResponseSize(owner, strs, true)
-	where := "at " + owner
-	if !known {
-		where = fmt.Sprintf("for a %d-byte owner name like %s", len(owner), owner)
+	where := func() string { // only for a message: most records fit
+		if !known {
+			return fmt.Sprintf("for a %d-byte owner name like %s", len(owner), owner)
+		}
+		return "at " + owner
 	}
 	mk := func(code diagCode, msg string) Diagnostics {
 		return Diagnostics{{Severity: code.severity(), Code: code.String(), Offset: -1, Message: msg}}
@@ -202,11 +204,11 @@ func sizeDiagnostics(owner string, strs []string) Diagnostics {
 		// Sized with the OPT record: the answer as an EDNS client gets it
 		// over TCP. One that fits only without it reaches such clients as
 		// TC=1 with no records, over TCP too.
-		return mk(codeTXTTooLarge, fmt.Sprintf("the answer would be %d bytes %s with the EDNS OPT record, more than a DNS message can hold (%d); shrink the config or split it across services", edns, where, MaxMessageSize))
+		return mk(codeTXTTooLarge, fmt.Sprintf("the answer would be %d bytes %s with the EDNS OPT record, more than a DNS message can hold (%d); shrink the config or split it across services", edns, where(), MaxMessageSize))
 	case edns > SafeEDNSSize:
-		return mk(codeTXTSizeEDNS, fmt.Sprintf("the answer is %d bytes %s, above the %d-byte EDNS buffer most resolvers advertise: clients get it truncated and retry over TCP; keep the record under about %d bytes of JSON", edns, where, SafeEDNSSize, SafeEDNSSize-(edns-RDataLen(strs))-len(Attribute)-1-len(strs)))
+		return mk(codeTXTSizeEDNS, fmt.Sprintf("the answer is %d bytes %s, above the %d-byte EDNS buffer most resolvers advertise: clients get it truncated and retry over TCP; keep the record under about %d bytes of JSON", edns, where(), SafeEDNSSize, SafeEDNSSize-(edns-RDataLen(strs))-len(Attribute)-1-len(strs)))
 	case plain > plainUDPSize:
-		return mk(codeTXTSizeUDP, fmt.Sprintf("the answer is %d bytes %s, above %d: clients that do not use EDNS (many stub resolvers) must retry over TCP", plain, where, plainUDPSize))
+		return mk(codeTXTSizeUDP, fmt.Sprintf("the answer is %d bytes %s, above %d: clients that do not use EDNS (many stub resolvers) must retry over TCP", plain, where(), plainUDPSize))
 	}
 	return nil
 }

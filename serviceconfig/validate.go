@@ -35,7 +35,7 @@ func validateServiceConfig(c *checker, v int32) {
 		return
 	}
 	var lbPolicyKey, lbConfig int32 = -1, -1
-	names := make(map[string]int32)
+	names := make(map[[2]string]int32)
 	// A non-empty loadBalancingConfig makes loadBalancingPolicy moot.
 	lbSet := false
 	if l := c.field(v, "loadBalancingConfig"); l >= 0 && t.Nodes[l].Kind == jtree.Array && t.Nodes[l].Len > 0 {
@@ -96,7 +96,7 @@ func validateServiceConfig(c *checker, v int32) {
 
 var methodConfigFields = []string{"name", "waitForReady", "timeout", "maxRequestMessageBytes", "maxResponseMessageBytes", "retryPolicy", "hedgingPolicy", "headerExtraction"}
 
-func validateMethodConfig(c *checker, mc int32, names map[string]int32) {
+func validateMethodConfig(c *checker, mc int32, names map[[2]string]int32) {
 	t := c.t
 	if !c.want(mc, jtree.Object, codeMethodConfig, "a methodConfig entry") {
 		return
@@ -147,7 +147,7 @@ func validateMethodConfig(c *checker, mc int32, names map[string]int32) {
 // names, so that a name used twice anywhere in the config is reported
 // (service_config.proto: "Each name entry must be unique across the entire
 // ServiceConfig").
-func validateNames(c *checker, v int32, names map[string]int32) {
+func validateNames(c *checker, v int32, names map[[2]string]int32) {
 	t := c.t
 	if !c.want(v, jtree.Array, codeMethodName, "methodConfig name") {
 		return
@@ -193,7 +193,7 @@ func validateNames(c *checker, v int32, names map[string]int32) {
 		} else if strings.Contains(method, "/") {
 			c.report(methodNode, codeMethodNameSlash, "method %q contains '/', so the name matches no call: write the method name alone, like \"Get\"", method)
 		}
-		key := service + "/" + method
+		key := [2]string{service, method}
 		if _, dup := names[key]; dup {
 			what := fmt.Sprintf("method %s/%s", service, method)
 			switch {
@@ -390,7 +390,13 @@ func maxAttempts(c *checker, v int32, code diagCode, policy string) {
 	if policy == "hedgingPolicy" {
 		strict = clientJS // grpc-go ignores hedgingPolicy
 	}
-	n, ok := c.protoNumber(v, policy+".maxAttempts", code, numUint64, strict)
+	what := "retryPolicy.maxAttempts" // constants: every service has one
+	if policy == "hedgingPolicy" {
+		what = "hedgingPolicy.maxAttempts"
+	} else if policy != "retryPolicy" {
+		what = policy + ".maxAttempts"
+	}
+	n, ok := c.protoNumber(v, what, code, numUint64, strict)
 	if !ok {
 		return
 	}

@@ -1114,9 +1114,9 @@ func (d *doc) serviceName(sn serviceNodes, path string, s *Service, z *Zone) boo
 		d.report(sn.name, path+"/name", codeNameOutsideZone, "service %s lies outside zone %s: list it under the zone that holds it, or write it relative to %s", name, z.Origin, z.Origin)
 	case strings.HasPrefix(name, sc.OwnerPrefix) || name == strings.TrimSuffix(sc.OwnerPrefix, ".")+".":
 		d.report(sn.name, path+"/name", codeNameReserved, "service name %s starts with %s, which the publisher adds itself: name the service by its host name", name, sc.OwnerPrefix)
-	case wireLen(sc.OwnerPrefix+name) > maxNameWire:
+	case prefixedWireLen(sc.OwnerPrefix, name) > maxNameWire:
 		d.report(sn.name, path+"/name", codeNameSyntax, "service name %s is too long: %s%s would be %d bytes in DNS wire format, more than %d", name, sc.OwnerPrefix, name, wireLen(sc.OwnerPrefix+name), maxNameWire)
-	case s.Port != 0 && wireLen(SRVPrefix+name) > maxNameWire:
+	case s.Port != 0 && prefixedWireLen(SRVPrefix, name) > maxNameWire:
 		d.report(sn.name, path+"/name", codeNameSyntax, "service name %s is too long for its port: %s%s would be %d bytes in DNS wire format, more than %d", name, SRVPrefix, name, wireLen(SRVPrefix+name), maxNameWire)
 	default:
 		return true

@@ -16,6 +16,10 @@ func wireLen(fqdn string) int {
 	return len(fqdn) + 1
 }
 
+// prefixedWireLen is wireLen(prefix + fqdn) for a prefix that is not "",
+// without making the name.
+func prefixedWireLen(prefix, fqdn string) int { return len(prefix) + len(fqdn) + 1 }
+
 // checkName checks an absolute lower-case name ending in '.' and returns a
 // message saying what is wrong, or "". Labels are 1 to 63 bytes of letters,
 // digits, '-' and '_'; escapes and wildcards are not supported because
@@ -27,8 +31,11 @@ func checkName(fqdn string, hostname bool) string {
 	if wireLen(fqdn) > maxNameWire {
 		return fmt.Sprintf("the name is %d bytes long in DNS wire format; names are at most %d", wireLen(fqdn), maxNameWire)
 	}
-	labels := strings.Split(strings.TrimSuffix(fqdn, "."), ".")
-	for _, l := range labels {
+	// Label by label without a slice of them: every service's names pass
+	// here.
+	for rest := strings.TrimSuffix(fqdn, "."); ; {
+		l, more, cut := strings.Cut(rest, ".")
+		rest = more
 		if l == "" {
 			return "the name has an empty label (two dots in a row, or a leading dot)"
 		}
@@ -51,8 +58,10 @@ func checkName(fqdn string, hostname bool) string {
 				return fmt.Sprintf("label %q holds %q: names may hold only letters, digits, '-' and '_'", l, c)
 			}
 		}
+		if !cut {
+			return ""
+		}
 	}
-	return ""
 }
 
 // absName resolves a name written in the config against origin with zone
@@ -115,5 +124,6 @@ func repeatsOrigin(written, origin string) bool {
 		return false
 	}
 	o := strings.TrimSuffix(origin, ".")
-	return w == o || strings.HasSuffix(w, "."+o)
+	cut := len(w) - len(o) // without making "."+o for every service
+	return w == o || cut > 0 && w[cut-1] == '.' && w[cut:] == o
 }
