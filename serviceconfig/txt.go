@@ -264,6 +264,15 @@ func EscapeTXTString(raw string) string {
 	return b.String()
 }
 
+// EscapedTXTLen is len(EscapeTXTString(raw)), without making it.
+func EscapedTXTLen(raw string) int {
+	n := len(raw)
+	for i := 0; i < len(raw); i++ {
+		n += int(txtEscapeLen[raw[i]])
+	}
+	return n
+}
+
 // txtEscapeLen is how many bytes EscapeTXTString adds for each byte.
 var txtEscapeLen = func() (t [256]uint8) {
 	for c := range t {

@@ -61,15 +61,15 @@ type Change struct {
 	// 200 000 names was a sixth of building a fleet's zone.
 	Owners []string
 	// Deleted and Added are the records removed and added (the SOA aside),
-	// as an IXFR difference sequence carries them (RFC 1995 §4).
+	// as an IXFR difference sequence carries them (RFC 1995 §4). Both are
+	// nil for a zone built from nothing, every record of which is new
+	// (Records): its records are not made until its answers are.
 	Deleted, Added []dns.RR
 
-	// For a zone built from nothing: the records Update made for each
-	// service, which EachName reads rather than make them again, and the
-	// units they were made for.
-	made [][]dns.RR
-	of   cow.Map[*unit]
-	// shared counts the names several units hold.
+	// For a zone built from nothing: its units, and how many names
+	// several of them hold (-1 when a service replaced another), which
+	// EachName reads rather than look up every name.
+	of     cow.Map[*unit]
 	shared int
 	// bound is AnswerBound's, 0 when a record did not pack.
 	bound int
@@ -89,7 +89,7 @@ func (c *Change) FromNothing() bool { return c == nil || c.fresh }
 // unit has records naming hosts), uncompressed. ok is false for any other
 // change, or when a record of the zone does not pack.
 func (c *Change) AnswerBound() (bytes int, ok bool) {
-	if c == nil || !c.fresh || c.made == nil || c.shared != 0 || c.bound == 0 {
+	if c == nil || !c.fresh || c.shared != 0 || c.bound == 0 {
 		return 0, false
 	}
 	return c.bound, true
@@ -113,8 +113,9 @@ func New(c *config.Zone, serial uint32) *Zone {
 func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 	ed := newEditor(prev, c)
 	if prev == nil {
-		// Every service is new: nothing to compare, keep or remove.
-		made := ed.buildUnits(c.Services)
+		// Every service is new: nothing to compare, keep or remove. The
+		// services' records are not made, only their shapes (see shape).
+		made := ed.buildUnitsShaped(c.Services)
 		shared, ok := ed.putAll(made)
 		if !ok {
 			// Two services of one name: put one after the other, the
@@ -125,21 +126,14 @@ func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 			}
 			shared = -1
 		}
-		records := make([][]dns.RR, len(made), len(made)+1)
-		for i, m := range made {
-			records[i] = m.records
-		}
 		z, ch := ed.finish()
-		ch.fresh = true
+		// Every record is new: not listed (Added).
+		ch.fresh, ch.shared, ch.Added = true, shared, nil
 		if shared < 0 {
-			// A service replaced another: its records are not the
-			// zone's, which EachName makes again.
+			ch.bound = 0 // a service replaced another: no bound counted
 			return z, ch
 		}
-		if apex, ok := z.units.Get(apexKey); ok {
-			records = append(records, apex.records())
-		}
-		ch.made, ch.of, ch.shared = records, z.units, shared
+		ch.of = z.units
 		return z, ch
 	}
 	keep := map[string]bool{apexKey: true}
@@ -310,26 +304,15 @@ func (z *Zone) RecordsAt(name string) []dns.RR {
 // of every answer reads: name by name, RecordsAt makes a service's
 // records once for each of its names; here each unit's records are made
 // once, and cut at their owners. When made is the Change of the Update
-// that built z from nothing, they are not made at all: Update made them.
+// that built z from nothing, and no name of z is held by two units, the
+// names are not looked up either (200 000 for a fleet).
 func (z *Zone) EachName(workers int, made *Change, fn func(worker int, name string, records []dns.RR)) {
-	var units []*unit
-	var sets [][]dns.RR
-	var n int
-	if made != nil && made.made != nil && made.of.Same(z.units) {
-		sets, n = made.made, len(made.made)
-	} else {
-		units = make([]*unit, 0, z.units.Len())
-		for _, u := range z.units.All() {
-			units = append(units, u)
-		}
-		n = len(units)
+	units := make([]*unit, 0, z.units.Len())
+	for _, u := range z.units.All() {
+		units = append(units, u)
 	}
-	records := func(i int) []dns.RR {
-		if sets != nil {
-			return sets[i]
-		}
-		return units[i].records()
-	}
+	n := len(units)
+	records := func(i int) []dns.RR { return units[i].records() }
 	// A name a single unit holds gets that unit's records there, which
 	// are canonical already. The origin (which has the SOA too) and names
 	// shared by several units are read below.
@@ -337,9 +320,7 @@ func (z *Zone) EachName(workers int, made *Change, fn func(worker int, name stri
 		o, ok := z.owners.Get(name)
 		return ok && name != z.Origin && len(o.units) == 1
 	}
-	if sets != nil && made.shared == 0 {
-		// Every name of the units Update made is theirs alone (no name
-		// is held by two): not looked up 200 000 times for a fleet.
+	if made != nil && made.fresh && made.shared == 0 && made.of.Same(z.units) {
 		alone = func(name string) bool { return name != z.Origin }
 	}
 	var wg sync.WaitGroup
@@ -438,6 +419,31 @@ type made struct {
 	// one is, for a zone built from nothing (putAll), the list of the
 	// unit's key alone, which its names share.
 	one []string
+	// sh, when shaped, stands for records, which were not made.
+	sh     shape
+	shaped bool
+}
+
+// names calls fn with each owner name of m's records, once, and the host
+// the records at that name name ("" for none).
+func (m *made) names(fn func(name, host string)) {
+	if m.shaped {
+		for i, name := range m.sh.names[:m.sh.nnames] {
+			host := ""
+			if i == m.sh.srv {
+				host = m.sh.target
+			}
+			fn(name, host)
+		}
+		return
+	}
+	for j, rr := range m.records {
+		name := rr.Header().Name
+		if j > 0 && m.records[j-1].Header().Name == name {
+			continue // the names of records in canonical order
+		}
+		fn(name, "")
+	}
 }
 
 // made counts u, whose records are records, and the unit it replaces. It
@@ -459,10 +465,21 @@ func (ed *editor) madeIn(u *unit, records []dns.RR, scratch *[]byte) made {
 	return m
 }
 
+// buildUnitsShaped is buildUnits for a zone built from nothing, with the
+// shape of each service's records rather than the records, for those
+// serviceShape can shape.
+func (ed *editor) buildUnitsShaped(services []*config.Service) []made {
+	return ed.buildUnitsWith(services, true)
+}
+
 // buildUnits makes the units of services, with their records and those
 // they replace, in parallel when there are many (a new zone of 100 000
 // services, or a reload that changes them all).
 func (ed *editor) buildUnits(services []*config.Service) []made {
+	return ed.buildUnitsWith(services, false)
+}
+
+func (ed *editor) buildUnitsWith(services []*config.Service, shaped bool) []made {
 	out := make([]made, len(services))
 	workers := 1
 	if len(services) >= 1024 {
@@ -475,6 +492,13 @@ func (ed *editor) buildUnits(services []*config.Service) []made {
 			defer wg.Done()
 			var scratch []byte
 			for i := w; i < len(services); i += workers {
+				if shaped {
+					if sh, ok := serviceShape(services[i], &scratch); ok {
+						u := newUnit(services[i], nil)
+						out[i] = made{u: u, sh: sh, shaped: true, sum: sh.sum, size: sh.size, packed: true, one: []string{u.key()}}
+						continue
+					}
+				}
 				u, records := serviceUnit(services[i])
 				out[i] = ed.madeIn(u, records, &scratch)
 			}
@@ -488,6 +512,9 @@ func (ed *editor) buildUnits(services []*config.Service) []made {
 // records differ. The unit does not keep the records of a service: they
 // are made again when needed.
 func (ed *editor) put(m made) {
+	if m.shaped {
+		m = ed.made(m.u, m.u.records())
+	}
 	u, records := m.u, m.records
 	key := u.key()
 	old, had := ed.units.Get(key)
@@ -524,11 +551,7 @@ func (ed *editor) put(m made) {
 // the names, a tenth of a first start when linked one at a time, are put
 // in the maps by shards, a share of them for each core.
 func (ed *editor) putAll(ms []made) (shared int, ok bool) {
-	added := 0
-	for i := range ms {
-		added += len(ms[i].records)
-	}
-	ed.change.Added = slices.Grow(ed.change.Added, added)
+
 	// The bound counts the apex's unit too (the nameservers' addresses
 	// in the zone are its names).
 	largest, targets, packed := 0, 0, true
@@ -544,19 +567,27 @@ func (ed *editor) putAll(ms []made) (shared int, ok bool) {
 	}
 	for i := range ms {
 		m := &ms[i]
-		ed.z.count += len(m.records)
 		ed.z.bytes += m.size
 		ed.z.sum.add(m.sum)
 		hosts := 0
-		for _, rr := range m.records {
-			if host, ok := AdditionalTarget(rr); ok {
-				list, _ := ed.refs.Get(host)
-				ed.refs.Set(host, append(slices.Clip(list), rr.Header().Name))
+		if m.shaped {
+			ed.z.count += m.sh.count
+			if m.sh.target != "" {
+				list, _ := ed.refs.Get(m.sh.target)
+				ed.refs.Set(m.sh.target, append(slices.Clip(list), m.sh.names[m.sh.srv]))
 				hosts++
+			}
+		} else {
+			ed.z.count += len(m.records)
+			for _, rr := range m.records {
+				if host, ok := AdditionalTarget(rr); ok {
+					list, _ := ed.refs.Get(host)
+					ed.refs.Set(host, append(slices.Clip(list), rr.Header().Name))
+					hosts++
+				}
 			}
 		}
 		largest, targets, packed = max(largest, m.size), max(targets, hosts), packed && m.packed
-		ed.change.Added = append(ed.change.Added, m.records...)
 	}
 	if packed {
 		// Counted as Change.AnswerBound says, with no overflow: a
@@ -597,14 +628,10 @@ func (ed *editor) putAll(ms []made) (shared int, ok bool) {
 						dup[w] = true
 					}
 				}
-				for j, rr := range m.records {
-					name := rr.Header().Name
-					if j > 0 && m.records[j-1].Header().Name == name {
-						continue // the names of records in canonical order
-					}
+				m.names(func(name, _ string) {
 					h := cow.Hash(name)
 					if !mine(w, h) {
-						continue
+						return
 					}
 					o := entry(w, h, name)
 					if len(o.units) == 0 {
@@ -619,7 +646,7 @@ func (ed *editor) putAll(ms []made) (shared int, ok bool) {
 					if len(o.units) == 1 {
 						firsts[w] = append(firsts[w], name)
 					}
-				}
+				})
 			}
 		})
 	}

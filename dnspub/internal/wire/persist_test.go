@@ -172,8 +172,8 @@ func BenchmarkReadTable(b *testing.B) {
 }
 
 // BenchmarkBuildTable builds the same table from its zone: what a start
-// does without a table to read, from the records zone.Update made (made)
-// or making them again (zone).
+// does without a table to read, given the change of the zone.Update that
+// built it (made: its names are not looked up) or not (zone).
 func BenchmarkBuildTable(b *testing.B) {
 	z, ch := fleetZone(b, 10000)
 	for _, from := range []string{"made", "zone"} {
@@ -290,10 +290,9 @@ func TestWholeBuildEqualsNameByName(t *testing.T) {
 	t.Logf("%d questions checked", checked)
 }
 
-// sameBuilds fails t unless the tables of zs built whole (each unit's
-// records made again, or those of chs, the changes that built zs from
-// nothing) and name by name give the same answers, and returns how many
-// questions it asked.
+// sameBuilds fails t unless the tables of zs built whole (without and
+// with chs, the changes that built zs from nothing) and name by name give
+// the same answers, and returns how many questions it asked.
 func sameBuilds(t *testing.T, zs []*zone.Zone, chs []*zone.Change) (checked int) {
 	t.Helper()
 	types := []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeNS, dns.TypeSOA, dns.TypeSRV, dns.TypeMX, dns.TypeANY}
@@ -317,7 +316,7 @@ func sameBuilds(t *testing.T, zs []*zone.Zone, chs []*zone.Change) (checked int)
 	}
 	whole, made, byName = we.Table(), me.Table(), be.Table()
 	if whole.nodes.Len() != byName.nodes.Len() || made.nodes.Len() != byName.nodes.Len() {
-		t.Fatalf("%d names built whole, %d from the records Update made, %d name by name", whole.nodes.Len(), made.nodes.Len(), byName.nodes.Len())
+		t.Fatalf("%d names built whole, %d with the change that built the zone, %d name by name", whole.nodes.Len(), made.nodes.Len(), byName.nodes.Len())
 	}
 	names := map[string]bool{}
 	for _, z := range zs {
@@ -337,7 +336,7 @@ func sameBuilds(t *testing.T, zs []*zone.Zone, chs []*zone.Change) (checked int)
 				}
 				have, hr = made.Respond(make([]byte, 0, 65535), msg, a.tcp)
 				if !bytes.Equal(want, have) || wr != hr {
-					t.Fatalf("%s %s: built from the records Update made, the answer is\n% x\nnot\n% x", name, dns.TypeToString[qtype], have, want)
+					t.Fatalf("%s %s: built with the change that built the zone, the answer is\n% x\nnot\n% x", name, dns.TypeToString[qtype], have, want)
 				}
 				checked++
 			}

@@ -372,7 +372,8 @@ func (t *Table) Complete() (*Table, error) {
 }
 
 // buildAll builds the node of every name of z, in parallel for a large
-// zone (a new zone of 100 000 services has 200 000 names).
+// zone (a new zone of 100 000 services has 200 000 names); made is the
+// change that built z, if it was built from nothing (see zone.Zone.EachName).
 func buildAll(z *zone.Zone, made *zone.Change, originKey string) ([]built, error) {
 	workers := 1
 	if z.Len() >= 1024 {
