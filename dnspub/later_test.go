@@ -1,9 +1,13 @@
 package dnspub
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -117,4 +121,28 @@ func TestWarmBeforeBuilding(t *testing.T) {
 		t.Fatal("a warm start answers differently from the first start")
 	}
 	close(warmGate)
+}
+
+// What a first load leaves for later waits until the server answers:
+// before Start, the answers are not built (they would hold back the
+// first answers on a machine of few cores), and once it answers, they
+// are.
+func TestLaterWaitsForStart(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "publisher.yaml")
+	if err := os.WriteFile(file, []byte(laterConfig(2100, "1s")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(Options{ConfigFile: file, Listen: "127.0.0.1:0", Logger: discardLogger(), WatchInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(50 * time.Millisecond)
+	if !s.snap.Load().table.Deferred() {
+		t.Fatal("the answers were built before the server answered")
+	}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	waitFor(t, "the answers built", func() bool { return !s.snap.Load().table.Deferred() })
 }

@@ -158,6 +158,12 @@ type Server struct {
 	freeing    atomic.Bool  // a returnMemory is running
 	watchReads atomic.Int64 // times the watcher read the config file
 
+	// later is what the first load left for once the server answers
+	// (afterStart); started is set by Start.
+	laterMu sync.Mutex
+	started bool
+	later   []func()
+
 	// limiter keeps logs of unauthenticated, spoofable events bounded.
 	limiter *logLimiter
 
@@ -483,7 +489,7 @@ func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(
 	cfg, ds := s.parser.Parse(text)
 	// Once this load is served, held or refused, what the parser left for
 	// later is done, off the path to the first answer.
-	defer func() { go s.parser.Idle() }()
+	defer s.afterStart(s.parser.Idle)
 	if cfg != nil && hold != nil {
 		if reason := hold(cfg, s.snap.Load()); reason != "" {
 			s.metrics.reloads.WithLabelValues("held").Inc()
@@ -568,12 +574,12 @@ func (s *Server) publish(cfg *config.Config, name, why string, size int, start t
 	s.snap.Store(next)
 	if next.table.Deferred() {
 		gate := completeGate
-		go func() {
+		s.afterStart(func() {
 			if gate != nil {
 				<-gate
 			}
 			s.completeTable()
-		}()
+		})
 	}
 	s.metrics.reloads.WithLabelValues("accepted").Inc()
 	s.metrics.lastReloadTime.Set(float64(time.Now().UnixNano()) / 1e9)
@@ -587,6 +593,22 @@ func (s *Server) publish(cfg *config.Config, name, why string, size int, start t
 		s.returnMemory()
 	}
 	return changed, nil
+}
+
+// afterStart runs f in the background once the server answers (Start), or
+// at once when it does. What the first load leaves for later (the answers
+// left to build, the parser's base, the memory to give back) so waits
+// until the server answers, and then runs one piece after the other,
+// each leaving a core to the answers: run at once, on every core, it held
+// back the first answer by tens of milliseconds.
+func (s *Server) afterStart(f func()) {
+	s.laterMu.Lock()
+	defer s.laterMu.Unlock()
+	if s.started {
+		go f()
+		return
+	}
+	s.later = append(s.later, f)
 }
 
 // completeTable builds the answers the table served left for later
@@ -610,7 +632,8 @@ func (s *Server) completeLocked() {
 		return
 	}
 	start := time.Now()
-	t, err := snap.table.Complete()
+	// In the background: a core is left to the answers.
+	t, err := snap.table.Complete(max(runtime.GOMAXPROCS(0)-1, 1))
 	if err != nil {
 		// SetZoneLater leaves for later only answers that build.
 		s.log.Error("cannot build the answers left for later: they are built for each query", "err", err)
@@ -635,7 +658,7 @@ func (s *Server) returnMemory() {
 	if !s.freeing.CompareAndSwap(false, true) {
 		return
 	}
-	go func() {
+	s.afterStart(func() {
 		defer s.freeing.Store(false)
 		// The answers left for later too.
 		s.completeTable()
@@ -643,7 +666,7 @@ func (s *Server) returnMemory() {
 		// first, it is given back too.
 		s.parser.Idle()
 		debug.FreeOSMemory()
-	}()
+	})
 }
 
 func errorCount(ds sc.Diagnostics) int {
@@ -692,7 +715,7 @@ func (s *Server) build(cfg *config.Config, old *snapshot, later bool) (*snapshot
 		next.version = old.version + 1
 		// Answers left for later are built before the table is edited
 		// (a reload right after a first start).
-		t, err := old.table.Complete()
+		t, err := old.table.Complete(0)
 		if err != nil {
 			return nil, nil, nil, err
 		}
@@ -881,6 +904,18 @@ func (s *Server) Start() error {
 		go func() {
 			defer s.wg.Done()
 			s.pingStore(ctx, s.opts.StorePing)
+		}()
+	}
+	s.laterMu.Lock()
+	s.started = true
+	queued := s.later
+	s.later = nil
+	s.laterMu.Unlock()
+	if len(queued) > 0 {
+		go func() {
+			for _, f := range queued {
+				f()
+			}
 		}()
 	}
 	s.log.Info("serving", "udp", addr.String(), "tcp", tcp.Addr().String(), "udp_workers", udp.workers(), "batched_udp", udp.batched())

@@ -543,7 +543,7 @@ type Parser struct {
 	// starting would spend before it answers): pending makes it, at Idle
 	// or the next parse. Read it with lastBase.
 	base    *base
-	pending func() *base
+	pending func(workers int) *base
 	// seed keys the sums that find the difference.
 	seed [2]maphash.Seed
 	// delta is how the last config differs from the one before it, when
@@ -560,21 +560,24 @@ type Parser struct {
 // its base is made; a variable for tests.
 var returnBaseAbove = 1 << 20
 
-// lastBase is p.base, made now if it was left for later. p.mu is held.
-func (p *Parser) lastBase() *base {
+// lastBase is p.base, made now, on workers goroutines, if it was left
+// for later. p.mu is held.
+func (p *Parser) lastBase(workers int) *base {
 	if p.pending != nil {
-		p.base, p.pending = p.pending(), nil
+		p.base, p.pending = p.pending(workers), nil
 	}
 	return p.base
 }
 
 // Idle does what the last Parse left for later (for a large text, what
 // reads the next one from its difference), so that the next Parse need
-// not: a server calls it once it serves the config it parsed.
+// not: a server calls it once it serves the config it parsed. It keeps
+// one core free (when there are two or more) for what the server
+// answers meanwhile.
 func (p *Parser) Idle() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.lastBase()
+	p.lastBase(max(runtime.GOMAXPROCS(0)-1, 1))
 }
 
 // Parse is the package's Parse, with the Parser's memory.
@@ -595,10 +598,10 @@ func (p *Parser) Parse(text []byte) (*Config, sc.Diagnostics) {
 	p.stale = nil
 	p.base, p.pending = nil, nil
 	if cfg != nil && len(blocks) > 0 { // else there is no base to make
-		p.pending = func() *base { return p.newBase(text, cfg, ds, blocks, c.jsonBytes) }
+		p.pending = func(workers int) *base { return p.newBase(text, cfg, ds, blocks, c.jsonBytes, workers) }
 	}
 	if len(text) < returnBaseAbove {
-		p.lastBase()
+		p.lastBase(runtime.GOMAXPROCS(0))
 	}
 	return cfg, ds
 }

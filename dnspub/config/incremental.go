@@ -98,7 +98,7 @@ func (p *Parser) sum(t []byte) [2]uint64 {
 // newBase keeps what a parse of text made, to read the next text from its
 // difference; nil when it cannot be used (no config, the text read whole,
 // diagnostics that cannot be placed or were not all listed).
-func (p *Parser) newBase(text []byte, cfg *Config, ds sc.Diagnostics, blocks map[int]*block, json int) *base {
+func (p *Parser) newBase(text []byte, cfg *Config, ds sc.Diagnostics, blocks map[int]*block, json, workers int) *base {
 	if cfg == nil || len(blocks) == 0 {
 		return nil
 	}
@@ -141,10 +141,13 @@ func (p *Parser) newBase(text []byte, cfg *Config, ds sc.Diagnostics, blocks map
 	}
 	b.segs = make([]segment, len(spans))
 	var wg sync.WaitGroup
-	workers := min(runtime.GOMAXPROCS(0), max(len(spans)/1024, 1))
+	// With one worker (Idle, beside the answers of a server on two
+	// cores), the names are sorted after the segments, not beside them.
+	workers = min(workers, max(len(spans)/1024, 1))
 	ests := make([]int, workers)
+	var segs sync.WaitGroup
 	for w := range workers {
-		wg.Go(func() {
+		segs.Go(func() {
 			for i := w * len(spans) / workers; i < (w+1)*len(spans)/workers; i++ {
 				t := text[spans[i].off:spans[i].end]
 				b.segs[i] = p.segment(t, spans[i].block)
@@ -152,16 +155,21 @@ func (p *Parser) newBase(text []byte, cfg *Config, ds sc.Diagnostics, blocks map
 			}
 		})
 	}
-	for _, bb := range b.blocks {
-		if bb.frozen {
-			continue
+	sortNames := func() {
+		for _, bb := range b.blocks {
+			if !bb.frozen {
+				bb.byName = slices.Clone(cfg.Zones[bb.zone].Services)
+				slices.SortFunc(bb.byName, func(a, b *Service) int { return strings.Compare(a.Name, b.Name) })
+			}
 		}
-		z := cfg.Zones[bb.zone]
-		wg.Go(func() {
-			bb.byName = slices.Clone(z.Services)
-			slices.SortFunc(bb.byName, func(a, b *Service) int { return strings.Compare(a.Name, b.Name) })
-		})
 	}
+	if workers > 1 {
+		wg.Go(sortNames) // beside the segments, on a core of its own
+	} else {
+		segs.Wait()
+		sortNames()
+	}
+	segs.Wait()
 	wg.Wait()
 	b.est = 2
 	for _, e := range ests {
@@ -222,7 +230,7 @@ func (p *Parser) findDiff(b *base, text []byte) diff {
 // incremental reads text from its difference with the base, reporting
 // false when it must be read whole. Nothing changes unless it succeeds.
 func (p *Parser) incremental(text []byte) (*Config, sc.Diagnostics, bool) {
-	b := p.lastBase()
+	b := p.lastBase(runtime.GOMAXPROCS(0))
 	if b == nil || len(text) > MaxConfigSize {
 		return nil, nil, false
 	}

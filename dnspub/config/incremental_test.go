@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ func parseBoth(t testing.TB, p *Parser, text []byte) bool {
 	fast := p.fast
 	var prev *Config
 	p.mu.Lock()
-	if b := p.lastBase(); b != nil {
+	if b := p.lastBase(runtime.GOMAXPROCS(0)); b != nil {
 		prev = b.cfg
 	}
 	p.mu.Unlock()

@@ -165,6 +165,16 @@ type Editor struct {
 	nodes  *cow.Editor[*node]
 	zones  map[string]*zoneInfo
 	maxUDP int
+	// workers bounds the goroutines that build answers; 0 is GOMAXPROCS.
+	workers int
+}
+
+// procs is how many goroutines build answers at once.
+func (e *Editor) procs() int {
+	if e.workers > 0 {
+		return e.workers
+	}
+	return runtime.GOMAXPROCS(0)
 }
 
 // Edit starts the next version of t.
@@ -185,16 +195,16 @@ func (e *Editor) SetZone(z *zone.Zone, ch *zone.Change) error {
 	e.zones[originKey] = zi
 	var out []built
 	if ch.FromNothing() {
-		out, err = buildAll(z, ch, originKey)
+		out, err = buildAll(z, ch, originKey, e.procs())
 	} else {
-		out, err = buildNames(z, ch.Owners, originKey)
+		out, err = buildNames(z, ch.Owners, originKey, e.procs())
 	}
 	if err != nil {
 		return err
 	}
 	if len(out) >= compactAbove {
 		// A part per core, each into allocations of its own.
-		parts := min(runtime.GOMAXPROCS(0), max(len(out)/4096, 1))
+		parts := min(e.procs(), max(len(out)/4096, 1))
 		var wg sync.WaitGroup
 		for p := range parts {
 			wg.Go(func() { compactNodes(out[p*len(out)/parts : (p+1)*len(out)/parts]) })
@@ -206,7 +216,7 @@ func (e *Editor) SetZone(z *zone.Zone, ch *zone.Change) error {
 		// a map sized for them rather than grown shard by shard, by a
 		// worker per share of its shards.
 		e.nodes = cow.NewEditor[*node](len(out))
-		workers := runtime.GOMAXPROCS(0)
+		workers := e.procs()
 		added := make([]int, workers)
 		var wg sync.WaitGroup
 		for w := range workers {
@@ -354,13 +364,15 @@ func nameOf(key []byte) (string, bool) {
 // (SetZoneLater): they are built for each query until Complete.
 func (t *Table) Deferred() bool { return t.deferred }
 
-// Complete returns t with every answer left for later built: t itself
-// when there is none. The answers are the ones t gives.
-func (t *Table) Complete() (*Table, error) {
+// Complete returns t with every answer left for later built, by at most
+// workers goroutines (0: GOMAXPROCS): t itself when there is none. The
+// answers are the ones t gives.
+func (t *Table) Complete(workers int) (*Table, error) {
 	if !t.deferred {
 		return t, nil
 	}
 	e := t.Edit()
+	e.workers = workers
 	for _, zi := range t.zones {
 		if l := zi.later; l != nil {
 			if err := e.SetZone(l.z, l.ch); err != nil {
@@ -374,10 +386,10 @@ func (t *Table) Complete() (*Table, error) {
 // buildAll builds the node of every name of z, in parallel for a large
 // zone (a new zone of 100 000 services has 200 000 names); made is the
 // change that built z, if it was built from nothing (see zone.Zone.EachName).
-func buildAll(z *zone.Zone, made *zone.Change, originKey string) ([]built, error) {
+func buildAll(z *zone.Zone, made *zone.Change, originKey string, procs int) ([]built, error) {
 	workers := 1
 	if z.Len() >= 1024 {
-		workers = runtime.GOMAXPROCS(0)
+		workers = procs
 	}
 	outs := make([][]built, workers)
 	errs := make([]error, workers)
@@ -400,7 +412,7 @@ func buildAll(z *zone.Zone, made *zone.Change, originKey string) ([]built, error
 
 // buildNames builds the nodes of names (which may no longer be in z), in
 // parallel when they are many.
-func buildNames(z *zone.Zone, names []string, originKey string) ([]built, error) {
+func buildNames(z *zone.Zone, names []string, originKey string, procs int) ([]built, error) {
 	if !slices.Contains(names, z.Origin) {
 		names = append(slices.Clip(names), z.Origin)
 	}
@@ -408,7 +420,7 @@ func buildNames(z *zone.Zone, names []string, originKey string) ([]built, error)
 	errs := make([]error, len(names))
 	workers := 1
 	if len(names) >= 1024 {
-		workers = runtime.GOMAXPROCS(0)
+		workers = procs
 	}
 	var wg sync.WaitGroup
 	for w := range workers {
