@@ -482,11 +482,9 @@ func (s *Server) load(text []byte, start time.Time, why string, hold func(*confi
 // loadLocked is load with reloadMu held.
 func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(*config.Config, *snapshot) string) (changed []string, err error) {
 	name := s.configName()
-	// The watcher's sum of the text, beside the parse: hashing 30 MB
-	// takes as long as reading one changed service from them.
-	sum := make(chan [sha256.Size]byte, 1)
-	go func() { sum <- sha256.Sum256(text) }()
-	cfg, ds := s.parser.Parse(text)
+	// The watcher's sum of the text is made beside the parse: hashing
+	// 30 MB takes as long as reading one changed service from them.
+	cfg, ds, sum := s.parser.ParseSum(text)
 	// Once this load is served, held or refused, what the parser left for
 	// later is done, off the path to the first answer.
 	defer s.afterStart(s.parser.Idle)
@@ -496,7 +494,7 @@ func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(
 			return nil, &heldError{reason}
 		}
 	}
-	s.lastHash = <-sum
+	s.lastHash = sum
 	for _, d := range ds {
 		level := slog.LevelWarn
 		if d.Severity == sc.Error {

@@ -311,6 +311,9 @@ func parse(text []byte, cache *itemCache) (*Config, sc.Diagnostics, map[int]*blo
 		return nil, sc.Diagnostics{{Severity: codeConfigTooLarge.severity(), Code: codeConfigTooLarge.String(), Offset: 0, Line: 1, Column: 1,
 			Message: why + ": split its zones across several publishers, each with its own config"}}, nil
 	}
+	if cache != nil && cache.serial != nil {
+		cache.serial()
+	}
 	skeleton, blocks, ok := splitServices(text)
 	if ok && len(blocks) > 0 {
 		cfg, ds, err := parseDoc(text, skeleton, blocks, cache)
