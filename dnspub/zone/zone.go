@@ -46,6 +46,8 @@ type Zone struct {
 	digest [sha256.Size]byte
 }
 
+func newOwner() *owner { return &owner{} }
+
 // owner is what a name of the zone holds.
 type owner struct {
 	units []string // keys of the units with records at the name, sorted
@@ -603,10 +605,8 @@ func (ed *editor) putAll(ms []made) (shared int, ok bool) {
 	// entry is the owner entry of name, whose hash h is of worker w's
 	// shards, made when the zone has none yet.
 	entry := func(w int, h uint64, name string) *owner {
-		o, ok := ed.owners.GetHashed(h, name)
-		if !ok {
-			o = &owner{}
-			ed.owners.PutHashed(h, name, o)
+		o, added := ed.owners.EntryHashed(h, name, newOwner)
+		if added {
 			newOwners[w]++
 		}
 		return o

@@ -156,13 +156,20 @@ func (s *shard[V]) owned() shard[V] {
 // put sets key to v in s, which the caller owns, and reports whether key
 // was new.
 func (s *shard[V]) put(tag uint32, key string, v V) bool {
+	p, ok := s.find(tag, key)
+	if ok {
+		s.ents[p].val = v
+		return false
+	}
+	s.insert(p, tag, key, v)
+	return true
+}
+
+// insert puts key, which s does not hold, at slot p, where find placed
+// it, growing s when it must.
+func (s *shard[V]) insert(p int, tag uint32, key string, v V) {
 	room := s.n + s.n/4 + 1
 	for {
-		p, ok := s.find(tag, key)
-		if ok {
-			s.ents[p].val = v
-			return false
-		}
 		if !s.full() {
 			q := p
 			for s.tags[q] != empty {
@@ -173,13 +180,14 @@ func (s *shard[V]) put(tag uint32, key string, v V) bool {
 				copy(s.ents[p+1:q+1], s.ents[p:q])
 				s.tags[p], s.ents[p] = tag, entry[V]{key, v}
 				s.n++
-				return true
+				return
 			}
 		}
 		// Too full, or the run would take the last slot: grow by a
 		// quarter (Map trims what is left unused).
 		*s = s.resized(room)
 		room += room/4 + 4
+		p, _ = s.find(tag, key)
 	}
 }
 
@@ -323,18 +331,30 @@ func (e *Editor[V]) Add(key string, v V) bool {
 // key's shard (see PutHashed).
 func Hash(key string) uint64 { return maphash.String(seed, key) }
 
-// GetHashed is Get of a key whose Hash is h.
-func (e *Editor[V]) GetHashed(h uint64, key string) (V, bool) {
-	return get(&e.shards[uint8(h)], tagOf(h), key)
-}
-
 // PutHashed puts v at key, whose Hash is h, and reports whether key was
 // new; unlike Add, it leaves the count of keys to the caller (AddLen).
-// Calls of GetHashed and PutHashed for keys of different shards (the low
+// Calls of EntryHashed and PutHashed for keys of different shards (the low
 // 8 bits of their hashes) may run at once: a map filled at once can be
 // filled by several goroutines, a share of the shards each.
 func (e *Editor[V]) PutHashed(h uint64, key string, v V) bool {
 	return e.shard(h).put(tagOf(h), key, v)
+}
+
+// EntryHashed returns the value at key, whose Hash is h, putting mk()
+// there first when there is none, and whether it did; like PutHashed, it
+// leaves the count of keys to the caller, and may run at once with the
+// calls for keys of other shards. One lookup where a get then a
+// PutHashed take two.
+func (e *Editor[V]) EntryHashed(h uint64, key string, mk func() V) (V, bool) {
+	s := e.shard(h)
+	tag := tagOf(h)
+	p, ok := s.find(tag, key)
+	if ok {
+		return s.ents[p].val, false
+	}
+	v := mk()
+	s.insert(p, tag, key, v)
+	return v, true
 }
 
 // AddLen adds n to the count of keys: those PutHashed added.

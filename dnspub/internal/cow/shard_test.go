@@ -55,7 +55,7 @@ func TestShardCollisions(t *testing.T) {
 	}
 }
 
-// PutHashed from several goroutines at once, each putting the keys of
+// EntryHashed and PutHashed from several goroutines at once, each putting the keys of
 // its share of the shards, builds the map Set builds from one: the same
 // keys, values and count, on a new editor and on an edit of a map (whose
 // shards are copied as they are first written), under -race.
@@ -85,11 +85,14 @@ func TestPutHashedByShards(t *testing.T) {
 					if int(uint8(h))%workers != w {
 						continue
 					}
-					_, had := par.GetHashed(h, k)
-					if par.PutHashed(h, k, i) == had {
-						t.Errorf("%s: held before %v, and PutHashed says new too", k, had)
+					v, isNew := par.EntryHashed(h, k, func() int { return -1 })
+					if isNew != (v == -1) {
+						t.Errorf("%s: EntryHashed gives %d, new %v", k, v, isNew)
 					}
-					if !had {
+					if par.PutHashed(h, k, i) {
+						t.Errorf("%s: EntryHashed put it, and PutHashed says it is new", k)
+					}
+					if isNew {
 						added[w]++
 					}
 				}
