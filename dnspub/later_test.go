@@ -23,19 +23,14 @@ func laterConfig(n int, timeout string) string {
 	return b.String()
 }
 
-// laterAnswers asks warmQuestions and some of the services', over UDP and
-// TCP: each answer's bytes, with the ID cleared.
+// laterAnswers asks warmQuestions (over UDP and TCP) and questions about
+// some of the services (over UDP): each answer's bytes, with the ID
+// cleared.
 func laterAnswers(ts *testServer) []string {
 	out := answersOf(ts)
 	for _, name := range []string{"svc0.example.test.", "_grpc_config.svc7.example.test.", "SVC2099.example.test.", "x.svc5.example.test."} {
 		for _, qtype := range []uint16{dns.TypeA, dns.TypeTXT, dns.TypeANY} {
-			r := ts.ask("udp", name, qtype, 1232)
-			r.Id = 0
-			b, err := r.Pack()
-			if err != nil {
-				ts.t.Fatal(err)
-			}
-			out = append(out, string(b))
+			out = append(out, answerBytes(ts, "udp", name, qtype, 1232))
 		}
 	}
 	return out

@@ -39,16 +39,21 @@ func answersOf(ts *testServer) []string {
 	var out []string
 	for _, q := range warmQuestions {
 		for _, proto := range []string{"udp", "tcp"} {
-			r := ts.ask(proto, q.name, q.qtype, q.edns)
-			r.Id = 0
-			b, err := r.Pack()
-			if err != nil {
-				ts.t.Fatal(err)
-			}
-			out = append(out, string(b))
+			out = append(out, answerBytes(ts, proto, q.name, q.qtype, q.edns))
 		}
 	}
 	return out
+}
+
+// answerBytes is the answer to a question, packed with its ID cleared.
+func answerBytes(ts *testServer, proto, name string, qtype uint16, edns int) string {
+	r := ts.ask(proto, name, qtype, edns)
+	r.Id = 0
+	b, err := r.Pack()
+	if err != nil {
+		ts.t.Fatal(err)
+	}
+	return string(b)
 }
 
 // warmSetup makes every config warm-startable and answers kept at once.
