@@ -236,10 +236,7 @@ func EscapeTXTString(raw string) string {
 	// Sized first, then written in runs: every record of a zone is escaped
 	// each time its answers are built, and a service config's quotes
 	// are a tenth of its bytes.
-	n := len(raw)
-	for i := 0; i < len(raw); i++ {
-		n += int(txtEscapeLen[raw[i]])
-	}
+	n := EscapedTXTLen(raw)
 	if n == len(raw) {
 		return raw
 	}

@@ -35,7 +35,7 @@ func validateServiceConfig(c *checker, v int32) {
 		return
 	}
 	var lbPolicyKey, lbConfig int32 = -1, -1
-	names := make(map[[2]string]int32)
+	names := make(map[string]int32)
 	// A non-empty loadBalancingConfig makes loadBalancingPolicy moot.
 	lbSet := false
 	if l := c.field(v, "loadBalancingConfig"); l >= 0 && t.Nodes[l].Kind == jtree.Array && t.Nodes[l].Len > 0 {
@@ -96,7 +96,7 @@ func validateServiceConfig(c *checker, v int32) {
 
 var methodConfigFields = []string{"name", "waitForReady", "timeout", "maxRequestMessageBytes", "maxResponseMessageBytes", "retryPolicy", "hedgingPolicy", "headerExtraction"}
 
-func validateMethodConfig(c *checker, mc int32, names map[[2]string]int32) {
+func validateMethodConfig(c *checker, mc int32, names map[string]int32) {
 	t := c.t
 	if !c.want(mc, jtree.Object, codeMethodConfig, "a methodConfig entry") {
 		return
@@ -147,7 +147,7 @@ func validateMethodConfig(c *checker, mc int32, names map[[2]string]int32) {
 // names, so that a name used twice anywhere in the config is reported
 // (service_config.proto: "Each name entry must be unique across the entire
 // ServiceConfig").
-func validateNames(c *checker, v int32, names map[[2]string]int32) {
+func validateNames(c *checker, v int32, names map[string]int32) {
 	t := c.t
 	if !c.want(v, jtree.Array, codeMethodName, "methodConfig name") {
 		return
@@ -193,7 +193,9 @@ func validateNames(c *checker, v int32, names map[[2]string]int32) {
 		} else if strings.Contains(method, "/") {
 			c.report(methodNode, codeMethodNameSlash, "method %q contains '/', so the name matches no call: write the method name alone, like \"Get\"", method)
 		}
-		key := [2]string{service, method}
+		// The joined path, as grpc-go keys names: {"a/b","c"} and {"a","b/c"}
+		// are one name to it, which it refuses twice.
+		key := service + "/" + method
 		if _, dup := names[key]; dup {
 			what := fmt.Sprintf("method %s/%s", service, method)
 			switch {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"slices"
 	"os"
 	"strings"
 	"testing"
@@ -396,5 +397,23 @@ func TestNoKnownPolicySaysWhatEachClientDoes(t *testing.T) {
 				t.Errorf("%s: message %q says %q", tc.cfg, msg, n)
 			}
 		}
+	}
+}
+
+// Names are the same when their paths are: grpc-go keys a methodConfig
+// name by "/service/method", so {"a/b","c"} and {"a","b/c"} are one name
+// to it and it refuses the config; so is it refused here, and not
+// published.
+func TestMethodNamesSameByPath(t *testing.T) {
+	cfg := []byte(`{"methodConfig":[{"name":[{"service":"a/b","method":"c"}],"timeout":"1s"},{"name":[{"service":"a","method":"b/c"}],"timeout":"2s"}]}`)
+	var codes []string
+	for _, d := range ValidateServiceConfig(cfg) {
+		codes = append(codes, d.Code)
+	}
+	if !slices.Contains(codes, codeMethodNameDuplicate.String()) {
+		t.Errorf("diagnostics %v, want %s", codes, codeMethodNameDuplicate)
+	}
+	if r, _ := Publish(Source{JSON: cfg, Kind: KindServiceConfig}, DefaultPublishOptions()); r != nil {
+		t.Error("published")
 	}
 }
