@@ -653,10 +653,12 @@ const returnMemoryAbove = 1 << 20
 // returnMemory runs a garbage collection and returns the free memory to
 // the system, in the background, one at a time.
 func (s *Server) returnMemory() {
-	if !s.freeing.CompareAndSwap(false, true) {
-		return
-	}
 	s.afterStart(func() {
+		// Claimed when it runs, not when it is queued: a server never
+		// started must not keep later loads from returning memory.
+		if !s.freeing.CompareAndSwap(false, true) {
+			return
+		}
 		defer s.freeing.Store(false)
 		// The answers left for later too.
 		s.completeTable()
@@ -910,8 +912,16 @@ func (s *Server) Start() error {
 	s.later = nil
 	s.laterMu.Unlock()
 	if len(queued) > 0 {
+		// Shutdown waits for the piece under way, and stops the rest.
+		s.wg.Add(1)
 		go func() {
+			defer s.wg.Done()
 			for _, f := range queued {
+				select {
+				case <-s.done:
+					return
+				default:
+				}
 				f()
 			}
 		}()

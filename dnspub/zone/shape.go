@@ -33,7 +33,8 @@ type shape struct {
 
 // serviceShape is s's shape, and false when s holds something its
 // records must be made for: a name with an escape, an address that is
-// not valid or is listed twice, a TXT string longer than 255 bytes.
+// not valid, has a zone or is listed twice, a TXT string longer than 255
+// bytes.
 // TestServiceShapeIsRecords holds it to serviceRecords, hashRecords and
 // size.
 func serviceShape(s *config.Service, buf *[]byte) (sh shape, ok bool) {
@@ -42,7 +43,7 @@ func serviceShape(s *config.Service, buf *[]byte) (sh shape, ok bool) {
 		return sh, false
 	}
 	for i, a := range s.Addresses {
-		if !a.IsValid() {
+		if !a.IsValid() || a.Zone() != "" { // a zone makes no record of its own
 			return sh, false
 		}
 		for _, b := range s.Addresses[:i] {

@@ -66,6 +66,7 @@ func TestServiceShapeIsRecords(t *testing.T) {
 		{Name: strings.Repeat("a", 64) + ".test.", TXT: []string{"x"}},
 		{Name: "a.test.", Addresses: []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.1")}},
 		{Name: "a.test.", Addresses: []netip.Addr{{}}},
+		{Name: "a.test.", Addresses: []netip.Addr{netip.MustParseAddr("fe80::1%a"), netip.MustParseAddr("fe80::1%b")}},
 		{Name: "a.test.", TXT: []string{strings.Repeat("x", 256)}},
 		{Name: "."},
 	} {

@@ -129,8 +129,9 @@ func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 			shared = -1
 		}
 		z, ch := ed.finish()
-		// Every record is new: not listed (Added).
-		ch.fresh, ch.shared, ch.Added = true, shared, nil
+		// Every record is new: none listed (Added, and Deleted, which
+		// the put of a service replacing another fills).
+		ch.fresh, ch.shared, ch.Added, ch.Deleted = true, shared, nil, nil
 		if shared < 0 {
 			ch.bound = 0 // a service replaced another: no bound counted
 			return z, ch
@@ -426,16 +427,11 @@ type made struct {
 	shaped bool
 }
 
-// names calls fn with each owner name of m's records, once, and the host
-// the records at that name name ("" for none).
-func (m *made) names(fn func(name, host string)) {
+// names calls fn with each owner name of m's records, once.
+func (m *made) names(fn func(name string)) {
 	if m.shaped {
-		for i, name := range m.sh.names[:m.sh.nnames] {
-			host := ""
-			if i == m.sh.srv {
-				host = m.sh.target
-			}
-			fn(name, host)
+		for _, name := range m.sh.names[:m.sh.nnames] {
+			fn(name)
 		}
 		return
 	}
@@ -444,7 +440,7 @@ func (m *made) names(fn func(name, host string)) {
 		if j > 0 && m.records[j-1].Header().Name == name {
 			continue // the names of records in canonical order
 		}
-		fn(name, "")
+		fn(name)
 	}
 }
 
@@ -548,12 +544,11 @@ func (ed *editor) put(m made) {
 // putAll puts the units of a zone built from nothing as put would, one
 // after the other, and reports whether it could (false when two have the
 // same key, and then ed must not be used) and how many names several
-// units hold. The counts, the digest, the
-// records added and the hosts of additional records are done in order;
-// the names, a tenth of a first start when linked one at a time, are put
-// in the maps by shards, a share of them for each core.
+// units hold. The counts, the digest and the hosts of additional records
+// are done in order (the records added are not listed: Update); the
+// names, a tenth of a first start when linked one at a time, are put in
+// the maps by shards, a share of them for each core.
 func (ed *editor) putAll(ms []made) (shared int, ok bool) {
-
 	// The bound counts the apex's unit too (the nameservers' addresses
 	// in the zone are its names).
 	largest, targets, packed := 0, 0, true
@@ -628,7 +623,7 @@ func (ed *editor) putAll(ms []made) (shared int, ok bool) {
 						dup[w] = true
 					}
 				}
-				m.names(func(name, _ string) {
+				m.names(func(name string) {
 					h := cow.Hash(name)
 					if !mine(w, h) {
 						return

@@ -26,9 +26,10 @@ type Options struct {
 // DefaultMaxUDPSize is the EDNS buffer cap of DNS flag day 2020.
 const DefaultMaxUDPSize = 1232
 
-// Table holds the precomputed answers of a set of zones. It is immutable
-// and safe for concurrent use; Edit makes the next version, which shares
-// every answer it does not rebuild.
+// Table holds the precomputed answers of a set of zones (but those of a
+// zone SetZoneLater left for later, built for each query until
+// Complete). It is immutable and safe for concurrent use; Edit makes the
+// next version, which shares every answer it does not rebuild.
 type Table struct {
 	// nodes maps lower-case wire-format names to their answers; empty
 	// non-terminals are nodes too, so that they answer NODATA (RFC 8020).
