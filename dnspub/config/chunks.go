@@ -381,9 +381,11 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 	// send per item parks and wakes a worker 100 000 times on a fleet.
 	var taken atomic.Int64
 	const grab = 16
+	keeping := len(todo) >= compactAbove
 	for range min(runtime.GOMAXPROCS(0), max(len(todo)/64, 1)) {
 		wg.Go(func() {
 			var scratch yamlScratch
+			var k keeper
 			for {
 				from := int(taken.Add(grab)) - grab
 				if from >= len(todo) {
@@ -397,6 +399,9 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 						mu.Unlock()
 						continue
 					}
+					if keeping {
+						r = k.keep(r)
+					}
 					results[i] = r
 				}
 			}
@@ -406,14 +411,6 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 	if failed != nil {
 		return nil, failed
 	}
-	// In parallel, each worker its own part (and allocations): moving
-	// 100 000 services' data is tens of milliseconds.
-	parts := min(runtime.GOMAXPROCS(0), max(len(todo)/4096, 1))
-	var cwg sync.WaitGroup
-	for p := range parts {
-		cwg.Go(func() { compact(results, todo[p*len(todo)/parts:(p+1)*len(todo)/parts]) })
-	}
-	cwg.Wait()
 	// The readings are kept for the next parse beside the merge: two
 	// passes over 100 000 items, each on a core.
 	var kept sync.WaitGroup
@@ -441,73 +438,84 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 	return out, nil
 }
 
-// compact moves the readings of the items todo, and what their services
-// keep (names, TXT strings, addresses), into a few large allocations. They
-// were made among the YAML parser's garbage, hundreds of times their
-// size, and the pages they would share with it stay the process's long
-// after it is collected: 25 MB of a fleet of 100 000 services. Moved, they
-// fill their own pages, and those of the garbage are given back whole.
-// A large allocation lives while any service in it does: services
-// replaced one by one leave their old bytes in use until the last one read
-// with them is replaced too (at most the size of the reads that made the
-// allocations still in use).
-func compact(results []*itemResult, todo []int) {
-	if len(todo) < compactAbove {
-		return
-	}
-	var svcs, strs, addrs, size int
-	for _, i := range todo {
-		if s := results[i].svc; s != nil {
-			svcs++
-			strs += len(s.TXT)
-			addrs += len(s.Addresses)
-			size += len(s.Name)
-			for _, t := range s.TXT {
-				size += len(t)
-			}
-		}
-	}
-	var text strings.Builder
-	text.Grow(size)
-	for _, i := range todo {
-		if s := results[i].svc; s != nil {
-			text.WriteString(s.Name)
-			for _, t := range s.TXT {
-				text.WriteString(t)
-			}
-		}
-	}
-	all := text.String()
-	rs := make([]itemResult, len(todo))
-	ss := make([]Service, svcs)
-	txt := make([]string, strs)
-	as := make([]netip.Addr, addrs)
-	for k, i := range todo {
-		rs[k] = *results[i]
-		results[i] = &rs[k]
-		old := rs[k].svc
-		if old == nil {
-			continue
-		}
-		s := &ss[0]
-		ss = ss[1:]
-		*s = *old
-		s.Name, all = all[:len(old.Name)], all[len(old.Name):]
-		if old.TXT != nil {
-			s.TXT, txt = txt[:len(old.TXT):len(old.TXT)], txt[len(old.TXT):]
-			for j, t := range old.TXT {
-				s.TXT[j], all = all[:len(t)], all[len(t):]
-			}
-		}
-		if old.Addresses != nil {
-			s.Addresses, as = as[:len(old.Addresses):len(old.Addresses)], as[len(old.Addresses):]
-			copy(s.Addresses, old.Addresses)
-		}
-		rs[k].svc = s
-	}
+// keeper moves what a worker's readings keep (the readings and their
+// services, names, TXT strings and addresses) into large allocations of
+// its own as they are made. Made among the YAML reader's garbage,
+// hundreds of times their size, they would share its pages, which stay
+// the process's long after it is collected: 25 MB of a fleet of 100 000
+// services. Kept apart, they fill pages of their own, and those of the
+// garbage are given back whole. Moved as each is read, while it is in the
+// cache, rather than in a pass over them all after, they cost a tenth of
+// that pass. A large allocation lives while any service in it does:
+// services replaced one by one leave their old bytes in use until the
+// last one read with them is replaced too (at most the size of the reads
+// that made the allocations still in use).
+type keeper struct {
+	rs   []itemResult
+	ss   []Service
+	txt  []string
+	as   []netip.Addr
+	text strings.Builder
 }
 
-// compactAbove is the number of items read at once past which compact
+// keepChunk is how many of each thing a keeper allocates at once: enough
+// that each allocation is a large one (more than 32 KiB), in pages of its
+// own.
+const keepChunk = 2048
+
+// keep returns a copy of r whose service and its data are the keeper's.
+func (k *keeper) keep(r *itemResult) *itemResult {
+	if len(k.rs) == 0 {
+		k.rs = make([]itemResult, keepChunk)
+	}
+	kr := &k.rs[0]
+	k.rs = k.rs[1:]
+	*kr = *r
+	old := r.svc
+	if old == nil {
+		return kr
+	}
+	if len(k.ss) == 0 {
+		k.ss = make([]Service, keepChunk/4)
+	}
+	s := &k.ss[0]
+	k.ss = k.ss[1:]
+	*s = *old
+	s.Name = k.str(old.Name)
+	if old.TXT != nil {
+		if len(k.txt) < len(old.TXT) {
+			k.txt = make([]string, max(keepChunk, len(old.TXT)))
+		}
+		s.TXT, k.txt = k.txt[:len(old.TXT):len(old.TXT)], k.txt[len(old.TXT):]
+		for j, t := range old.TXT {
+			s.TXT[j] = k.str(t)
+		}
+	}
+	if old.Addresses != nil {
+		if len(k.as) < len(old.Addresses) {
+			k.as = make([]netip.Addr, max(keepChunk, len(old.Addresses)))
+		}
+		s.Addresses, k.as = k.as[:len(old.Addresses):len(old.Addresses)], k.as[len(old.Addresses):]
+		copy(s.Addresses, old.Addresses)
+	}
+	kr.svc = s
+	return kr
+}
+
+// str returns a copy of v in the keeper's text. A strings.Builder only
+// ever appends to what it has written, so the strings cut from it stay as
+// they are; when v does not fit, the next ones go to a new one.
+func (k *keeper) str(v string) string {
+	if k.text.Cap()-k.text.Len() < len(v) {
+		k.text = strings.Builder{}
+		k.text.Grow(max(64*keepChunk, len(v)))
+	}
+	start := k.text.Len()
+	k.text.WriteString(v)
+	return k.text.String()[start:]
+}
+
+// compactAbove is the number of items read at once past which a keeper
 // moves them (a reload that reads a few has no garbage to speak of); a
 // variable for tests.
 var compactAbove = 256
