@@ -240,3 +240,48 @@ func TestNameOf(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRespondLater: to any packet, a table whose answers are left for
+// later answers with the bytes of the table built at once: names of any
+// bytes, case and length reach the per-query path (nameOf) here.
+func FuzzRespondLater(f *testing.F) {
+	cfg, ds := config.Parse([]byte(testConfig))
+	if cfg == nil {
+		f.Fatal(ds)
+	}
+	defer func(n int) { laterAbove = n }(laterAbove)
+	laterAbove = 0
+	now, later := mustNew(f).Edit(), mustNew(f).Edit()
+	for i, zc := range cfg.Zones {
+		z, ch := zone.Update(nil, zc)
+		z = z.WithSerial(uint32(100 + i))
+		if err := now.SetZone(z, ch); err != nil {
+			f.Fatal(err)
+		}
+		if err := later.SetZoneLater(z, ch); err != nil {
+			f.Fatal(err)
+		}
+	}
+	built, deferred := now.Table(), later.Table()
+	if !deferred.Deferred() {
+		f.Fatal("nothing left for later")
+	}
+	for _, a := range []ask{
+		{name: "echo.example.test.", qtype: dns.TypeA},
+		{name: "NS1.Example.Test.", qtype: dns.TypeAAAA, edns: 1232},
+		{name: "_grpc_config.big.example.test.", qtype: dns.TypeTXT},
+		{name: "b.example.test.", qtype: dns.TypeA},
+		{name: "a\\.b.example.test.", qtype: dns.TypeA},
+		{name: "a\\000b.example.test.", qtype: dns.TypeTXT, tcp: true},
+		{name: "x.other.test.", qtype: dns.TypeA},
+	} {
+		f.Add(query(a), a.tcp)
+	}
+	f.Fuzz(func(t *testing.T, msg []byte, tcp bool) {
+		want, wr := built.Respond(make([]byte, 0, 65535), msg, tcp)
+		have, hr := deferred.Respond(make([]byte, 0, 65535), msg, tcp)
+		if !bytes.Equal(want, have) || wr != hr {
+			t.Fatalf("% x: left for later\n% x (%+v)\nbuilt\n% x (%+v)", msg, have, hr, want, wr)
+		}
+	})
+}
