@@ -58,9 +58,7 @@ type item struct {
 // that the lines of its nodes are the text's). ok is false when
 // the text must be read whole.
 func splitServices(text []byte) (skeleton []byte, blocks map[int]*block, ok bool) {
-	// Three searches for one byte each are SIMD; one for any of three
-	// bytes goes byte by byte through 30 MB.
-	if bytes.IndexByte(text, '&') >= 0 || bytes.IndexByte(text, '*') >= 0 || bytes.IndexByte(text, '\t') >= 0 {
+	if !cuttable(text) {
 		return nil, nil, false
 	}
 	// Line by line from a cursor: no table of the lines' starts (8 bytes
@@ -147,6 +145,54 @@ func splitServices(text []byte) (skeleton []byte, blocks map[int]*block, ok bool
 	}
 	skeleton = append(skeleton, text[off:]...)
 	return skeleton, blocks, true
+}
+
+// cuttable reports whether text may be cut into lines at its line feeds
+// and its pieces read alone: it has no anchor or alias (& or *), no tab,
+// and no line break but LF and CR LF. YAML also breaks lines at a lone CR,
+// U+0085, U+2028 and U+2029, and skips a byte order mark at the start of a
+// line: a piece cut at line feeds alone would not be the piece yaml.v3
+// reads, and the keys after it would be lost. Such texts are read whole.
+func cuttable(text []byte) bool {
+	// A search for one byte is SIMD; one for any of several bytes goes
+	// byte by byte through 30 MB. The rare bytes that start the odd breaks
+	// (0xC2, 0xE2) and the BOM (0xEF) are looked at only where they are.
+	for _, c := range []byte{'&', '*', '\t'} {
+		if bytes.IndexByte(text, c) >= 0 {
+			return false
+		}
+	}
+	return !hasLoneCR(text) && !hasSeq(text, "\u0085") && !hasSeq(text, "\u2028") && !hasSeq(text, "\u2029") && !hasSeq(text, "\ufeff")
+}
+
+// hasSeq reports whether t contains the bytes of seq, found from its
+// first byte with a SIMD search.
+func hasSeq(t []byte, seq string) bool {
+	for {
+		i := bytes.IndexByte(t, seq[0])
+		if i < 0 {
+			return false
+		}
+		if bytes.HasPrefix(t[i:], []byte(seq)) {
+			return true
+		}
+		t = t[i+1:]
+	}
+}
+
+// hasLoneCR reports whether t holds a carriage return not followed by a
+// line feed.
+func hasLoneCR(t []byte) bool {
+	for {
+		i := bytes.IndexByte(t, '\r')
+		if i < 0 {
+			return false
+		}
+		if i+1 == len(t) || t[i+1] != '\n' {
+			return true
+		}
+		t = t[i+2:]
+	}
 }
 
 // servicesKey reports whether l is `services:` alone (but a comment) and

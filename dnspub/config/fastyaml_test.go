@@ -166,6 +166,9 @@ func FuzzReadFastAgreesWithYAML(f *testing.F) {
 	f.Add([]byte("    - name: s # c\n\n      # c\n      serviceConfig:\n        methodConfig:\n        - name:\n          - service: a.B\n          timeout: 1.5s\n"))
 	f.Add([]byte("- - a\n  - b\n- c: [a b, 'c', \"d\", {e: f}]\n"))
 	f.Add([]byte("- x: -0b101\n  y: +12\n  z: -.inf\n  w: 0x_1\n  v: 2001-12-14t21:59:43.10-05:00\n  u: 1.\n  t: -\n"))
+	for _, o := range oddBytes {
+		f.Add([]byte(strings.Replace(fleetItem(3, "2s"), "\n", o, 2)))
+	}
 	f.Fuzz(func(t *testing.T, text []byte) {
 		if strings.Count(string(text), "\n") > 200 {
 			return

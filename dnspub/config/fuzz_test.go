@@ -35,6 +35,14 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"zones":[{"origin":"é.test.","nameservers":["ns.b."],"services":[{"name":"s","choices":[{"serviceConfig":{"x€":1,"methodConfig":[{"name":[{}],"timeout":"1m"}]}}]}]}]}`))
 	// Policies: a label policy, one that breaks a service, one unused.
 	f.Add([]byte("zones:\n  - origin: a.\n    nameservers: [ns.b.]\n    policies:\n      - {name: p, targetRef: {kind: Service, labels: {t: x}}, default: {methodConfig: [{name: [{}], timeout: 1m}]}}\n      - {name: q, targetRef: {kind: Service, name: zz}, default: {}}\n    services:\n      - name: s\n        labels: {t: x}\n        serviceConfig: {}\n      - name: u\n        choices: [{serviceConfig: {}}]\n"))
+	// Every YAML line break, a BOM and a tab where a services list is cut,
+	// and the whole text in CR LF.
+	odd := fleetText(3, -1, "    # c\n") + "    ttl: 7\n"
+	for _, o := range oddBytes {
+		f.Add([]byte(strings.Replace(odd, "\n    ttl", o+"    ttl", 1)))
+		f.Add([]byte(strings.Replace(odd, "# c\n", "# c"+o, 1)))
+	}
+	f.Add([]byte(strings.ReplaceAll(odd, "\n", "\r\n")))
 	f.Fuzz(func(t *testing.T, text []byte) {
 		// A watchdog: an input that makes Parse loop crashes the worker,
 		// and the fuzzer keeps the input.
@@ -76,6 +84,13 @@ func FuzzParserDifference(f *testing.F) {
 	f.Add(fleet, uint(len(fleet)), uint(0), []byte("      - name: x\n        ttl: 2d\n        addresses: [10.9.9.9]\n"))
 	f.Add(fleet, uint(at), uint(0), []byte("    - name: shallow\n"))
 	f.Add(Example, uint(len(Example)/2), uint(10), []byte("\n"))
+	// Every YAML line break, a BOM and a tab, written into an item and
+	// after the list.
+	for _, o := range oddBytes {
+		f.Add(fleet, uint(at+len(item)-1), uint(1), []byte(o))
+		f.Add(fleet, uint(len(fleet)), uint(0), []byte("      # c"+o+"    ttl: 7\n"))
+	}
+	f.Add(fleet, uint(0), uint(len(fleet)), bytes.ReplaceAll(fleet, []byte("\n"), []byte("\r\n")))
 	f.Fuzz(func(t *testing.T, text []byte, off, del uint, ins []byte) {
 		if len(text) > 1<<16 || len(ins) > 1<<12 {
 			return

@@ -525,24 +525,7 @@ func cutItems(region []byte, col int) ([]item, bool) {
 		last.text = region[last.off:hi]
 		lo = hi
 	}
-	return items, !bytes.ContainsAny(region, "&*\t\u0085\u2028\u2029") && !loneCR(region)
-}
-
-// loneCR reports whether t holds a carriage return not followed by a line
-// feed: YAML breaks lines there (and at U+0085, U+2028, U+2029), and
-// positions counted by line feeds alone would not match a full read's.
-func loneCR(t []byte) bool {
-	for i := bytes.IndexByte(t, '\r'); i >= 0; {
-		if i+1 == len(t) || t[i+1] != '\n' {
-			return true
-		}
-		next := bytes.IndexByte(t[i+1:], '\r')
-		if next < 0 {
-			return false
-		}
-		i += 1 + next
-	}
-	return false
+	return items, cuttable(region)
 }
 
 // listIndex returns the index of the list item path names in the list at

@@ -70,18 +70,65 @@ func newDoc(src []byte) *doc {
 	return d
 }
 
-// lineStarts returns the offset of each line of text: 0, and every offset
-// after a newline (len(text) too when text ends with one).
+// lineStarts returns the offset of each line of text as yaml.v3 counts
+// them: 0, and every offset after a line break (len(text) too when text
+// ends with one). Its lines break at LF, CR LF, a lone CR, U+0085, U+2028
+// and U+2029, so that a node's line and column, which yaml.v3 gives,
+// are placed in the text whatever breaks it holds.
 func lineStarts(text []byte) []int {
-	starts := make([]int, 1, bytes.Count(text, []byte{'\n'})+1)
-	for off := 0; ; {
-		i := bytes.IndexByte(text[off:], '\n')
-		if i < 0 {
-			return starts
+	if bytes.IndexByte(text, '\r') < 0 && bytes.IndexByte(text, 0xC2) < 0 && bytes.IndexByte(text, 0xE2) < 0 {
+		// Line feeds only (found with a SIMD search): nearly every config.
+		starts := make([]int, 1, bytes.Count(text, []byte{'\n'})+1)
+		for off := 0; ; {
+			i := bytes.IndexByte(text[off:], '\n')
+			if i < 0 {
+				return starts
+			}
+			off += i + 1
+			starts = append(starts, off)
 		}
-		off += i + 1
-		starts = append(starts, off)
 	}
+	starts := []int{0}
+	for off := 0; off < len(text); {
+		if n := breakLen(text[off:]); n > 0 {
+			off += n
+			starts = append(starts, off)
+			continue
+		}
+		off++
+	}
+	return starts
+}
+
+// breakLen returns the length of the line break t starts with, 0 if none.
+func breakLen(t []byte) int {
+	switch {
+	case len(t) == 0:
+		return 0
+	case t[0] == '\n':
+		return 1
+	case t[0] == '\r':
+		if len(t) > 1 && t[1] == '\n' {
+			return 2
+		}
+		return 1
+	case bytes.HasPrefix(t, []byte("\u0085")):
+		return 2
+	case bytes.HasPrefix(t, []byte("\u2028")), bytes.HasPrefix(t, []byte("\u2029")):
+		return 3
+	}
+	return 0
+}
+
+// lineEnd returns the offset of the line break that ends the line from
+// start to next, the start of the next line.
+func (d *doc) lineEnd(start, next int) int {
+	for n := 3; n >= 1; n-- {
+		if next-n >= start && breakLen(d.src[next-n:next]) == n {
+			return next - n
+		}
+	}
+	return next
 }
 
 // runeCount is the number of bytes of b that start a rune (what
@@ -133,7 +180,7 @@ func (d *doc) pos(line, col int) (off, byteCol int) {
 	start := d.lines[line-1]
 	end := len(d.src)
 	if line < len(d.lines) {
-		end = d.lines[line] - 1 // the '\n'
+		end = d.lineEnd(start, d.lines[line])
 	}
 	// The offset of rune number want of the text: find its block, then
 	// walk the block.
