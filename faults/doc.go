@@ -27,6 +27,9 @@
 //     config on disk, never an older one's answers, with no lower serial;
 //     and answers that do not fit on a full state disk: not kept, nothing
 //     served changes, the next start reads the config;
+//   - configs whose lines break at a lone CR, U+0085, U+2028 or U+2029:
+//     `zone`, a start and a one-service reload serve the keys yaml.v3
+//     reads after the break;
 //   - a DNS server that answers with TC=1 over TCP too, to `select`;
 //   - hostile inputs to `lint` (a 60 MB file of one-letter values, 40 000
 //     choices, a million-digit number…) and hostile 58 KB answers to
