@@ -6,7 +6,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 )
 
 // checker walks a parsed tree, keeping the JSON pointer of the current value

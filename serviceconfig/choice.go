@@ -5,8 +5,8 @@ import (
 	"strconv"
 
 	"github.com/grpc-config-dns/grpc-config-dns/internal/asciijson"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/constraints"
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
 )
 
 // Choice is one entry of the grpc_config list (gRFC A2): criteria that

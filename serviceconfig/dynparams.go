@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/constraints"
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
 )
 
 // keyDynamicParameterConstraints is our extension of the A2 choice: the

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/constraints"
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
 )
 
 // TP2's constraint examples, in protobuf JSON form.

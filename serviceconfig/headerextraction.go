@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 )
 
 var headerExtractionFields = []string{"payloadFieldName", "delimiterCharacter", "numElementsToKeep", "headerName"}

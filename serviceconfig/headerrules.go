@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 )
 
 // HeaderRule is one entry of a method's headerExtraction list (our

@@ -7,7 +7,7 @@ import (
 	"sort"
 	"strconv"
 
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 )
 
 // Kind is what an input text holds.

@@ -1,6 +1,6 @@
 package serviceconfig
 
-import "github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+import "github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 
 // The xDS policies of service_config.proto. They are useless from DNS (an
 // xDS resolver gives them their clusters and endpoints), so lint warns when

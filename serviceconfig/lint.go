@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 )
 
 // MaxRecordText is the longest input read as one record: a TXT record, a

@@ -4,7 +4,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 )
 
 // The service config is the JSON form of the ServiceConfig message of

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 )
 
 // Source is a record as a tool has it, to check and publish: Text, else

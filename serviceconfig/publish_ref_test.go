@@ -2,7 +2,7 @@ package serviceconfig
 
 import (
 	"fmt"
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 	"os"
 	"path/filepath"
 	"reflect"

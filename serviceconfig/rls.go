@@ -3,7 +3,7 @@ package serviceconfig
 import (
 	"strings"
 
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 )
 
 // The rls_experimental policy: RlsLoadBalancingPolicyConfig of

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/schemalayer"
 )
 

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/schemalayer"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/schema"
 )

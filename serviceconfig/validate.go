@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 )
 
 // ValidateServiceConfig validates one service config (a JSON object, the

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/grpc-config-dns/grpc-config-dns/internal/asciijson"
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 )
 
 // Origin is one layer that set a value: a policy, or the service's own

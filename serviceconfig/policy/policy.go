@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 )
 
 // Kind is what a TargetRef selects by. Kinds are ordered by specificity:

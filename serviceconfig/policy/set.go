@@ -7,7 +7,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 )
 
 // Set is the policies of one zone, indexed for selection. It is safe for
