@@ -280,7 +280,7 @@ func (r *itemResult) policyKey() string {
 
 // readItem reads item it of a zone's services list, as entry path.
 func (d *doc) readItem(it item, path string, z *Zone, scratch *yamlScratch) (*itemResult, error) {
-	root, ok := readFast(it.text, scratch)
+	root, ok := readNodes(it.text, scratch)
 	if !ok {
 		root = new(yaml.Node)
 		if err := yaml.Unmarshal(it.text, root); err != nil {

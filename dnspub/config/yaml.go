@@ -286,6 +286,9 @@ func yamlParserProblem(msg string) bool {
 // parseYAML reads the first YAML (or JSON) document of src, which is
 // d.src or its skeleton.
 func (d *doc) parseYAML(src []byte) *yaml.Node {
+	if root, ok := readNodes(src, nil); ok {
+		return deref(root.Content[0])
+	}
 	dec := yaml.NewDecoder(bytes.NewReader(src))
 	var root yaml.Node
 	err := dec.Decode(&root)
