@@ -13,7 +13,7 @@ fi
 (cd tools/schema && npm ci --no-audit --no-fund --loglevel=error)
 ajv=(tools/schema/node_modules/.bin/ajv --spec=draft2020 --strict-types=false -c ./tools/schema/keywords.js)
 sc=serviceconfig/schema/grpc-config.schema.json
-pub=dnspub/config/publisher.schema.json
+pub=model/publisher.schema.json
 
 "${ajv[@]}" compile -s "$sc"
 "${ajv[@]}" compile -s "$pub" -r "$sc"
@@ -50,7 +50,7 @@ done < testdata/schema-verdicts.txt
 echo "schema-check: ajv agrees with the Go validator on $n corpus files"
 
 # Every example publisher config is valid, the invalid example is not.
-for f in testdata/publisher/*.yaml testdata/publisher/*.json dnspub/config/example.yaml; do
+for f in testdata/publisher/*.yaml testdata/publisher/*.json model/example.yaml; do
   [ "$(basename "$f")" = invalid.yaml ] && continue
   "${ajv[@]}" validate -s "$pub" -r "$sc" -d "$f" --errors=text
 done

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // allocated returns the bytes f allocates on the heap.
@@ -55,7 +55,7 @@ func TestConfigFileTooLarge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Truncate(config.MaxConfigSize + 1); err != nil {
+	if err := f.Truncate(model.MaxConfigSize + 1); err != nil {
 		t.Fatal(err)
 	}
 	f.Close()

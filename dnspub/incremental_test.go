@@ -13,9 +13,9 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // fleetModel is a publisher config that random edits evolve.
@@ -134,7 +134,7 @@ func (m *fleetModel) yaml() string {
 
 // scratch builds, from cfg alone, the zones and answer table a server
 // would have with the serials of snap.
-func scratch(t *testing.T, cfg *config.Config, snap *snapshot) ([]*zone.Zone, *wire.Table) {
+func scratch(t *testing.T, cfg *model.Config, snap *snapshot) ([]*zone.Zone, *wire.Table) {
 	t.Helper()
 	var zs []*zone.Zone
 	for _, zc := range cfg.Zones {
@@ -192,7 +192,7 @@ func TestIncrementalMatchesScratch(t *testing.T) {
 			where := fmt.Sprintf("seed %d step %d", seed, step)
 			// The config served is exactly what a fresh read makes of
 			// the file, however the server's parser read it.
-			if fresh, _ := config.Parse([]byte(m.yaml())); !reflect.DeepEqual(snap.cfg, fresh) {
+			if fresh, _ := model.Parse([]byte(m.yaml())); !reflect.DeepEqual(snap.cfg, fresh) {
 				t.Fatalf("%s: the config served differs from a fresh read of the file", where)
 			}
 			for _, z := range zs {

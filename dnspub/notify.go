@@ -11,7 +11,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // notifier tells secondaries of zone changes (RFC 1996). Each (zone,
@@ -45,7 +45,7 @@ type notifyTarget struct {
 
 	mu   sync.Mutex
 	soa  *dns.SOA
-	tsig *config.Key
+	tsig *model.Key
 	gen  uint64 // bumped on every new serial
 }
 
@@ -77,7 +77,7 @@ func (n *notifier) update(snap *snapshot, changed []string) {
 	}
 	live := map[notifyKey]bool{}
 	for origin, ze := range snap.zones {
-		var key *config.Key
+		var key *model.Key
 		if ze.cfg.Transfer.Key != "" {
 			key = snap.keys[ze.cfg.Transfer.Key]
 		}
@@ -105,7 +105,7 @@ func (n *notifier) update(snap *snapshot, changed []string) {
 	}
 }
 
-func (t *notifyTarget) announce(soa *dns.SOA, key *config.Key) {
+func (t *notifyTarget) announce(soa *dns.SOA, key *model.Key) {
 	t.mu.Lock()
 	t.soa, t.tsig = soa, key
 	t.gen++
@@ -116,7 +116,7 @@ func (t *notifyTarget) announce(soa *dns.SOA, key *config.Key) {
 	}
 }
 
-func (t *notifyTarget) current() (*dns.SOA, *config.Key, uint64) {
+func (t *notifyTarget) current() (*dns.SOA, *model.Key, uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.soa, t.tsig, t.gen
@@ -164,7 +164,7 @@ func (n *notifier) run(t *notifyTarget) {
 }
 
 // send sends one NOTIFY and waits for the answer.
-func (n *notifier) send(k notifyKey, soa *dns.SOA, key *config.Key) string {
+func (n *notifier) send(k notifyKey, soa *dns.SOA, key *model.Key) string {
 	m := new(dns.Msg)
 	m.SetNotify(k.zone)
 	m.Answer = []dns.RR{soa}
@@ -198,7 +198,7 @@ func (n *notifier) send(k notifyKey, soa *dns.SOA, key *config.Key) string {
 // a reply to a signed NOTIFY must itself be signed (RFC 8945 §5.3), and
 // it must answer the same question with the NOTIFY opcode (RFC 1996 §4.7):
 // otherwise anyone who sees the ID can silence the retries.
-func notAnAck(m, r *dns.Msg, key *config.Key) string {
+func notAnAck(m, r *dns.Msg, key *model.Key) string {
 	switch {
 	case r.Opcode != dns.OpcodeNotify:
 		return "opcode " + dns.OpcodeToString[r.Opcode] + ", not NOTIFY"

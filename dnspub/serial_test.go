@@ -17,7 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // zonesConfig publishes the zones of versions: origin → content version.
@@ -296,7 +296,7 @@ func TestHugeConfigRefusedUnread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.Truncate(config.MaxConfigSize + 1) // sparse: nothing to read
+	f.Truncate(model.MaxConfigSize + 1) // sparse: nothing to read
 	f.Close()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)

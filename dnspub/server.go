@@ -22,16 +22,16 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 	"github.com/grpc-config-dns/grpc-config-dns/store"
 )
 
 // Options configure a Server.
 type Options struct {
-	// ConfigFile is the publisher config. Empty serves config.Example.
+	// ConfigFile is the publisher config. Empty serves model.Example.
 	ConfigFile string
 	// StateFile keeps the SOA serials across restarts. Empty means
 	// ConfigFile + ".serial" (none for the built-in example); "-" means
@@ -75,9 +75,9 @@ type Options struct {
 	Store *store.Store
 	// Settings are the server: settings in store mode; nil means the
 	// defaults.
-	Settings *config.Server
+	Settings *model.Server
 	// Keys are the TSIG keys the zones of the store may name.
-	Keys []*config.Key
+	Keys []*model.Key
 	// StorePing is how often the store's health is checked; 0 means 1s.
 	StorePing time.Duration
 
@@ -137,7 +137,7 @@ type Server struct {
 	reloadMu sync.Mutex // serialises reloads
 	// parser remembers what each service's text made of it, so that a
 	// reload reads again only the services whose text changed.
-	parser   config.Parser
+	parser   model.Parser
 	serials  *serialStore
 	lastHash [sha256.Size]byte // of the config text last loaded (or rejected)
 
@@ -197,10 +197,10 @@ type Server struct {
 // snapshot is one published version of everything: immutable.
 type snapshot struct {
 	version uint64
-	cfg     *config.Config
+	cfg     *model.Config
 	table   *wire.Table
 	zones   map[string]*zoneEntry // by origin
-	keys    map[string]*config.Key
+	keys    map[string]*model.Key
 	// storeRev is the store revision the version is built from (store
 	// mode).
 	storeRev int64
@@ -212,7 +212,7 @@ type snapshot struct {
 // zoneEntry is a zone's current version and the differences from the
 // recent ones that IXFR sends.
 type zoneEntry struct {
-	cfg     *config.Zone
+	cfg     *model.Zone
 	cur     *zone.Zone
 	history []*ixfrStep // oldest first; the last one ends at cur
 }
@@ -247,7 +247,7 @@ func New(opts Options) (*Server, error) {
 // not ready until it can read the store.
 func (s *Server) firstStoreSync() {
 	s.reloadMu.Lock()
-	s.publish(&config.Config{Server: s.settings(), Keys: s.opts.Keys}, "the store", "start", 0, time.Now())
+	s.publish(&model.Config{Server: s.settings(), Keys: s.opts.Keys}, "the store", "start", 0, time.Now())
 	s.reloadMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -364,7 +364,7 @@ func (s *Server) configName() string {
 
 func (s *Server) readConfig() ([]byte, error) {
 	if s.opts.ConfigFile == "" {
-		return config.Example, nil
+		return model.Example, nil
 	}
 	b, err := readConfigFile(s.opts.ConfigFile)
 	if err != nil {
@@ -375,7 +375,7 @@ func (s *Server) readConfig() ([]byte, error) {
 
 // readConfigFile reads a config file, refusing one larger than the
 // publisher reads before reading it: a huge file would otherwise be held
-// in memory whole before config.Parse refused it.
+// in memory whole before model.Parse refused it.
 func readConfigFile(path string) ([]byte, error) {
 	var b []byte
 	err := scanConfigFile(path, func(f *os.File, size int64) error {
@@ -390,7 +390,7 @@ func readConfigFile(path string) ([]byte, error) {
 			}
 			n, err := f.Read(b[len(b):cap(b)])
 			b = b[:len(b)+n]
-			if len(b) > config.MaxConfigSize {
+			if len(b) > model.MaxConfigSize {
 				return errConfigTooLarge
 			}
 			if err == io.EOF {
@@ -409,11 +409,11 @@ func readConfigFile(path string) ([]byte, error) {
 func hashConfigFile(path string) (sum [sha256.Size]byte, err error) {
 	err = scanConfigFile(path, func(f *os.File, _ int64) error {
 		h := sha256.New()
-		n, err := io.Copy(h, io.LimitReader(f, config.MaxConfigSize+1))
+		n, err := io.Copy(h, io.LimitReader(f, model.MaxConfigSize+1))
 		if err != nil {
 			return err
 		}
-		if n > config.MaxConfigSize {
+		if n > model.MaxConfigSize {
 			return errConfigTooLarge
 		}
 		h.Sum(sum[:0])
@@ -432,10 +432,10 @@ func scanConfigFile(path string, read func(f *os.File, size int64) error) error 
 		return err
 	}
 	defer f.Close()
-	tooLarge := fmt.Errorf("%s is larger than the %d bytes (64 MiB) a publisher config may have: split its zones across several publishers", path, config.MaxConfigSize)
+	tooLarge := fmt.Errorf("%s is larger than the %d bytes (64 MiB) a publisher config may have: split its zones across several publishers", path, model.MaxConfigSize)
 	size := int64(512)
 	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
-		if fi.Size() > config.MaxConfigSize {
+		if fi.Size() > model.MaxConfigSize {
 			return tooLarge
 		}
 		size = fi.Size()
@@ -473,14 +473,14 @@ func (s *Server) Reload() error {
 // load validates text and, if valid, builds and publishes a new snapshot.
 // When hold is given and returns a reason for a valid config, nothing is
 // done and a *heldError returned. start is when reading text began.
-func (s *Server) load(text []byte, start time.Time, why string, hold func(*config.Config, *snapshot) string) (changed []string, err error) {
+func (s *Server) load(text []byte, start time.Time, why string, hold func(*model.Config, *snapshot) string) (changed []string, err error) {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	return s.loadLocked(text, start, why, hold)
 }
 
 // loadLocked is load with reloadMu held.
-func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(*config.Config, *snapshot) string) (changed []string, err error) {
+func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(*model.Config, *snapshot) string) (changed []string, err error) {
 	name := s.configName()
 	// The watcher's sum of the text is made beside the parse: hashing
 	// 30 MB takes as long as reading one changed service from them.
@@ -526,7 +526,7 @@ func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(
 
 // publish builds the snapshot of a valid config and serves it, once its
 // serials are persisted. reloadMu is held.
-func (s *Server) publish(cfg *config.Config, name, why string, size int, start time.Time) (changed []string, err error) {
+func (s *Server) publish(cfg *model.Config, name, why string, size int, start time.Time) (changed []string, err error) {
 	old := s.snap.Load()
 	var warm map[string]uint32
 	if old != nil && old.warm != nil {
@@ -706,8 +706,8 @@ func sameServing(a, b *snapshot) bool {
 // edited for the names whose answers changed. Zones whose content did not
 // change keep their version (and serial); changed zones get a new serial
 // and a step in their IXFR history.
-func (s *Server) build(cfg *config.Config, old *snapshot, later bool) (*snapshot, *serialTxn, []string, error) {
-	next := &snapshot{cfg: cfg, zones: map[string]*zoneEntry{}, keys: map[string]*config.Key{}, storeRev: s.building}
+func (s *Server) build(cfg *model.Config, old *snapshot, later bool) (*snapshot, *serialTxn, []string, error) {
+	next := &snapshot{cfg: cfg, zones: map[string]*zoneEntry{}, keys: map[string]*model.Key{}, storeRev: s.building}
 	serials := s.serials.begin()
 	now := s.opts.Now()
 	var te *wire.Editor
@@ -848,7 +848,7 @@ func (s *Server) Serials() map[string]uint32 {
 // Published returns the config being served, the SOA serial of each of
 // its zones and the snapshot's version, all from one snapshot; cfg is nil
 // before the first load. Nothing returned may be modified.
-func (s *Server) Published() (cfg *config.Config, serials map[string]uint32, version uint64) {
+func (s *Server) Published() (cfg *model.Config, serials map[string]uint32, version uint64) {
 	snap := s.snap.Load()
 	if snap == nil || snap.warm != nil {
 		return nil, nil, 0

@@ -10,7 +10,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
 
@@ -36,23 +36,23 @@ zones:
 `
 }
 
-// largestAccepted finds by bisection the longest padding config.Parse
+// largestAccepted finds by bisection the longest padding model.Parse
 // accepts, and the diagnostic code that refuses one byte more.
 func largestAccepted(t *testing.T, key bool) (int, string) {
 	t.Helper()
 	lo, hi := 60000, 66000 // accepted, refused
-	if cfg, _ := config.Parse([]byte(bigRecordConfig(lo, key))); cfg == nil {
+	if cfg, _ := model.Parse([]byte(bigRecordConfig(lo, key))); cfg == nil {
 		t.Fatalf("padding %d refused", lo)
 	}
 	for hi-lo > 1 {
 		mid := (lo + hi) / 2
-		if cfg, _ := config.Parse([]byte(bigRecordConfig(mid, key))); cfg != nil {
+		if cfg, _ := model.Parse([]byte(bigRecordConfig(mid, key))); cfg != nil {
 			lo = mid
 		} else {
 			hi = mid
 		}
 	}
-	_, ds := config.Parse([]byte(bigRecordConfig(hi, key)))
+	_, ds := model.Parse([]byte(bigRecordConfig(hi, key)))
 	for _, d := range ds {
 		if d.Severity == sc.Error {
 			return lo, d.Code

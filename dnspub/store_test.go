@@ -14,7 +14,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 	"github.com/grpc-config-dns/grpc-config-dns/store"
 )
 
@@ -165,8 +165,8 @@ func TestStoreModeRestartKeepsSerials(t *testing.T) {
 func TestStoreModeInvalidObjectIsSkipped(t *testing.T) {
 	// A zone naming a TSIG key that the store knows but this server does
 	// not is not served (and counted); the other zones are.
-	key := &config.Key{Name: "xfr-key.", Algorithm: "hmac-sha256.", Secret: "OAaUj0VV0dB/m2fzq5ZTHRBXoWO8UbaqU8S5PVXHe8o="}
-	st, err := store.Open(context.Background(), store.Options{Location: t.TempDir(), Keys: []*config.Key{key}})
+	key := &model.Key{Name: "xfr-key.", Algorithm: "hmac-sha256.", Secret: "OAaUj0VV0dB/m2fzq5ZTHRBXoWO8UbaqU8S5PVXHe8o="}
+	st, err := store.Open(context.Background(), store.Options{Location: t.TempDir(), Keys: []*model.Key{key}})
 	if err != nil {
 		t.Fatal(err)
 	}

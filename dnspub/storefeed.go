@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
 	"github.com/grpc-config-dns/grpc-config-dns/store"
@@ -58,7 +58,7 @@ const storeEpoch = 1 << 30
 // feed is what the server has read of the store.
 type feed struct {
 	st   *store.Store
-	keys []*config.Key
+	keys []*model.Key
 	base uint32
 	rev  int64 // read up to
 	// zones by store name; touched only by the server's feed goroutine
@@ -82,8 +82,8 @@ type feedZone struct {
 	marker int64
 	// base is the zone's validated spec (nil: absent or invalid), cfg the
 	// config last built (with services); nil when dirty.
-	base     *config.Zone
-	cfg      *config.Zone
+	base     *model.Zone
+	cfg      *model.Zone
 	respec   bool // base must be validated again, and every service
 	services map[string]*feedService
 	// policies of the zone; repolicy says they changed since base was
@@ -99,8 +99,8 @@ type feedZone struct {
 	// index their places in served by store name, pending the services
 	// changed since last was built, and delta how cfg differs from last
 	// (nil: cfg was built whole).
-	last    *config.Zone
-	served  []*config.Service
+	last    *model.Zone
+	served  []*model.Service
 	names   []string // the store names of served
 	index   map[string]int
 	pending map[string]bool
@@ -111,8 +111,8 @@ type feedZone struct {
 // services changed (new or replaced) and removed (by config name), the
 // others the same (see zone.UpdateServices).
 type zoneDelta struct {
-	prev    *config.Zone
-	changed []*config.Service
+	prev    *model.Zone
+	changed []*model.Service
 	removed []string
 }
 
@@ -120,7 +120,7 @@ type feedService struct {
 	spec   []byte
 	labels map[string]string
 	rev    int64
-	svc    *config.Service // nil: not validated yet, or invalid (bad)
+	svc    *model.Service // nil: not validated yet, or invalid (bad)
 	bad    bool
 }
 
@@ -130,7 +130,7 @@ type feedPolicy struct {
 	p    *policy.Policy // nil: not read yet, or invalid
 }
 
-func newFeed(st *store.Store, keys []*config.Key) *feed {
+func newFeed(st *store.Store, keys []*model.Key) *feed {
 	f := &feed{st: st, keys: keys, zones: map[string]*feedZone{}, resync: make(chan struct{}, 1),
 		upGauge: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "store_up",
 			Help: "1 while the store answers; 0 while it does not (the last snapshot keeps being served)."}),
@@ -255,7 +255,7 @@ func (f *feed) replace(items []store.Item, rev int64) {
 
 // serial is the SOA serial of zone origin (see the top of this file).
 func (f *feed) serial(origin string) uint32 {
-	name, _ := config.ZoneName(origin)
+	name, _ := model.ZoneName(origin)
 	z := f.zones[name]
 	l := int64(0)
 	if z != nil {
@@ -268,8 +268,8 @@ func (f *feed) serial(origin string) uint32 {
 // config returns the config to serve: every zone whose spec is valid,
 // with its valid services. A zone that did not change keeps its config
 // object, which build recognises.
-func (f *feed) config(settings config.Server, log func(msg string, args ...any)) *config.Config {
-	cfg := &config.Config{Server: settings, Keys: f.keys}
+func (f *feed) config(settings model.Server, log func(msg string, args ...any)) *model.Config {
+	cfg := &model.Config{Server: settings, Keys: f.keys}
 	invalid := 0
 	for name, z := range f.zones {
 		if z.spec == nil && len(z.services) == 0 && len(z.policies) == 0 && z.marker == 0 {
@@ -303,7 +303,7 @@ func (f *feed) rebase(z *feedZone, log func(msg string, args ...any)) {
 	z.respec, z.repolicy, z.replaced, z.base = false, false, nil, nil
 	var fresh []*policy.Policy
 	if z.spec != nil {
-		zc, ds := config.ValidateZone(z.name, z.spec, f.keys)
+		zc, ds := model.ValidateZone(z.name, z.spec, f.keys)
 		if zc == nil {
 			log("zone in the store is invalid here: not serving it", "zone", z.name, "version", z.rev, "errors", summary(ds))
 		} else {
@@ -340,12 +340,12 @@ func (f *feed) rebase(z *feedZone, log func(msg string, args ...any)) {
 // the policies read now (those that changed). A policy invalid here makes
 // the zone invalid here: serving its services without it would publish
 // configs nobody wrote.
-func (f *feed) withPolicies(z *feedZone, base *config.Zone, log func(msg string, args ...any)) (*config.Zone, []*policy.Policy) {
+func (f *feed) withPolicies(z *feedZone, base *model.Zone, log func(msg string, args ...any)) (*model.Zone, []*policy.Policy) {
 	ps := make([]*policy.Policy, 0, len(z.policies))
 	var fresh []*policy.Policy
 	for name, fp := range z.policies {
 		if fp.p == nil {
-			p, ds := config.ValidatePolicy(base, name, fp.spec)
+			p, ds := model.ValidatePolicy(base, name, fp.spec)
 			if p == nil {
 				log("policy in the store is invalid here: not serving its zone", "zone", z.name, "policy", name, "version", fp.rev, "errors", summary(ds))
 				return nil, nil
@@ -367,7 +367,7 @@ func (f *feed) withPolicies(z *feedZone, base *config.Zone, log func(msg string,
 // 100 000 is read at start) and makes its config: from the changed
 // services alone when only a few changed since the last build, else
 // whole.
-func (f *feed) build(z *feedZone, log func(msg string, args ...any)) *config.Zone {
+func (f *feed) build(z *feedZone, log func(msg string, args ...any)) *model.Zone {
 	whole := z.last == nil || len(z.pending) > len(z.services)/4
 	var names []string
 	if whole {
@@ -445,7 +445,7 @@ func (f *feed) validate(z *feedZone, names []string, log func(msg string, args .
 		go func() {
 			defer wg.Done()
 			for i := w; i < len(todo); i += workers {
-				todo[i].svc, diags[i] = config.ValidateService(z.base, todoNames[i], todo[i].labels, todo[i].spec, f.keys)
+				todo[i].svc, diags[i] = model.ValidateService(z.base, todoNames[i], todo[i].labels, todo[i].spec, f.keys)
 				todo[i].bad = todo[i].svc == nil
 				if !todo[i].bad {
 					todo[i].svc.ResourceVersion = todo[i].rev
@@ -476,11 +476,11 @@ func summary(ds sc.Diagnostics) string {
 
 // feedDelta returns how zc differs from the config prev was built from,
 // when the store's feed knows (nil: compare every service).
-func (s *Server) feedDelta(zc *config.Zone, prev *zoneEntry) *zoneDelta {
+func (s *Server) feedDelta(zc *model.Zone, prev *zoneEntry) *zoneDelta {
 	if s.feed == nil || prev == nil {
 		return nil
 	}
-	name, _ := config.ZoneName(zc.Origin)
+	name, _ := model.ZoneName(zc.Origin)
 	z := s.feed.zones[name]
 	if z == nil || z.cfg != zc || z.delta == nil || z.delta.prev != prev.cfg {
 		return nil
@@ -561,14 +561,14 @@ func (s *Server) publishStore(why string) error {
 	return err
 }
 
-func (s *Server) settings() config.Server {
+func (s *Server) settings() model.Server {
 	if s.opts.Settings != nil {
 		return *s.opts.Settings
 	}
-	return config.Server{
-		MaxUDPSize: config.DefaultMaxUDPSize, TCPIdleTimeout: config.DefaultTCPIdleTimeout,
-		MaxTCPConnections: config.DefaultMaxTCPConnections, MaxTCPConnectionsPerAddress: config.DefaultMaxTCPConnectionsPerAddress,
-		IXFRHistory: config.DefaultIXFRHistory,
+	return model.Server{
+		MaxUDPSize: model.DefaultMaxUDPSize, TCPIdleTimeout: model.DefaultTCPIdleTimeout,
+		MaxTCPConnections: model.DefaultMaxTCPConnections, MaxTCPConnectionsPerAddress: model.DefaultMaxTCPConnectionsPerAddress,
+		IXFRHistory: model.DefaultIXFRHistory,
 	}
 }
 

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 	"github.com/grpc-config-dns/grpc-config-dns/store"
 )
 
@@ -33,17 +33,17 @@ func TestFeedPolicyChanges(t *testing.T) {
 	}
 	f := newFeed(nil, nil)
 	f.replace(start, 6)
-	f.config(config.Server{}, log)
+	f.config(model.Server{}, log)
 	for i, lb := range []string{"round_robin", "pick_first", "round_robin"} {
 		f.apply(store.Item{Kind: store.KindPolicy, Zone: "example.test", Name: "lb", Spec: lbPolicy(lb), Rev: int64(7 + i)})
 	}
-	got := f.config(config.Server{}, log)
+	got := f.config(model.Server{}, log)
 
 	fresh := newFeed(nil, nil)
 	fresh.replace(append(start,
 		store.Item{Kind: store.KindPolicy, Zone: "example.test", Name: "lb", Spec: lbPolicy("round_robin"), Rev: 9}), 9)
-	want := fresh.config(config.Server{}, log)
-	values := func(c *config.Config) map[string]string {
+	want := fresh.config(model.Server{}, log)
+	values := func(c *model.Config) map[string]string {
 		out := map[string]string{}
 		for _, z := range c.Zones {
 			for _, s := range z.Services {

@@ -10,8 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // TCP connections are a scarce resource that clients can hold without
@@ -123,7 +123,7 @@ func (s *Server) release(tc *tcpConn) {
 
 // idleTimeout is how long a connection may wait for its next query, or for
 // the rest of one: the configured timeout, cut under pressure.
-func (s *Server) idleTimeout(cfg *config.Server) time.Duration {
+func (s *Server) idleTimeout(cfg *model.Server) time.Duration {
 	s.connMu.Lock()
 	n := len(s.conns)
 	s.connMu.Unlock()

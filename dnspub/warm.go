@@ -20,8 +20,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // A warm start answers from the answers a previous run of the same binary
@@ -63,10 +63,10 @@ const maxWarmHeader = 64 << 20
 
 // warmHeader is what the answers were built from.
 type warmHeader struct {
-	Binary string        `json:"binary"`
-	Config string        `json:"config"`
-	Server config.Server `json:"server"`
-	Zones  []warmZone    `json:"zones"`
+	Binary string       `json:"binary"`
+	Config string       `json:"config"`
+	Server model.Server `json:"server"`
+	Zones  []warmZone   `json:"zones"`
 }
 
 type warmZone struct {
@@ -242,7 +242,7 @@ func (s *Server) startWarm(text []byte, start time.Time) bool {
 	for _, z := range h.Zones {
 		serials[z.Origin] = z.Serial
 	}
-	s.snap.Store(&snapshot{cfg: &config.Config{Server: h.Server}, table: t, warm: serials})
+	s.snap.Store(&snapshot{cfg: &model.Config{Server: h.Server}, table: t, warm: serials})
 	s.keptSum = sum
 	s.log.Info("answering from the answers kept by the last run; reading the config in the background", "file", path, "zones", len(h.Zones), "took", time.Since(start).Round(time.Microsecond))
 	// The lock is taken here, not in the goroutine, so that no reload or
@@ -256,7 +256,7 @@ func (s *Server) startWarm(text []byte, start time.Time) bool {
 		if gate != nil {
 			<-gate
 		}
-		_, err := s.loadLocked(text, start, "start", func(*config.Config, *snapshot) string {
+		_, err := s.loadLocked(text, start, "start", func(*model.Config, *snapshot) string {
 			select {
 			case <-s.done:
 				return "the server is shutting down"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // The file watcher must never publish a half-written config: a prefix of
@@ -106,7 +106,7 @@ func (e *heldError) Error() string { return "held: " + e.reason }
 
 // removals describes the zones and services that serving cfg instead of
 // old would remove, or "" for none.
-func removals(cfg *config.Config, old *snapshot) string {
+func removals(cfg *model.Config, old *snapshot) string {
 	if old == nil {
 		return ""
 	}
@@ -279,7 +279,7 @@ func (s *Server) watchPoll(tr fileTracker, w *watchState, now time.Time) {
 	if !st.exact {
 		kind = changeUnknown // writes to the file are not all seen
 	}
-	var hold func(*config.Config, *snapshot) string
+	var hold func(*model.Config, *snapshot) string
 	switch kind {
 	case changeUnknown:
 		if quiet < s.opts.Settle {
@@ -292,7 +292,7 @@ func (s *Server) watchPoll(tr fileTracker, w *watchState, now time.Time) {
 			return
 		}
 		if quiet < s.opts.Settle {
-			hold = func(cfg *config.Config, old *snapshot) string { return removals(cfg, old) }
+			hold = func(cfg *model.Config, old *snapshot) string { return removals(cfg, old) }
 		}
 	}
 	start := time.Now()

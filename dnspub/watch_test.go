@@ -15,8 +15,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // realConfig is testdata/publisher/production.yaml, with NOTIFY kept on
@@ -166,7 +166,7 @@ func contentOf(v *snapshot) map[string][sha256.Size]byte {
 // contentOfText is contentOf for the config text, read afresh.
 func contentOfText(t *testing.T, text string) map[string][sha256.Size]byte {
 	t.Helper()
-	cfg, ds := config.Parse([]byte(text))
+	cfg, ds := model.Parse([]byte(text))
 	if cfg == nil {
 		t.Fatalf("config invalid: %v", ds)
 	}
@@ -502,15 +502,15 @@ func TestWatcherRetriesAfterStateFailure(t *testing.T) {
 func TestRemovals(t *testing.T) {
 	old := realConfig(t)
 	ts := startServer(t, old, nil)
-	cfg, _ := config.Parse([]byte(removeLedger(old)))
+	cfg, _ := model.Parse([]byte(removeLedger(old)))
 	if got := removals(cfg, ts.snap.Load()); got != "it removes 1 services (ledger.svc.example.com.)" {
 		t.Errorf("removals = %q", got)
 	}
-	cfg, _ = config.Parse([]byte(strings.Replace(old, "origin: svc.example.com.", "origin: svc2.example.com.", 1)))
+	cfg, _ = model.Parse([]byte(strings.Replace(old, "origin: svc.example.com.", "origin: svc2.example.com.", 1)))
 	if got := removals(cfg, ts.snap.Load()); got != "it removes 1 zones (svc.example.com.)" {
 		t.Errorf("removals = %q", got)
 	}
-	cfg, _ = config.Parse([]byte(old))
+	cfg, _ = model.Parse([]byte(old))
 	if got := removals(cfg, ts.snap.Load()); got != "" {
 		t.Errorf("removals = %q", got)
 	}

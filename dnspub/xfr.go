@@ -10,8 +10,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // The slow path: zone transfers and TSIG-signed queries. They are rare,
@@ -37,7 +37,7 @@ func (s *Server) slow(snap *snapshot, out, msg []byte, r wire.Result, tcp bool, 
 		r.Rcode = dns.RcodeServerFailure
 		return packOrNothing(out, m), r
 	}
-	var key *config.Key
+	var key *model.Key
 	var mac string
 	var origID uint16
 	if t := req.IsTsig(); t != nil {
@@ -112,7 +112,7 @@ func keepOPT(extra []dns.RR) []dns.RR {
 
 // verifyTSIG checks the TSIG of a raw message against our keys and
 // returns the key and a TSIG error code (RFC 8945 §5.2).
-func verifyTSIG(snap *snapshot, raw []byte, t *dns.TSIG) (*config.Key, uint16) {
+func verifyTSIG(snap *snapshot, raw []byte, t *dns.TSIG) (*model.Key, uint16) {
 	k := snap.keys[strings.ToLower(t.Hdr.Name)]
 	if k == nil || !strings.EqualFold(dns.CanonicalName(t.Algorithm), k.Algorithm) {
 		return nil, dns.RcodeBadKey
@@ -132,7 +132,7 @@ func verifyTSIG(snap *snapshot, raw []byte, t *dns.TSIG) (*config.Key, uint16) {
 // (none for an unsigned request), each MAC chained to the previous one
 // (the request's, then each message's in a transfer, RFC 8945 §5.3.1).
 type tsigChain struct {
-	key *config.Key
+	key *model.Key
 	mac string
 	// origID is the request's original ID, from its TSIG record. It
 	// differs from the header ID when a forwarder rewrote the latter.
@@ -171,7 +171,7 @@ func generateTSIG(m *dns.Msg, secret, prevMAC string, timersOnly bool) ([]byte, 
 
 // tsigErrorReply answers NOTAUTH with the TSIG error (RFC 8945 §5.2):
 // unsigned for BADKEY and BADSIG, signed for BADTIME.
-func tsigErrorReply(out []byte, req *dns.Msg, t *dns.TSIG, code uint16, k *config.Key) []byte {
+func tsigErrorReply(out []byte, req *dns.Msg, t *dns.TSIG, code uint16, k *model.Key) []byte {
 	m := new(dns.Msg)
 	m.SetRcode(req, dns.RcodeNotAuth)
 	m.SetTsig(t.Hdr.Name, t.Algorithm, t.Fudge, time.Now().Unix())
@@ -269,7 +269,7 @@ func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, chain tsigCh
 
 // transferRefusal says why a transfer request is refused, with its rcode,
 // or "" when it is allowed.
-func transferRefusal(snap *snapshot, ze *zoneEntry, q dns.Question, origin string, key *config.Key, from netip.Addr, tcp bool) (int, string) {
+func transferRefusal(snap *snapshot, ze *zoneEntry, q dns.Question, origin string, key *model.Key, from netip.Addr, tcp bool) (int, string) {
 	switch {
 	case q.Qclass != dns.ClassINET:
 		return dns.RcodeRefused, "class " + dns.Class(q.Qclass).String() + ": only IN is served"
@@ -430,7 +430,7 @@ func ixfrRecords(ze *zoneEntry, client uint32) ([]dns.RR, string) {
 // messageOverhead is what a transfer message holds besides its records:
 // the header, the question, the OPT record when the query had one, and
 // the TSIG record when signed.
-func messageOverhead(req *dns.Msg, key *config.Key) int {
+func messageOverhead(req *dns.Msg, key *model.Key) int {
 	n := 12 + len(req.Question[0].Name) + 1 + 4
 	if req.IsEdns0() != nil {
 		n += 11

@@ -20,7 +20,7 @@ import (
 const MaxRecordText = 1 << 20
 
 // MaxInputSize is the longest input a tool reads: the largest publisher
-// config (package dnspub/config's MaxConfigSize is this), 64 MiB. Records
+// config (package model's MaxConfigSize is this), 64 MiB. Records
 // are bounded further, by MaxRecordText, once the input's kind is known.
 const MaxInputSize = 64 << 20
 

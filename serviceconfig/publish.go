@@ -84,7 +84,7 @@ type Record struct {
 // allows it, a record on which grpc-go's own resolver would fail its
 // channel is refused. It returns the record, or nil when the diagnostics
 // hold an error. It is the one decision the publisher (serve and zone,
-// through package dnspub/config) and the encode command make.
+// through package model) and the encode command make.
 func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 	r := src.read(opts)
 	defer r.release()

@@ -5,7 +5,7 @@
 // and watches are at a version; a write can require the version it read.
 //
 // Every write is validated with the publisher's own rules (package
-// dnspub/config) against what it meets in the store — a service against
+// model) against what it meets in the store — a service against
 // its zone's settings and policies, a policy against the services it
 // selects, a zone against all of its services — and is refused whole
 // (422, nothing stored) when one would be invalid, so that the store never

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
 )
 
@@ -82,7 +82,7 @@ func (s *Store) readPolicies(ctx context.Context, zone string) (*zonePolicies, e
 	if c, ok := s.policies.Load(zone); ok && c.(*zonePolicies).marker == zp.marker {
 		return c.(*zonePolicies), nil
 	}
-	base := &config.Zone{Origin: origin(zone)}
+	base := &model.Zone{Origin: origin(zone)}
 	from := ""
 	for {
 		kvs, more, _, err := s.b.rangeKeys(ctx, policyPrefix(zone), from, 1000, 0)
@@ -96,7 +96,7 @@ func (s *Store) readPolicies(ctx context.Context, zone string) (*zonePolicies, e
 			}
 			name := strings.TrimPrefix(kvs[i].key, policyPrefix(zone))
 			zp.kvs[name] = &kvs[i]
-			p, ds := config.ValidatePolicy(base, name, o.Spec)
+			p, ds := model.ValidatePolicy(base, name, o.Spec)
 			if p == nil {
 				e := invalid("policy "+name+" of zone "+zone+" as stored (replace or delete it)", ds)
 				e.Code, e.Reason = http.StatusConflict, ReasonConflict
@@ -189,7 +189,7 @@ func (s *Store) PutPolicy(ctx context.Context, zone, name string, obj *Object) (
 		if err != nil {
 			return nil, false, err
 		}
-		p, ds := config.ValidatePolicy(zc, name, st.Spec)
+		p, ds := model.ValidatePolicy(zc, name, st.Spec)
 		if p == nil {
 			return nil, false, invalid("the spec of "+what, ds)
 		}
@@ -259,7 +259,7 @@ func (s *Store) DeletePolicy(ctx context.Context, zone, name, ifRV string) (*Obj
 // if every service it selects before or after stays valid, in one
 // transaction that fails (res.ok false) if the zone, its policies or its
 // services changed since they were read.
-func (s *Store) writePolicy(ctx context.Context, z, name string, zc *config.Zone, zkv *kv, ps *zonePolicies, p *policy.Policy, value []byte) (txnResult, *Error) {
+func (s *Store) writePolicy(ctx context.Context, z, name string, zc *model.Zone, zkv *kv, ps *zonePolicies, p *policy.Policy, value []byte) (txnResult, *Error) {
 	old := ps.byName[name]
 	next := make([]*policy.Policy, 0, len(ps.byName)+1)
 	for n, q := range ps.byName {
@@ -319,7 +319,7 @@ func samePolicy(obj *Object, name, zone string) error {
 		return badRequest("kind %q is not a policy's: leave kind out, or write %s", obj.Kind, PolicyKind)
 	}
 	if m.Zone != "" {
-		if z, msg := config.ZoneName(m.Zone); msg != "" || z != zone {
+		if z, msg := model.ZoneName(m.Zone); msg != "" || z != zone {
 			return badRequest("metadata.zone %q is not the zone in the URL (%s): make them the same", m.Zone, zone)
 		}
 	}
@@ -331,7 +331,7 @@ func samePolicy(obj *Object, name, zone string) error {
 
 // Inspect returns what service svc of zone publishes, with its zone's
 // policies, and where each value came from (the JSON of `inspect`).
-func (s *Store) Inspect(ctx context.Context, zone, svc string) (*config.Inspection, error) {
+func (s *Store) Inspect(ctx context.Context, zone, svc string) (*model.Inspection, error) {
 	z, name, err := serviceName(zone, svc)
 	if err != nil {
 		return nil, err
@@ -351,7 +351,7 @@ func (s *Store) Inspect(ctx context.Context, zone, svc string) (*config.Inspecti
 	if err != nil {
 		return nil, s.internal(err)
 	}
-	sv, ds := config.ValidateService(zc, name, o.Metadata.Labels, o.Spec, s.opts.Keys)
+	sv, ds := model.ValidateService(zc, name, o.Metadata.Labels, o.Spec, s.opts.Keys)
 	if sv == nil {
 		e := invalid("service "+name+" of zone "+z+" as stored (with this server's TSIG keys and its zone's policies)", ds)
 		e.Code, e.Reason = http.StatusConflict, ReasonConflict

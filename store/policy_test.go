@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 const (
@@ -49,7 +49,7 @@ func TestLegacySpecLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ds := config.ValidateService(zc, "svc", nil, json.RawMessage(hedgedLabelled), nil); ds.HasErrors() {
+	if _, ds := model.ValidateService(zc, "svc", nil, json.RawMessage(hedgedLabelled), nil); ds.HasErrors() {
 		t.Fatalf("the stored service is invalid: %v", ds)
 	}
 }

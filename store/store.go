@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
 )
 
@@ -26,7 +26,7 @@ type Options struct {
 	// tokens, watches); older ones are compacted. 0 means DefaultHistory.
 	History int64
 	// Keys are the TSIG keys a zone's transfer may name.
-	Keys []*config.Key
+	Keys []*model.Key
 	// WaitForRevision is how long a read asking for a revision the store
 	// has not reached yet waits before failing (504); 0 means 3s.
 	WaitForRevision time.Duration
@@ -335,7 +335,7 @@ func (s *Store) getObject(ctx context.Context, key, rv, missing string, args ...
 }
 
 func zoneName(zone string) (string, error) {
-	name, msg := config.ZoneName(zone)
+	name, msg := model.ZoneName(zone)
 	if msg != "" {
 		return "", badRequest("%s", msg)
 	}
@@ -347,7 +347,7 @@ func serviceName(zone, svc string) (string, string, error) {
 	if err != nil {
 		return "", "", err
 	}
-	name, msg := config.ServiceName(origin(z), svc)
+	name, msg := model.ServiceName(origin(z), svc)
 	if msg != "" {
 		return "", "", badRequest("%s", msg)
 	}
@@ -382,8 +382,8 @@ func body(obj *Object, desc, name, zone string) ([]byte, error) {
 	if len(spec) == 0 || spec[0] != '{' {
 		return nil, badRequest("the %s has no spec object: send {\"metadata\":{…},\"spec\":{…}}", desc)
 	}
-	if len(spec) > config.MaxSpecSize {
-		return nil, errorf(http.StatusRequestEntityTooLarge, ReasonTooLarge, "the spec of %s is %d bytes, more than %d", desc, len(spec), config.MaxSpecSize)
+	if len(spec) > model.MaxSpecSize {
+		return nil, errorf(http.StatusRequestEntityTooLarge, ReasonTooLarge, "the spec of %s is %d bytes, more than %d", desc, len(spec), model.MaxSpecSize)
 	}
 	if len(obj.Metadata.Labels) > 64 {
 		return nil, badRequest("%s has %d labels; at most 64", desc, len(obj.Metadata.Labels))
@@ -426,7 +426,7 @@ func (s *Store) PutZone(ctx context.Context, zone string, obj *Object) (out *Obj
 	}
 	var st stored
 	json.Unmarshal(value, &st)
-	base, ds := config.ValidateZone(origin(name), st.Spec, s.opts.Keys)
+	base, ds := model.ValidateZone(origin(name), st.Spec, s.opts.Keys)
 	if base == nil {
 		return nil, false, invalid("the spec of zone "+name, ds)
 	}
@@ -495,19 +495,19 @@ func sameName(obj *Object, name, zone string) error {
 			return badRequest("a zone has no metadata.zone (it is %q): remove it", m.Zone)
 		}
 		if m.Name != "" {
-			if n, msg := config.ZoneName(m.Name); msg != "" || n != name {
+			if n, msg := model.ZoneName(m.Name); msg != "" || n != name {
 				return badRequest("metadata.name %q is not the zone in the URL (%s): make them the same", m.Name, name)
 			}
 		}
 		return nil
 	}
 	if m.Zone != "" {
-		if z, msg := config.ZoneName(m.Zone); msg != "" || z != zone {
+		if z, msg := model.ZoneName(m.Zone); msg != "" || z != zone {
 			return badRequest("metadata.zone %q is not the zone in the URL (%s): make them the same", m.Zone, zone)
 		}
 	}
 	if m.Name != "" {
-		if n, msg := config.ServiceName(origin(zone), m.Name); msg != "" || n != name {
+		if n, msg := model.ServiceName(origin(zone), m.Name); msg != "" || n != name {
 			return badRequest("metadata.name %q is not the service in the URL (%s): make them the same", m.Name, name)
 		}
 	}
@@ -532,7 +532,7 @@ func checkPrecondition(cur *kv, want int64, what string) *Error {
 // only selects, when not nil) and returns the revision they were read at,
 // and a 422 listing the problems of the invalid ones (nil when there are
 // none), whose caller sets its message.
-func (s *Store) checkServices(ctx context.Context, zone string, zc *config.Zone, only func(policy.Target) bool) (int64, *Error, error) {
+func (s *Store) checkServices(ctx context.Context, zone string, zc *model.Zone, only func(policy.Target) bool) (int64, *Error, error) {
 	var bad *Error
 	var rev int64
 	from := ""
@@ -550,7 +550,7 @@ func (s *Store) checkServices(ctx context.Context, zone string, zc *config.Zone,
 			if only != nil && !only(zc.ServiceTarget(o.Metadata.Name, o.Metadata.Labels, o.Spec)) {
 				continue
 			}
-			_, ds := config.ValidateService(zc, o.Metadata.Name, o.Metadata.Labels, o.Spec, s.opts.Keys)
+			_, ds := model.ValidateService(zc, o.Metadata.Name, o.Metadata.Labels, o.Spec, s.opts.Keys)
 			if !ds.HasErrors() {
 				continue
 			}
@@ -580,13 +580,13 @@ func (s *Store) checkServices(ctx context.Context, zone string, zc *config.Zone,
 // services, with its policies. It returns the zone's key and the version
 // of its policies (the policy marker's modification revision) that the
 // config was made from.
-func (s *Store) zoneConfig(ctx context.Context, zone string) (*config.Zone, *kv, *zonePolicies, error) {
+func (s *Store) zoneConfig(ctx context.Context, zone string) (*model.Zone, *kv, *zonePolicies, error) {
 	return s.zoneConfigBut(ctx, zone, "")
 }
 
 // zoneConfigBut is zoneConfig for a write of policy except, which may be
 // one this server cannot read (and replaces or deletes).
-func (s *Store) zoneConfigBut(ctx context.Context, zone, except string) (*config.Zone, *kv, *zonePolicies, error) {
+func (s *Store) zoneConfigBut(ctx context.Context, zone, except string) (*model.Zone, *kv, *zonePolicies, error) {
 	k, err := s.getKey(ctx, zoneKey(zone), "")
 	if err != nil {
 		return nil, nil, nil, err
@@ -598,7 +598,7 @@ func (s *Store) zoneConfigBut(ctx context.Context, zone, except string) (*config
 	if err != nil {
 		return nil, nil, nil, s.internal(err)
 	}
-	zc, ds := config.ValidateZone(origin(zone), o.Spec, s.opts.Keys)
+	zc, ds := model.ValidateZone(origin(zone), o.Spec, s.opts.Keys)
 	if zc == nil {
 		e := invalid("zone "+zone+" as stored (for this server's TSIG keys)", ds)
 		e.Code, e.Reason = http.StatusConflict, ReasonConflict
@@ -652,7 +652,7 @@ func (s *Store) PutService(ctx context.Context, zone, svc string, obj *Object) (
 		if err != nil {
 			return nil, false, err
 		}
-		if _, ds := config.ValidateService(zc, name, obj.Metadata.Labels, st.Spec, s.opts.Keys); ds.HasErrors() {
+		if _, ds := model.ValidateService(zc, name, obj.Metadata.Labels, st.Spec, s.opts.Keys); ds.HasErrors() {
 			what := "the spec of service " + name + " of zone " + z
 			if zc.PolicySet != nil {
 				if sel := zc.PolicySet.Select(zc.ServiceTarget(name, obj.Metadata.Labels, nil)); len(sel) > 0 {

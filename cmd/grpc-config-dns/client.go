@@ -23,7 +23,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 	"github.com/grpc-config-dns/grpc-config-dns/store"
 )
 
@@ -354,7 +354,7 @@ func (c *client) put(ctx context.Context, zone, name string, o *store.Object) pu
 
 // publishSpecs puts the zones of a publisher config, then their services
 // (8 at a time), and reports each.
-func (c *client) publishSpecs(ctx context.Context, specs *config.Specs, quiet bool) error {
+func (c *client) publishSpecs(ctx context.Context, specs *model.Specs, quiet bool) error {
 	failed, worst := 0, exitInvalid
 	report := func(r putResult) {
 		if r.err != nil {
@@ -395,7 +395,7 @@ func (c *client) publishSpecs(ctx context.Context, specs *config.Specs, quiet bo
 			}
 		}
 		results := make(chan putResult)
-		work := make(chan config.ServiceSpec)
+		work := make(chan model.ServiceSpec)
 		var wg sync.WaitGroup
 		for range 8 {
 			wg.Add(1)
@@ -442,7 +442,7 @@ func (c *client) publishSpecs(ctx context.Context, specs *config.Specs, quiet bo
 // readInput reads a file argument ("-" for stdin).
 func (e *env) readFileArg(path string) ([]byte, error) {
 	if path == "-" {
-		return io.ReadAll(io.LimitReader(e.stdin, config.MaxConfigSize+1))
+		return io.ReadAll(io.LimitReader(e.stdin, model.MaxConfigSize+1))
 	}
 	return readLimited(path)
 }
@@ -453,19 +453,19 @@ func readLimited(path string) ([]byte, error) {
 		return nil, usageErr("%v", err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, config.MaxConfigSize+1))
+	b, err := io.ReadAll(io.LimitReader(f, model.MaxConfigSize+1))
 	if err != nil {
 		return nil, usageErr("%v", err)
 	}
-	if len(b) > config.MaxConfigSize {
-		return nil, usageErr("%s is larger than %d bytes", path, config.MaxConfigSize)
+	if len(b) > model.MaxConfigSize {
+		return nil, usageErr("%s is larger than %d bytes", path, model.MaxConfigSize)
 	}
 	return b, nil
 }
 
 // publishConfig checks a publisher config and publishes its objects.
 func (c *client) publishConfig(name string, text []byte) error {
-	specs, ds := config.SplitSpecs(text)
+	specs, ds := model.SplitSpecs(text)
 	for _, d := range ds {
 		fmt.Fprintln(c.e.stderr, formatDiagnostic(name, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
 	}

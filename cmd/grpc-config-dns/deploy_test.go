@@ -10,7 +10,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // The Kubernetes manifests (deploy/kubernetes) hold what works (issue 18):
@@ -42,7 +42,7 @@ func TestKubernetesManifests(t *testing.T) {
 	}
 	t.Setenv("XFR_KEY_SECRET", "c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0c2VjcmV0MTI=")
 	pub := docs["ConfigMap"]["data"].(map[string]any)["publisher.yaml"].(string)
-	if _, ds := config.Parse([]byte(pub)); ds.HasErrors() {
+	if _, ds := model.Parse([]byte(pub)); ds.HasErrors() {
 		t.Errorf("the ConfigMap's publisher.yaml is invalid: %v", ds.Err())
 	}
 	spec := docs["Deployment"]["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)

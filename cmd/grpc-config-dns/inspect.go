@@ -12,7 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
 	"github.com/grpc-config-dns/grpc-config-dns/store"
 )
@@ -101,11 +101,11 @@ func (c *client) inspect(ctx context.Context, service, format string) error {
 	if zone == "" {
 		return usageErr("no zone of %s holds %s: give the service's full name, like echo.example.test", c.base, fqdn)
 	}
-	rel, msg := config.ServiceName(zone, fqdn)
+	rel, msg := model.ServiceName(zone, fqdn)
 	if msg != "" {
 		return usageErr("%s", msg)
 	}
-	var insp config.Inspection
+	var insp model.Inspection
 	if err := c.request(ctx, "GET", objectPath(zone, rel)+"/inspect", nil, &insp); err != nil {
 		return c.fail("inspect "+fqdn, err)
 	}
@@ -124,9 +124,9 @@ func (e *env) inspect(file, service, format string) error {
 		return err
 	}
 	ds := in.tooLarge
-	var cfg *config.Config
+	var cfg *model.Config
 	if ds == nil {
-		cfg, ds = config.Parse(in.text)
+		cfg, ds = model.Parse(in.text)
 	}
 	if cfg == nil {
 		for _, d := range ds {
@@ -149,7 +149,7 @@ func (e *env) inspect(file, service, format string) error {
 }
 
 // writeInspection prints an inspection for a person.
-func writeInspection(w io.Writer, in *config.Inspection) {
+func writeInspection(w io.Writer, in *model.Inspection) {
 	fmt.Fprintf(w, "service %s (zone %s)\n", in.Service, in.Zone)
 	if len(in.Labels) > 0 {
 		fmt.Fprintf(w, "labels: %s\n", formatLabels(in.Labels))

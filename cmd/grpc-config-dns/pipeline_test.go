@@ -9,11 +9,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
 
-// One publish pipeline: serve (a publisher config, read by dnspub/config),
+// One publish pipeline: serve (a publisher config, read by package model),
 // zone, encode and lint decide about a record with serviceconfig.Publish.
 // TestOnePublishPipeline holds them to it on every record of the corpus
 // and of the peers' test suites, under each compat setting.
@@ -196,7 +196,7 @@ func publisherConfig(value []byte, kind sc.Kind, opts sc.PublishOptions) []byte 
 
 // serveVerdict is the record serve would publish from cfg, or "refused".
 func serveVerdict(cfg []byte) string {
-	c, _ := config.Parse(cfg)
+	c, _ := model.Parse(cfg)
 	if c == nil {
 		return "refused"
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 type lockedBuffer struct {
@@ -68,14 +68,14 @@ func TestLintPublisherConfig(t *testing.T) {
 			t.Errorf("lint output lacks %q:\n%s", want, out)
 		}
 	}
-	good := writeFile(t, "good.yaml", string(config.Example))
+	good := writeFile(t, "good.yaml", string(model.Example))
 	if code, out, errs := runCLI(t, "lint", good); code != 0 || out != "" || !strings.Contains(errs, "ok (publisher config)") {
 		t.Errorf("example: exit %d\n%s%s", code, out, errs)
 	}
 }
 
 func TestZoneCommand(t *testing.T) {
-	f := writeFile(t, "p.yaml", string(config.Example))
+	f := writeFile(t, "p.yaml", string(model.Example))
 	code, out, errs := runCLI(t, "zone", "--config", f, "--serial", "7")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)

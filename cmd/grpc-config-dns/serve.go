@@ -228,7 +228,7 @@ func digHint(addr net.Addr) string {
 // publishedSource shows the web view what srv serves, one snapshot per
 // page. In store mode the zones carry the resourceVersions of the store
 // objects they were read from (services too: the view reads those from
-// config.Service).
+// model.Service).
 func publishedSource(srv *dnspub.Server, configFile string) ui.Source {
 	name := configFile
 	if name == "" {

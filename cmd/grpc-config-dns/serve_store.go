@@ -18,9 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub"
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/ui"
 	"github.com/grpc-config-dns/grpc-config-dns/internal/httpserve"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 	"github.com/grpc-config-dns/grpc-config-dns/store"
 	"github.com/grpc-config-dns/grpc-config-dns/store/api"
 )
@@ -76,13 +76,13 @@ func (e *env) serveStore(sf storeFlags, configFile, listen, metricsAddr, logForm
 	} else if len(tokens) > 0 && !isLoopback(sf.admin) {
 		log.Warn("the admin API's bearer tokens travel in clear text: give --admin-tls-cert and --admin-tls-key, or keep the network trusted", "admin", sf.admin)
 	}
-	settings := &config.Config{}
+	settings := &model.Config{}
 	if configFile != "" {
 		text, err := os.ReadFile(configFile)
 		if err != nil {
 			return usageErr("%v", err)
 		}
-		cfg, ds := config.ParseSettings(text)
+		cfg, ds := model.ParseSettings(text)
 		for _, d := range ds {
 			fmt.Fprintln(e.stderr, formatDiagnostic(configFile, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
 		}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // answer asks name's TXT and zone's SOA serial from s.
@@ -122,7 +122,7 @@ func TestStorePolicies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, ds := config.Parse(text)
+	cfg, ds := model.Parse(text)
 	if cfg == nil {
 		t.Fatal(ds)
 	}

@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub"
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 func init() { extraCommands = append(extraCommands, zoneCmd) }
@@ -53,9 +53,9 @@ func (e *env) zone(file, only, state string, serial uint32, setSerial bool) erro
 		return err
 	}
 	ds := in.tooLarge
-	var cfg *config.Config
+	var cfg *model.Config
 	if ds == nil {
-		cfg, ds = config.Parse(in.text)
+		cfg, ds = model.Parse(in.text)
 	}
 	for _, d := range ds {
 		fmt.Fprintln(e.stderr, formatDiagnostic(file, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))

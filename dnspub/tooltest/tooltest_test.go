@@ -19,7 +19,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 const secret = "OAaUj0VV0dB/m2fzq5ZTHRBXoWO8UbaqU8S5PVXHe8o="
@@ -105,7 +105,7 @@ var hugePadding = func() int {
 	lo, hi := 0, 65535 // accepted, refused
 	for hi-lo > 1 {
 		hugePadding := (lo + hi) / 2
-		if cfg, _ := config.Parse([]byte(pubConfigPadded("", "192.0.2.1", hugePadding))); cfg != nil {
+		if cfg, _ := model.Parse([]byte(pubConfigPadded("", "192.0.2.1", hugePadding))); cfg != nil {
 			lo = hugePadding
 		} else {
 			hi = hugePadding
@@ -319,7 +319,7 @@ func TestNamedCheckzone(t *testing.T) {
 	}
 	// The built-in example too.
 	ex := filepath.Join(dir, "example.yaml")
-	os.WriteFile(ex, config.Example, 0o644)
+	os.WriteFile(ex, model.Example, 0o644)
 	exz := filepath.Join(dir, "example.test.example.zone")
 	os.WriteFile(exz, []byte(runStdout(t, bin, "zone", "--config", ex)), 0o644)
 	if out := run(t, "named-checkzone", "-i", "full", "-k", "fail", "-n", "fail", "example.test", exz); !strings.Contains(out, "OK") {

@@ -22,19 +22,19 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
 
 // Snapshot is one published version, as the view shows it. Nothing in it
 // is modified.
 type Snapshot struct {
-	Config *config.Config
+	Config *model.Config
 	// Serials are the zones' SOA serials, by origin.
 	Serials map[string]uint32
 	// ResourceVersions are the zones' store resourceVersions, by origin;
 	// nil when the zones come from a config file. (A service's is its
-	// config.Service.ResourceVersion, 0 from a config file.)
+	// model.Service.ResourceVersion, 0 from a config file.)
 	ResourceVersions map[string]string
 	// Version counts the snapshots the server published.
 	Version uint64
@@ -151,14 +151,14 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 // serviceView is everything the service page shows.
 type serviceView struct {
 	Snap                    *Snapshot
-	Zone                    *config.Zone
-	Service                 *config.Service
+	Zone                    *model.Zone
+	Service                 *model.Service
 	Serial                  uint32
 	ResourceVersion, Labels string
 	// ServiceVersion is the service's store resourceVersion, "" from a
 	// config file.
 	ServiceVersion          string
-	Inspection              *config.Inspection
+	Inspection              *model.Inspection
 	Fields                  []fieldView
 	ConfigJSON              string
 	TXT                     []txtString
@@ -217,7 +217,7 @@ func (h *handler) service(w http.ResponseWriter, r *http.Request) {
 	h.render(w, http.StatusOK, "service", v)
 }
 
-func newFieldView(f config.InspectedField) fieldView {
+func newFieldView(f model.InspectedField) fieldView {
 	fv := fieldView{Path: f.Path, Value: string(f.Value)}
 	name := func(i int) string {
 		o := f.Origins[i]

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/net/html"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 func testSource(t *testing.T) Source {
@@ -20,7 +20,7 @@ func testSource(t *testing.T) Source {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, ds := config.Parse(text)
+	cfg, ds := model.Parse(text)
 	if cfg == nil {
 		t.Fatal(ds)
 	}
@@ -238,7 +238,7 @@ func TestIndexListsAtMost500ServicesPerZone(t *testing.T) {
 	for i := range 600 {
 		b.WriteString("      - {name: s" + strconv.Itoa(i) + ", addresses: [10.0." + strconv.Itoa(i/256) + "." + strconv.Itoa(i%256) + "]}\n")
 	}
-	cfg, ds := config.Parse([]byte(b.String()))
+	cfg, ds := model.Parse([]byte(b.String()))
 	if cfg == nil {
 		t.Fatal(ds)
 	}

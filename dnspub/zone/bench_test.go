@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // BenchmarkNewFleetZone builds the zone of 10 000 services like
@@ -17,7 +17,7 @@ func BenchmarkNewFleetZone(b *testing.B) {
 		fmt.Fprintf(&text, "      - name: svc%d\n        addresses: [10.%d.%d.%d]\n        serviceConfig: {methodConfig: [{name: [{service: fleet.v1.Service%d}], timeout: 1s}]}\n",
 			i, i>>16, i>>8&0xff, i&0xff, i)
 	}
-	cfg, ds := config.Parse(text.Bytes())
+	cfg, ds := model.Parse(text.Bytes())
 	if cfg == nil {
 		b.Fatal(ds)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
 
@@ -37,9 +37,9 @@ type shape struct {
 // bytes.
 // TestServiceShapeIsRecords holds it to serviceRecords, hashRecords and
 // size.
-func serviceShape(s *config.Service, buf *[]byte) (sh shape, ok bool) {
+func serviceShape(s *model.Service, buf *[]byte) (sh shape, ok bool) {
 	// The longest owner is the TXT's or the SRV's: a prefix and the name.
-	if s.Name == "." || !plainName(s.Name) || wireNameLen(s.Name)+max(len(sc.OwnerPrefix), len(config.SRVPrefix)) > 255 {
+	if s.Name == "." || !plainName(s.Name) || wireNameLen(s.Name)+max(len(sc.OwnerPrefix), len(model.SRVPrefix)) > 255 {
 		return sh, false
 	}
 	for i, a := range s.Addresses {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // serviceShape is what the records serviceRecords makes give: the same
@@ -61,7 +61,7 @@ func TestServiceShapeIsRecords(t *testing.T) {
 		t.Fatalf("%d services shaped, %d declined", shaped, declined)
 	}
 	// Declined, as they must be.
-	for _, s := range []*config.Service{
+	for _, s := range []*model.Service{
 		{Name: `a\.b.test.`, TXT: []string{"x"}},
 		{Name: strings.Repeat("a", 64) + ".test.", TXT: []string{"x"}},
 		{Name: "a.test.", Addresses: []netip.Addr{netip.MustParseAddr("10.0.0.1"), netip.MustParseAddr("10.0.0.1")}},
@@ -76,7 +76,7 @@ func TestServiceShapeIsRecords(t *testing.T) {
 	}
 }
 
-func randomService(rng *rand.Rand, round int) *config.Service {
+func randomService(rng *rand.Rand, round int) *model.Service {
 	var labels []string
 	for range 1 + rng.IntN(4) {
 		n := 1 + rng.IntN(12)
@@ -92,7 +92,7 @@ func randomService(rng *rand.Rand, round int) *config.Service {
 	if rng.IntN(50) == 0 {
 		labels = append(labels, strings.Repeat("x", 63), strings.Repeat("y", 63), strings.Repeat("z", 50+rng.IntN(13)))
 	}
-	s := &config.Service{Name: strings.Join(labels, ".") + ".test.", TTL: rng.Uint32()}
+	s := &model.Service{Name: strings.Join(labels, ".") + ".test.", TTL: rng.Uint32()}
 	if rng.IntN(100) == 0 {
 		s.Name = `a\046b.test.`
 	}
@@ -153,7 +153,7 @@ func FuzzServiceShape(f *testing.F) {
 	f.Add("svc.fleet.test.", []byte(`{"a":"b\"c"}`), uint16(0), uint32(300), []byte{10, 0, 0, 1}, false)
 	f.Add("a-b_c.test.", []byte{0, 255, '\\', '"'}, uint16(8443), uint32(0), []byte{0x20, 1, 0xd, 0xb8, 15: 1}, true)
 	f.Fuzz(func(t *testing.T, name string, txt []byte, port uint16, ttl uint32, addr []byte, bare bool) {
-		s := &config.Service{Name: name, TTL: ttl, Port: port, Compat: config.Compat{BareHost: bare}}
+		s := &model.Service{Name: name, TTL: ttl, Port: port, Compat: model.Compat{BareHost: bare}}
 		if a, ok := netip.AddrFromSlice(addr); ok {
 			s.Addresses = []netip.Addr{a}
 		}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // apexKey is the key of the unit of the zone's nameservers: no service
@@ -28,13 +28,13 @@ const apexKey = ""
 type unit struct {
 	// src is the config the service's records are made from (nil for the
 	// apex): an equal config makes equal records (sameService).
-	src *config.Service
+	src *model.Service
 	// apex holds the records of the nameservers' unit (nil for a
 	// service's).
 	apex *[]dns.RR
 }
 
-func newUnit(src *config.Service, records []dns.RR) *unit {
+func newUnit(src *model.Service, records []dns.RR) *unit {
 	u := &unit{src: src}
 	if src == nil {
 		u.apex = &records
@@ -107,7 +107,7 @@ func canonical(records []dns.RR) []dns.RR {
 }
 
 // serviceUnit makes the unit of s, and the records it made it from.
-func serviceUnit(s *config.Service) (*unit, []dns.RR) {
+func serviceUnit(s *model.Service) (*unit, []dns.RR) {
 	records := serviceRecords(s)
 	return newUnit(s, records), records
 }
@@ -116,7 +116,7 @@ func serviceUnit(s *config.Service) (*unit, []dns.RR) {
 // addresses, its SRV record when it names a port, its TXT record (and the
 // copy at its own name for grpc-js). Every field read here is compared by
 // sameService.
-func serviceRecords(s *config.Service) []dns.RR {
+func serviceRecords(s *model.Service) []dns.RR {
 	rrs := addressRecords(s.Name, s.TTL, s.Addresses)
 	if s.Port != 0 {
 		// RFC 2782: priority and weight 0, the one target the service.
@@ -136,9 +136,9 @@ func serviceRecords(s *config.Service) []dns.RR {
 // other (Update shares the older one). ResourceVersion alone is not
 // compared: it makes no record, and the web view reads it from the
 // config being served, not from the zone.
-func sameService(a, b *config.Service) bool {
+func sameService(a, b *model.Service) bool {
 	if a == b {
-		return true // config.Parser returns the same for unchanged text
+		return true // model.Parser returns the same for unchanged text
 	}
 	return a.Name == b.Name && a.TTL == b.TTL && a.Port == b.Port && a.Compat == b.Compat &&
 		slices.Equal(a.Addresses, b.Addresses) && slices.Equal(a.TXT, b.TXT) &&
@@ -148,7 +148,7 @@ func sameService(a, b *config.Service) bool {
 
 // apexUnit makes the zone's NS records and the addresses of the
 // nameservers inside the zone (glue).
-func apexUnit(c *config.Zone) (*unit, []dns.RR) {
+func apexUnit(c *model.Zone) (*unit, []dns.RR) {
 	var rrs []dns.RR
 	for _, ns := range c.Nameservers {
 		rrs = append(rrs, &dns.NS{Hdr: hdr(c.Origin, dns.TypeNS, c.TTL), Ns: ns.Name})

@@ -24,8 +24,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/cow"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // Zone is one version of a zone. It is never modified once built.
@@ -99,7 +99,7 @@ func (c *Change) AnswerBound() (bytes int, ok bool) {
 
 // New builds the records of a zone from its validated config, with the
 // given SOA serial.
-func New(c *config.Zone, serial uint32) *Zone {
+func New(c *model.Zone, serial uint32) *Zone {
 	z, _ := Update(nil, c)
 	return z.WithSerial(serial)
 }
@@ -110,9 +110,9 @@ func New(c *config.Zone, serial uint32) *Zone {
 //
 // A service of c equal to the one prev was built from, but another
 // object, becomes the one the new version refers to, so that the older
-// can be collected; c itself is not changed (a config.Parser keeps it to
+// can be collected; c itself is not changed (a model.Parser keeps it to
 // read the next text from, and may share it with later configs).
-func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
+func Update(prev *Zone, c *model.Zone) (*Zone, *Change) {
 	ed := newEditor(prev, c)
 	if prev == nil {
 		// Every service is new: nothing to compare, keep or remove. The
@@ -141,7 +141,7 @@ func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 	}
 	keep := map[string]bool{apexKey: true}
 	kept := 1 // units of prev that c keeps: the apex, and services below
-	var changed []*config.Service
+	var changed []*model.Service
 	for _, s := range c.Services {
 		keep[s.Name] = true
 		old, ok := ed.units.Get(s.Name)
@@ -174,9 +174,9 @@ func Update(prev *Zone, c *config.Zone) (*Zone, *Change) {
 // replaced, the services named by removed are gone, every other is as it
 // was. It costs what the change touches, not the size of the zone (Update
 // compares every service). prev must not be nil.
-func UpdateServices(prev *Zone, c *config.Zone, changed []*config.Service, removed []string) (*Zone, *Change) {
+func UpdateServices(prev *Zone, c *model.Zone, changed []*model.Service, removed []string) (*Zone, *Change) {
 	ed := newEditor(prev, c)
-	var build []*config.Service
+	var build []*model.Service
 	for _, s := range changed {
 		if old, ok := ed.units.Get(s.Name); ok && old.src != nil && sameService(old.src, s) {
 			if old.src != s {
@@ -199,7 +199,7 @@ func UpdateServices(prev *Zone, c *config.Zone, changed []*config.Service, remov
 
 // newEditor starts the version of zone c that follows prev (nil for
 // none), with c's SOA fields and apex records (its NS records and glue).
-func newEditor(prev *Zone, c *config.Zone) *editor {
+func newEditor(prev *Zone, c *model.Zone) *editor {
 	z := &Zone{Origin: c.Origin}
 	var serial uint32
 	if prev != nil {
@@ -466,18 +466,18 @@ func (ed *editor) madeIn(u *unit, records []dns.RR, scratch *[]byte) made {
 // buildUnitsShaped is buildUnits for a zone built from nothing, with the
 // shape of each service's records rather than the records, for those
 // serviceShape can shape.
-func (ed *editor) buildUnitsShaped(services []*config.Service) []made {
+func (ed *editor) buildUnitsShaped(services []*model.Service) []made {
 	return ed.buildUnitsWith(services, true)
 }
 
 // buildUnits makes the units of services, with their records and those
 // they replace, in parallel when there are many (a new zone of 100 000
 // services, or a reload that changes them all).
-func (ed *editor) buildUnits(services []*config.Service) []made {
+func (ed *editor) buildUnits(services []*model.Service) []made {
 	return ed.buildUnitsWith(services, false)
 }
 
-func (ed *editor) buildUnitsWith(services []*config.Service, shaped bool) []made {
+func (ed *editor) buildUnitsWith(services []*model.Service, shaped bool) []made {
 	out := make([]made, len(services))
 	workers := 1
 	if len(services) >= 1024 {

@@ -12,13 +12,13 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/cow"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 func exampleZone(t *testing.T, text []byte, serial uint32) *Zone {
 	t.Helper()
-	cfg, ds := config.Parse(text)
+	cfg, ds := model.Parse(text)
 	if cfg == nil {
 		t.Fatalf("config: %v", ds)
 	}
@@ -28,7 +28,7 @@ func exampleZone(t *testing.T, text []byte, serial uint32) *Zone {
 // TestMasterFileRoundTrip checks that the master file, read back by an
 // independent parser, holds exactly the zone's records.
 func TestMasterFileRoundTrip(t *testing.T) {
-	z := exampleZone(t, config.Example, 42)
+	z := exampleZone(t, model.Example, 42)
 	var buf bytes.Buffer
 	if err := z.WriteMasterFile(&buf, "generated\nby a test"); err != nil {
 		t.Fatal(err)
@@ -52,15 +52,15 @@ func TestMasterFileRoundTrip(t *testing.T) {
 }
 
 func TestDigestAndDiff(t *testing.T) {
-	a := exampleZone(t, config.Example, 1)
-	b := exampleZone(t, config.Example, 2)
+	a := exampleZone(t, model.Example, 1)
+	b := exampleZone(t, model.Example, 2)
 	if a.Digest() != b.Digest() {
 		t.Error("the serial changed the digest")
 	}
 	if a.WithSerial(7).Digest() != a.Digest() || a.WithSerial(7).Serial() != 7 || a.Serial() != 1 {
 		t.Error("WithSerial")
 	}
-	changed := bytes.Replace(config.Example, []byte("name: www\n        addresses: [127.0.0.1]"), []byte("name: www\n        addresses: [127.0.0.2]"), 1)
+	changed := bytes.Replace(model.Example, []byte("name: www\n        addresses: [127.0.0.1]"), []byte("name: www\n        addresses: [127.0.0.2]"), 1)
 	c := exampleZone(t, changed, 3)
 	if c.Digest() == a.Digest() {
 		t.Fatal("a changed address kept the digest")
@@ -91,7 +91,7 @@ func TestCompareNames(t *testing.T) {
 // TestTXTEscaping checks that JSON backslashes and quotes reach the wire
 // unchanged (miekg/dns reads escapes in TXT strings).
 func TestTXTEscaping(t *testing.T) {
-	text := bytes.Replace(config.Example, []byte("service: helloworld.Greeter"), []byte(`service: "hello\\\"world\u00e9.Greeter"`), 1)
+	text := bytes.Replace(model.Example, []byte("service: helloworld.Greeter"), []byte(`service: "hello\\\"world\u00e9.Greeter"`), 1)
 	z := exampleZone(t, text, 1)
 	var txt *dns.TXT
 	for _, rr := range z.Records() {
@@ -114,13 +114,13 @@ func TestTXTEscaping(t *testing.T) {
 	}
 }
 
-// TestSameServiceComparesEveryField: a field added to config.Service must
+// TestSameServiceComparesEveryField: a field added to model.Service must
 // be compared by sameService, or Update could share a service that
 // differs in it. (ResourceVersion, the tenth, makes no record: it is left
 // out on purpose.)
 func TestSameServiceComparesEveryField(t *testing.T) {
-	if n := reflect.TypeOf(config.Service{}).NumField(); n != 10 {
-		t.Errorf("config.Service has %d fields: compare the new ones in sameService, then update this count", n)
+	if n := reflect.TypeOf(model.Service{}).NumField(); n != 10 {
+		t.Errorf("model.Service has %d fields: compare the new ones in sameService, then update this count", n)
 	}
 }
 
@@ -128,9 +128,9 @@ func TestSameServiceComparesEveryField(t *testing.T) {
 // removed builds the same zone, with the same difference, as Update given
 // the whole config.
 func TestUpdateServicesIsUpdate(t *testing.T) {
-	parse := func(text string) *config.Zone {
+	parse := func(text string) *model.Zone {
 		t.Helper()
-		cfg, ds := config.Parse([]byte(text))
+		cfg, ds := model.Parse([]byte(text))
 		if cfg == nil {
 			t.Fatalf("config: %v", ds)
 		}
@@ -151,7 +151,7 @@ func TestUpdateServicesIsUpdate(t *testing.T) {
 	afterText := head + svc("a", "192.0.2.1", "1s", 0) + svc("b.x", "192.0.2.9", "2s", 1) + svc("d.y.z", "192.0.2.4", "1s", 0)
 	full, fullCh := Update(prev, parse(afterText))
 	after := parse(afterText)
-	byName := map[string]*config.Service{}
+	byName := map[string]*model.Service{}
 	for _, s := range after.Services {
 		byName[s.Name] = s
 	}
@@ -161,7 +161,7 @@ func TestUpdateServicesIsUpdate(t *testing.T) {
 			gone = s.Name
 		}
 	}
-	inc, incCh := UpdateServices(prev, after, []*config.Service{byName["b.x.example.test."], byName["d.y.z.example.test."]}, []string{gone})
+	inc, incCh := UpdateServices(prev, after, []*model.Service{byName["b.x.example.test."], byName["d.y.z.example.test."]}, []string{gone})
 	if full.Digest() != inc.Digest() || !reflect.DeepEqual(recordStrings(full.AXFR()), recordStrings(inc.AXFR())) {
 		t.Errorf("zones differ:\nUpdate:          %v\nUpdateServices: %v", full.AXFR(), inc.AXFR())
 	}
@@ -199,11 +199,11 @@ func recordStrings(rrs []dns.RR) []string {
 // name is held by two units, it does not look names up) or not, and
 // looks them up for a change of another zone or version.
 func TestEachNameWithItsChange(t *testing.T) {
-	cfg, ds := config.Parse(config.Example)
+	cfg, ds := model.Parse(model.Example)
 	if cfg == nil {
 		t.Fatal(ds)
 	}
-	other, ds := config.Parse([]byte(strings.ReplaceAll(string(config.Example), "addresses: [127.0.0.1]", "addresses: [127.0.0.9]")))
+	other, ds := model.Parse([]byte(strings.ReplaceAll(string(model.Example), "addresses: [127.0.0.1]", "addresses: [127.0.0.9]")))
 	if other == nil {
 		t.Fatal(ds)
 	}
@@ -218,7 +218,7 @@ func TestEachNameWithItsChange(t *testing.T) {
 	}
 	// ns1 holds the glue of the zone's nameserver and, here, a service's
 	// TXT record too: a name of two units.
-	sharing, ds := config.Parse([]byte(strings.Replace(string(config.Example), "    services:\n", "    services:\n      - name: ns1\n        serviceConfig: {}\n        compat: {bareHost: true}\n", 1)))
+	sharing, ds := model.Parse([]byte(strings.Replace(string(model.Example), "    services:\n", "    services:\n      - name: ns1\n        serviceConfig: {}\n        compat: {bareHost: true}\n", 1)))
 	if sharing == nil {
 		t.Fatal(ds)
 	}
@@ -304,7 +304,7 @@ func TestPutAllIsPutOneByOne(t *testing.T) {
 				fmt.Fprintf(&text, "      - name: %s\n        serviceConfig: {}\n        compat: {bareHost: true}\n", ns)
 			}
 		}
-		cfg, ds := config.Parse([]byte(text.String()))
+		cfg, ds := model.Parse([]byte(text.String()))
 		if cfg == nil {
 			t.Fatalf("round %d: %v\n%s", round, ds, text.String())
 		}
@@ -377,7 +377,7 @@ func TestUpdateFromNothingDuplicateName(t *testing.T) {
 		fmt.Fprintf(&text, "      - name: s%d\n        addresses: [10.0.%d.%d]\n", i, i>>8, i&255)
 	}
 	text.WriteString("      - name: dup\n        addresses: [10.9.9.9]\n")
-	cfg, ds := config.Parse([]byte(text.String()))
+	cfg, ds := model.Parse([]byte(text.String()))
 	if cfg == nil {
 		t.Fatal(ds)
 	}
@@ -432,7 +432,7 @@ func TestAnswerBound(t *testing.T) {
       - {name: a.b, addresses: [192.0.2.3], serviceConfig: {loadBalancingConfig: [{round_robin: {}}]}, compat: {bareHost: true}}
       - {name: big, serviceConfig: {methodConfig: [{name: [{service: ` + strings.Repeat("x", 900) + `}]}]}}
 `)
-	cfg, ds := config.Parse(text)
+	cfg, ds := model.Parse(text)
 	if cfg == nil {
 		t.Fatal(ds)
 	}
@@ -467,7 +467,7 @@ func TestAnswerBound(t *testing.T) {
 	}
 
 	apex := bytes.Replace(text, []byte("    services:\n"), []byte("    services:\n      - {name: \"@\", addresses: [192.0.2.9]}\n"), 1)
-	if cfg, ds = config.Parse(apex); cfg == nil {
+	if cfg, ds = model.Parse(apex); cfg == nil {
 		t.Fatal(ds)
 	}
 	z, ch = Update(nil, cfg.Zones[0])

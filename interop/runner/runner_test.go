@@ -8,8 +8,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	"github.com/grpc-config-dns/grpc-config-dns/internal/dnstest"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
 
@@ -18,7 +18,7 @@ import (
 // them).
 func recordsOf(t *testing.T, withChange bool) map[string][][]string {
 	t.Helper()
-	cfg, ds := config.Parse([]byte(publisherConfig(withChange)))
+	cfg, ds := model.Parse([]byte(publisherConfig(withChange)))
 	if ds.HasErrors() {
 		t.Fatalf("the suite's publisher config is invalid:\n%v", ds.Err())
 	}

@@ -224,7 +224,7 @@ func notAllowed(w http.ResponseWriter, r *http.Request, allow string) {
 		Message: fmt.Sprintf("%s is not allowed on %s: use %s", r.Method, r.URL.Path, allow)})
 }
 
-// maxBody bounds a request body: a spec (config.MaxSpecSize) and its
+// maxBody bounds a request body: a spec (model.MaxSpecSize) and its
 // metadata.
 const maxBody = 2 << 20
 

@@ -9,8 +9,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // randomConfig makes a publisher config of one to three zones with random
@@ -201,7 +201,7 @@ func TestRespondMatchesReference(t *testing.T) {
 		compactAbove = []int{256, 1}[seed%2]
 		rng := rand.New(rand.NewPCG(seed, 7))
 		text := randomConfig(rng)
-		cfg, ds := config.Parse([]byte(text))
+		cfg, ds := model.Parse([]byte(text))
 		if cfg == nil {
 			t.Fatalf("seed %d: the generator made an invalid config: %v\n%s", seed, ds, text)
 		}
@@ -274,7 +274,7 @@ func TestZoneListAndMapAgree(t *testing.T) {
 		texts = append(texts, randomConfig(rand.New(rand.NewPCG(seed, 9))))
 	}
 	for i, text := range texts {
-		cfg, ds := config.Parse([]byte(text))
+		cfg, ds := model.Parse([]byte(text))
 		if cfg == nil {
 			t.Fatalf("config %d: %v", i, ds)
 		}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // A table whose answers are left for later (SetZoneLater) answers every
@@ -37,7 +37,7 @@ func TestLaterAnswersAsBuilt(t *testing.T) {
 	}
 	deferred, checked := 0, 0
 	for i, text := range texts {
-		cfg, ds := config.Parse([]byte(text))
+		cfg, ds := model.Parse([]byte(text))
 		if cfg == nil {
 			if i == 0 || !strings.Contains(fmt.Sprint(ds), "services must be a list") {
 				t.Fatalf("config %d: %v", i, ds)
@@ -190,7 +190,7 @@ func TestLaterOnlyWhenSafe(t *testing.T) {
 	// An answer too large for a message (the config refuses it; a zone
 	// given one directly): SetZoneLater refuses it as SetZone does, rather
 	// than leave it to fail later.
-	bigCfg, ds := config.Parse([]byte("zones:\n  - origin: big.test.\n    nameservers: [ns1.example.net.]\n    services:\n      - {name: many, addresses: [\"2001:db8::1\"]}\n"))
+	bigCfg, ds := model.Parse([]byte("zones:\n  - origin: big.test.\n    nameservers: [ns1.example.net.]\n    services:\n      - {name: many, addresses: [\"2001:db8::1\"]}\n"))
 	if bigCfg == nil {
 		t.Fatal(ds)
 	}
@@ -245,7 +245,7 @@ func TestNameOf(t *testing.T) {
 // later answers with the bytes of the table built at once: names of any
 // bytes, case and length reach the per-query path (nameOf) here.
 func FuzzRespondLater(f *testing.F) {
-	cfg, ds := config.Parse([]byte(testConfig))
+	cfg, ds := model.Parse([]byte(testConfig))
 	if cfg == nil {
 		f.Fatal(ds)
 	}

@@ -10,8 +10,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
 
@@ -40,7 +40,7 @@ func TestReadTableAnswersAsWritten(t *testing.T) {
 		compactAbove = []int{256, 1}[seed%2]
 		rng := rand.New(rand.NewPCG(seed, 11))
 		text := randomConfig(rng)
-		cfg, ds := config.Parse([]byte(text))
+		cfg, ds := model.Parse([]byte(text))
 		if cfg == nil {
 			t.Fatalf("seed %d: %v", seed, ds)
 		}
@@ -205,7 +205,7 @@ func fleetZone(t testing.TB, n int) (*zone.Zone, *zone.Change) {
 
 // fleetConfig is the config of a fleet of n services, service changed's
 // timeout 2s instead of 1s (none when negative).
-func fleetConfig(t testing.TB, n, changed int) *config.Config {
+func fleetConfig(t testing.TB, n, changed int) *model.Config {
 	t.Helper()
 	var b bytes.Buffer
 	b.WriteString("zones:\n  - origin: fleet.test.\n    nameservers: [ns1.example.net.]\n    services:\n")
@@ -217,7 +217,7 @@ func fleetConfig(t testing.TB, n, changed int) *config.Config {
 		fmt.Fprintf(&b, "      - name: svc%d\n        addresses: [10.%d.%d.%d]\n        serviceConfig: {methodConfig: [{name: [{service: fleet.v1.Service%d}], timeout: %ds, retryPolicy: {maxAttempts: 3, initialBackoff: 0.1s, maxBackoff: 1s, backoffMultiplier: 2, retryableStatusCodes: [UNAVAILABLE]}}]}\n",
 			i, i>>16, i>>8&0xff, i&0xff, i, timeout)
 	}
-	cfg, ds := config.Parse(b.Bytes())
+	cfg, ds := model.Parse(b.Bytes())
 	if cfg == nil {
 		t.Fatal(ds)
 	}
@@ -272,7 +272,7 @@ func TestWholeBuildEqualsNameByName(t *testing.T) {
 	for seed := range seeds {
 		compactAbove = []int{256, 1}[seed%2]
 		rng := rand.New(rand.NewPCG(seed, 13))
-		cfg, ds := config.Parse([]byte(randomConfig(rng)))
+		cfg, ds := model.Parse([]byte(randomConfig(rng)))
 		if cfg == nil {
 			t.Fatalf("seed %d: %v", seed, ds)
 		}
@@ -380,7 +380,7 @@ func TestPackPlainEqualsPack(t *testing.T) {
 		})
 	}
 	for seed := range uint64(30) {
-		cfg, ds := config.Parse([]byte(randomConfig(rand.New(rand.NewPCG(seed, 17)))))
+		cfg, ds := model.Parse([]byte(randomConfig(rand.New(rand.NewPCG(seed, 17)))))
 		if cfg == nil {
 			t.Fatal(ds)
 		}

@@ -8,8 +8,8 @@ import (
 
 	"github.com/miekg/dns"
 
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/config"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // testConfig has a TXT record of about 1.3 KB (too large for 512 bytes and
@@ -44,7 +44,7 @@ zones:
 
 func testTable(t testing.TB, maxUDP int) (*Table, []*zone.Zone) {
 	t.Helper()
-	cfg, ds := config.Parse([]byte(testConfig))
+	cfg, ds := model.Parse([]byte(testConfig))
 	if cfg == nil {
 		t.Fatalf("config: %v", ds)
 	}
@@ -219,7 +219,7 @@ func TestNSGlueDroppedBeforeTruncating(t *testing.T) {
 	for i := 1; i <= 40; i++ {
 		addrs = append(addrs, fmt.Sprintf("192.0.2.%d", i))
 	}
-	cfg, ds := config.Parse([]byte(`zones: [{origin: example.test., nameservers: [{name: ns1, addresses: [` + strings.Join(addrs, ",") + `]}]}]`))
+	cfg, ds := model.Parse([]byte(`zones: [{origin: example.test., nameservers: [{name: ns1, addresses: [` + strings.Join(addrs, ",") + `]}]}]`))
 	if cfg == nil {
 		t.Fatal(ds)
 	}

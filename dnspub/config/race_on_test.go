@@ -1,7 +1,0 @@
-//go:build race
-
-package config
-
-// raceEnabled: the race detector slows code several times and adds
-// allocations, so the tests that measure costs skip themselves.
-const raceEnabled = true

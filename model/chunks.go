@@ -1,0 +1,702 @@
+package model
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"hash/maphash"
+	"maps"
+	"net/netip"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"go.yaml.in/yaml/v3"
+
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
+)
+
+// A config of 100 000 services is 30 MB of YAML, and reading it whole
+// costs seconds, most of them in the services, one like the other. So a
+// block-style `services:` list is cut into its items, each read alone (in
+// parallel, on every core), and a Parser remembers what each item's text
+// made of it: a reload that changes one service reads one service again.
+// Everything else (the zones' own fields, the cross-checks between
+// services) is read as before, from the text with the items blanked out.
+//
+// Cutting is safe only where an item cannot depend on text outside it:
+// configs with anchors or aliases (& or * anywhere), tabs, or several
+// documents are read whole. An item that does not read as exactly one
+// list entry on its own makes the whole config be read whole too.
+
+// block is one `services:` list cut into its items.
+type block struct {
+	keyLine int // 1-based line of the services: key
+	items   []item
+	// keyIndent and itemIndent are the columns of the key and of its
+	// items' "- ", which decide where an item and the list end.
+	keyIndent, itemIndent int
+	// zone and path are the zone the list was read as and its JSON
+	// pointer, set when it is read.
+	zone *Zone
+	path string
+}
+
+// item is the text of one list entry: whole lines of the config.
+type item struct {
+	line int // 0-based index of its first line
+	off  int // byte offset of its first line
+	text []byte
+}
+
+// splitServices finds the block-style services lists of text and returns
+// them with text's skeleton: the same lines with every item's emptied (so
+// that the lines of its nodes are the text's). ok is false when
+// the text must be read whole.
+func splitServices(text []byte) (skeleton []byte, blocks map[int]*block, ok bool) {
+	if !cuttable(text) {
+		return nil, nil, false
+	}
+	// Line by line from a cursor: no table of the lines' starts (8 bytes
+	// for each of a fleet's 700 000 lines, on the serial path of a start).
+	lineEnd := func(off int) int { // past the line's newline
+		if k := bytes.IndexByte(text[off:], '\n'); k >= 0 {
+			return off + k + 1
+		}
+		return len(text)
+	}
+	blocks = map[int]*block{}
+	for i, off := 0, 0; off < len(text); {
+		end := lineEnd(off)
+		l := text[off:end]
+		if bytes.HasPrefix(l, []byte("---")) || bytes.HasPrefix(l, []byte("...")) || bytes.HasPrefix(l, []byte("%")) {
+			return nil, nil, false
+		}
+		keyIndent, isKey := servicesKey(l)
+		if !isKey {
+			i, off = i+1, end
+			continue
+		}
+		// The first entry fixes the items' indentation.
+		j, joff := i+1, end
+		for joff < len(text) && blankOrComment(text[joff:lineEnd(joff)]) {
+			j, joff = j+1, lineEnd(joff)
+		}
+		if joff == len(text) {
+			i, off = i+1, end
+			continue
+		}
+		first := text[joff:lineEnd(joff)]
+		itemIndent := indent(first)
+		if itemIndent < keyIndent || !isEntry(first, itemIndent) {
+			i, off = i+1, end
+			continue // flow style, or an empty list: read as it is
+		}
+		b := &block{keyLine: i + 1, keyIndent: keyIndent, itemIndent: itemIndent}
+		for joff < len(text) {
+			jend := lineEnd(joff)
+			l := text[joff:jend]
+			switch ind := indent(l); {
+			case ind > itemIndent: // most lines: inside the item
+			case ind == itemIndent && isEntry(l, itemIndent):
+				b.items = append(b.items, item{line: j, off: joff})
+			case blankOrComment(l):
+			case ind > keyIndent || ind == keyIndent && isEntry(l, keyIndent):
+				// Neither in an item nor a sibling of the key: blanking the
+				// items would attach it elsewhere. Read the text whole.
+				return nil, nil, false
+			default:
+				goto done
+			}
+			last := &b.items[len(b.items)-1]
+			last.text = text[last.off:jend]
+			j, joff = j+1, jend
+		}
+	done:
+		blocks[b.keyLine] = b
+		i, off = j, joff // the line that ends the list may start another
+	}
+	if len(blocks) == 0 {
+		return text, blocks, true
+	}
+	// The skeleton keeps every line, so that its nodes' lines are the
+	// text's, and empties the items' lines: 30 MB of blanks would cost the
+	// YAML scanner as much as the services.
+	skeleton = make([]byte, 0, len(text)/8)
+	off := 0
+	for _, line := range slices.Sorted(maps.Keys(blocks)) {
+		for _, it := range blocks[line].items {
+			skeleton = append(skeleton, text[off:it.off]...)
+			// A newline for each of the item's lines, the last one too
+			// when the text does not end with a newline.
+			nl := bytes.Count(it.text, []byte{'\n'})
+			if len(it.text) > 0 && it.text[len(it.text)-1] != '\n' {
+				nl++
+			}
+			for range nl {
+				skeleton = append(skeleton, '\n')
+			}
+			off = it.off + len(it.text)
+		}
+	}
+	skeleton = append(skeleton, text[off:]...)
+	return skeleton, blocks, true
+}
+
+// cuttable reports whether text may be cut into lines at its line feeds
+// and its pieces read alone: it has no anchor or alias (& or *), no tab,
+// and no line break but LF and CR LF. YAML also breaks lines at a lone CR,
+// U+0085, U+2028 and U+2029, and skips a byte order mark at the start of a
+// line: a piece cut at line feeds alone would not be the piece yaml.v3
+// reads, and the keys after it would be lost. Such texts are read whole.
+func cuttable(text []byte) bool {
+	// A search for one byte is SIMD; one for any of several bytes goes
+	// byte by byte through 30 MB. The rare bytes that start the odd breaks
+	// (0xC2, 0xE2) and the BOM (0xEF) are looked at only where they are.
+	for _, c := range []byte{'&', '*', '\t'} {
+		if bytes.IndexByte(text, c) >= 0 {
+			return false
+		}
+	}
+	return !hasLoneCR(text) && !hasSeq(text, "\u0085") && !hasSeq(text, "\u2028") && !hasSeq(text, "\u2029") && !hasSeq(text, "\ufeff")
+}
+
+// hasSeq reports whether t contains the bytes of seq, found from its
+// first byte with a SIMD search.
+func hasSeq(t []byte, seq string) bool {
+	for {
+		i := bytes.IndexByte(t, seq[0])
+		if i < 0 {
+			return false
+		}
+		if bytes.HasPrefix(t[i:], []byte(seq)) {
+			return true
+		}
+		t = t[i+1:]
+	}
+}
+
+// hasLoneCR reports whether t holds a carriage return not followed by a
+// line feed.
+func hasLoneCR(t []byte) bool {
+	for {
+		i := bytes.IndexByte(t, '\r')
+		if i < 0 {
+			return false
+		}
+		if i+1 == len(t) || t[i+1] != '\n' {
+			return true
+		}
+		t = t[i+2:]
+	}
+}
+
+// servicesKey reports whether l is `services:` alone (but a comment) and
+// its indentation.
+func servicesKey(l []byte) (int, bool) {
+	n := indent(l)
+	rest, ok := bytes.CutPrefix(l[n:], []byte("services:"))
+	if !ok || len(rest) > 0 && rest[0] != ' ' && rest[0] != '\n' && rest[0] != '\r' {
+		return 0, false // "services:x" is a plain scalar
+	}
+	rest = bytes.TrimSpace(rest)
+	return n, len(rest) == 0 || rest[0] == '#'
+}
+
+func indent(l []byte) int {
+	n := 0
+	for n < len(l) && l[n] == ' ' {
+		n++
+	}
+	return n
+}
+
+func blankOrComment(l []byte) bool {
+	t := bytes.TrimSpace(l)
+	return len(t) == 0 || t[0] == '#'
+}
+
+// isEntry reports whether l has a block sequence entry ("- ") at column n.
+func isEntry(l []byte, n int) bool {
+	if n >= len(l) || l[n] != '-' {
+		return false
+	}
+	return n+1 == len(l) || l[n+1] == ' ' || l[n+1] == '\n' || l[n+1] == '\r'
+}
+
+// errCut says an item did not read as one list entry on its own.
+var errCut = fmt.Errorf("config: an item of a services list does not read alone")
+
+// itemResult is what reading one item made: the service (nil when it is
+// invalid) and its diagnostics, with lines, offsets and paths relative to
+// the item, so that a Parser can use them again wherever the item moves.
+// A Parser keeps one per service: what a valid service without policies
+// needs fits in 32 bytes, the rest is in more, nil for most services.
+type itemResult struct {
+	svc      *Service
+	nameLine int32 // relative line of the name, 0 without one
+	nameCol  int32
+	errors   int32
+	jsonSize int32 // a config is at most MaxConfigSize bytes: all fit
+	more     *itemMore
+}
+
+// itemMore is what an itemResult rarely holds.
+type itemMore struct {
+	// target is what the zone's policies selected the service by (svc's
+	// own when svc is not nil), and policyKey what those policies were:
+	// a reading is used again only when the zone's policies that select
+	// target are the same.
+	target    policy.Target
+	policyKey string
+	// abs are diagnostics placed outside the item (in a policy that
+	// makes the service invalid), with the config's own positions.
+	abs     []sc.Diagnostic
+	diags   []sc.Diagnostic
+	omitted [2]int
+}
+
+// target is what the zone's policies selected the service by.
+func (r *itemResult) target() policy.Target {
+	if r.svc != nil {
+		return r.svc.target() // what service set the entry's target to
+	}
+	if r.more == nil {
+		return policy.Target{}
+	}
+	return r.more.target
+}
+
+func (r *itemResult) policyKey() string {
+	if r.more == nil {
+		return ""
+	}
+	return r.more.policyKey
+}
+
+// readItem reads item it of a zone's services list, as entry path.
+func (d *doc) readItem(it item, path string, z *Zone, scratch *yamlScratch) (*itemResult, error) {
+	root, ok := readNodes(it.text, scratch)
+	if !ok {
+		root = new(yaml.Node)
+		if err := yaml.Unmarshal(it.text, root); err != nil {
+			return nil, errCut
+		}
+	}
+	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 || root.Content[0].Kind != yaml.SequenceNode || len(root.Content[0].Content) != 1 {
+		return nil, errCut
+	}
+	shiftLines(root, it.line)
+	w := d.worker(scratch)
+	e := w.service(root.Content[0].Content[0], path, z)
+	r := &itemResult{svc: e.svc, errors: int32(w.errors), jsonSize: int32(w.jsonBytes)}
+	m := itemMore{policyKey: z.policyKey(e.target), omitted: w.omitted}
+	if e.svc == nil {
+		m.target = e.target
+	}
+	if e.line > 0 {
+		r.nameLine, r.nameCol = e.line-int32(it.line), e.col
+	}
+	for _, diag := range w.ds {
+		if diag.Path != path && !strings.HasPrefix(diag.Path, path+"/") {
+			m.abs = append(m.abs, diag)
+			continue
+		}
+		if diag.Line > 0 {
+			diag.Line -= it.line
+		}
+		if diag.Offset >= 0 {
+			diag.Offset -= it.off
+		}
+		diag.Path = strings.TrimPrefix(diag.Path, path)
+		m.diags = append(m.diags, diag)
+	}
+	if m.target.Name != "" || m.target.Labels != nil || m.policyKey != "" || m.abs != nil || m.diags != nil || m.omitted != [2]int{} {
+		more := m // allocated only here
+		r.more = &more
+	}
+	return r, nil
+}
+
+// shiftLines adds delta to the line of every node below n.
+func shiftLines(n *yaml.Node, delta int) {
+	n.Line += delta
+	for _, c := range n.Content {
+		shiftLines(c, delta)
+	}
+}
+
+// worker returns a doc for reading part of d's text alone: the same text
+// and settings, diagnostics of its own. With a scratch (nil for none), it
+// is the scratch's, valid until its next use, and lends toJSON its
+// buffers.
+func (d *doc) worker(scratch *yamlScratch) *doc {
+	var w *doc
+	if scratch != nil {
+		w = &scratch.doc
+		clear(scratch.pairs) // not to keep the last service's nodes
+		scratch.pairs = scratch.pairs[:0]
+	} else {
+		w = new(doc)
+	}
+	*w = doc{src: d.src, lines: d.lines, runes: d.runes, sigLen: d.sigLen, scratch: scratch, ds: w.ds[:0]}
+	return w
+}
+
+// merge adds what reading item it (as entry path) found to d, and
+// returns the entry.
+func (d *doc) merge(r *itemResult, it item, path string) svcEntry {
+	e := svcEntry{svc: r.svc, path: path, target: r.target()}
+	if r.nameLine > 0 {
+		e.line, e.col = r.nameLine+int32(it.line), r.nameCol
+	}
+	// Every error of the item counts, those only counted there (past its
+	// own cap) too; d.add counts again those it lists, taken off below.
+	d.errors += int(r.errors)
+	d.jsonBytes += int(r.jsonSize)
+	m := r.more
+	if m == nil {
+		return e
+	}
+	listedErrors := 0
+	for _, diag := range m.abs {
+		if diag.Severity == sc.Error {
+			listedErrors++
+		}
+		d.add(diag)
+	}
+	for _, diag := range m.diags {
+		if diag.Line > 0 {
+			diag.Line += it.line
+		}
+		if diag.Offset >= 0 {
+			diag.Offset += it.off
+		}
+		diag.Path = path + diag.Path
+		if diag.Severity == sc.Error {
+			listedErrors++
+		}
+		d.add(diag)
+	}
+	d.errors -= listedErrors
+	d.omitted[0] += m.omitted[0]
+	d.omitted[1] += m.omitted[1]
+	return e
+}
+
+// itemSum identifies the text of an item (a Parser's keyed 128-bit
+// hash); a cached reading of it depends on the zone's context too, which
+// keys the map of the zone's readings (rather than every reading's key: a
+// zone of 100 000 services would hold its context 100 000 times).
+type itemSum = [2]uint64
+
+// itemContext is what of a zone a service's reading depends on.
+func itemContext(z *Zone, sigLen int) string {
+	return fmt.Sprintf("%s|%d|%+v|%d|", z.Origin, z.TTL, z.Compat, sigLen)
+}
+
+// services reads the items of block b as zone z's services at svcPath,
+// from p's cache when their text and context are unchanged, the others in
+// parallel.
+func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
+	results := make([]*itemResult, len(b.items))
+	keys := make([]itemSum, len(b.items))
+	var todo []int
+	lastRead, nextRead := d.cache.zone(itemContext(z, d.sigLen), len(b.items))
+	for i, it := range b.items {
+		if nextRead == nil {
+			todo = append(todo, i)
+			continue
+		}
+		keys[i] = d.cache.sum(it.text)
+		if r, ok := lastRead[keys[i]]; ok && r.policyKey() == z.policyKey(r.target()) {
+			results[i] = r
+		} else {
+			todo = append(todo, i)
+		}
+	}
+	path := func(i int) string { return svcPath + "/" + strconv.Itoa(i) }
+	var failed error
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	// Workers take items by a shared counter, a few at a time: a channel
+	// send per item parks and wakes a worker 100 000 times on a fleet.
+	var taken atomic.Int64
+	const grab = 16
+	keeping := len(todo) >= compactAbove
+	for range min(runtime.GOMAXPROCS(0), max(len(todo)/64, 1)) {
+		wg.Go(func() {
+			var scratch yamlScratch
+			var k keeper
+			for {
+				from := int(taken.Add(grab)) - grab
+				if from >= len(todo) {
+					return
+				}
+				for _, i := range todo[from:min(from+grab, len(todo))] {
+					r, err := d.readItem(b.items[i], path(i), z, &scratch)
+					if err != nil {
+						mu.Lock()
+						failed = err
+						mu.Unlock()
+						continue
+					}
+					if keeping {
+						r = k.keep(r)
+					}
+					results[i] = r
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if failed != nil {
+		return nil, failed
+	}
+	// The readings are kept for the next parse beside the merge: two
+	// passes over 100 000 items, each on a core.
+	var kept sync.WaitGroup
+	if nextRead != nil {
+		kept.Go(func() {
+			for i, r := range results {
+				// A reading with errors is not kept: some of their
+				// messages name the line of another node ("first at line
+				// 12"), which would be wrong once the item moves; and a
+				// config with errors is not served, so nothing is gained
+				// by keeping them.
+				if r.errors == 0 {
+					nextRead[keys[i]] = r
+				}
+			}
+		})
+	}
+	out := make([]svcEntry, 0, len(results))
+	for i, r := range results {
+		if e := d.merge(r, b.items[i], path(i)); e.svc != nil {
+			out = append(out, e)
+		}
+	}
+	kept.Wait()
+	return out, nil
+}
+
+// keeper moves what a worker's readings keep (the readings and their
+// services, names, TXT strings and addresses) into large allocations of
+// its own as they are made. Made among the YAML reader's garbage,
+// hundreds of times their size, they would share its pages, which stay
+// the process's long after it is collected: 25 MB of a fleet of 100 000
+// services. Kept apart, they fill pages of their own, and those of the
+// garbage are given back whole. Moved as each is read, while it is in the
+// cache, rather than in a pass over them all after, they cost a tenth of
+// that pass. A large allocation lives while any service in it does:
+// services replaced one by one leave their old bytes in use until the
+// last one read with them is replaced too (at most the size of the reads
+// that made the allocations still in use).
+type keeper struct {
+	rs   []itemResult
+	ss   []Service
+	txt  []string
+	as   []netip.Addr
+	text strings.Builder
+}
+
+// keepChunk is how many of each thing a keeper allocates at once: enough
+// that each allocation is a large one (more than 32 KiB), in pages of its
+// own.
+const keepChunk = 2048
+
+// keep returns a copy of r whose service and its data are the keeper's.
+func (k *keeper) keep(r *itemResult) *itemResult {
+	if len(k.rs) == 0 {
+		k.rs = make([]itemResult, keepChunk)
+	}
+	kr := &k.rs[0]
+	k.rs = k.rs[1:]
+	*kr = *r
+	old := r.svc
+	if old == nil {
+		return kr
+	}
+	if len(k.ss) == 0 {
+		k.ss = make([]Service, keepChunk/4)
+	}
+	s := &k.ss[0]
+	k.ss = k.ss[1:]
+	*s = *old
+	s.Name = k.str(old.Name)
+	if old.TXT != nil {
+		if len(k.txt) < len(old.TXT) {
+			k.txt = make([]string, max(keepChunk, len(old.TXT)))
+		}
+		s.TXT, k.txt = k.txt[:len(old.TXT):len(old.TXT)], k.txt[len(old.TXT):]
+		for j, t := range old.TXT {
+			s.TXT[j] = k.str(t)
+		}
+	}
+	if old.Addresses != nil {
+		if len(k.as) < len(old.Addresses) {
+			k.as = make([]netip.Addr, max(keepChunk, len(old.Addresses)))
+		}
+		s.Addresses, k.as = k.as[:len(old.Addresses):len(old.Addresses)], k.as[len(old.Addresses):]
+		copy(s.Addresses, old.Addresses)
+	}
+	kr.svc = s
+	return kr
+}
+
+// str returns a copy of v in the keeper's text. A strings.Builder only
+// ever appends to what it has written, so the strings cut from it stay as
+// they are; when v does not fit, the next ones go to a new one.
+func (k *keeper) str(v string) string {
+	if k.text.Cap()-k.text.Len() < len(v) {
+		k.text = strings.Builder{}
+		k.text.Grow(max(64*keepChunk, len(v)))
+	}
+	start := k.text.Len()
+	k.text.WriteString(v)
+	return k.text.String()[start:]
+}
+
+// compactAbove is the number of items read at once past which a keeper
+// moves them (a reload that reads a few has no garbage to speak of); a
+// variable for tests.
+var compactAbove = 256
+
+// itemCache holds item readings across parses, by zone context and
+// text: those of the last parse, and those being made by the current one.
+type itemCache struct {
+	last, next map[string]map[itemSum]*itemResult
+	sum        func([]byte) itemSum
+	// jsonBytes is what the parse converted to JSON in all (see
+	// maxExpansion), set when it read items.
+	jsonBytes int
+	// serial, when set, is called as parse starts a step that runs on
+	// one core (ParseSum hashes the text on another).
+	serial func()
+}
+
+// zone returns the readings of the zone of context: those of the last
+// parse, and the map to put those of this one in (nil for a nil cache),
+// made with room for items readings: grown from nothing to the 100 000 of
+// a first start, it would be rehashed a dozen times.
+func (c *itemCache) zone(context string, items int) (last, next map[itemSum]*itemResult) {
+	if c == nil {
+		return nil, nil
+	}
+	last = c.last[context]
+	next = c.next[context]
+	if next == nil {
+		next = make(map[itemSum]*itemResult, max(len(last), items))
+		c.next[context] = next
+	}
+	return last, next
+}
+
+// Parser reads publisher configs like Parse, and remembers what each
+// service's text made of it: the next Parse reads again only services
+// whose text (or zone settings) changed, and returns the very same
+// *Service for the others. When the text differs from the last one only
+// inside one services list, it reads only the difference (see
+// incremental.go). A Parser is safe for use by one goroutine at a time.
+type Parser struct {
+	mu    sync.Mutex
+	items map[string]map[itemSum]*itemResult
+	// base is what the last parse that made a config read, kept to read
+	// the next text from its difference; nil when there is none. A parse
+	// of a large text leaves it for later (it hashes and scans the whole
+	// text again, 50 to 100 ms of CPU for a fleet's, which a server
+	// starting would spend before it answers): pending makes it, at Idle
+	// or the next parse. Read it with lastBase.
+	base    *base
+	pending func(workers int) *base
+	// seed keys the sums that find the difference.
+	seed [2]maphash.Seed
+	// delta is how the last config differs from the one before it, when
+	// it was read from the difference.
+	delta *Delta
+	// stale are services of the last configs that were replaced while
+	// reading a difference: their readings leave items at the next sweep.
+	stale []*Service
+	// fast counts the parses read from a difference (tests).
+	fast int
+}
+
+// returnBaseAbove is the size of text past which a parse returns before
+// its base is made; a variable for tests.
+var returnBaseAbove = 1 << 20
+
+// lastBase is p.base, made now, on workers goroutines, if it was left
+// for later. p.mu is held.
+func (p *Parser) lastBase(workers int) *base {
+	if p.pending != nil {
+		p.base, p.pending = p.pending(workers), nil
+	}
+	return p.base
+}
+
+// Idle does what the last Parse left for later (for a large text, what
+// reads the next one from its difference), so that the next Parse need
+// not: a server calls it once it serves the config it parsed. It keeps
+// one core free (when there are two or more) for what the server
+// answers meanwhile.
+func (p *Parser) Idle() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lastBase(max(runtime.GOMAXPROCS(0)-1, 1))
+}
+
+// Parse is the package's Parse, with the Parser's memory.
+func (p *Parser) Parse(text []byte) (*Config, sc.Diagnostics) {
+	cfg, ds, _ := p.parse(text, false)
+	return cfg, ds
+}
+
+// ParseSum is Parse, and the SHA-256 of text: a server keeps it to tell
+// when its config file changes. It is computed on a core that Parse
+// leaves idle (beside the serial steps of a first parse, or beside the
+// reading of a difference), where hashing 30 MB beside the parallel
+// steps delayed them by 10 ms.
+func (p *Parser) ParseSum(text []byte) (*Config, sc.Diagnostics, [sha256.Size]byte) {
+	return p.parse(text, true)
+}
+
+func (p *Parser) parse(text []byte, hashed bool) (cfg *Config, ds sc.Diagnostics, sum [sha256.Size]byte) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var serial func() // starts the hash, once
+	if hashed {
+		done := make(chan [sha256.Size]byte, 1)
+		serial = sync.OnceFunc(func() { go func() { done <- sha256.Sum256(text) }() })
+		defer func() {
+			serial()
+			sum = <-done
+		}()
+		if p.base != nil || p.pending != nil {
+			serial() // a difference is read mostly on one core
+		}
+	}
+	if p.seed[0] == p.seed[1] {
+		p.seed = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+	}
+	p.delta = nil
+	if cfg, ds, ok := p.incremental(text); ok {
+		p.fast++
+		return cfg, ds, sum
+	}
+	c := &itemCache{last: p.items, next: make(map[string]map[itemSum]*itemResult, len(p.items)), sum: p.sum, serial: serial}
+	cfg, ds, blocks := parse(text, c)
+	p.items = c.next
+	p.stale = nil
+	p.base, p.pending = nil, nil
+	if cfg != nil && len(blocks) > 0 { // else there is no base to make
+		p.pending = func(workers int) *base { return p.newBase(text, cfg, ds, blocks, c.jsonBytes, workers) }
+	}
+	if len(text) < returnBaseAbove {
+		p.lastBase(runtime.GOMAXPROCS(0))
+	}
+	return cfg, ds, sum
+}

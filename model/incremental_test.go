@@ -1,0 +1,420 @@
+package model
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// parseBoth reads text with p and with Parse, and fails unless they agree
+// on the config and every diagnostic. It reports whether p read only the
+// difference from the text it read before.
+func parseBoth(t testing.TB, p *Parser, text []byte) bool {
+	t.Helper()
+	fast := p.fast
+	var prev *Config
+	p.mu.Lock()
+	if b := p.lastBase(runtime.GOMAXPROCS(0)); b != nil {
+		prev = b.cfg
+	}
+	p.mu.Unlock()
+	got, gds := p.Parse(text)
+	want, wds := Parse(text)
+	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gds, wds) {
+		t.Fatalf("the Parser's reading differs from Parse's for\n%s\nParser: %v\nParse:  %v", text, gds, wds)
+	}
+	if p.fast == fast {
+		return false
+	}
+	// A delta says exactly what changed.
+	for i, z := range got.Zones {
+		d := p.Delta(z)
+		if d == nil {
+			if prev == nil || i >= len(prev.Zones) || prev.Zones[i] != z && !reflect.DeepEqual(prev.Zones[i], z) {
+				t.Fatalf("zone %s changed without a delta", z.Origin)
+			}
+			continue
+		}
+		names := map[string]*Service{}
+		for _, s := range d.Prev.Services {
+			names[s.Name] = s
+		}
+		for _, n := range d.Removed {
+			delete(names, n)
+		}
+		for _, s := range d.Changed {
+			names[s.Name] = s
+		}
+		if len(names) != len(z.Services) {
+			t.Fatalf("delta: %d services, the zone has %d", len(names), len(z.Services))
+		}
+		for _, s := range z.Services {
+			if names[s.Name] != s {
+				t.Fatalf("delta: %s differs", s.Name)
+			}
+		}
+	}
+	return true
+}
+
+// TestParserReadsOnlyTheDifference: a change inside one services list is
+// read from the difference, and reads exactly as Parse reads the text:
+// config, diagnostics and their places, before and after the change.
+func TestParserReadsOnlyTheDifference(t *testing.T) {
+	var p Parser
+	v := fleetText(50, -1, "")
+	parseBoth(t, &p, []byte(v))
+	steps := []struct {
+		name string
+		edit func(string) string
+		fast bool
+	}{
+		{"one service changed", func(s string) string {
+			return strings.Replace(s, "service: s7}], timeout: 1s", "service: s7}], timeout: 2s", 1)
+		}, true},
+		{"the same text", func(s string) string { return s }, true},
+		{"a warning added", func(s string) string {
+			return strings.Replace(s, "      - name: svc9\n", "      - name: svc9\n        ttl: 3d\n", 1)
+		}, true},
+		{"a service removed", func(s string) string { return cut(s, "      - name: svc20\n", "      - name: svc21\n") }, true},
+		{"a service inserted", func(s string) string {
+			return strings.Replace(s, "      - name: svc30\n", "      - name: new\n        addresses: [10.9.9.9]\n      - name: svc30\n", 1)
+		}, true},
+		{"a comment in an item", func(s string) string {
+			return strings.Replace(s, "      - name: svc31\n", "      - name: svc31\n        # why\n", 1)
+		}, true},
+		{"the last service removed", func(s string) string { return s[:strings.Index(s, "      - name: svc49\n")] }, true},
+		{"a service appended", func(s string) string { return s + "      - name: tail\n        addresses: [10.9.9.8]\n" }, true},
+		{"a duplicate name", func(s string) string { return s + "      - name: svc1\n        addresses: [10.9.9.7]\n" }, false},
+		{"fixed again", func(s string) string { return s[:strings.LastIndex(s, "      - name: svc1\n")] }, false},
+		{"an invalid service", func(s string) string {
+			return strings.Replace(s, "service: s40}], timeout: 1s", "service: s40}], timeout: 1x", 1)
+		}, false},
+		{"valid again", func(s string) string { return strings.Replace(s, "timeout: 1x", "timeout: 1s", 1) }, false},
+		{"the zone's ttl", func(s string) string { return strings.Replace(s, "    services:\n", "    ttl: 60\n    services:\n", 1) }, false},
+		{"a service renamed", func(s string) string { return strings.Replace(s, "name: svc11\n", "name: svc11b\n", 1) }, true},
+		{"two services swapped", func(s string) string {
+			a := between(s, "      - name: svc12\n", "      - name: svc13\n")
+			b := between(s, "      - name: svc13\n", "      - name: svc14\n")
+			return strings.Replace(s, a+b, b+a, 1)
+		}, true},
+		{"a tab", func(s string) string { return strings.Replace(s, "name: svc15\n", "name: svc15\t\n", 1) }, false},
+		{"an alias", func(s string) string { return strings.Replace(s, "name: svc15\t\n", "name: &a svc15\n", 1) }, false},
+	}
+	for _, st := range steps {
+		v = st.edit(v)
+		if fast := parseBoth(t, &p, []byte(v)); fast != st.fast {
+			t.Errorf("%s: read from the difference %v, want %v", st.name, fast, st.fast)
+		}
+	}
+}
+
+func cut(s, from, to string) string {
+	i, j := strings.Index(s, from), strings.Index(s, to)
+	return s[:i] + s[j:]
+}
+
+func between(s, from, to string) string {
+	i, j := strings.Index(s, from), strings.Index(s, to)
+	return s[i:j]
+}
+
+// TestParserDifferenceProperty: over random sequences of edits to a
+// config of several zones (services changed, added, removed, moved,
+// broken and fixed, comments, zone settings), a Parser reads every version
+// exactly as Parse does, and reads most of them from the difference.
+func TestParserDifferenceProperty(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	var fast, eligible, total int
+	defer func(n, b int) { compactAbove, returnBaseAbove = n, b }(compactAbove, returnBaseAbove)
+	for round := range 20 {
+		// Odd rounds compact what they read, and leave the base for the
+		// next text for later (made at Idle, called in a goroutine, or
+		// by the next parse), as for a large config.
+		compactAbove = []int{256, 1}[round%2]
+		returnBaseAbove = []int{1 << 20, 0}[round%2]
+		var p Parser
+		cfg := newRandomConfig(rng, 3, 12)
+		valid := false
+		for range 40 {
+			services := cfg.edit(rng)
+			total++
+			text := []byte(cfg.text())
+			wasValid := valid
+			c, _ := Parse(text)
+			valid = c != nil
+			if wasValid && valid && services {
+				eligible++
+			}
+			if parseBoth(t, &p, text) {
+				fast++
+			}
+			if rng.IntN(2) == 0 {
+				go p.Idle() // as a server does once it serves the config
+			}
+		}
+	}
+	// Versions that can be read from the difference: valid ones after a
+	// valid one, whose edit was to a services list (some of those still
+	// are read whole: a nameserver's name, a name taken).
+	t.Logf("%d of %d versions read from the difference; %d could be", fast, total, eligible)
+	if fast < eligible*3/4 {
+		t.Errorf("only %d of %d versions read from the difference", fast, eligible)
+	}
+}
+
+// randomConfig is a config as lists of service texts, to edit.
+type randomConfig struct {
+	zones [][]string // the items of each zone's services list
+	ttl   []string
+	next  int
+}
+
+func newRandomConfig(rng *rand.Rand, zones, services int) *randomConfig {
+	c := &randomConfig{}
+	for range zones {
+		var items []string
+		for range services {
+			items = append(items, c.service(rng))
+		}
+		c.zones = append(c.zones, items)
+		c.ttl = append(c.ttl, "")
+	}
+	return c
+}
+
+func (c *randomConfig) service(rng *rand.Rand) string {
+	c.next++
+	name := fmt.Sprintf("s%d", c.next)
+	if rng.IntN(80) == 0 {
+		name = fmt.Sprintf("s%d", rng.IntN(c.next)) // maybe a duplicate
+	}
+	if rng.IntN(80) == 0 {
+		name = "ns1" // the nameserver's name
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "      - name: %s\n", name)
+	if rng.IntN(4) != 0 {
+		fmt.Fprintf(&b, "        addresses: [10.0.%d.%d]\n", rng.IntN(256), rng.IntN(256))
+	}
+	switch rng.IntN(80) {
+	case 0:
+		b.WriteString("        serviceConfig: {methodConfig: [{name: [{}], timeout: 1x}]}\n") // an error
+		return b.String()
+	case 1, 2, 3, 4:
+		b.WriteString("        ttl: 3d\n") // a warning
+	case 5, 6, 7, 8:
+		b.WriteString("        # a comment\n\n")
+	}
+	switch rng.IntN(3) {
+	case 0:
+		fmt.Fprintf(&b, "        serviceConfig: {methodConfig: [{name: [{service: x%d}], timeout: %ds}]}\n", rng.IntN(9), 1+rng.IntN(5))
+	case 1:
+		b.WriteString("        choices:\n          - percentage: 50\n            serviceConfig: {loadBalancingConfig: [{round_robin: {}}]}\n          - serviceConfig: {}\n")
+	}
+	return b.String()
+}
+
+// edit changes c, reporting whether only services lists changed.
+func (c *randomConfig) edit(rng *rand.Rand) bool {
+	z := rng.IntN(len(c.zones))
+	items := c.zones[z]
+	switch op := rng.IntN(10); {
+	case op < 4 && len(items) > 0:
+		items[rng.IntN(len(items))] = c.service(rng)
+	case op < 6:
+		i := rng.IntN(len(items) + 1)
+		c.zones[z] = slices.Insert(items, i, c.service(rng))
+	case op < 8 && len(items) > 1:
+		i := rng.IntN(len(items))
+		c.zones[z] = slices.Delete(items, i, i+1)
+	case op < 9 && len(items) > 1:
+		i, j := rng.IntN(len(items)), rng.IntN(len(items))
+		items[i], items[j] = items[j], items[i]
+	default:
+		c.ttl[z] = []string{"", "    ttl: 60\n", "    # zone comment\n"}[rng.IntN(3)]
+		return false
+	}
+	return true
+}
+
+func (c *randomConfig) text() string {
+	var b bytes.Buffer
+	b.WriteString("zones:\n")
+	for i, items := range c.zones {
+		fmt.Fprintf(&b, "  - origin: z%d.test.\n    nameservers: [{name: ns1, addresses: [192.0.2.1]}]\n%s", i, c.ttl[i])
+		if len(items) == 0 {
+			b.WriteString("    services: []\n")
+			continue
+		}
+		b.WriteString("    services:\n")
+		for _, it := range items {
+			b.WriteString(it)
+		}
+	}
+	b.WriteString("server:\n  ixfrHistory: 5\n")
+	return b.String()
+}
+
+// BenchmarkReparseOneChange: a Parser reads a config of n services in
+// which one service changed since the last text, alternating two versions.
+// "difference" reads only the difference; "items" is the item-by-item
+// path it replaces (reading every item's text and reusing the readings
+// of those unchanged), for the ratio.
+func BenchmarkReparseOneChange(b *testing.B) {
+	for _, n := range []int{10_000, 100_000} {
+		text := services(n, false)
+		svc := fmt.Sprintf("pkg.Svc%d}]\n                  timeout: 1.5s", n/2)
+		texts := [2][]byte{bytes.Replace(text, []byte(svc), []byte(strings.Replace(svc, "1.5s", "2.5s", 1)), 1), text}
+		for _, how := range []string{"difference", "items"} {
+			b.Run(fmt.Sprintf("n=%d/%s", n, how), func(b *testing.B) {
+				var p Parser
+				p.Parse(texts[1])
+				b.ReportAllocs()
+				i := 0
+				for b.Loop() {
+					var cfg *Config
+					if how == "items" {
+						c := &itemCache{last: p.items, next: make(map[string]map[itemSum]*itemResult, len(p.items)), sum: p.sum}
+						cfg, _, _ = parse(texts[i%2], c)
+						p.items = c.next
+					} else {
+						cfg, _ = p.Parse(texts[i%2])
+					}
+					if cfg == nil {
+						b.Fatal("invalid")
+					}
+					i++
+				}
+				if how == "difference" && p.fast < i {
+					b.Fatalf("%d of %d read from the difference", p.fast, i)
+				}
+			})
+		}
+	}
+}
+
+// TestCompactedServicesAreShared: a read large enough to be compacted
+// gives the same config as a read of the same text whole, and the next
+// parse shares the compacted services it did not read again.
+func TestCompactedServicesAreShared(t *testing.T) {
+	text := services(400, false)
+	var p Parser
+	c1, ds := p.Parse(text)
+	if c1 == nil {
+		t.Fatal(ds)
+	}
+	whole, _, _ := parseDoc(text, text, nil, nil) // no items, no compaction
+	if !reflect.DeepEqual(c1, whole) {
+		t.Fatal("the compacted config differs from the one read whole")
+	}
+	// A zone setting changes, so that every item is read again, then one
+	// service: the second parse reads a difference.
+	text2 := bytes.Replace(text, []byte("    services:\n"), []byte("    ttl: 60\n    services:\n"), 1)
+	c2, _ := p.Parse(text2)
+	text3 := bytes.Replace(text2, []byte("pkg.Svc7}]\n                  timeout: 1.5s"), []byte("pkg.Svc7}]\n                  timeout: 2.5s"), 1)
+	c3, _ := p.Parse(text3)
+	if p.fast != 1 {
+		t.Fatalf("%d parses read from a difference, want 1", p.fast)
+	}
+	shared := 0
+	for i, s := range c3.Zones[0].Services {
+		if s == c2.Zones[0].Services[i] {
+			shared++
+		}
+	}
+	if shared != 399 {
+		t.Fatalf("%d of 400 services shared, want 399", shared)
+	}
+	if fresh, _ := Parse(text3); !reflect.DeepEqual(c3, fresh) {
+		t.Fatal("the config read from a difference differs from Parse's")
+	}
+}
+
+// TestParserOtherLineBreaks: YAML also breaks lines at a lone CR, U+0085,
+// U+2028 and U+2029, which positions counted by line feeds miss: a
+// difference holding one is read whole, and placed as Parse places it
+// (found by review: a warning after one got column 1).
+func TestParserOtherLineBreaks(t *testing.T) {
+	for _, brk := range []string{"\r", " # x\u2028", " # x\u2029", " # x\u0085"} {
+		var p Parser
+		v := fleetText(5, -1, "")
+		parseBoth(t, &p, []byte(v))
+		v2 := strings.Replace(v, "timeout: 1s}]}\n      - name: svc3\n", "timeout: 1s}]}"+brk+"        ttl: 2d\n      - name: svc3\n", 1)
+		parseBoth(t, &p, []byte(v2))
+	}
+}
+
+// TestParserJSONTotal: a difference that takes the JSON the config's
+// service configs make past maxExpansion is read whole, where a later
+// conversion refuses it (found by review).
+func TestParserJSONTotal(t *testing.T) {
+	defer func(n int) { maxExpansion = n }(maxExpansion)
+	maxExpansion = 300
+	var p Parser
+	base := "zones:\n  - origin: a.test.\n    nameservers: [ns.x.]\n    services:\n" +
+		"      - name: s1\n        serviceConfig: {loadBalancingPolicy: round_robin}\n" +
+		"      - name: s2\n        serviceConfig: {loadBalancingPolicy: round_robin}\n" +
+		"  - origin: b.test.\n    nameservers: [ns.x.]\n    services: [{name: t, serviceConfig: {loadBalancingPolicy: round_robin}}]\n"
+	parseBoth(t, &p, []byte(base))
+	big := strings.Replace(base, "      - name: s2\n        serviceConfig: {loadBalancingPolicy: round_robin}\n",
+		"      - name: s2\n        serviceConfig: {methodConfig: [{name: [{service: "+strings.Repeat("x", 200)+"}]}]}\n", 1)
+	if cfg, _ := Parse([]byte(big)); cfg != nil {
+		t.Fatal("the test needs a config Parse refuses")
+	}
+	parseBoth(t, &p, []byte(big))
+	// Within the bound, a small change is still read from the difference.
+	p = Parser{}
+	parseBoth(t, &p, []byte(base))
+	if !parseBoth(t, &p, []byte(strings.Replace(base, "name: s2\n", "name: s3\n", 1))) {
+		t.Error("a change within the bound was read whole")
+	}
+}
+
+// A large text's base is left for later only when there is one to make:
+// a refused text is not kept until the next parse (found in review), and
+// Idle makes a valid one's.
+func TestParserLeavesBaseOnlyForConfigs(t *testing.T) {
+	var p Parser
+	broken := services(5000, true)
+	if len(broken) < returnBaseAbove {
+		t.Fatalf("only %d bytes", len(broken))
+	}
+	if cfg, _ := p.Parse(broken); cfg != nil || p.pending != nil {
+		t.Fatalf("refused text: config %v, base left for later %v", cfg != nil, p.pending != nil)
+	}
+	if cfg, ds := p.Parse(services(5000, false)); cfg == nil || p.pending == nil {
+		t.Fatalf("valid text: %v, base left for later %v", ds, p.pending != nil)
+	}
+	p.Idle()
+	if p.pending != nil || p.base == nil {
+		t.Fatal("Idle made no base")
+	}
+}
+
+// ParseSum is Parse, and the text's SHA-256, on every path: a first
+// parse, a difference, the same text, a refused text, one too large.
+func TestParseSum(t *testing.T) {
+	var p Parser
+	big := services(300, false)
+	changed := bytes.Replace(big, []byte("name: svc7\n"), []byte("name: svc7x\n"), 1)
+	for i, text := range [][]byte{big, changed, changed, []byte("zones: [\n"), bytes.Repeat([]byte("- a\n"), MaxConfigNodes), services(5, false)} {
+		wantCfg, wantDs := Parse(text)
+		cfg, ds, sum := p.ParseSum(text)
+		if sum != sha256.Sum256(text) {
+			t.Errorf("text %d: the sum is not the text's", i)
+		}
+		if (cfg == nil) != (wantCfg == nil) || len(ds) != len(wantDs) {
+			t.Errorf("text %d: ParseSum reads it otherwise than Parse: %v, %v", i, ds, wantDs)
+		}
+	}
+	if p.fast == 0 {
+		t.Error("no text was read from its difference")
+	}
+}

@@ -1,0 +1,179 @@
+package model
+
+import (
+	"bytes"
+	"unicode/utf8"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
+)
+
+// Store specs are JSON, and so are configs written as JSON. JSON is YAML,
+// and yaml.v3 reads it, slowly: a token queue, an event per value, a
+// string per token; a store of 100 000 services spent half of its start
+// there. readJSON reads a JSON text with the positioned JSON parser and
+// builds the nodes yaml.v3 would build (kind, style, tag, value, line and
+// column), so that everything after it is the same code for both. It
+// declines what yaml.v3 reads otherwise (FuzzReadJSONAgreesWithYAML): a
+// text that is not one JSON array or object, tabs and carriage returns
+// (YAML's rules for them in flow collections are not JSON's), the line
+// breaks YAML has beyond LF (it folds them inside strings), and the
+// escapes yaml.v3 refuses (\\/ and surrogates).
+
+// readNodes returns the document node yaml.v3 would read from text when
+// one of the fast readers reads it (readJSON, readFast), or false: then
+// yaml.v3 reads it, and says what is wrong with it.
+func readNodes(text []byte, scratch *yamlScratch) (*yaml.Node, bool) {
+	if n, ok := readJSON(text); ok {
+		return n, true
+	}
+	return readFast(text, scratch)
+}
+
+// readJSON returns the document node yaml.v3 would read from text, or
+// false when text is not JSON it reads alike.
+func readJSON(text []byte) (*yaml.Node, bool) {
+	start := 0
+	for start < len(text) && (text[start] == ' ' || text[start] == '\n') {
+		start++
+	}
+	if start == len(text) || text[start] != '{' && text[start] != '[' {
+		return nil, false
+	}
+	if bytes.IndexByte(text, '\t') >= 0 || bytes.IndexByte(text, '\r') >= 0 ||
+		hasSeq(text, "\u0085") || hasSeq(text, "\u2028") || hasSeq(text, "\u2029") || hasSeq(text, "\ufeff") {
+		return nil, false
+	}
+	t, err := jtree.Parse(text)
+	if err != nil || t.NonASCII >= 0 && !yamlChars(text[t.NonASCII:]) || bytes.IndexByte(text, 0x7f) >= 0 {
+		return nil, false
+	}
+	c := jsonConverter{t: t, nodes: make([]yaml.Node, len(t.Nodes)+1), ascii: t.NonASCII < 0}
+	doc := &c.nodes[len(t.Nodes)]
+	root := c.node(0)
+	if root == nil {
+		return nil, false
+	}
+	*doc = yaml.Node{Kind: yaml.DocumentNode, Line: root.Line, Column: root.Column, Content: []*yaml.Node{root}}
+	return doc, true
+}
+
+// jsonConverter makes the nodes of a JSON tree, all in one allocation.
+type jsonConverter struct {
+	t     *jtree.Tree
+	nodes []yaml.Node
+	ascii bool
+	// line and lineStart are the line (1-based) and the offset of its
+	// start of the last position asked for: nodes come in text order.
+	line, lineStart int
+	off             int
+}
+
+// pos returns the line and the column, in characters, of offset off.
+func (c *jsonConverter) pos(off int) (line, col int) {
+	if c.line == 0 {
+		c.line = 1
+	}
+	src := c.t.Src
+	for {
+		i := bytes.IndexByte(src[c.off:off], '\n')
+		if i < 0 {
+			break
+		}
+		c.line++
+		c.off += i + 1
+		c.lineStart = c.off
+	}
+	c.off = off
+	if c.ascii {
+		return c.line, off - c.lineStart + 1
+	}
+	return c.line, utf8.RuneCount(src[c.lineStart:off]) + 1
+}
+
+// node returns the node of tree node i and its children, or nil when
+// yaml.v3 would read it otherwise.
+func (c *jsonConverter) node(i int32) *yaml.Node {
+	jn := &c.t.Nodes[i]
+	n := &c.nodes[i]
+	n.Line, n.Column = c.pos(int(jn.Start))
+	switch jn.Kind {
+	case jtree.Object, jtree.Array:
+		n.Kind, n.Style, n.Tag = yaml.MappingNode, yaml.FlowStyle, "!!map"
+		if jn.Kind == jtree.Array {
+			n.Kind, n.Tag = yaml.SequenceNode, "!!seq"
+		}
+		if jn.Len == 0 {
+			return n
+		}
+		members := int(jn.Len)
+		if jn.Kind == jtree.Object {
+			members *= 2
+		}
+		n.Content = make([]*yaml.Node, 0, members)
+		for k, key := jn.First, true; k >= 0; k, key = c.t.Nodes[k].Next, !key {
+			if jn.Kind == jtree.Object && key && !simpleKey(c.t, k) {
+				return nil
+			}
+			kid := c.node(k)
+			if kid == nil {
+				return nil
+			}
+			n.Content = append(n.Content, kid)
+		}
+	case jtree.String:
+		raw := c.t.Raw(i)
+		if escapeYAMLRefuses(raw) {
+			return nil
+		}
+		n.Kind, n.Style, n.Tag, n.Value = yaml.ScalarNode, yaml.DoubleQuotedStyle, "!!str", c.t.Str(i)
+	default: // numbers, true, false, null: plain scalars, tagged as yaml.v3 resolves them
+		n.Kind, n.Value = yaml.ScalarNode, string(c.t.Raw(i))
+		n.Tag = n.ShortTag()
+	}
+	return n
+}
+
+// yamlChars reports whether text is UTF-8 of characters YAML allows
+// (JSON allows more in strings: DEL, the C1 controls, U+FFFE and U+FFFF,
+// which the YAML reader refuses). JSON's own controls jtree refuses.
+func yamlChars(text []byte) bool {
+	for len(text) > 0 {
+		r, size := utf8.DecodeRune(text)
+		if r == utf8.RuneError && size <= 1 || r >= 0x80 && r < 0xa0 || r == 0xfffe || r == 0xffff {
+			return false
+		}
+		text = text[size:]
+	}
+	return true
+}
+
+// simpleKey reports whether the key node k is one YAML reads as JSON
+// does: a key of a flow mapping ends on the line of its ':' and is at
+// most 1024 characters long.
+func simpleKey(t *jtree.Tree, k int32) bool {
+	kn, vn := &t.Nodes[k], &t.Nodes[t.Nodes[k].Next]
+	return kn.End-kn.Start <= 1024 && bytes.IndexByte(t.Src[kn.End:vn.Start], '\n') < 0
+}
+
+// escapeYAMLRefuses reports whether a JSON string's text holds an escape
+// yaml.v3 refuses: \/ (not a YAML escape), or one of a UTF-16 surrogate
+// (\uD800 to \uDFFF).
+func escapeYAMLRefuses(raw []byte) bool {
+	for i := 0; i+1 < len(raw); i++ {
+		if raw[i] != '\\' {
+			continue
+		}
+		i++
+		switch raw[i] {
+		case '/':
+			return true
+		case 'u':
+			if i+2 < len(raw) && (raw[i+1] == 'd' || raw[i+1] == 'D') && bytes.IndexByte([]byte("89abAB"), raw[i+2]) >= 0 {
+				return true
+			}
+		}
+	}
+	return false
+}

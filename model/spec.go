@@ -1,0 +1,318 @@
+package model
+
+import (
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+)
+
+// A versioned store (package store) holds zones and services as separate
+// objects, each with a spec: a zone's spec has the fields of a zone in a
+// publisher config but services, a service's spec those of a service.
+// ValidateZone and ValidateService check one spec with exactly the rules,
+// codes and messages of a whole config (they run the same code), with
+// positions in the spec's text and JSON pointers into it. What a whole
+// config checks across objects is checked where the objects meet: a
+// service against its zone's nameservers (ValidateService); two zones
+// nested, or two services of one name, cannot be stored.
+
+// MaxSpecSize is the largest spec of one object: a service's config is
+// published in one TXT record, which a DNS message bounds at 64 KiB.
+const MaxSpecSize = 1 << 20
+
+// ValidateZone checks the spec of zone origin (YAML or JSON) and returns
+// the zone, without services, or nil and diagnostics holding an error.
+// keys are the TSIG keys its transfer may name. A spec may repeat the
+// origin (it must then be the same name); it may not hold services or
+// policies, which are objects of their own (ValidatePolicy, WithPolicies).
+func ValidateZone(origin string, spec []byte, keys []*Key) (*Zone, sc.Diagnostics) {
+	d, root := specDoc(spec, "zone "+origin)
+	if root == nil {
+		return nil, d.diagnostics()
+	}
+	d.sigLen = maxSignatureLen(keys)
+	known := map[string]bool{}
+	for _, k := range keys {
+		known[k.Name] = true
+	}
+	if k, v := member(root, "services"); k != nil {
+		d.report(k, "/services", codeUnknownKey, "a zone's spec holds no services: each service is an object of its own (PUT /v1/zones/%s/services/NAME, or grpc-config-dns publish)", strings.TrimSuffix(origin, "."))
+		removeMember(root, k, v)
+	}
+	if k, v := member(root, "policies"); k != nil {
+		d.report(k, "/policies", codeUnknownKey, "a zone's spec holds no policies: each policy is an object of its own (PUT /v1/zones/%s/policies/NAME, or grpc-config-dns publish)", strings.TrimSuffix(origin, "."))
+		removeMember(root, k, v)
+	}
+	want := strings.ToLower(strings.TrimSuffix(origin, ".")) + "."
+	if k, v := member(root, "origin"); k != nil {
+		if s := deref(v); s != nil && s.Kind == yaml.ScalarNode && strings.TrimSuffix(strings.ToLower(s.Value), ".")+"." != want {
+			d.report(v, "/origin", codeFieldType, "the spec's origin %q is not the zone's name %s: leave origin out, or make it the same", s.Value, want)
+			return nil, d.diagnostics()
+		}
+	} else {
+		addMember(root, "origin", want)
+	}
+	z, _ := d.zone(root, "", known)
+	ds := d.diagnostics()
+	if ds.HasErrors() {
+		return nil, ds
+	}
+	return z, ds
+}
+
+// ValidateService checks the spec of service name (relative to z's origin,
+// or absolute) of zone z, as z's services are checked in a whole config,
+// and returns the service or nil and diagnostics holding an error. A spec
+// may repeat the name (it must then be the same name).
+//
+// labels, when not nil, are the service's labels as a store keeps them
+// (metadata.labels), which label policies select it by; a spec of an
+// object with labels may not carry labels of its own.
+func ValidateService(z *Zone, name string, labels map[string]string, spec []byte, keys []*Key) (*Service, sc.Diagnostics) {
+	d, root := specDoc(spec, "service "+name)
+	if root == nil {
+		return nil, d.diagnostics()
+	}
+	if len(labels) > 0 {
+		if k, _ := member(root, "labels"); k != nil {
+			d.report(k, "/labels", codeFieldType, "the service's labels are given twice, in metadata.labels and in spec.labels: keep them in metadata.labels only")
+			return nil, d.diagnostics()
+		}
+		addLabels(root, labels)
+	}
+	d.sigLen = maxSignatureLen(keys)
+	want := absName(name, z.Origin)
+	if k, v := member(root, "name"); k != nil {
+		if s := deref(v); s != nil && s.Kind == yaml.ScalarNode && absName(strings.TrimSpace(s.Value), z.Origin) != want {
+			d.report(v, "/name", codeFieldType, "the spec's name %q is not the service's name %s: leave name out, or make it the same", s.Value, relative(want, z.Origin))
+			return nil, d.diagnostics()
+		}
+	} else {
+		addMember(root, "name", name)
+	}
+	e := d.service(root, "", z)
+	if e.svc != nil {
+		for i, ns := range z.Nameservers {
+			if ns.Name == e.svc.Name && len(ns.Addresses) > 0 && len(e.svc.Addresses) > 0 {
+				d.report(e.name(), "/addresses", codeNSAddressConflict, "addresses for %s are given both here and by nameserver %d of zone %s: give them in one place", e.svc.Name, i, z.Origin)
+			}
+		}
+	}
+	ds := d.diagnostics()
+	if ds.HasErrors() || e.svc == nil {
+		return nil, ds
+	}
+	return e.svc, ds
+}
+
+// ServiceName returns the name a store keys service name of zone origin
+// by: lower-case, relative to the origin ("@" for the origin itself), or
+// a message saying why name is not a name of the zone.
+func ServiceName(origin, name string) (string, string) {
+	origin = strings.ToLower(strings.TrimSuffix(origin, ".")) + "."
+	if strings.TrimSpace(name) != name || name == "" {
+		return "", fmt.Sprintf("service name %q is empty or has spaces around it", name)
+	}
+	fqdn := absName(name, origin)
+	if msg := checkName(fqdn, true); msg != "" {
+		return "", fmt.Sprintf("service name %q: %s", name, msg)
+	}
+	if !inZone(fqdn, origin) {
+		return "", fmt.Sprintf("service %s lies outside zone %s", fqdn, origin)
+	}
+	return relative(fqdn, origin), ""
+}
+
+// ZoneName returns the name a store keys a zone by: its origin, lower-case,
+// without the final dot ("." alone for the root), or a message saying why
+// it is not a zone name.
+func ZoneName(origin string) (string, string) {
+	if strings.TrimSpace(origin) != origin || origin == "" {
+		return "", fmt.Sprintf("zone name %q is empty or has spaces around it", origin)
+	}
+	fqdn := strings.ToLower(strings.TrimSuffix(origin, ".")) + "."
+	if msg := checkName(fqdn, false); msg != "" {
+		return "", fmt.Sprintf("zone name %q: %s", origin, msg)
+	}
+	if fqdn == "." {
+		return ".", ""
+	}
+	return strings.TrimSuffix(fqdn, "."), ""
+}
+
+// specDoc reads a spec and returns its doc and root mapping, or a nil root
+// when it is not one (reported).
+func specDoc(spec []byte, what string) (*doc, *yaml.Node) {
+	d := newDoc(spec)
+	if len(spec) > MaxSpecSize {
+		d.add(sc.Diagnostic{Severity: codeConfigTooLarge.severity(), Code: codeConfigTooLarge.String(), Offset: 0, Line: 1, Column: 1,
+			Message: fmt.Sprintf("the spec of %s is %d bytes, more than the %d an object may have: a DNS answer holds at most 64 KiB", what, len(spec), MaxSpecSize)})
+		return d, nil
+	}
+	root := d.parseYAML(spec)
+	if root == nil {
+		return d, nil
+	}
+	if !d.mapping(root, "", "the spec of "+what) {
+		return d, nil
+	}
+	return d, root
+}
+
+// member returns the key and value of key in mapping n.
+func member(n *yaml.Node, key string) (k, v *yaml.Node) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Kind == yaml.ScalarNode && n.Content[i].Value == key {
+			return n.Content[i], n.Content[i+1]
+		}
+	}
+	return nil, nil
+}
+
+func removeMember(n, k, v *yaml.Node) {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i] == k && n.Content[i+1] == v {
+			n.Content = append(n.Content[:i:i], n.Content[i+2:]...)
+			return
+		}
+	}
+}
+
+// addMember adds key: value (a string) to mapping n, with no position:
+// diagnostics about it carry its path only.
+func addMember(n *yaml.Node, key, value string) {
+	n.Content = append(n.Content,
+		&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key},
+		&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Style: yaml.DoubleQuotedStyle})
+}
+
+// Specs are the objects a publisher config holds, for loading it into a
+// store: its zones, each with its spec and its services'.
+type Specs struct {
+	Zones []ZoneSpec
+	// Keys are the config's TSIG keys, which a store does not hold (they
+	// are secrets): serve is given them with its own settings.
+	Keys []*Key
+}
+
+// ZoneSpec is one zone of a config as store objects.
+type ZoneSpec struct {
+	// Name is the zone's name as a store keys it (ZoneName).
+	Name string
+	// Spec is the zone's fields but services, as compact JSON.
+	Spec     []byte
+	Policies []PolicySpec
+	Services []ServiceSpec
+}
+
+// PolicySpec is one policy of a zone as a store object.
+type PolicySpec struct {
+	Name string
+	// Spec is the policy's fields but its name, as compact JSON.
+	Spec []byte
+}
+
+// ServiceSpec is one service of a zone as a store object.
+type ServiceSpec struct {
+	// Name is relative to the zone's origin, as a store keys it.
+	Name string
+	// Labels are the service's labels, which a store keeps as
+	// metadata.labels.
+	Labels map[string]string
+	// Spec is the service's fields but its name and labels, as compact
+	// JSON.
+	Spec []byte
+}
+
+// SplitSpecs checks a publisher config as Parse does and cuts it into the
+// objects of a store: the spec of each zone and service, converted to
+// JSON exactly as the publisher converts service configs. It returns nil
+// and the diagnostics when the config is invalid.
+func SplitSpecs(text []byte) (*Specs, sc.Diagnostics) {
+	cfg, ds := Parse(text)
+	if cfg == nil {
+		return nil, ds
+	}
+	d := newDoc(text)
+	root := d.parseYAML(text)
+	if root == nil {
+		return nil, d.diagnostics()
+	}
+	out := &Specs{Keys: cfg.Keys}
+	_, zones := member(root, "zones")
+	for i, zn := range deref(zones).Content {
+		zn = deref(zn)
+		zc := cfg.Zones[i]
+		name, _ := ZoneName(zc.Origin)
+		zs := ZoneSpec{Name: name}
+		spec := &yaml.Node{Kind: yaml.MappingNode}
+		var services, policies *yaml.Node
+		for _, p := range d.pairs(zn) {
+			switch p.k.Value {
+			case "services":
+				services = deref(p.v)
+			case "policies":
+				policies = deref(p.v)
+			case "origin":
+			default:
+				spec.Content = append(spec.Content, p.k, p.v)
+			}
+		}
+		j, ok := d.toJSON(spec, fmt.Sprintf("/zones/%d", i))
+		if !ok {
+			return nil, d.diagnostics()
+		}
+		zs.Spec = j.text
+		if policies != nil {
+			for k, pn := range d.list(policies, fmt.Sprintf("/zones/%d/policies", i), "policies") {
+				pspec := &yaml.Node{Kind: yaml.MappingNode}
+				var pname string
+				for _, p := range d.pairs(pn) {
+					if p.k.Value == "name" {
+						pname = strings.TrimSpace(deref(p.v).Value)
+						continue
+					}
+					pspec.Content = append(pspec.Content, p.k, p.v)
+				}
+				j, ok := d.toJSON(pspec, fmt.Sprintf("/zones/%d/policies/%d", i, k))
+				if !ok {
+					return nil, d.diagnostics()
+				}
+				zs.Policies = append(zs.Policies, PolicySpec{Name: pname, Spec: j.text})
+			}
+		}
+		if services != nil {
+			for k, sn := range d.list(services, fmt.Sprintf("/zones/%d/services", i), "services") {
+				sspec := &yaml.Node{Kind: yaml.MappingNode}
+				var sname string
+				var labels map[string]string
+				for _, p := range d.pairs(sn) {
+					if p.k.Value == "name" {
+						sname = strings.TrimSpace(deref(p.v).Value)
+						continue
+					}
+					if p.k.Value == "labels" {
+						// A store keeps them as metadata.labels.
+						labels, _ = d.labels(p.v, "")
+						continue
+					}
+					sspec.Content = append(sspec.Content, p.k, p.v)
+				}
+				rel, msg := ServiceName(zc.Origin, sname)
+				if msg != "" {
+					return nil, append(ds, sc.Diagnostic{Severity: sc.Error, Code: codeNameSyntax.String(), Message: msg, Path: fmt.Sprintf("/zones/%d/services/%d/name", i, k), Offset: -1})
+				}
+				j, ok := d.toJSON(sspec, fmt.Sprintf("/zones/%d/services/%d", i, k))
+				if !ok {
+					return nil, d.diagnostics()
+				}
+				zs.Services = append(zs.Services, ServiceSpec{Name: rel, Labels: labels, Spec: j.text})
+			}
+		}
+		out.Zones = append(out.Zones, zs)
+	}
+	return out, ds
+}
