@@ -27,6 +27,11 @@
 //     config on disk, never an older one's answers, with no lower serial;
 //     and answers that do not fit on a full state disk: not kept, nothing
 //     served changes, the next start reads the config;
+//   - what serve did not write, where it keeps its answers or its serials
+//     (a symlink to /dev/zero, a named pipe, a directory, a cut file, a
+//     4 GiB one, answers whose header declares 4 GiB): for the answers a
+//     cold start that answers at once, logs why and stops on SIGTERM; for
+//     the serials a refusal to start, at once, naming the file;
 //   - a DNS server that answers with TC=1 over TCP too, to `select`;
 //   - hostile inputs to `lint` (a 60 MB file of one-letter values, 40 000
 //     choices, a million-digit number…) and hostile 58 KB answers to
