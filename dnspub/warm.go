@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -32,10 +33,10 @@ import (
 // compiled zone database and Knot's journal serve restarts the same way.
 //
 // The answers are used only when nothing they depend on has changed: the
-// config's bytes (SHA-256), the executable's bytes (SHA-256: another
-// build may answer differently), and every zone's serial and content
-// digest in the state file (a serial persisted since would be served
-// lower). The file carries a CRC-32C of its bytes. Anything else, or any
+// config's bytes (SHA-256), the build (the SHA-256 of the running
+// executable's image: another build may answer differently), and every
+// zone's serial and content digest in the state file (a serial persisted
+// since would be served lower). The file carries a CRC-32C of its bytes. Anything else, or any
 // doubt, is a cold start, logged with the reason: a path that is not a
 // regular file (a named pipe, a device, a directory) or holds more than
 // answers take is not even read (readOwnFile). Until the background
@@ -82,11 +83,20 @@ type warmZone struct {
 	Digest string `json:"digest"`
 }
 
-// executableSum identifies the running binary. Tests replace it.
+// executableSum identifies the running binary: the SHA-256 of its image.
+// The image, not what its path names now: an upgrade renames the new
+// build over the path while the old one still runs, and the old run's
+// answers must not then carry the new build's identity. On Linux
+// /proc/self/exe is the image the process runs, whatever happened to its
+// path; elsewhere the path is read, as early as New can (it starts the
+// hash). Tests replace it.
 var executableSum = sync.OnceValues(func() (string, error) {
-	path, err := os.Executable()
-	if err != nil {
-		return "", err
+	path := "/proc/self/exe"
+	if runtime.GOOS != "linux" {
+		var err error
+		if path, err = os.Executable(); err != nil {
+			return "", err
+		}
 	}
 	f, err := os.Open(path)
 	if err != nil {

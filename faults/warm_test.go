@@ -310,3 +310,54 @@ func TestStateFileNotState(t *testing.T) {
 		})
 	}
 }
+
+// TestAnswersOfAnotherBuild: an upgrade renames a new build over the
+// binary while the old one runs, before the old one keeps its answers.
+// They are the old build's answers: the old build starts warm from them,
+// the new one cold (another build may answer differently).
+func TestAnswersOfAnotherBuild(t *testing.T) {
+	dir := t.TempDir()
+	oldBin, newBin := filepath.Join(dir, "old"), filepath.Join(dir, "new")
+	running := filepath.Join(dir, "grpc-config-dns")
+	b, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Bytes after the ELF image change the build's hash, not what it does.
+	for _, f := range []struct {
+		path string
+		b    []byte
+	}{{oldBin, b}, {running, b}, {newBin, append(slices.Clip(b), "another build"...)}} {
+		if err := os.WriteFile(f.path, f.b, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(dir, "publisher.yaml")
+	addr := freePort(t)
+	writeAtomic(t, cfg, bigConfig(1))
+	s := serveWith(t, running, addr, "--config", cfg)
+	// The old build runs (exec is done when Start returns): the upgrade.
+	if err := os.Rename(newBin, running); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, s, "answers kept for a warm start")
+	stopsOnSIGTERM(t, s)
+
+	s = serveWith(t, oldBin, addr, "--config", cfg)
+	answering(t, addr, "a.test.")
+	if !strings.Contains(s.logs.String(), "answering from the answers kept") {
+		t.Fatal("the build that kept the answers does not start warm from them")
+	}
+	waitLog(t, s, `msg="config loaded"`)
+	stopsOnSIGTERM(t, s)
+
+	s = serveWith(t, running, addr, "--config", cfg)
+	answering(t, addr, "a.test.")
+	if got := version(t, addr, "a.test."); got != 1 {
+		t.Fatalf("serving version %d", got)
+	}
+	if logs := s.logs.String(); strings.Contains(logs, "answering from the answers kept") || !strings.Contains(logs, "written by another build") {
+		t.Fatal("the new build starts from the old build's answers")
+	}
+	stopsOnSIGTERM(t, s)
+}
