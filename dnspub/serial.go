@@ -58,17 +58,34 @@ type stateFile struct {
 	Zones   map[string]serialState `json:"zones"`
 }
 
+// maxStateFile bounds the state file: at about 200 bytes a zone it would
+// take five million zones, far more than a config (64 MiB at most) has.
+const maxStateFile = 1 << 30
+
+// loadSerials reads the state file at path ("" for none).
 func loadSerials(path string) (*serialStore, error) {
 	s := &serialStore{path: path, zones: map[string]serialState{}, write: writeFileAtomic}
 	if path == "" {
 		return s, nil
 	}
-	b, err := os.ReadFile(path)
+	// A state that cannot be read stops the start rather than starting
+	// without it: serials from the clock alone could be lower than those
+	// served (changes ran them ahead of the clock, or the clock went
+	// back), and secondaries would ignore every change until the serial
+	// came back above theirs. Only the operator knows whether the file
+	// can be put back.
+	const fix = "put back the file serve wrote there, or remove it to restart serials from the current time"
+	b, err := readOwnFile(path, maxStateFile)
 	if errors.Is(err, fs.ErrNotExist) {
+		// No file: a first start, unless the path is a symbolic link
+		// to a file that is gone (a volume not mounted, say).
+		if target, lerr := os.Readlink(path); lerr == nil {
+			return nil, fmt.Errorf("serial state %s is a symbolic link to %s, which does not exist: %s", path, target, fix)
+		}
 		return s, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("reading serial state: %w", err)
+		return nil, fmt.Errorf("cannot read serial state %s: %w; %s", path, err, fix)
 	}
 	var f stateFile
 	if err := json.Unmarshal(b, &f); err != nil {

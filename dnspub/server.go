@@ -329,6 +329,11 @@ func newServer(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.notifier = newNotifier(s.log, s.metrics)
+	if runtime.GOOS != "linux" && s.warmPath() != "" {
+		// Read the executable's path while it most likely still names
+		// this build (see executableSum; on Linux it does not matter).
+		go executableSum()
+	}
 	return s, nil
 }
 

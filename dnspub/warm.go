@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"sync"
@@ -32,11 +33,13 @@ import (
 // compiled zone database and Knot's journal serve restarts the same way.
 //
 // The answers are used only when nothing they depend on has changed: the
-// config's bytes (SHA-256), the executable's bytes (SHA-256: another
-// build may answer differently), and every zone's serial and content
-// digest in the state file (a serial persisted since would be served
-// lower). The file carries a CRC-32C of its bytes. Anything else, or any
-// doubt, is a cold start, logged with the reason. Until the background
+// config's bytes (SHA-256), the build (the SHA-256 of the running
+// executable's image: another build may answer differently), and every
+// zone's serial and content digest in the state file (a serial persisted
+// since would be served lower). The file carries a CRC-32C of its bytes. Anything else, or any
+// doubt, is a cold start, logged with the reason: a path that is not a
+// regular file (a named pipe, a device, a directory) or holds more than
+// answers take is not even read (readOwnFile). Until the background
 // read ends, transfers and signed queries are answered SERVFAIL
 // (secondaries retry) and the snapshot is not offered to Published.
 //
@@ -61,6 +64,11 @@ const warmMagic = "grpc-config-dns answers v1\n"
 // maxWarmHeader bounds the header's JSON: a few hundred bytes a zone.
 const maxWarmHeader = 64 << 20
 
+// maxWarmFile bounds the file of answers: those of the largest config
+// (64 MiB) take a few times its size, so a larger file is not one serve
+// wrote, and is not read.
+const maxWarmFile = 1 << 30
+
 // warmHeader is what the answers were built from.
 type warmHeader struct {
 	Binary string       `json:"binary"`
@@ -75,11 +83,20 @@ type warmZone struct {
 	Digest string `json:"digest"`
 }
 
-// executableSum identifies the running binary. Tests replace it.
+// executableSum identifies the running binary: the SHA-256 of its image.
+// The image, not what its path names now: an upgrade renames the new
+// build over the path while the old one still runs, and the old run's
+// answers must not then carry the new build's identity. On Linux
+// /proc/self/exe is the image the process runs, whatever happened to its
+// path; elsewhere the path is read, as early as New can (it starts the
+// hash). Tests replace it.
 var executableSum = sync.OnceValues(func() (string, error) {
-	path, err := os.Executable()
-	if err != nil {
-		return "", err
+	path := "/proc/self/exe"
+	if runtime.GOOS != "linux" {
+		var err error
+		if path, err = os.Executable(); err != nil {
+			return "", err
+		}
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -146,7 +163,7 @@ func readWarm(path string, text []byte, serials *serialStore) (*warmHeader, *wir
 
 // readWarmFile is readWarm; configSum gives the hex SHA-256 of the config.
 func readWarmFile(path string, serials *serialStore, configSum func() string) (*warmHeader, *wire.Table, error) {
-	b, err := os.ReadFile(path)
+	b, err := readOwnFile(path, maxWarmFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, errNoWarm
 	}
@@ -163,7 +180,7 @@ func readWarmFile(path string, serials *serialStore, configSum func() string) (*
 	body = body[len(warmMagic):]
 	n := binary.BigEndian.Uint32(body)
 	if n > maxWarmHeader || int(n) > len(body)-4 {
-		return nil, nil, errors.New("damaged (header length)")
+		return nil, nil, fmt.Errorf("damaged: its header declares %d bytes, the file holds %d after it", n, len(body)-4)
 	}
 	var h warmHeader
 	dec := json.NewDecoder(bytes.NewReader(body[4 : 4+n]))

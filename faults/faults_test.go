@@ -101,8 +101,14 @@ func freePort(t *testing.T) string {
 // serve starts the binary; it does not wait for it to answer.
 func serve(t *testing.T, addr string, args ...string) *server {
 	t.Helper()
+	return serveWith(t, bin, addr, args...)
+}
+
+// serveWith is serve with another copy of the binary, at path.
+func serveWith(t *testing.T, path, addr string, args ...string) *server {
+	t.Helper()
 	s := &server{logs: &lockedBuffer{}, done: make(chan struct{})}
-	s.cmd = exec.Command(bin, append([]string{"serve", "--listen", addr, "--shutdown-grace", "1s"}, args...)...)
+	s.cmd = exec.Command(path, append([]string{"serve", "--listen", addr, "--shutdown-grace", "1s"}, args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,7 @@
 # The fault-injection suite (see faults/doc.go): the real binary, killed,
 # starved of disk, and fed hostile answers, on 127.0.0.1 only. Needs root
 # for the tmpfs mounts and installs etcd (Debian's etcd-server) for the
-# replica test; as root every test must run. About 110 seconds (the
+# replica test; as root every test must run. About 140 seconds (the
 # appending writer waits out the 30 s settle period; the warm-start kills
 # take 30 s).
 set -euo pipefail

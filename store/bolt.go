@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -61,6 +62,12 @@ func openBolt(dir string, history int64, now time.Time) (*boltBackend, error) {
 		return nil, fmt.Errorf("store %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, "store.db")
+	// bbolt opens whatever is there read-write and, finding it empty,
+	// writes its first pages into it: into a device, if a symbolic link
+	// leads to one. Refuse what is not a file first, by name.
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("store %s is %s, not the store's file: move it away, or give serve another --store", path, fileKind(fi.Mode()))
+	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, FreelistType: bolt.FreelistMapType})
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("store %s is in use by another process (its file lock is held): stop that serve, or give this one another --store", path)
@@ -95,6 +102,21 @@ func openBolt(dir string, history int64, now time.Time) (*boltBackend, error) {
 		return nil, fmt.Errorf("initialising store %s: %w", path, err)
 	}
 	return b, nil
+}
+
+// fileKind names what a mode that is not a regular file's is.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case m&fs.ModeDevice != 0:
+		return "a device"
+	case m&fs.ModeSocket != 0:
+		return "a socket"
+	}
+	return fmt.Sprintf("not a regular file (mode %v)", m)
 }
 
 func getU64(b *bolt.Bucket, name string) int64 {
