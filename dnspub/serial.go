@@ -187,8 +187,17 @@ func writeFileAtomic(path string, data []byte) error {
 	})
 }
 
-// writeAtomic is writeFileAtomic of what write writes.
+// writeAtomic is writeFileAtomic of what write writes. A symlink is
+// followed: the file it names (on a mounted volume, say) is the one
+// replaced. Renamed over, the link itself would become a local file, and
+// the volume's copy would stop moving: after the container restarted from
+// it, serials could go back.
 func writeAtomic(path string, write func(io.Writer) error) error {
+	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		if path, err = filepath.EvalSymlinks(path); err != nil {
+			return err
+		}
+	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
 	if err != nil {

@@ -309,3 +309,47 @@ func TestHugeConfigRefusedUnread(t *testing.T) {
 		t.Errorf("%d bytes allocated: the file was read", grew)
 	}
 }
+
+// TestStateSymlinkFollowed: a state file that is a symlink (to a volume,
+// say) stays one; the file it names holds the serials written, and a
+// restart from it serves no lower serial.
+func TestStateSymlinkFollowed(t *testing.T) {
+	dir, volume := t.TempDir(), t.TempDir()
+	file := filepath.Join(dir, "p.yaml")
+	state := filepath.Join(dir, "p.yaml.serial")
+	target := filepath.Join(volume, "serials")
+	os.WriteFile(target, []byte("{}"), 0o644)
+	if err := os.Symlink(target, state); err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Unix(2_000_000_000, 0)
+	start := func() *Server {
+		s, err := New(Options{ConfigFile: file, Listen: "127.0.0.1:0", WatchInterval: -1, Logger: discardLogger(), Now: func() time.Time { return clock }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	os.WriteFile(file, []byte(zonesConfig(map[string]int{"a.test.": 0})), 0o644)
+	s := start()
+	for v := 1; v <= 3; v++ {
+		os.WriteFile(file, []byte(zonesConfig(map[string]int{"a.test.": v})), 0o644)
+		if err := s.Reload(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	high := s.Serials()["a.test."]
+	if fi, err := os.Lstat(state); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+		t.Fatalf("the state file is no longer a symlink: %v %v", fi, err)
+	}
+	if b, _ := os.ReadFile(target); !strings.Contains(string(b), fmt.Sprint(high)) {
+		t.Fatalf("the symlink's target does not hold serial %d:\n%s", high, b)
+	}
+	// The config goes back to the first version, whose digest the state
+	// remembers with a lower serial: never lower than served.
+	os.WriteFile(file, []byte(zonesConfig(map[string]int{"a.test.": 0})), 0o644)
+	s = start()
+	if got := s.Serials()["a.test."]; !serialGreater(got, high) {
+		t.Errorf("after a restart from the symlinked state, serial %d, not above %d", got, high)
+	}
+}
