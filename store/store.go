@@ -361,20 +361,28 @@ func origin(zone string) string {
 	return zone + "."
 }
 
-// precondition reads metadata.resourceVersion of a PUT: 0 for none.
-func precondition(rv string) (int64, error) {
+// precondition reads the version a write requires, given as name
+// (metadata.resourceVersion of a PUT, resourceVersion of a DELETE): 0 for
+// none.
+func precondition(name, rv string) (int64, error) {
 	if rv == "" {
 		return 0, nil
 	}
-	v, err := ParseRV(rv)
+	v, err := parseRV(name, rv)
 	if err != nil {
 		return 0, err
 	}
 	if v == 0 {
-		return 0, badRequest("metadata.resourceVersion 0 is no version an object can have: leave it out for an unconditional write")
+		return 0, badRequest("%s 0 is no version an object can have: leave it out for an unconditional write", name)
 	}
 	return v, nil
 }
+
+// The names of a write's precondition, as its errors give them.
+const (
+	putPrecondition    = "metadata.resourceVersion"
+	deletePrecondition = "resourceVersion"
+)
 
 // body checks what every PUT carries and returns the value to store.
 func body(obj *Object, desc, name, zone string) ([]byte, error) {
@@ -416,7 +424,7 @@ func (s *Store) PutZone(ctx context.Context, zone string, obj *Object) (out *Obj
 	if err := sameName(obj, name, ""); err != nil {
 		return nil, false, err
 	}
-	want, err := precondition(obj.Metadata.ResourceVersion)
+	want, err := precondition(putPrecondition, obj.Metadata.ResourceVersion)
 	if err != nil {
 		return nil, false, err
 	}
@@ -674,7 +682,7 @@ func (s *Store) PutService(ctx context.Context, zone, svc string, obj *Object) (
 	if err := sameName(obj, name, z); err != nil {
 		return nil, false, err
 	}
-	want, err := precondition(obj.Metadata.ResourceVersion)
+	want, err := precondition(putPrecondition, obj.Metadata.ResourceVersion)
 	if err != nil {
 		return nil, false, err
 	}
@@ -745,7 +753,7 @@ func (s *Store) DeleteZone(ctx context.Context, zone, ifRV string) (*Object, err
 	if err != nil {
 		return nil, err
 	}
-	want, err := precondition(ifRV)
+	want, err := precondition(deletePrecondition, ifRV)
 	if err != nil {
 		return nil, err
 	}
@@ -802,7 +810,7 @@ func (s *Store) DeleteService(ctx context.Context, zone, svc, ifRV string) (*Obj
 	if err != nil {
 		return nil, err
 	}
-	want, err := precondition(ifRV)
+	want, err := precondition(deletePrecondition, ifRV)
 	if err != nil {
 		return nil, err
 	}
