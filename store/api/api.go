@@ -237,6 +237,9 @@ func readObject(w http.ResponseWriter, r *http.Request) (*store.Object, error) {
 	if err != nil {
 		return nil, &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest, Message: fmt.Sprintf("reading the request body: %v", err)}
 	}
+	if e := checkKeys(b, objectShape); e != nil {
+		return nil, e
+	}
 	var obj store.Object
 	if err := json.Unmarshal(b, &obj); err != nil {
 		return nil, &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest,
@@ -272,6 +275,9 @@ func deletePrecondition(w http.ResponseWriter, r *http.Request) (string, error) 
 			Preconditions struct {
 				ResourceVersion string `json:"resourceVersion"`
 			} `json:"preconditions"`
+		}
+		if e := checkKeys(b, deleteOptionsShape); e != nil {
+			return "", e
 		}
 		if err := json.Unmarshal(b, &opts); err != nil {
 			return "", &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest, Message: fmt.Sprintf("the body of a DELETE is DeleteOptions ({\"preconditions\":{\"resourceVersion\":\"N\"}}): %v", err)}
