@@ -214,6 +214,12 @@ func writeError(w http.ResponseWriter, err error) {
 	}
 	b, _ := json.Marshal(e)
 	w.Header().Set("Content-Type", "application/json")
+	if e.Code == http.StatusServiceUnavailable {
+		// The store does not answer: clients (client-go among them)
+		// retry after this many seconds. A replica reconnects within a
+		// second of the store's return.
+		w.Header().Set("Retry-After", "1")
+	}
 	w.WriteHeader(e.Code)
 	w.Write(append(b, '\n'))
 }
