@@ -470,7 +470,7 @@ func TestStoreNestedZones(t *testing.T) {
 		t.Errorf("the zones stored: %d %s", code, b)
 	}
 	s.kill()
-	s = serveStore(t, dir, addr, admin)
+	serveStore(t, dir, addr, admin)
 	answering(t, addr, "other.example.")
 	if after := dnsView(t, addr); after != before {
 		t.Errorf("DNS answers after a restart:\nbefore:\n%s\nafter:\n%s", before, after)
