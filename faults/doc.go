@@ -16,6 +16,10 @@
 //   - two `serve --store etcd://…` replicas: one killed with kill -9
 //     during writes and restarted serves its peer's serial within a
 //     second (needs etcd: run.sh installs it as root, else the test skips);
+//   - zones inside one another, PUT through `serve --store DIR`: refused
+//     as a config with both is (422, zone-nested), DNS answers unchanged
+//     byte for byte, before and after a restart; and two replicas on one
+//     etcd creating a zone and a zone inside it at once: never both;
 //   - clients holding every connection --metrics allows (keep-alive and
 //     half-sent requests) and a hundred more, with the server's file
 //     descriptors limited: SIGHUP still reloads, and /metrics answers

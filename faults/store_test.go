@@ -393,3 +393,145 @@ func TestStoreReplicaKill9OnEtcd(t *testing.T) {
 	}
 	t.Logf("%d writes; a restarted replica served its peer's serial at most %v after it was started", next, slowest)
 }
+
+// dnsView is what a server answers to a few queries about names at and
+// below example.test: rcode, flags and records of each answer, without
+// the message ID.
+func dnsView(t *testing.T, addr string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+	}{
+		{"test.", dns.TypeSOA},
+		{"example.test.", dns.TypeSOA},
+		{"sub.example.test.", dns.TypeSOA},
+		{"sub.example.test.", dns.TypeNS},
+		{"foo.sub.example.test.", dns.TypeA},
+		{"_grpc_config.foo.sub.example.test.", dns.TypeTXT},
+	} {
+		r, err := ask(addr, q.name, q.qtype)
+		if err != nil {
+			t.Fatalf("%s %s: %v", q.name, dns.TypeToString[q.qtype], err)
+		}
+		fmt.Fprintf(&b, "%s %s: %s aa=%v\n", q.name, dns.TypeToString[q.qtype], dns.RcodeToString[r.Rcode], r.Authoritative)
+		for _, rr := range append(r.Answer, r.Ns...) {
+			fmt.Fprintf(&b, "  %s\n", rr)
+		}
+	}
+	return b.String()
+}
+
+// refusedNested checks that a zone PUT was refused as a config with both
+// zones is: 422, the zone-nested diagnostic naming both.
+func refusedNested(t *testing.T, code int, err error, inner, outer string) {
+	t.Helper()
+	want := fmt.Sprintf("zone %s lies inside zone %s", inner, outer)
+	if code != http.StatusUnprocessableEntity || err == nil || !strings.Contains(err.Error(), `"code":"zone-nested"`) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("got %d %v; want 422 with the zone-nested diagnostic %q", code, err, want)
+	}
+}
+
+// TestStoreNestedZones: zones inside one another, each PUT through the
+// admin API of `serve --store DIR`, are refused as a config holding them
+// is (422, zone-nested), and DNS answers for the names below the outer
+// zone stay what they were, byte for byte; the refusals survive a
+// restart (nothing was stored).
+func TestStoreNestedZones(t *testing.T) {
+	dir := t.TempDir()
+	addr, admin := freePort(t), freePort(t)
+	s := serveStore(t, dir, addr, admin)
+	if _, _, err := s.put("/v1/zones/test", storeZone); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.put("/v1/zones/test/services/foo.sub.example", storeSvc(1)); err != nil {
+		t.Fatal(err)
+	}
+	answering(t, addr, "test.")
+	before := dnsView(t, addr)
+	if !strings.Contains(before, "svc.V1") {
+		t.Fatalf("the service below example.test is not served:\n%s", before)
+	}
+	_, code, err := s.put("/v1/zones/example.test", storeZone)
+	refusedNested(t, code, err, "example.test.", "test.")
+	_, code, err = s.put("/v1/zones/sub.example.test", storeZone)
+	refusedNested(t, code, err, "sub.example.test.", "test.")
+	// A later write, to another zone, is served: the refused ones, had
+	// they been stored, would be served by now too.
+	if _, _, err := s.put("/v1/zones/other.example", storeZone); err != nil {
+		t.Fatal(err)
+	}
+	answering(t, addr, "other.example.")
+	if after := dnsView(t, addr); after != before {
+		t.Errorf("DNS answers changed after refused zone writes:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if code, b := s.get("/v1/zones"); code != 200 || strings.Contains(string(b), "example.test") {
+		t.Errorf("the zones stored: %d %s", code, b)
+	}
+	s.kill()
+	serveStore(t, dir, addr, admin)
+	answering(t, addr, "other.example.")
+	if after := dnsView(t, addr); after != before {
+		t.Errorf("DNS answers after a restart:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}
+
+// TestStoreNestedZonesReplicasOnEtcd: two `serve --store etcd://…`
+// replicas on one etcd take a zone and a zone inside it at the same
+// moment, one each, many times: never both, whichever commits first.
+func TestStoreNestedZonesReplicasOnEtcd(t *testing.T) {
+	e := etcdtest.Start(t)
+	loc := e.Location("nested")
+	aDNS, aAdmin, bDNS, bAdmin := freePort(t), freePort(t), freePort(t), freePort(t)
+	a := serveStore(t, loc, aDNS, aAdmin)
+	b := serveStore(t, loc, bDNS, bAdmin)
+	won := map[string]int{}
+	for i := range 20 {
+		outer := fmt.Sprintf("z%d.test", i)
+		inner := "in." + outer
+		var ca, cb int
+		var ea, eb error
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		wg.Add(2)
+		go func() { defer wg.Done(); <-start; _, ca, ea = a.put("/v1/zones/"+outer, storeZone) }()
+		go func() { defer wg.Done(); <-start; _, cb, eb = b.put("/v1/zones/"+inner, storeZone) }()
+		close(start)
+		wg.Wait()
+		switch {
+		case ea == nil && eb == nil:
+			t.Fatalf("round %d: replica A created %s and replica B %s", i, outer, inner)
+		case ea == nil:
+			refusedNested(t, cb, eb, inner+".", outer+".")
+			won["outer"]++
+		case eb == nil:
+			refusedNested(t, ca, ea, inner+".", outer+".")
+			won["inner"]++
+		default:
+			t.Fatalf("round %d: neither was created: %v; %v", i, ea, eb)
+		}
+	}
+	// Both replicas serve the 20 zones that won, and no zone in a zone.
+	for _, s := range []*storeServer{a, b} {
+		for i := range 20 {
+			outer := fmt.Sprintf("z%d.test.", i)
+			deadline := time.Now().Add(2 * time.Second)
+			for {
+				_, okOuter := soa(s.dns, outer)
+				_, okInner := soa(s.dns, "in."+outer)
+				if okOuter && okInner {
+					t.Fatalf("replica %s serves both %s and in.%s", s.dns, outer, outer)
+				}
+				if okOuter || okInner {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("replica %s serves neither %s nor in.%s", s.dns, outer, outer)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	t.Logf("the outer zone was created first %d times, the inner one %d", won["outer"], won["inner"])
+}

@@ -399,7 +399,7 @@ func (d *doc) config(root *yaml.Node) *Config {
 		d.report(zonesNode, zonesPath, codeMissingField, "zones is empty: add at least one zone with an origin, nameservers and services")
 	}
 	origins := map[string]*yaml.Node{}
-	below := map[string]string{} // a proper ancestor of origins → the first of them
+	var nest zoneNesting
 	for i, zn := range zs {
 		path := fmt.Sprintf("%s/%d", zonesPath, i)
 		z, originNode := d.zone(zn, path, keys)
@@ -410,23 +410,14 @@ func (d *doc) config(root *yaml.Node) *Config {
 			d.report(originNode, path+"/origin", codeZoneDuplicate, "zone %s is defined twice (first at line %d): merge the two", z.Origin, first.Line)
 			continue
 		}
-		// Nesting is found by walking this origin's labels, not by
-		// comparing every pair of zones (a config may hold thousands).
-		for _, a := range ancestors(z.Origin) {
-			if on, ok := origins[a]; ok {
-				d.report(originNode, path+"/origin", codeZoneNested, "zone %s lies inside zone %s (line %d): the publisher does not delegate; serve its names as services of %s", z.Origin, a, on.Line, a)
-				break
-			}
+		outer, inner := nest.add(z.Origin)
+		if outer != "" {
+			d.report(originNode, path+"/origin", codeZoneNested, "%s", nestedMessage(z.Origin, outer, fmt.Sprintf(" (line %d)", origins[outer].Line)))
 		}
-		if inner, ok := below[z.Origin]; ok {
-			d.report(originNode, path+"/origin", codeZoneNested, "zone %s lies inside zone %s (line %d): the publisher does not delegate; serve its names as services of %s", inner, z.Origin, origins[inner].Line, z.Origin)
+		if inner != "" {
+			d.report(originNode, path+"/origin", codeZoneNested, "%s", nestedMessage(inner, z.Origin, fmt.Sprintf(" (line %d)", origins[inner].Line)))
 		}
 		origins[z.Origin] = originNode
-		for _, a := range ancestors(z.Origin) {
-			if _, ok := below[a]; !ok {
-				below[a] = z.Origin
-			}
-		}
 		cfg.Zones = append(cfg.Zones, z)
 	}
 	return cfg

@@ -428,3 +428,48 @@ func BenchmarkNodeEstimate(b *testing.B) {
 		})
 	}
 }
+
+// TestNestedZoneAsInAConfig: NestedZone, which a store checks a new zone
+// with, refuses what a config refuses, with its code and message.
+func TestNestedZoneAsInAConfig(t *testing.T) {
+	_, ds := Parse([]byte("zones:\n  - {origin: test., nameservers: [ns.other.]}\n  - {origin: sub.example.test., nameservers: [ns.other.]}\n  - {origin: x.test., nameservers: [ns.other.]}\n"))
+	var inConfig []string
+	for _, d := range ds {
+		if d.Code == "zone-nested" {
+			inConfig = append(inConfig, d.Message)
+		}
+	}
+	line := func(o string) string {
+		return map[string]string{"test.": " (line 2)", "sub.example.test.": " (line 3)"}[o]
+	}
+	var inStore []string
+	for _, c := range []struct {
+		origin string
+		others []string
+	}{{"sub.example.test.", []string{"test."}}, {"x.test.", []string{"sub.example.test.", "test.", "x.test."}}} {
+		got := NestedZone(c.origin, c.others, line)
+		if len(got) != 1 || got[0].Code != "zone-nested" || got[0].Severity != sc.Error {
+			t.Fatalf("NestedZone(%s, %v) = %v", c.origin, c.others, got)
+		}
+		inStore = append(inStore, got[0].Message)
+	}
+	if strings.Join(inStore, "\n") != strings.Join(inConfig, "\n") {
+		t.Errorf("a store says\n%s\na config says\n%s", strings.Join(inStore, "\n"), strings.Join(inConfig, "\n"))
+	}
+	// The zone that nothing holds, and that holds nothing.
+	for _, c := range []struct {
+		origin string
+		others []string
+	}{{"test.", []string{"test.", "other.", "atest."}}, {"a.b.test.", []string{"b.a.test.", "b.test.c."}}} {
+		if got := NestedZone(c.origin, c.others, line); got != nil {
+			t.Errorf("NestedZone(%s, %v) = %v", c.origin, c.others, got)
+		}
+	}
+	// The root holds every zone; the nearest zone that holds one is named.
+	if got := NestedZone(".", []string{"a.test."}, line); len(got) != 1 || !strings.HasPrefix(got[0].Message, "zone a.test. lies inside zone .:") {
+		t.Errorf("the root zone: %v", got)
+	}
+	if got := NestedZone("a.b.test.", []string{"test.", "b.test."}, line); len(got) != 1 || !strings.HasPrefix(got[0].Message, "zone a.b.test. lies inside zone b.test.:") {
+		t.Errorf("two zones hold it: %v", got)
+	}
+}

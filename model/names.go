@@ -127,3 +127,42 @@ func repeatsOrigin(written, origin string) bool {
 	cut := len(w) - len(o) // without making "."+o for every service
 	return w == o || cut > 0 && w[cut-1] == '.' && w[cut:] == o
 }
+
+// zoneNesting finds zones that lie inside one another as their origins
+// are added one at a time, by walking each origin's labels rather than
+// comparing every pair of zones (a config may hold thousands). A whole
+// config and a store (NestedZone) find nesting with it, so that both
+// refuse the same zones with the same words.
+type zoneNesting struct {
+	zones map[string]bool
+	below map[string]string // a proper ancestor of zones → the first of them added
+}
+
+// add adds zone origin and returns the nearest zone added before that
+// holds it, and the first one added before that it holds ("" for none).
+func (n *zoneNesting) add(origin string) (outer, inner string) {
+	if n.zones == nil {
+		n.zones, n.below = map[string]bool{}, map[string]string{}
+	}
+	up := ancestors(origin)
+	for _, a := range up {
+		if n.zones[a] {
+			outer = a
+			break
+		}
+	}
+	inner = n.below[origin]
+	n.zones[origin] = true
+	for _, a := range up {
+		if _, ok := n.below[a]; !ok {
+			n.below[a] = origin
+		}
+	}
+	return outer, inner
+}
+
+// nestedMessage is the message of zone-nested: zone inner lies inside
+// zone outer; where says where the other zone of the two is defined.
+func nestedMessage(inner, outer, where string) string {
+	return fmt.Sprintf("zone %s lies inside zone %s%s: the publisher does not delegate; serve its names as services of %s", inner, outer, where, outer)
+}

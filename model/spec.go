@@ -63,6 +63,34 @@ func ValidateZone(origin string, spec []byte, keys []*Key) (*Zone, sc.Diagnostic
 	return z, ds
 }
 
+// NestedZone checks zone origin against the other zones of a store as a
+// whole config's zones are checked against one another, with the same
+// code: it returns the zone-nested error, with a config's code and
+// message, of the nearest zone that holds origin, else of one that origin
+// holds, and nothing when origin lies beside them all. others are the
+// store's origins in any order (origin among them or not); where(other)
+// says where other is, written after its name (" (stored at version 7)").
+// The diagnostic's Path is left for the caller, which knows where the
+// zone's name is.
+func NestedZone(origin string, others []string, where func(other string) string) sc.Diagnostics {
+	var nest zoneNesting
+	for _, o := range others {
+		if o != origin {
+			nest.add(o)
+		}
+	}
+	var msg string
+	switch outer, inner := nest.add(origin); {
+	case outer != "":
+		msg = nestedMessage(origin, outer, where(outer))
+	case inner != "":
+		msg = nestedMessage(inner, origin, where(inner))
+	default:
+		return nil
+	}
+	return sc.Diagnostics{{Severity: codeZoneNested.severity(), Code: codeZoneNested.String(), Message: msg, Offset: -1}}
+}
+
 // ValidateService checks the spec of service name (relative to z's origin,
 // or absolute) of zone z, as z's services are checked in a whole config,
 // and returns the service or nil and diagnostics holding an error. A spec

@@ -19,7 +19,7 @@ func isUnavailable(err error) bool {
 	return errors.Is(err, errUnavailable)
 }
 
-var errUnavailable = errors.New("store unavailable")
+var errUnavailable = errors.New("it is down, without a leader, or out of reach")
 
 // isNoSpace reports whether err is a full disk.
 func isNoSpace(err error) bool {

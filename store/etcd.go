@@ -37,7 +37,7 @@ type etcdBackend struct {
 }
 
 // opTimeout bounds one etcd request: while etcd is down, requests fail
-// (504) instead of hanging.
+// (503) instead of hanging.
 const opTimeout = 5 * time.Second
 
 func openEtcd(ctx context.Context, location string, opts Options) (backend, error) {
@@ -103,20 +103,32 @@ func etcdErr(err error) error {
 	return fmt.Errorf("etcd: %w", err)
 }
 
+// failed is the error of a request made with op, which is ctx bounded by
+// b.timeout. The client waits for etcd to be reachable until op ends, so
+// op's end (and not ctx's, the caller's) means that etcd did not answer:
+// it is down, without a leader, or out of reach. That is the store being
+// unavailable (503, which clients retry), not one request being slow.
+func (b *etcdBackend) failed(ctx, op context.Context, err error) error {
+	if ctx.Err() == nil && op.Err() != nil {
+		return fmt.Errorf("etcd did not answer within %v: %w", b.timeout, errUnavailable)
+	}
+	return etcdErr(err)
+}
+
 func (b *etcdBackend) metaKey() string { return b.prefix + "meta/base" }
 
 func (b *etcdBackend) rev(ctx context.Context) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	op, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
-	r, err := b.c.Get(ctx, b.metaKey(), clientv3.WithCountOnly())
+	r, err := b.c.Get(op, b.metaKey(), clientv3.WithCountOnly())
 	if err != nil {
-		return 0, etcdErr(err)
+		return 0, b.failed(ctx, op, err)
 	}
 	return r.Header.Revision, nil
 }
 
 func (b *etcdBackend) rangeKeys(ctx context.Context, prefix, from string, limit int, at int64) ([]kv, bool, int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	op, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	start := prefix
 	if from > start {
@@ -132,9 +144,9 @@ func (b *etcdBackend) rangeKeys(ctx context.Context, prefix, from string, limit 
 	case at > 0:
 		opts = append(opts, clientv3.WithRev(at))
 	}
-	r, err := b.c.Get(ctx, b.prefix+start, opts...)
+	r, err := b.c.Get(op, b.prefix+start, opts...)
 	if err != nil {
-		return nil, false, 0, etcdErr(err)
+		return nil, false, 0, b.failed(ctx, op, err)
 	}
 	read := r.Header.Revision
 	if at > 0 {
@@ -148,7 +160,7 @@ func (b *etcdBackend) rangeKeys(ctx context.Context, prefix, from string, limit 
 }
 
 func (b *etcdBackend) txn(ctx context.Context, t *txn) (txnResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	op, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	var cmps []clientv3.Cmp
 	for _, c := range t.cmps {
@@ -173,9 +185,9 @@ func (b *etcdBackend) txn(ctx context.Context, t *txn) (txnResult, error) {
 	for _, p := range t.puts {
 		ops = append(ops, clientv3.OpPut(b.prefix+p.key, string(p.value), clientv3.WithPrevKV()))
 	}
-	r, err := b.c.Txn(ctx).If(cmps...).Then(ops...).Commit()
+	r, err := b.c.Txn(op).If(cmps...).Then(ops...).Commit()
 	if err != nil {
-		return txnResult{}, etcdErr(err)
+		return txnResult{}, b.failed(ctx, op, err)
 	}
 	res := txnResult{ok: r.Succeeded, rev: r.Header.Revision, prev: map[string]kv{}}
 	if !r.Succeeded {
@@ -267,14 +279,14 @@ func (b *etcdBackend) serialBase(ctx context.Context) (uint32, error) {
 // serialBaseAt reads the serial base, creating it from now (when not
 // zero) if the store has none.
 func (b *etcdBackend) serialBaseAt(ctx context.Context, now time.Time) (uint32, error) {
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	op, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
 	k := b.metaKey()
-	r, err := b.c.Txn(ctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
+	r, err := b.c.Txn(op).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
 		Then(clientv3.OpPut(k, strconv.FormatUint(uint64(uint32(now.Unix())), 10))).
 		Else(clientv3.OpGet(k)).Commit()
 	if err != nil {
-		return 0, etcdErr(err)
+		return 0, b.failed(ctx, op, err)
 	}
 	if r.Succeeded {
 		if now.IsZero() {
@@ -294,14 +306,14 @@ func (b *etcdBackend) serialBaseAt(ctx context.Context, now time.Time) (uint32, 
 }
 
 func (b *etcdBackend) compactTo(ctx context.Context, rev int64) error {
-	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	op, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
-	_, err := b.c.Compact(ctx, rev)
+	_, err := b.c.Compact(op, rev)
 	if errors.Is(err, rpctypes.ErrCompacted) {
 		return nil
 	}
 	if err != nil {
-		return etcdErr(err)
+		return b.failed(ctx, op, err)
 	}
 	if rev > b.compact.Load() {
 		b.compact.Store(rev)

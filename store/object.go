@@ -180,11 +180,18 @@ func invalid(what string, ds sc.Diagnostics) *Error {
 // FormatRV writes a revision as a resourceVersion.
 func FormatRV(rev int64) string { return strconv.FormatInt(rev, 10) }
 
-// ParseRV reads a resourceVersion: a decimal revision, 0 or more.
-func ParseRV(s string) (int64, error) {
+// ParseRV reads a resourceVersion parameter: a revision written as the
+// store writes it (FormatRV), in decimal without sign, leading zeros or
+// spaces. Anything else ("+5", "05") is refused rather than read as a
+// version the client may not have meant.
+func ParseRV(s string) (int64, error) { return parseRV("resourceVersion", s) }
+
+// parseRV is ParseRV of the parameter or field name, which its error
+// names.
+func parseRV(name, s string) (int64, error) {
 	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 0 {
-		return 0, badRequest("resourceVersion %q is not a revision: give a whole number from a previous answer's metadata.resourceVersion", s)
+	if err != nil || v < 0 || FormatRV(v) != s {
+		return 0, badRequest("%s %q is not a resourceVersion: give one as the store writes them, a decimal number without sign, leading zeros or spaces (a previous answer's metadata.resourceVersion)", name, s)
 	}
 	return v, nil
 }

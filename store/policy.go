@@ -173,7 +173,7 @@ func (s *Store) PutPolicy(ctx context.Context, zone, name string, obj *Object) (
 	if err := samePolicy(obj, name, z); err != nil {
 		return nil, false, err
 	}
-	want, err := precondition(obj.Metadata.ResourceVersion)
+	want, err := precondition(putPrecondition, obj.Metadata.ResourceVersion)
 	if err != nil {
 		return nil, false, err
 	}
@@ -220,7 +220,7 @@ func (s *Store) DeletePolicy(ctx context.Context, zone, name, ifRV string) (*Obj
 	if err != nil {
 		return nil, err
 	}
-	want, err := precondition(ifRV)
+	want, err := precondition(deletePrecondition, ifRV)
 	if err != nil {
 		return nil, err
 	}

@@ -361,20 +361,28 @@ func origin(zone string) string {
 	return zone + "."
 }
 
-// precondition reads metadata.resourceVersion of a PUT: 0 for none.
-func precondition(rv string) (int64, error) {
+// precondition reads the version a write requires, given as name
+// (metadata.resourceVersion of a PUT, resourceVersion of a DELETE): 0 for
+// none.
+func precondition(name, rv string) (int64, error) {
 	if rv == "" {
 		return 0, nil
 	}
-	v, err := ParseRV(rv)
+	v, err := parseRV(name, rv)
 	if err != nil {
 		return 0, err
 	}
 	if v == 0 {
-		return 0, badRequest("metadata.resourceVersion 0 is no version an object can have: leave it out for an unconditional write")
+		return 0, badRequest("%s 0 is no version an object can have: leave it out for an unconditional write", name)
 	}
 	return v, nil
 }
+
+// The names of a write's precondition, as its errors give them.
+const (
+	putPrecondition    = "metadata.resourceVersion"
+	deletePrecondition = "resourceVersion"
+)
 
 // body checks what every PUT carries and returns the value to store.
 func body(obj *Object, desc, name, zone string) ([]byte, error) {
@@ -416,7 +424,7 @@ func (s *Store) PutZone(ctx context.Context, zone string, obj *Object) (out *Obj
 	if err := sameName(obj, name, ""); err != nil {
 		return nil, false, err
 	}
-	want, err := precondition(obj.Metadata.ResourceVersion)
+	want, err := precondition(putPrecondition, obj.Metadata.ResourceVersion)
 	if err != nil {
 		return nil, false, err
 	}
@@ -441,6 +449,13 @@ func (s *Store) PutZone(ctx context.Context, zone string, obj *Object) (out *Obj
 		if cur != nil && bytes.Equal(cur.value, value) {
 			o, err := decode(*cur)
 			return o, false, err // nothing changed: no new version
+		}
+		zonesAt, bad, err := s.checkNesting(ctx, name)
+		if err != nil {
+			return nil, false, err
+		}
+		if bad != nil {
+			return nil, false, bad
 		}
 		// The zone's settings are its services' defaults, under its
 		// policies: every service must still be valid, and the services
@@ -469,6 +484,17 @@ func (s *Store) PutZone(ctx context.Context, zone string, obj *Object) (out *Obj
 		if rev > 0 {
 			t.cmps = append(t.cmps, cmp{key: servicePrefix(name), notAfter: rev})
 		}
+		if cur == nil {
+			// A new zone: no zone may have been created since the zones
+			// were read, here or through another replica, or the two
+			// could nest. (A replaced zone nests nothing new: a zone
+			// created meanwhile compared the zones itself.)
+			if zonesAt > 0 {
+				t.cmps = append(t.cmps, cmp{key: zoneKey(""), notAfter: zonesAt})
+			} else {
+				t.cmps = append(t.cmps, cmp{key: zoneKey(""), empty: true})
+			}
+		}
 		res, err := s.b.txn(ctx, t)
 		if err != nil {
 			return nil, false, s.internal(err)
@@ -479,6 +505,34 @@ func (s *Store) PutZone(ctx context.Context, zone string, obj *Object) (out *Obj
 		}
 	}
 	return nil, false, conflict("zone %s kept changing while it was written; try again", name)
+}
+
+// checkNesting reads the zones of the store and returns the revision they
+// were read at, and the 422 of zone name when it would lie inside one of
+// them or hold one: a config with both is refused (zone-nested), and the
+// store refuses them with the same diagnostic, from the same code.
+func (s *Store) checkNesting(ctx context.Context, name string) (int64, *Error, error) {
+	kvs, _, read, err := s.b.rangeKeys(ctx, zoneKey(""), "", 0, 0)
+	if err != nil {
+		return 0, nil, s.internal(err)
+	}
+	origins := make([]string, len(kvs))
+	versions := make(map[string]int64, len(kvs))
+	for i, k := range kvs {
+		o := origin(strings.TrimPrefix(k.key, zoneKey("")))
+		origins[i], versions[o] = o, k.modRev
+	}
+	ds := config.NestedZone(origin(name), origins, func(other string) string {
+		return fmt.Sprintf(" (stored, version %d)", versions[other])
+	})
+	if ds == nil {
+		return read, nil, nil
+	}
+	e := invalid("zone "+name, ds)
+	for i := range e.Diagnostics {
+		e.Diagnostics[i].Path = "/metadata/name" // the zone's name is in the URL, and may be here
+	}
+	return read, e, nil
 }
 
 func modRev(k *kv) int64 {
@@ -628,7 +682,7 @@ func (s *Store) PutService(ctx context.Context, zone, svc string, obj *Object) (
 	if err := sameName(obj, name, z); err != nil {
 		return nil, false, err
 	}
-	want, err := precondition(obj.Metadata.ResourceVersion)
+	want, err := precondition(putPrecondition, obj.Metadata.ResourceVersion)
 	if err != nil {
 		return nil, false, err
 	}
@@ -699,7 +753,7 @@ func (s *Store) DeleteZone(ctx context.Context, zone, ifRV string) (*Object, err
 	if err != nil {
 		return nil, err
 	}
-	want, err := precondition(ifRV)
+	want, err := precondition(deletePrecondition, ifRV)
 	if err != nil {
 		return nil, err
 	}
@@ -756,7 +810,7 @@ func (s *Store) DeleteService(ctx context.Context, zone, svc, ifRV string) (*Obj
 	if err != nil {
 		return nil, err
 	}
-	want, err := precondition(ifRV)
+	want, err := precondition(deletePrecondition, ifRV)
 	if err != nil {
 		return nil, err
 	}

@@ -214,6 +214,12 @@ func writeError(w http.ResponseWriter, err error) {
 	}
 	b, _ := json.Marshal(e)
 	w.Header().Set("Content-Type", "application/json")
+	if e.Code == http.StatusServiceUnavailable {
+		// The store does not answer: clients (client-go among them)
+		// retry after this many seconds. A replica reconnects within a
+		// second of the store's return.
+		w.Header().Set("Retry-After", "1")
+	}
 	w.WriteHeader(e.Code)
 	w.Write(append(b, '\n'))
 }
@@ -236,6 +242,9 @@ func readObject(w http.ResponseWriter, r *http.Request) (*store.Object, error) {
 	}
 	if err != nil {
 		return nil, &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest, Message: fmt.Sprintf("reading the request body: %v", err)}
+	}
+	if e := checkKeys(b, objectShape); e != nil {
+		return nil, e
 	}
 	var obj store.Object
 	if err := json.Unmarshal(b, &obj); err != nil {
@@ -272,6 +281,9 @@ func deletePrecondition(w http.ResponseWriter, r *http.Request) (string, error) 
 			Preconditions struct {
 				ResourceVersion string `json:"resourceVersion"`
 			} `json:"preconditions"`
+		}
+		if e := checkKeys(b, deleteOptionsShape); e != nil {
+			return "", e
 		}
 		if err := json.Unmarshal(b, &opts); err != nil {
 			return "", &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest, Message: fmt.Sprintf("the body of a DELETE is DeleteOptions ({\"preconditions\":{\"resourceVersion\":\"N\"}}): %v", err)}
