@@ -522,7 +522,7 @@ func (s *Store) checkNesting(ctx context.Context, name string) (int64, *Error, e
 		o := origin(strings.TrimPrefix(k.key, zoneKey("")))
 		origins[i], versions[o] = o, k.modRev
 	}
-	ds := config.NestedZone(origin(name), origins, func(other string) string {
+	ds := model.NestedZone(origin(name), origins, func(other string) string {
 		return fmt.Sprintf(" (stored, version %d)", versions[other])
 	})
 	if ds == nil {
