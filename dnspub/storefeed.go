@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,10 +58,13 @@ const storeEpoch = 1 << 30
 
 // feed is what the server has read of the store.
 type feed struct {
-	st   *store.Store
-	keys []*model.Key
-	base uint32
-	rev  int64 // read up to
+	// nested are the zones not served because they lie inside another
+	// (inner → outer), to log each once.
+	nested map[string]string
+	st     *store.Store
+	keys   []*model.Key
+	base   uint32
+	rev    int64 // read up to
 	// zones by store name; touched only by the server's feed goroutine
 	// (and by New, before it starts).
 	zones map[string]*feedZone
@@ -287,8 +291,50 @@ func (f *feed) config(settings model.Server, log func(msg string, args ...any)) 
 		invalid += len(z.services) - len(z.served) // every service is validated by build
 		cfg.Zones = append(cfg.Zones, z.cfg)
 	}
+	invalid += f.dropNested(cfg, log)
 	f.invalid.Set(float64(invalid))
 	return cfg
+}
+
+// dropNested takes out of cfg every zone that lies inside another of its
+// zones, and returns how many it took. The store refuses to create such a
+// zone, but one written before it did, or by an older replica, may be
+// there; served beside its parent, a query for one of its names would be
+// answered from one zone and a name below it from the other. The outer
+// zone is served, as a config would have it (its services may hold the
+// inner zone's names); the inner one is logged, once, until it is gone.
+func (f *feed) dropNested(cfg *model.Config, log func(msg string, args ...any)) int {
+	origins := make(map[string]bool, len(cfg.Zones))
+	for _, zc := range cfg.Zones {
+		origins[zc.Origin] = true
+	}
+	nested := map[string]string{}
+	kept := cfg.Zones[:0]
+	for _, zc := range cfg.Zones {
+		outer := ""
+		for a := zc.Origin; a != "."; {
+			_, a, _ = strings.Cut(a, ".")
+			if a == "" {
+				a = "."
+			}
+			if origins[a] {
+				outer = a
+				break
+			}
+		}
+		if outer == "" {
+			kept = append(kept, zc)
+			continue
+		}
+		nested[zc.Origin] = outer
+		if f.nested[zc.Origin] != outer {
+			log("zone in the store lies inside another zone of the store (written before nesting was refused, or by an older replica): not serving it; delete it, or move its services into the outer zone", "zone", zc.Origin, "outer", outer)
+		}
+	}
+	clear(cfg.Zones[len(kept):])
+	cfg.Zones = kept
+	f.nested = nested
+	return len(nested)
 }
 
 // rebase makes the zone's base again when its spec or its policies

@@ -1,6 +1,7 @@
 package dnspub
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,5 +64,45 @@ func TestFeedPolicyChanges(t *testing.T) {
 	}
 	if !strings.Contains(g["legacy.example.test."], "round_robin") || strings.Contains(g["other.example.test."], "round_robin") {
 		t.Errorf("selection: %v", g)
+	}
+}
+
+// TestFeedNestedZones: zones of a store that lie inside another (written
+// before the store refused them) are not served beside it; the outer one
+// is, and the inner one is logged once, until it is deleted.
+func TestFeedNestedZones(t *testing.T) {
+	var logs []string
+	log := func(msg string, args ...any) { logs = append(logs, msg) }
+	zone := func(name string, rev int64) store.Item {
+		return store.Item{Kind: store.KindZone, Zone: name, Spec: []byte(feedZoneSpec), Rev: rev}
+	}
+	f := newFeed(nil, nil)
+	f.replace([]store.Item{zone("test", 2), zone("example.test", 3), zone("sub.example.test", 4), zone("other.net", 5),
+		{Kind: store.KindService, Zone: "example.test", Name: "foo.sub", Spec: []byte(feedSvcSpec), Rev: 6}}, 6)
+	origins := func(c *model.Config) []string {
+		var out []string
+		for _, z := range c.Zones {
+			out = append(out, z.Origin)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if got := origins(f.config(model.Server{}, log)); !slices.Equal(got, []string{"other.net.", "test."}) {
+		t.Fatalf("served %v, want other.net. and test. (the zones inside test. are not)", got)
+	}
+	if len(logs) != 2 {
+		t.Fatalf("logged %q, want one line for each nested zone", logs)
+	}
+	f.apply(store.Item{Kind: store.KindService, Zone: "other.net", Name: "x", Spec: []byte(feedSvcSpec), Rev: 7})
+	f.config(model.Server{}, log)
+	if len(logs) != 2 {
+		t.Fatalf("logged again for the same nesting: %q", logs)
+	}
+	f.apply(store.Item{Kind: store.KindZone, Zone: "test", Deleted: true, Rev: 8})
+	if got := origins(f.config(model.Server{}, log)); !slices.Equal(got, []string{"example.test.", "other.net."}) {
+		t.Fatalf("after test. is deleted, served %v, want example.test. and other.net.", got)
+	}
+	if len(logs) != 2 {
+		t.Fatalf("logged %q again: sub.example.test. was inside example.test. before too", logs)
 	}
 }
