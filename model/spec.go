@@ -1,8 +1,12 @@
 package model
 
 import (
+	"bytes"
 	"fmt"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"go.yaml.in/yaml/v3"
 
@@ -264,8 +268,15 @@ func SplitSpecs(text []byte) (*Specs, sc.Diagnostics) {
 	if cfg == nil {
 		return nil, ds
 	}
+	// The services lists cut into their items (as Parse cuts them) are
+	// converted item by item, in parallel; the rest is read from the
+	// skeleton. A text that is not cut is read whole.
+	skeleton, blocks, ok := splitServices(text)
+	if !ok {
+		skeleton, blocks = text, nil
+	}
 	d := newDoc(text)
-	root := d.parseYAML(text)
+	root := d.parseYAML(skeleton)
 	if root == nil {
 		return nil, d.diagnostics()
 	}
@@ -277,11 +288,11 @@ func SplitSpecs(text []byte) (*Specs, sc.Diagnostics) {
 		name, _ := ZoneName(zc.Origin)
 		zs := ZoneSpec{Name: name}
 		spec := &yaml.Node{Kind: yaml.MappingNode}
-		var services, policies *yaml.Node
+		var services, policies, servicesKey *yaml.Node
 		for _, p := range d.pairs(zn) {
 			switch p.k.Value {
 			case "services":
-				services = deref(p.v)
+				services, servicesKey = deref(p.v), p.k
 			case "policies":
 				policies = deref(p.v)
 			case "origin":
@@ -312,35 +323,84 @@ func SplitSpecs(text []byte) (*Specs, sc.Diagnostics) {
 				zs.Policies = append(zs.Policies, PolicySpec{Name: pname, Spec: j.text})
 			}
 		}
-		if services != nil {
-			for k, sn := range d.list(services, fmt.Sprintf("/zones/%d/services", i), "services") {
-				sspec := &yaml.Node{Kind: yaml.MappingNode}
-				var sname string
-				var labels map[string]string
-				for _, p := range d.pairs(sn) {
-					if p.k.Value == "name" {
-						sname = strings.TrimSpace(deref(p.v).Value)
-						continue
+		path := fmt.Sprintf("/zones/%d/services", i)
+		var entries []*yaml.Node
+		var b *block
+		if servicesKey != nil {
+			b = blocks[lineOf(servicesKey)]
+		}
+		switch {
+		case b != nil:
+			entries = make([]*yaml.Node, len(b.items))
+		case services != nil:
+			entries = d.list(services, path, "services")
+		}
+		zs.Services = make([]ServiceSpec, len(entries))
+		failed := make([]sc.Diagnostics, len(entries))
+		var taken atomic.Int64
+		var wg sync.WaitGroup
+		for range min(runtime.GOMAXPROCS(0), max(len(entries)/256, 1)) {
+			wg.Go(func() {
+				w := d.worker(nil)
+				for {
+					k := int(taken.Add(1)) - 1
+					if k >= len(entries) {
+						return
 					}
-					if p.k.Value == "labels" {
-						// A store keeps them as metadata.labels.
-						labels, _ = d.labels(p.v, "")
-						continue
+					sn := entries[k]
+					if b != nil {
+						it := b.items[k]
+						n, ok := readNodes(it.text, nil)
+						if !ok {
+							n = new(yaml.Node)
+							if yaml.Unmarshal(it.text, n) != nil {
+								failed[k] = sc.Diagnostics{{Severity: sc.Error, Code: codeYAMLSyntax.String(), Message: "a services item does not read alone", Path: fmt.Sprintf("%s/%d", path, k), Offset: -1}}
+								continue
+							}
+						}
+						shiftLines(n, it.line)
+						sn = deref(n.Content[0].Content[0])
 					}
-					sspec.Content = append(sspec.Content, p.k, p.v)
+					w.ds = w.ds[:0]
+					zs.Services[k], failed[k] = w.serviceSpec(sn, zc.Origin, fmt.Sprintf("%s/%d", path, k))
 				}
-				rel, msg := ServiceName(zc.Origin, sname)
-				if msg != "" {
-					return nil, append(ds, sc.Diagnostic{Severity: sc.Error, Code: codeNameSyntax.String(), Message: msg, Path: fmt.Sprintf("/zones/%d/services/%d/name", i, k), Offset: -1})
-				}
-				j, ok := d.toJSON(sspec, fmt.Sprintf("/zones/%d/services/%d", i, k))
-				if !ok {
-					return nil, d.diagnostics()
-				}
-				zs.Services = append(zs.Services, ServiceSpec{Name: rel, Labels: labels, Spec: j.text})
+			})
+		}
+		wg.Wait()
+		for _, f := range failed {
+			if f != nil {
+				return nil, append(ds, f...)
 			}
 		}
 		out.Zones = append(out.Zones, zs)
 	}
 	return out, ds
+}
+
+// serviceSpec converts a service entry of a config into a store object's
+// spec: its fields but name and labels (which a store keeps in its
+// metadata), as JSON; or the diagnostics of why it cannot be.
+func (d *doc) serviceSpec(sn *yaml.Node, origin, path string) (ServiceSpec, sc.Diagnostics) {
+	sspec := &yaml.Node{Kind: yaml.MappingNode}
+	var sname string
+	var labels map[string]string
+	for _, p := range d.pairs(sn) {
+		switch p.k.Value {
+		case "name":
+			sname = strings.TrimSpace(deref(p.v).Value)
+		case "labels":
+			labels, _ = d.labels(p.v, "")
+		default:
+			sspec.Content = append(sspec.Content, p.k, p.v)
+		}
+	}
+	rel, msg := ServiceName(origin, sname)
+	if msg != "" {
+		return ServiceSpec{}, sc.Diagnostics{{Severity: sc.Error, Code: codeNameSyntax.String(), Message: msg, Path: path + "/name", Offset: -1}}
+	}
+	j, ok := d.toJSON(sspec, path)
+	if !ok {
+		return ServiceSpec{}, d.diagnostics()
+	}
+	return ServiceSpec{Name: rel, Labels: labels, Spec: bytes.Clone(j.text)}, nil
 }

@@ -101,6 +101,9 @@ type Error struct {
 	Reason      string       `json:"reason"`
 	Message     string       `json:"message"`
 	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
+	// Stored, for a batch that failed after some of its transactions,
+	// says what those wrote: it stays written.
+	Stored *BatchResult `json:"stored,omitempty"`
 }
 
 func (e *Error) Error() string {

@@ -50,6 +50,9 @@ const DefaultHistory = 10000
 type Store struct {
 	b    backend
 	opts Options
+	// boundedTxn says the backend bounds a transaction's operations and
+	// bytes (etcd), so that batches are written in chunks.
+	boundedTxn bool
 	// policies caches each zone's *zonePolicies, read and parsed once per
 	// version of the zone's policy marker.
 	policies sync.Map
@@ -90,7 +93,7 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{b: b, opts: opts}, nil
+	return &Store{b: b, opts: opts, boundedTxn: strings.HasPrefix(opts.Location, "etcd://")}, nil
 }
 
 // Close releases the store.
@@ -679,45 +682,17 @@ func (s *Store) PutService(ctx context.Context, zone, svc string, obj *Object) (
 	if err != nil {
 		return nil, false, err
 	}
-	if err := sameName(obj, name, z); err != nil {
-		return nil, false, err
-	}
-	want, err := precondition(putPrecondition, obj.Metadata.ResourceVersion)
+	value, spec, want, err := serviceValue(z, name, obj)
 	if err != nil {
 		return nil, false, err
 	}
-	var top map[string]json.RawMessage
-	if json.Unmarshal(obj.Spec, &top) == nil && top["labels"] != nil {
-		return nil, false, badRequest("the spec of service %s of zone %s has labels: a stored service's labels are its metadata.labels, which label policies select it by; move them there", name, z)
-	}
-	for k, v := range obj.Metadata.Labels {
-		if msg := policy.CheckLabel(k, v); msg != "" {
-			return nil, false, badRequest("metadata.labels of service %s of zone %s: %s", name, z, msg)
-		}
-	}
-	value, err := body(obj, "service "+name+" of zone "+z, name, z)
-	if err != nil {
-		return nil, false, err
-	}
-	var st stored
-	json.Unmarshal(value, &st)
 	for range maxRetries {
 		zc, zkv, ps, err := s.zoneConfig(ctx, z)
 		if err != nil {
 			return nil, false, err
 		}
-		if _, ds := model.ValidateService(zc, name, obj.Metadata.Labels, st.Spec, s.opts.Keys); ds.HasErrors() {
-			what := "the spec of service " + name + " of zone " + z
-			if zc.PolicySet != nil {
-				if sel := zc.PolicySet.Select(zc.ServiceTarget(name, obj.Metadata.Labels, nil)); len(sel) > 0 {
-					names := make([]string, len(sel))
-					for i, p := range sel {
-						names[i] = p.Name
-					}
-					what += ", with the policies that select it (" + strings.Join(names, ", ") + "),"
-				}
-			}
-			return nil, false, invalid(what, ds)
+		if _, ds := model.ValidateService(zc, name, obj.Metadata.Labels, spec, s.opts.Keys); ds.HasErrors() {
+			return nil, false, invalidService(zc, z, name, obj.Metadata.Labels, invalid("", ds).Diagnostics)
 		}
 		key := serviceKey(z, name)
 		cur, err := s.getKey(ctx, key, "")
@@ -740,7 +715,7 @@ func (s *Store) PutService(ctx context.Context, zone, svc string, obj *Object) (
 		}
 		if res.ok {
 			_, existed := res.prev[key]
-			return &Object{Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, ResourceVersion: FormatRV(res.rev)}, Spec: st.Spec}, !existed, nil
+			return &Object{Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, ResourceVersion: FormatRV(res.rev)}, Spec: spec}, !existed, nil
 		}
 	}
 	return nil, false, conflict("service %s of zone %s, or its zone, kept changing while it was written; try again", name, z)

@@ -15,7 +15,6 @@ import (
 	"os"
 	"os/signal"
 	"strings"
-	"sync"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -352,8 +351,8 @@ func (c *client) put(ctx context.Context, zone, name string, o *store.Object) pu
 	return putResult{obj: &out, action: action, what: what}
 }
 
-// publishSpecs puts the zones of a publisher config, then their services
-// (8 at a time), and reports each.
+// publishSpecs puts the zones of a publisher config, then their policies,
+// then their services in batches (store.PutServices), and reports each.
 func (c *client) publishSpecs(ctx context.Context, specs *model.Specs, quiet bool) error {
 	failed, worst := 0, exitInvalid
 	report := func(r putResult) {
@@ -394,39 +393,34 @@ func (c *client) publishSpecs(ctx context.Context, specs *model.Specs, quiet boo
 				counts[r.action]++
 			}
 		}
-		results := make(chan putResult)
-		work := make(chan model.ServiceSpec)
-		var wg sync.WaitGroup
-		for range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for s := range work {
-					results <- c.put(ctx, z.Name, s.Name, &store.Object{Metadata: store.Metadata{Name: s.Name, Zone: z.Name, Labels: s.Labels}, Spec: s.Spec})
+		for len(z.Services) > 0 {
+			n := batchLen(z.Services)
+			r, err := c.putBatch(ctx, z.Name, z.Services[:n])
+			if err != nil {
+				var ae *apiError
+				if !errors.As(err, &ae) {
+					return err
 				}
-			}()
-		}
-		go func() {
-			for _, s := range z.Services {
-				work <- s
+				failed += n
+				if ae.e.Stored != nil {
+					failed -= ae.e.Stored.Created + ae.e.Stored.Configured
+					counts["created"] += ae.e.Stored.Created
+					counts["configured"] += ae.e.Stored.Configured
+				}
+				c.fail(fmt.Sprintf("services/%s (%s to %s)", z.Name, z.Services[0].Name, z.Services[n-1].Name), err)
+				if ae.e.Code >= 500 || ae.e.Code == http.StatusUnauthorized {
+					worst = exitUsage
+				}
+			} else {
+				counts["created"] += r.Created
+				counts["configured"] += r.Configured
+				counts["unchanged"] += r.Unchanged
+				if !quiet || r.Created+r.Configured > 0 {
+					fmt.Fprintf(c.e.stdout, "services/%s %s to %s: %d created, %d configured, %d unchanged (version %s)\n",
+						z.Name, z.Services[0].Name, z.Services[n-1].Name, r.Created, r.Configured, r.Unchanged, orDash(r.ResourceVersion))
+				}
 			}
-			close(work)
-			wg.Wait()
-			close(results)
-		}()
-		var fatal error
-		for r := range results {
-			report(r)
-			var ae *apiError
-			if r.err != nil && !errors.As(r.err, &ae) && fatal == nil {
-				fatal = r.err
-			}
-			if r.err == nil {
-				counts[r.action]++
-			}
-		}
-		if fatal != nil {
-			return fatal
+			z.Services = z.Services[n:]
 		}
 	}
 	if len(specs.Keys) > 0 {
@@ -461,6 +455,39 @@ func readLimited(path string) ([]byte, error) {
 		return nil, usageErr("%s is larger than %d bytes", path, model.MaxConfigSize)
 	}
 	return b, nil
+}
+
+// batchItems and batchBytes bound the services of one batch: a batch is
+// one transaction on the embedded store, and is validated whole before
+// it is written, so that a large zone is loaded in a few requests, each
+// refused or stored whole, and its progress shows.
+const (
+	batchItems = 10000
+	batchBytes = 16 << 20
+)
+
+// batchLen returns how many of svcs (at least one) the next batch takes.
+func batchLen(svcs []model.ServiceSpec) int {
+	n, size := 0, 0
+	for n < len(svcs) && n < batchItems {
+		size += len(svcs[n].Spec) + len(svcs[n].Name) + 64
+		if n > 0 && size > batchBytes {
+			break
+		}
+		n++
+	}
+	return n
+}
+
+// putBatch creates or replaces services of zone with one batch request.
+func (c *client) putBatch(ctx context.Context, zone string, svcs []model.ServiceSpec) (*store.BatchResult, error) {
+	items := make([]*store.Object, len(svcs))
+	for i, s := range svcs {
+		items[i] = &store.Object{Metadata: store.Metadata{Name: s.Name, Labels: s.Labels}, Spec: s.Spec}
+	}
+	var res store.BatchResult
+	err := c.request(ctx, "POST", "/v1/zones/"+esc(zone)+"/services:batch", map[string]any{"kind": "ServiceList", "items": items}, &res)
+	return &res, err
 }
 
 // publishConfig checks a publisher config and publishes its objects.

@@ -203,7 +203,7 @@ func TestStoreCLI(t *testing.T) {
 	}
 	t.Setenv(envToken, "0123456789abcdef0123456789abcdef")
 	code, out, errs := s.cli("publish", "../../testdata/publisher/example.yaml")
-	if code != 0 || !strings.Contains(out, "service/example.test/echo created") {
+	if code != 0 || !strings.Contains(out, "services/example.test echo to www: 3 created") {
 		t.Fatalf("publish: exit %d\n%s%s", code, out, errs)
 	}
 	s.waitTXT("_grpc_config.echo.example.test.", "round_robin", time.Second)
@@ -261,7 +261,7 @@ func TestStoreCLI(t *testing.T) {
 	}
 	// import is publish of a config; unchanged objects stay.
 	cfg := writeFile(t, "p.yaml", "zones:\n  - origin: other.test.\n    nameservers: [ns1.example.net.]\n    services:\n      - name: a\n        serviceConfig: {}\n")
-	if code, out, errs := s.cli("import", "--config", cfg); code != 0 || !strings.Contains(out, "service/other.test/a created") {
+	if code, out, errs := s.cli("import", "--config", cfg); code != 0 || !strings.Contains(out, "services/other.test a to a: 1 created") {
 		t.Errorf("import: exit %d\n%s%s", code, out, errs)
 	}
 	if code, _, errs := s.cli("import", "--config", cfg); code != 0 || !strings.Contains(errs, "0 created, 0 configured, 2 unchanged") {

@@ -104,6 +104,7 @@ func New(opts Options) http.Handler {
 	mux.HandleFunc("/v1/zones", h.auth(h.zones))
 	mux.HandleFunc("/v1/zones/{zone}", h.auth(h.zone))
 	mux.HandleFunc("/v1/zones/{zone}/services", h.auth(h.services))
+	mux.HandleFunc("/v1/zones/{zone}/services:batch", h.auth(h.servicesBatch))
 	mux.HandleFunc("/v1/zones/{zone}/services/{name}", h.auth(h.service))
 	mux.HandleFunc("/v1/zones/{zone}/services/{name}/inspect", h.auth(h.inspect))
 	mux.HandleFunc("/v1/zones/{zone}/policies", h.auth(h.policies))

@@ -29,6 +29,8 @@ type shape struct {
 	fields map[string]*shape
 	// opaque: another checker reads it whole (a spec).
 	opaque bool
+	// elem is what the API reads of each element of an array (nil: data).
+	elem *shape
 }
 
 var (
@@ -43,6 +45,9 @@ var (
 		}},
 		"spec": {opaque: true},
 	}}
+
+	// batchShape is a batch of services: a list of objects.
+	batchShape = &shape{fields: map[string]*shape{"kind": data, "items": {elem: objectShape}}}
 
 	// deleteOptionsShape is what a DELETE reads of Kubernetes'
 	// DeleteOptions.
@@ -89,8 +94,12 @@ func (k *keyChecker) walk(sh *shape, ptr string, depth int) error {
 	}
 	switch tok {
 	case json.Delim('['):
+		elem := data
+		if sh.elem != nil {
+			elem = sh.elem
+		}
 		for i := 0; k.dec.More(); i++ {
-			if err := k.walk(data, ptr+"/"+strconv.Itoa(i), depth+1); err != nil {
+			if err := k.walk(elem, ptr+"/"+strconv.Itoa(i), depth+1); err != nil {
 				return err
 			}
 		}

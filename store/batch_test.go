@@ -1,0 +1,111 @@
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// everyWrite is a backend that lets another writer in before each of its
+// transactions but the first n.
+type everyWrite struct {
+	backend
+	n     int
+	other func()
+}
+
+func (b *everyWrite) txn(ctx context.Context, t *txn) (txnResult, error) {
+	if b.n > 0 {
+		b.n--
+	} else if b.other != nil {
+		b.other()
+	}
+	return b.backend.txn(ctx, t)
+}
+
+func batchSpec(i int) json.RawMessage {
+	return json.RawMessage(fmt.Sprintf(`{"addresses":["192.0.2.%d"],"serviceConfig":{"methodConfig":[{"name":[{"service":"s"}],"timeout":"%ds"}]}}`, i%250+1, i+1))
+}
+
+func batchItems(n int) []*Object {
+	out := make([]*Object, n)
+	for i := range out {
+		out[i] = &Object{Metadata: Metadata{Name: fmt.Sprintf("s%d", i)}, Spec: batchSpec(i)}
+	}
+	return out
+}
+
+// TestBatchChunks: on a store that bounds its transactions, a batch is
+// written in chunks; a chunk that another writer's change makes fail is
+// checked again against the store as it is and written; and a batch that
+// cannot finish says what its earlier chunks stored, which stays.
+func TestBatchChunks(t *testing.T) {
+	ctx := context.Background()
+	open := func(t *testing.T) (*Store, *everyWrite, *Store) {
+		t.Helper()
+		plain, err := Open(ctx, Options{Location: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { plain.Close() })
+		if _, _, err := plain.PutZone(ctx, "example.test", &Object{Spec: json.RawMessage(testZoneSpec)}); err != nil {
+			t.Fatal(err)
+		}
+		hook := &everyWrite{backend: plain.b}
+		return &Store{b: hook, opts: plain.opts, boundedTxn: true}, hook, plain
+	}
+
+	t.Run("a chunk written again", func(t *testing.T) {
+		s, hook, other := open(t)
+		hook.n = 1 // after the first chunk, service s200 is written meanwhile, once
+		hook.other = func() {
+			hook.other = nil
+			if _, _, err := other.PutService(ctx, "example.test", "s200", &Object{Spec: batchSpec(9)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		res, err := s.PutServices(ctx, "example.test", batchItems(300))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Created != 299 || res.Configured != 1 || res.Transactions != 3 {
+			t.Errorf("%+v, want 299 created, s200 configured, in 3 transactions", res)
+		}
+		o, err := other.GetService(ctx, "example.test", "s200", "")
+		if err != nil || string(o.Spec) != string(batchSpec(200)) {
+			t.Errorf("s200 is %s (%v), want the batch's", o.Spec, err)
+		}
+		l, err := other.ListServices(ctx, "example.test", ListOptions{})
+		if err != nil || len(l.Items) != 300 {
+			t.Errorf("%d services stored (%v), want 300", len(l.Items), err)
+		}
+	})
+
+	t.Run("given up", func(t *testing.T) {
+		s, hook, other := open(t)
+		hook.n = 1 // before every chunk after the first, the zone changes
+		ttl := 30
+		hook.other = func() {
+			ttl++
+			if _, _, err := other.PutZone(ctx, "example.test", &Object{Spec: json.RawMessage(strings.Replace(testZoneSpec, `"30s"`, fmt.Sprintf(`"%ds"`, ttl), 1))}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err := s.PutServices(ctx, "example.test", batchItems(300))
+		var e *Error
+		if !errors.As(err, &e) || e.Code != http.StatusConflict || e.Stored == nil {
+			t.Fatalf("got %v, want a conflict saying what was stored", err)
+		}
+		if e.Stored.Created != 126 || e.Stored.Transactions != 1 || !strings.Contains(e.Message, "126 items of the batch were stored") {
+			t.Errorf("stored %+v: %s", e.Stored, e.Message)
+		}
+		l, err := other.ListServices(ctx, "example.test", ListOptions{})
+		if err != nil || len(l.Items) != 126 || l.Items[0].Metadata.ResourceVersion != e.Stored.ResourceVersion {
+			t.Errorf("%d services stored (%v), want the first chunk's 126 at %s", len(l.Items), err, e.Stored.ResourceVersion)
+		}
+	})
+}
