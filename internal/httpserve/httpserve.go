@@ -161,6 +161,15 @@ func (l *listener) evictIdleLocked() bool {
 }
 
 func (l *listener) track(c net.Conn, state http.ConnState) {
+	// Over TLS the server reports the *tls.Conn around the connection
+	// Accept returned.
+	for {
+		tc, ok := c.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
+		c = tc.NetConn()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ci := l.conns[c]

@@ -2,7 +2,13 @@ package httpserve
 
 import (
 	"bufio"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
+	"math/big"
 	"net"
 	"net/http"
 	"testing"
@@ -133,5 +139,54 @@ func TestBusySlotsRefuseNewConnections(t *testing.T) {
 	}
 	if err := get(t, dial(t, s)); err != nil {
 		t.Errorf("after the busy requests: %v", err)
+	}
+}
+
+// selfSigned is a certificate for 127.0.0.1, made for one test.
+func selfSigned(t *testing.T) tls.Certificate {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1),
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().Add(time.Hour),
+		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1)},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+}
+
+// TestTLSConnectionsAreReleased: over TLS, http.Server reports the states
+// of the *tls.Conn, not of the connection the listener handed out; they
+// were not recognised, so closed connections kept their slots and, after
+// MaxConns connections in all, every new one was refused.
+func TestTLSConnectionsAreReleased(t *testing.T) {
+	s, err := Listen("127.0.0.1:0", ok, Limits{MaxConns: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}
+	go s.ServeTLS("", "")
+	t.Cleanup(func() { s.Close() })
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		DisableKeepAlives: true,
+		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
+	}}
+	for i := range 10 {
+		resp, err := client.Get("https://" + s.Addr().String() + "/")
+		if err != nil {
+			t.Fatalf("request %d of 10, each on a connection of its own, after the others closed: %v", i+1, err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(b) != "ok" {
+			t.Fatalf("request %d: %q", i+1, b)
+		}
 	}
 }
