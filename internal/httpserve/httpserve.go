@@ -1,19 +1,22 @@
 // Package httpserve serves the publisher's HTTP endpoints (Prometheus
-// metrics, and the admin API to come) with the limits a server reachable
+// metrics and probes, the admin API) with the limits a server reachable
 // by untrusted clients needs: timeouts on every phase of a request, small
-// headers, and a bound on connections that idle keep-alive connections
-// cannot exhaust.
+// headers, and a bound on connections that neither idle keep-alive
+// connections nor ones that never finish a request can exhaust.
 //
 // Without them, clients that held keep-alive connections open used up the
 // process's file descriptors, and the DNS server's next config reload
-// failed to open the config file.
+// failed to open the config file; and a few connections that sent nothing
+// kept out every liveness probe, so that Kubernetes restarted the pod.
 package httpserve
 
 import (
 	"errors"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,12 +24,16 @@ import (
 // default.
 type Limits struct {
 	// MaxConns bounds open connections (default 64). When all are taken, a
-	// new connection closes the longest idle keep-alive one; if none is
-	// idle, the new one is closed.
+	// new connection closes another (see Listen); if none may be closed,
+	// the new one is.
 	MaxConns int
 	// ReadHeaderTimeout (default 5s), ReadTimeout (10s), WriteTimeout (30s)
 	// and IdleTimeout (60s) are those of http.Server.
 	ReadHeaderTimeout, ReadTimeout, WriteTimeout, IdleTimeout time.Duration
+	// BusyHeaderTimeout (default 1s) is how long a connection may take
+	// to send its first request header while three quarters of MaxConns
+	// are in use, instead of ReadHeaderTimeout.
+	BusyHeaderTimeout time.Duration
 	// MaxHeaderBytes is that of http.Server (default 16 KiB).
 	MaxHeaderBytes int
 }
@@ -44,6 +51,7 @@ func (l Limits) withDefaults() Limits {
 	def(&l.ReadTimeout, 10*time.Second)
 	def(&l.WriteTimeout, 30*time.Second)
 	def(&l.IdleTimeout, 60*time.Second)
+	def(&l.BusyHeaderTimeout, time.Second)
 	if l.MaxHeaderBytes <= 0 {
 		l.MaxHeaderBytes = 16 << 10
 	}
@@ -58,13 +66,31 @@ type Server struct {
 
 // Listen binds addr and returns a server for h within limits; run it with
 // Serve and stop it with Shutdown.
+//
+// Anyone who can connect can take a slot before sending a byte, so when
+// every slot is taken a new connection closes another, in this order:
+//   - the oldest that has not sent a complete request header (held open
+//     sending nothing or a byte at a time, or stalled in its TLS
+//     handshake) once the server has been reading it for a few
+//     milliseconds, so that a client that sends its request at once (a
+//     probe) is served however many others hold connections open;
+//   - the one idle (between keep-alive requests) the longest.
+//
+// A connection in a request is not closed; when every slot has one, the
+// new connection is closed instead (and counted in Refused).
 func Listen(addr string, h http.Handler, limits Limits) (*Server, error) {
 	limits = limits.withDefaults()
 	inner, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
-	ln := &listener{Listener: inner, max: limits.MaxConns, conns: map[net.Conn]*connInfo{}}
+	ln := &listener{
+		Listener:   inner,
+		max:        limits.MaxConns,
+		busy:       (limits.MaxConns*3 + 3) / 4,
+		busyHeader: limits.BusyHeaderTimeout,
+		conns:      map[*conn]struct{}{},
+	}
 	hs := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: limits.ReadHeaderTimeout,
@@ -108,80 +134,213 @@ func (s *Server) Refused() uint64 {
 	return s.ln.refused
 }
 
-type connInfo struct {
-	state     http.ConnState
-	idleSince time.Time
+// When every slot is taken, an unproven connection is closed only once
+// the server has been reading it for readGrace: under a flood the
+// listener accepts faster than the server reads what the connections
+// sent, and a connection not read yet may hold a complete request (a
+// probe's), which the server reads in microseconds once it gets to it.
+// Until one is out of its grace, Accept waits, up to maxGraceWait, and
+// new connections queue in the kernel's backlog.
+const (
+	readGrace    = 10 * time.Millisecond
+	maxGraceWait = 100 * time.Millisecond
+)
+
+// conn is a connection the listener handed out.
+type conn struct {
+	net.Conn
+	accepted time.Time
+	// firstRead is when the server first read from the connection, after
+	// accepted, plus 1ns; 0 until then.
+	firstRead atomic.Int64
+
+	// Guarded by the listener's mu.
+	state http.ConnState // StateNew until a request header is read
+	since time.Time      // when it entered state
+	timer *time.Timer    // the header deadline under pressure
+}
+
+func (c *conn) Read(p []byte) (int, error) {
+	if c.firstRead.Load() == 0 {
+		c.firstRead.Store(int64(time.Since(c.accepted)) + 1)
+	}
+	return c.Conn.Read(p)
+}
+
+// graceLeft is how long c, unproven, has left before it may be closed for
+// a new connection.
+func (c *conn) graceLeft(now time.Time) time.Duration {
+	r := c.firstRead.Load()
+	if r == 0 {
+		return readGrace
+	}
+	return readGrace - (now.Sub(c.accepted) - time.Duration(r-1))
 }
 
 // listener bounds the connections it hands out, tracking their states
 // through http.Server.ConnState.
 type listener struct {
 	net.Listener
-	max int
+	max        int
+	busy       int // connections from which the server is under pressure
+	busyHeader time.Duration
 
 	mu      sync.Mutex
-	conns   map[net.Conn]*connInfo
+	conns   map[*conn]struct{}
 	refused uint64
 }
 
 func (l *listener) Accept() (net.Conn, error) {
 	for {
-		c, err := l.Listener.Accept()
+		nc, err := l.Listener.Accept()
 		if err != nil {
 			return nil, err
 		}
+		if c := l.admit(nc); c != nil {
+			return c, nil
+		}
+		nc.Close()
+	}
+}
+
+// admit gives nc a slot, closing another connection if need be, or
+// returns nil when none may be closed.
+func (l *listener) admit(nc net.Conn) *conn {
+	var waited time.Duration
+	for {
 		l.mu.Lock()
-		if len(l.conns) >= l.max && !l.evictIdleLocked() {
-			l.refused++
-			l.mu.Unlock()
-			c.Close()
+		now := time.Now()
+		// Those there before the pressure began are past their header
+		// deadline too.
+		l.cutSlowLocked(now)
+		if len(l.conns) >= l.max {
+			victim, wait := l.victimLocked(now, waited >= maxGraceWait)
+			if victim == nil && wait > 0 {
+				l.mu.Unlock()
+				time.Sleep(wait)
+				waited += wait
+				continue
+			}
+			if victim == nil {
+				l.refused++
+				l.mu.Unlock()
+				return nil
+			}
+			l.closeLocked(victim)
+		}
+		c := &conn{Conn: nc, accepted: now, state: http.StateNew, since: now}
+		c.timer = time.AfterFunc(l.busyHeader, l.headerDue)
+		l.conns[c] = struct{}{}
+		l.mu.Unlock()
+		return c
+	}
+}
+
+// cutSlowLocked closes, oldest first, the connections that have had
+// BusyHeaderTimeout to send a request header and have not, while the
+// server is under pressure.
+func (l *listener) cutSlowLocked(now time.Time) {
+	if len(l.conns) < l.busy {
+		return
+	}
+	var due []*conn
+	for c := range l.conns {
+		if c.state == http.StateNew && now.Sub(c.accepted) >= l.busyHeader {
+			due = append(due, c)
+		}
+	}
+	slices.SortFunc(due, func(a, b *conn) int { return a.accepted.Compare(b.accepted) })
+	for _, c := range due {
+		if len(l.conns) < l.busy {
+			return
+		}
+		l.closeLocked(c)
+	}
+}
+
+// headerDue is the header deadline of a connection under pressure, run
+// BusyHeaderTimeout after it was accepted.
+func (l *listener) headerDue() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cutSlowLocked(time.Now())
+}
+
+// victimLocked is the connection a new one closes to take its slot (see
+// Listen), or nil and how long to wait for an unproven one to be out of
+// its grace (see readGrace; none when force), or nil and 0 when none may
+// be closed.
+func (l *listener) victimLocked(now time.Time, force bool) (*conn, time.Duration) {
+	var victim *conn
+	var vr int
+	var vt time.Time
+	var wait time.Duration
+	for c := range l.conns {
+		var r int
+		var t time.Time
+		switch c.state {
+		case http.StateNew:
+			if left := c.graceLeft(now); left > 0 && !force {
+				if wait == 0 || left < wait {
+					wait = left
+				}
+				continue
+			}
+			r, t = 0, c.accepted
+		case http.StateIdle:
+			r, t = 1, c.since
+		default:
 			continue
 		}
-		l.conns[c] = &connInfo{state: http.StateNew}
-		l.mu.Unlock()
-		return c, nil
-	}
-}
-
-// evictIdleLocked closes the connection idle the longest, if any.
-func (l *listener) evictIdleLocked() bool {
-	var oldest net.Conn
-	var since time.Time
-	for c, ci := range l.conns {
-		if ci.state == http.StateIdle && (oldest == nil || ci.idleSince.Before(since)) {
-			oldest, since = c, ci.idleSince
+		if victim == nil || r < vr || r == vr && t.Before(vt) {
+			victim, vr, vt = c, r, t
 		}
 	}
-	if oldest == nil {
-		return false
+	if wait > 0 && (victim == nil || vr > 0) {
+		// One in its grace goes before any proven one.
+		return nil, wait
 	}
-	delete(l.conns, oldest)
-	oldest.Close()
-	return true
+	return victim, 0
 }
 
-func (l *listener) track(c net.Conn, state http.ConnState) {
-	// Over TLS the server reports the *tls.Conn around the connection
-	// Accept returned.
+// closeLocked closes c and frees its slot.
+func (l *listener) closeLocked(c *conn) {
+	delete(l.conns, c)
+	c.timer.Stop()
+	c.Conn.Close()
+}
+
+// unwrap is the connection the listener handed out under nc, which
+// http.Server may have wrapped (in a *tls.Conn).
+func unwrap(nc net.Conn) *conn {
 	for {
-		tc, ok := c.(interface{ NetConn() net.Conn })
-		if !ok {
-			break
+		switch v := nc.(type) {
+		case *conn:
+			return v
+		case interface{ NetConn() net.Conn }:
+			nc = v.NetConn()
+		default:
+			return nil
 		}
-		c = tc.NetConn()
+	}
+}
+
+func (l *listener) track(nc net.Conn, state http.ConnState) {
+	c := unwrap(nc)
+	if c == nil {
+		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	ci := l.conns[c]
-	if ci == nil {
-		return // evicted
+	if _, ok := l.conns[c]; !ok {
+		return // closed to make room
 	}
 	switch state {
 	case http.StateClosed, http.StateHijacked:
 		delete(l.conns, c)
-	case http.StateIdle:
-		ci.state, ci.idleSince = state, time.Now()
-	default:
-		ci.state = state
+		c.timer.Stop()
+	case http.StateActive, http.StateIdle:
+		c.state, c.since = state, time.Now()
+		c.timer.Stop()
 	}
 }
