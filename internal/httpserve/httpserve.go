@@ -11,6 +11,7 @@
 package httpserve
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -74,10 +75,15 @@ type Server struct {
 //     handshake) once the server has been reading it for a few
 //     milliseconds, so that a client that sends its request at once (a
 //     probe) is served however many others hold connections open;
-//   - the one idle (between keep-alive requests) the longest.
+//   - the one idle (between keep-alive requests) the longest, of those
+//     that have not authenticated (see Authenticated);
+//   - the one in a request the longest, of those; such as a request
+//     whose body comes a byte at a time;
+//   - the authenticated one idle the longest.
 //
-// A connection in a request is not closed; when every slot has one, the
-// new connection is closed instead (and counted in Refused).
+// A connection in an authenticated request is not closed; when every
+// slot has one, the new connection is closed instead (and counted in
+// Refused).
 func Listen(addr string, h http.Handler, limits Limits) (*Server, error) {
 	limits = limits.withDefaults()
 	inner, err := net.Listen("tcp", addr)
@@ -99,6 +105,12 @@ func Listen(addr string, h http.Handler, limits Limits) (*Server, error) {
 		IdleTimeout:       limits.IdleTimeout,
 		MaxHeaderBytes:    limits.MaxHeaderBytes,
 		ConnState:         ln.track,
+		ConnContext: func(ctx context.Context, nc net.Conn) context.Context {
+			if c := unwrap(nc); c != nil {
+				ctx = context.WithValue(ctx, connKey{}, c)
+			}
+			return ctx
+		},
 	}
 	return &Server{Server: hs, ln: ln}, nil
 }
@@ -127,11 +139,23 @@ func (s *Server) ServeTLS(certFile, keyFile string) error {
 }
 
 // Refused is how many connections were closed on accept because every
-// slot was taken by a connection in a request.
+// slot was taken by a connection in an authenticated request.
 func (s *Server) Refused() uint64 {
 	s.ln.mu.Lock()
 	defer s.ln.mu.Unlock()
 	return s.ln.refused
+}
+
+type connKey struct{}
+
+// Authenticated records that the client of r proved who it is (with a
+// valid token, say), so that its connection is closed after those that
+// did not to make room for a new one, and not while in a request. It does
+// nothing for a request another server received.
+func Authenticated(r *http.Request) {
+	if c, ok := r.Context().Value(connKey{}).(*conn); ok {
+		c.authenticated.Store(true)
+	}
 }
 
 // When every slot is taken, an unproven connection is closed only once
@@ -153,6 +177,8 @@ type conn struct {
 	// firstRead is when the server first read from the connection, after
 	// accepted, plus 1ns; 0 until then.
 	firstRead atomic.Int64
+	// authenticated is set by Authenticated, for good.
+	authenticated atomic.Bool
 
 	// Guarded by the listener's mu.
 	state http.ConnState // StateNew until a request header is read
@@ -289,6 +315,14 @@ func (l *listener) victimLocked(now time.Time, force bool) (*conn, time.Duration
 			r, t = 0, c.accepted
 		case http.StateIdle:
 			r, t = 1, c.since
+			if c.authenticated.Load() {
+				r = 3
+			}
+		case http.StateActive:
+			if c.authenticated.Load() {
+				continue
+			}
+			r, t = 2, c.since
 		default:
 			continue
 		}

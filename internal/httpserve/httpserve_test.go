@@ -110,12 +110,14 @@ func TestIdleConnectionsDoNotLockOut(t *testing.T) {
 	}
 }
 
-// TestBusySlotsRefuseNewConnections: when every slot is in a request, a
-// new connection is closed at once (and counted) rather than queued.
+// TestBusySlotsRefuseNewConnections: when every slot is in an
+// authenticated request, a new connection is closed at once (and counted)
+// rather than queued.
 func TestBusySlotsRefuseNewConnections(t *testing.T) {
 	release := make(chan struct{})
 	entered := make(chan struct{}, 2)
 	slow := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		Authenticated(r)
 		entered <- struct{}{}
 		<-release
 		io.WriteString(w, "ok")
@@ -140,8 +142,17 @@ func TestBusySlotsRefuseNewConnections(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if err := get(t, dial(t, s)); err != nil {
-		t.Errorf("after the busy requests: %v", err)
+	// The clients have their answers; the server marks the connections
+	// idle a moment later, and then a new client closes one.
+	for try := 0; ; try++ {
+		err := get(t, dial(t, s))
+		if err == nil {
+			break
+		}
+		if try == 20 {
+			t.Fatalf("after the busy requests: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -177,7 +188,7 @@ func TestTLSConnectionsAreReleased(t *testing.T) {
 	s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{selfSigned(t)}}
 	go s.ServeTLS("", "")
 	t.Cleanup(func() { s.Close() })
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
 		DisableKeepAlives: true,
 		TLSClientConfig:   &tls.Config{InsecureSkipVerify: true},
 	}}
@@ -406,16 +417,119 @@ func probe(addr string, d time.Duration) error {
 
 // TestProbesAnswerThroughAFlood: 64 clients that hold connections against
 // 8 slots, opening a new one whenever the server closes theirs: a probe on
-// a new connection is answered within a second, every time.
+// a new connection is answered, every time. (It waits its turn in the
+// kernel's backlog behind the flood, about 0.1 s here; the bound is loose
+// for a busy machine and the race detector. faults/http_test.go holds the
+// real binary to 1 s.)
 func TestProbesAnswerThroughAFlood(t *testing.T) {
 	s := start(t, ok, Limits{MaxConns: 8, ReadHeaderTimeout: time.Minute})
 	opened := flood(t, s, 64)
 	time.Sleep(200 * time.Millisecond)
+	var worst time.Duration
 	for i := range 10 {
-		if err := probe(s.Addr().String(), time.Second); err != nil {
-			t.Fatalf("probe %d of 10 not answered within 1s with 64 clients holding connections (%d opened): %v", i+1, opened(), err)
+		t0 := time.Now()
+		if err := probe(s.Addr().String(), 5*time.Second); err != nil {
+			t.Fatalf("probe %d of 10 with 64 clients holding connections (%d opened): %v", i+1, opened(), err)
 		}
+		worst = max(worst, time.Since(t0))
 		time.Sleep(50 * time.Millisecond)
 	}
-	t.Logf("the flood opened %d connections", opened())
+	t.Logf("the flood opened %d connections; the slowest probe took %v", opened(), worst.Round(time.Millisecond))
+}
+
+// authOK is ok, and it authenticates requests for /auth.
+var authOK = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == "/auth" {
+		Authenticated(r)
+	}
+	io.WriteString(w, "ok")
+})
+
+// getPath is get for path.
+func getPath(t *testing.T, c net.Conn, path string) error {
+	t.Helper()
+	c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := io.WriteString(c, "GET "+path+" HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, err = io.ReadAll(resp.Body)
+	return err
+}
+
+// TestAuthenticatedKeptLongest: an idle keep-alive connection that
+// authenticated is closed after those that did not, however long it has
+// been idle.
+func TestAuthenticatedKeptLongest(t *testing.T) {
+	s := start(t, authOK, Limits{MaxConns: 2})
+	admin, other := dial(t, s), dial(t, s)
+	if err := getPath(t, admin, "/auth"); err != nil {
+		t.Fatal(err)
+	}
+	if err := getPath(t, other, "/"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if err := get(t, dial(t, s)); err != nil {
+		t.Fatal(err)
+	}
+	if !closedWithin(other, time.Second) {
+		t.Error("the unauthenticated idle connection was kept")
+	}
+	if err := getPath(t, admin, "/auth"); err != nil {
+		t.Errorf("the authenticated connection, idle the longest, was closed before an unauthenticated one: %v", err)
+	}
+}
+
+// slowBody opens a connection that sends a complete request header, so
+// that its request is read, and then its body a byte every 20 ms: the
+// server reads the body (to discard it) before it answers.
+func slowBody(t *testing.T, s *Server) net.Conn {
+	t.Helper()
+	c := dial(t, s)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if _, err := io.WriteString(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n"); err != nil {
+			return
+		}
+		for {
+			time.Sleep(20 * time.Millisecond)
+			if _, err := c.Write([]byte{'a'}); err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { c.Close(); <-done })
+	return c
+}
+
+// TestStalledRequestsGiveWay: requests that never finish (a body sent a
+// byte at a time) and did not authenticate give way to a new client,
+// the oldest first.
+func TestStalledRequestsGiveWay(t *testing.T) {
+	s := start(t, authOK, Limits{MaxConns: 3, ReadTimeout: time.Minute})
+	var cs []net.Conn
+	for range 3 {
+		cs = append(cs, slowBody(t, s))
+		time.Sleep(50 * time.Millisecond) // in their requests, in this order
+	}
+	if err := get(t, dial(t, s)); err != nil {
+		t.Fatalf("a new client was locked out by requests that never finish: %v", err)
+	}
+	if !closedWithin(cs[0], time.Second) {
+		t.Error("the oldest stalled request was kept")
+	}
+	for i, c := range cs[1:] {
+		if closedWithin(c, 10*time.Millisecond) {
+			t.Errorf("stalled request %d of 3 was closed, want only the oldest", i+2)
+		}
+	}
+	if s.Refused() != 0 {
+		t.Errorf("Refused() = %d", s.Refused())
+	}
 }
