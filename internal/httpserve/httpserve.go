@@ -96,6 +96,7 @@ func Listen(addr string, h http.Handler, limits Limits) (*Server, error) {
 		busy:       (limits.MaxConns*3 + 3) / 4,
 		busyHeader: limits.BusyHeaderTimeout,
 		conns:      map[*conn]struct{}{},
+		change:     make(chan struct{}, 1),
 	}
 	hs := &http.Server{
 		Handler:           h,
@@ -159,13 +160,15 @@ func Authenticated(r *http.Request) {
 }
 
 // When every slot is taken, an unproven connection is closed only once
-// the server has been reading it for readGrace: under a flood the
-// listener accepts faster than the server reads what the connections
-// sent, and a connection not read yet may hold a complete request (a
-// probe's), which the server reads in microseconds once it gets to it.
-// Until one is out of its grace, Accept waits, up to maxGraceWait, and
-// new connections queue in the kernel's backlog.
+// the server has waited blockedGrace in a read for it to send something,
+// or has been reading it for readGrace (one that sends a byte at a time,
+// faster). Under a flood the listener accepts faster than the server gets
+// to read what connections sent, and one not read yet may hold a
+// complete request, a probe's, which the server reads in microseconds
+// once it gets to it. Until a connection may be closed, Accept waits, up
+// to maxGraceWait, and new connections queue in the kernel's backlog.
 const (
+	blockedGrace = time.Millisecond
 	readGrace    = 10 * time.Millisecond
 	maxGraceWait = 100 * time.Millisecond
 )
@@ -173,10 +176,12 @@ const (
 // conn is a connection the listener handed out.
 type conn struct {
 	net.Conn
+	l        *listener
 	accepted time.Time
-	// firstRead is when the server first read from the connection, after
-	// accepted, plus 1ns; 0 until then.
-	firstRead atomic.Int64
+	// firstRead is when the server first read from the connection, and
+	// reading when the Read under way began, as offsets from accepted
+	// plus 1ns; 0 for none.
+	firstRead, reading atomic.Int64
 	// authenticated is set by Authenticated, for good.
 	authenticated atomic.Bool
 
@@ -187,20 +192,28 @@ type conn struct {
 }
 
 func (c *conn) Read(p []byte) (int, error) {
-	if c.firstRead.Load() == 0 {
-		c.firstRead.Store(int64(time.Since(c.accepted)) + 1)
+	at := int64(time.Since(c.accepted)) + 1
+	if c.firstRead.CompareAndSwap(0, at) {
+		c.l.changed()
 	}
-	return c.Conn.Read(p)
+	c.reading.Store(at)
+	n, err := c.Conn.Read(p)
+	c.reading.Store(0)
+	return n, err
 }
 
 // graceLeft is how long c, unproven, has left before it may be closed for
-// a new connection.
+// a new connection; readGrace when it has not been read.
 func (c *conn) graceLeft(now time.Time) time.Duration {
-	r := c.firstRead.Load()
-	if r == 0 {
-		return readGrace
+	age := now.Sub(c.accepted)
+	left := readGrace
+	if r := c.firstRead.Load(); r != 0 {
+		left = readGrace - (age - time.Duration(r-1))
 	}
-	return readGrace - (now.Sub(c.accepted) - time.Duration(r-1))
+	if r := c.reading.Load(); r != 0 {
+		left = min(left, blockedGrace-(age-time.Duration(r-1)))
+	}
+	return left
 }
 
 // listener bounds the connections it hands out, tracking their states
@@ -211,9 +224,20 @@ type listener struct {
 	busy       int // connections from which the server is under pressure
 	busyHeader time.Duration
 
+	// change wakes Accept waiting for a connection to be read or to
+	// change state.
+	change chan struct{}
+
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
 	refused uint64
+}
+
+func (l *listener) changed() {
+	select {
+	case l.change <- struct{}{}:
+	default:
+	}
 }
 
 func (l *listener) Accept() (net.Conn, error) {
@@ -243,8 +267,13 @@ func (l *listener) admit(nc net.Conn) *conn {
 			victim, wait := l.victimLocked(now, waited >= maxGraceWait)
 			if victim == nil && wait > 0 {
 				l.mu.Unlock()
-				time.Sleep(wait)
-				waited += wait
+				t := time.NewTimer(wait)
+				select {
+				case <-l.change:
+				case <-t.C:
+				}
+				t.Stop()
+				waited += time.Since(now)
 				continue
 			}
 			if victim == nil {
@@ -254,7 +283,7 @@ func (l *listener) admit(nc net.Conn) *conn {
 			}
 			l.closeLocked(victim)
 		}
-		c := &conn{Conn: nc, accepted: now, state: http.StateNew, since: now}
+		c := &conn{Conn: nc, l: l, accepted: now, state: http.StateNew, since: now}
 		c.timer = time.AfterFunc(l.busyHeader, l.headerDue)
 		l.conns[c] = struct{}{}
 		l.mu.Unlock()
@@ -377,4 +406,5 @@ func (l *listener) track(nc net.Conn, state http.ConnState) {
 		c.state, c.since = state, time.Now()
 		c.timer.Stop()
 	}
+	l.changed()
 }
