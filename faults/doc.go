@@ -22,8 +22,12 @@
 //     etcd creating a zone and a zone inside it at once: never both;
 //   - clients holding every connection --metrics allows (keep-alive and
 //     half-sent requests) and a hundred more, with the server's file
-//     descriptors limited: SIGHUP still reloads, and /metrics answers
-//     again once the held requests time out;
+//     descriptors limited: SIGHUP still reloads, and /metrics answers;
+//   - 300 connections held on each of --metrics and --admin (a store with
+//     tokens), half sending nothing and half a header a byte at a time,
+//     each reopened as soon as the server closes it, from a process of
+//     their own: /healthz on both and an authenticated admin request
+//     answer within a second, every time;
 //   - the embedded store on a full disk: writes refused with 507 and
 //     nothing changed, served again once space is freed;
 //   - kill -9 before, about when and after `serve` writes the answers it

@@ -23,6 +23,9 @@ import (
 var bin string // the grpc-config-dns binary under test
 
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(holdEnv); spec != "" {
+		os.Exit(holdMain(spec))
+	}
 	dir, err := os.MkdirTemp("", "faults")
 	if err != nil {
 		panic(err)

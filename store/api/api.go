@@ -39,6 +39,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/grpc-config-dns/grpc-config-dns/internal/httpserve"
 	"github.com/grpc-config-dns/grpc-config-dns/store"
 )
 
@@ -133,10 +134,15 @@ func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 // auth checks the bearer token, comparing its hash with every accepted
-// token's in constant time.
+// token's in constant time. A request that passes marks its connection
+// authenticated: when connections run short, those of clients that never
+// showed a token are closed first.
 func (h *handler) auth(next http.HandlerFunc) http.HandlerFunc {
 	if len(h.tokens) == 0 {
-		return next
+		return func(w http.ResponseWriter, r *http.Request) {
+			httpserve.Authenticated(r)
+			next(w, r)
+		}
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -160,6 +166,7 @@ func (h *handler) auth(next http.HandlerFunc) http.HandlerFunc {
 				Message: "a valid bearer token is required: send Authorization: Bearer TOKEN with a token of the server's --admin-token-file"})
 			return
 		}
+		httpserve.Authenticated(r)
 		next(w, r)
 	}
 }
