@@ -247,7 +247,7 @@ func New(opts Options) (*Server, error) {
 // not ready until it can read the store.
 func (s *Server) firstStoreSync() {
 	s.reloadMu.Lock()
-	s.publish(&model.Config{Server: s.settings(), Keys: s.opts.Keys}, "the store", "start", 0, time.Now())
+	s.publish(&model.Config{Server: s.settings(), Keys: s.opts.Keys}, "the store", "start", false, time.Now())
 	s.reloadMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -516,7 +516,7 @@ func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(
 		}
 		return nil, &ConfigError{File: name, Diagnostics: ds}
 	}
-	changed, err = s.publish(cfg, name, why, len(text), start)
+	changed, err = s.publish(cfg, name, why, len(text) >= returnMemoryAbove, start)
 	if err == nil {
 		s.servedSum = s.lastHash
 		if s.servedSum != s.keptSum && len(text) >= s.warmAbove && s.warmPath() != "" {
@@ -530,8 +530,9 @@ func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(
 }
 
 // publish builds the snapshot of a valid config and serves it, once its
-// serials are persisted. reloadMu is held.
-func (s *Server) publish(cfg *model.Config, name, why string, size int, start time.Time) (changed []string, err error) {
+// serials are persisted; large says reading it made much garbage (see
+// returnMemory). reloadMu is held.
+func (s *Server) publish(cfg *model.Config, name, why string, large bool, start time.Time) (changed []string, err error) {
 	old := s.snap.Load()
 	var warm map[string]uint32
 	if old != nil && old.warm != nil {
@@ -592,7 +593,7 @@ func (s *Server) publish(cfg *model.Config, name, why string, size int, start ti
 	}
 	s.log.Info("config loaded", "config", name, "version", next.version, "zones", len(next.zones), "changed", len(changed), "why", why, "took", time.Since(start).Round(time.Microsecond))
 	s.notifier.update(next, changed)
-	if size >= returnMemoryAbove {
+	if large {
 		s.returnMemory()
 	}
 	return changed, nil
@@ -649,11 +650,15 @@ func (s *Server) completeLocked() {
 }
 
 // returnMemoryAbove is the config size past which a load gives the memory
-// it used back to the system: reading a large config makes a great deal of
+// it used back to the system (and returnMemoryItems the store items a
+// version is read from): reading a large config makes a great deal of
 // garbage (the YAML of 100 000 services is several times the snapshot it
 // becomes), which the runtime would otherwise hand back over minutes, and
 // answering queries makes none, so nothing would reuse it.
-const returnMemoryAbove = 1 << 20
+const (
+	returnMemoryAbove = 1 << 20
+	returnMemoryItems = 4096
+)
 
 // returnMemory runs a garbage collection and returns the free memory to
 // the system, in the background, one at a time.

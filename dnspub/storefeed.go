@@ -586,21 +586,22 @@ func (s *Server) syncStore(ctx context.Context) error {
 	}
 	f.resyncs.Inc()
 	f.replace(items, rev)
-	if err := s.publishStore("store snapshot"); err != nil {
+	if err := s.publishStore("store snapshot", len(items)); err != nil {
 		return err
 	}
 	f.synced.Store(true)
 	return nil
 }
 
-// publishStore builds and serves the feed's state.
-func (s *Server) publishStore(why string) error {
+// publishStore builds and serves the feed's state, read from items
+// items of the store.
+func (s *Server) publishStore(why string, items int) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	start := time.Now()
 	cfg := s.feed.config(s.settings(), func(msg string, args ...any) { s.log.Error(msg, args...) })
 	s.building = s.feed.rev
-	_, err := s.publish(cfg, "the store", why, 0, start)
+	_, err := s.publish(cfg, "the store", why, items >= returnMemoryItems, start)
 	if err == nil {
 		s.feed.revGauge.Set(float64(s.feed.rev))
 	}
@@ -673,7 +674,7 @@ func (s *Server) followChanges(ctx context.Context) error {
 		if !ok {
 			return errors.New("the store's watch ended")
 		}
-		n, changed := 0, false
+		n, items, changed := 0, 0, false
 		for {
 			if b.Err != nil {
 				if errors.Is(b.Err, store.ErrCompacted) {
@@ -685,6 +686,7 @@ func (s *Server) followChanges(ctx context.Context) error {
 				f.apply(it)
 				changed = true
 			}
+			items += len(b.Items)
 			if b.Rev > f.rev {
 				// An epoch boundary changes every serial.
 				changed = changed || b.Rev/storeEpoch != f.rev/storeEpoch
@@ -705,7 +707,7 @@ func (s *Server) followChanges(ctx context.Context) error {
 			break
 		}
 		if changed {
-			if err := s.publishStore("store change"); err != nil {
+			if err := s.publishStore("store change", items); err != nil {
 				s.log.Error("a store change is not served", "err", err, "revision", f.rev)
 			}
 		} else {

@@ -235,11 +235,19 @@ func (s *Store) Snapshot(ctx context.Context) ([]Item, int64, error) {
 			}
 		}
 		if !more || len(kvs) == 0 {
+			if r, ok := s.b.(releaser); ok {
+				r.release()
+			}
 			return out, at, nil
 		}
 		from = kvs[len(kvs)-1].key + "\x00"
 	}
 }
+
+// releaser is a backend whose reads map memory that it can give back
+// (the embedded store's file), which a Snapshot, reading everything,
+// does once it is read.
+type releaser interface{ release() }
 
 // Follow sends the changes after revision after, in order, until ctx
 // ends or an error (a batch with Err: errors.Is(Err, ErrCompacted) when
