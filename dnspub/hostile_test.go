@@ -219,3 +219,127 @@ func TestIdleTimeoutUnderPressure(t *testing.T) {
 		t.Errorf("the busy connection stopped working: %s", err)
 	}
 }
+
+// TestIdleFloodLeavesRoomForQueries: connections that send nothing, from
+// more addresses than the per-address share can stop, and reopened soon
+// after they are closed, keep every TCP slot taken. A client that connects
+// and asks must still be answered: the newcomer takes the slot of the
+// connection that has waited longest without a query (RFC 7766 §6.2.3).
+// Before, it was refused whenever the flood had refilled the slots (10 of
+// 10 queries failed).
+//
+// Each flooder waits pause before it reconnects: a newcomer's slot then
+// lasts at least about pause·slots/flooders, which must cover the time the
+// test's client, on a busy machine under the race detector, takes from its
+// connect to its query.
+func TestIdleFloodLeavesRoomForQueries(t *testing.T) {
+	const slots, flooders, addresses, pause = 32, 48, 64, 100 * time.Millisecond
+	reg := prometheus.NewRegistry()
+	ts := startServer(t, strings.Replace(baseConfig(""), "server: {tcpIdleTimeout: 1s}",
+		fmt.Sprintf("server: {tcpIdleTimeout: 30s, maxTCPConnections: %d, maxTCPConnectionsPerAddress: 4}", slots), 1),
+		func(o *Options) { o.Registerer = reg })
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	for w := range flooders {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			d := net.Dialer{Timeout: time.Second}
+			for i := w; ; i += flooders {
+				d.LocalAddr = &net.TCPAddr{IP: net.IPv4(127, 0, 1, byte(i%addresses))}
+				if c, err := d.Dial("tcp", ts.addr); err == nil {
+					// Hold it, sending nothing, until the server closes it
+					// (or the test ends).
+					c.SetReadDeadline(time.Now().Add(5 * time.Second))
+					c.Read(make([]byte, 1))
+					c.Close()
+				}
+				select {
+				case <-stop:
+					return
+				case <-time.After(pause):
+				}
+			}
+		}()
+	}
+	defer func() {
+		close(stop)
+		for range flooders {
+			<-done
+		}
+	}()
+	waitFor(t, "the flood to take every slot", func() bool {
+		return gather(t, reg)["grpc_config_dns_tcp_connections"] == slots
+	})
+	failed := 0
+	for i := range 10 {
+		time.Sleep(50 * time.Millisecond)
+		c, err := net.DialTimeout("tcp", ts.addr, time.Second)
+		if err != nil {
+			t.Fatalf("query %d: %v", i, err)
+		}
+		q := new(dns.Msg)
+		q.SetQuestion("echo.example.test.", dns.TypeA)
+		writeTCP(t, c, pack(t, q))
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		if r, err := readTCP(t, c); err != nil || len(r.Answer) != 1 {
+			t.Logf("query %d: %v", i, err)
+			failed++
+		}
+		c.Close()
+	}
+	if failed > 0 {
+		t.Errorf("%d of 10 queries failed under the flood", failed)
+	}
+	if n := gather(t, reg)["grpc_config_dns_tcp_evicted_total"]; n < 10 {
+		t.Errorf("tcp_evicted_total = %v, want at least one for each query", n)
+	}
+}
+
+// TestEvictionOrder: when every slot is taken, the newcomer takes the slot
+// of a connection that never sent a query before that of one that did,
+// however long the latter has been idle; among those that did, of the one
+// idle longest.
+func TestEvictionOrder(t *testing.T) {
+	ts := startServer(t, strings.Replace(baseConfig(""), "server: {tcpIdleTimeout: 1s}", "server: {tcpIdleTimeout: 30s, maxTCPConnections: 2}", 1), nil)
+	// allWaiting: every connection's server waits for a query, so that
+	// the next newcomer finds them as the client left them.
+	allWaiting := func(n int) func() bool {
+		return func() bool {
+			ts.connMu.Lock()
+			defer ts.connMu.Unlock()
+			for c := range ts.conns {
+				if c.idleSince.Load() == 0 {
+					return false
+				}
+			}
+			return len(ts.conns) == n
+		}
+	}
+	asked := dialFrom(t, "127.0.0.11", ts.addr)
+	if !works(t, asked) {
+		t.Fatal("the first connection does not work")
+	}
+	silent := dialFrom(t, "127.0.0.12", ts.addr)
+	waitFor(t, "two connections waiting", allWaiting(2))
+	first := dialFrom(t, "127.0.0.13", ts.addr)
+	if !works(t, first) {
+		t.Fatal("a newcomer was refused")
+	}
+	if !closedWithin(silent, 2*time.Second) {
+		t.Fatal("the connection that never asked was kept")
+	}
+	if !works(t, asked) { // now idle for less time than first
+		t.Fatal("a connection that asked was closed for a newcomer while one that never asked was open")
+	}
+	waitFor(t, "two connections waiting", allWaiting(2))
+	second := dialFrom(t, "127.0.0.14", ts.addr)
+	if !works(t, second) {
+		t.Fatal("the second newcomer was refused")
+	}
+	if !closedWithin(first, 2*time.Second) {
+		t.Fatal("the connection idle longest was kept")
+	}
+	if !works(t, asked) {
+		t.Fatal("the connection idle for less time was closed")
+	}
+}

@@ -149,6 +149,8 @@ type metrics struct {
 	tcpConns       prometheus.Gauge
 	// tcpRefused counts connections closed at once, by the limit hit.
 	tcpRefused *prometheus.CounterVec
+	// tcpEvicted counts idle connections closed to admit a new one.
+	tcpEvicted prometheus.Counter
 	// tsigFailures counts signed messages whose TSIG did not verify.
 	tsigFailures *prometheus.CounterVec
 	// stateErrors counts versions not published because their serials
@@ -183,6 +185,8 @@ func newMetrics(serials func() map[string]uint32) *metrics {
 		tcpRefused: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tcp_refused_total",
 			Help: "TCP connections closed on accept, by the limit they hit: total (server.maxTCPConnections) or per_address (server.maxTCPConnectionsPerAddress)."},
 			[]string{"limit"}),
+		tcpEvicted: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "tcp_evicted_total",
+			Help: "Idle TCP connections closed to admit a new one while all server.maxTCPConnections were taken: the one that had waited longest, preferring those that never sent a query."}),
 		tsigFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tsig_failures_total",
 			Help: "Signed messages refused because their TSIG did not verify, by TSIG error (BADKEY, BADSIG, BADTIME)."},
 			[]string{"error"}),
@@ -237,7 +241,7 @@ var (
 
 // register adds the metrics to r.
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.reloads, m.lastReload, m.lastReloadTime, m.transfers, m.notifies, m.tcpConns, m.tcpRefused, m.tsigFailures, m.stateErrors, m.warmWriteErrors, m} {
+	for _, c := range []prometheus.Collector{m.reloads, m.lastReload, m.lastReloadTime, m.transfers, m.notifies, m.tcpConns, m.tcpRefused, m.tcpEvicted, m.tsigFailures, m.stateErrors, m.warmWriteErrors, m} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

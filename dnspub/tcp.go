@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +21,11 @@ import (
 // address (server.maxTCPConnectionsPerAddress; an IPv6 client counts by
 // its /64, which one host commonly holds whole), and, under pressure (three
 // quarters of the total in use), an idle timeout cut to pressureIdle for
-// every connection, including those already waiting.
+// every connection, including those already waiting. Clients from many
+// addresses that reconnect as soon as they are closed still keep every
+// slot taken; so when all are, a new connection takes the slot of the one
+// that has waited longest, preferring those that never sent a whole query,
+// rather than being refused.
 
 // pressureIdle is the idle timeout while connections are scarce.
 const pressureIdle = time.Second
@@ -30,8 +35,11 @@ type tcpConn struct {
 	net.Conn
 	group netip.Prefix
 	// idleSince is when the connection began to wait for a query (Unix
-	// nanoseconds), or 0 while a query is read or answered.
+	// nanoseconds; from its accept for the first), or 0 while one is
+	// answered.
 	idleSince atomic.Int64
+	// asked is set once the connection has sent a whole query.
+	asked atomic.Bool
 }
 
 // addressGroup is what a client's connections count against.
@@ -61,7 +69,14 @@ func (s *Server) serveTCP() {
 			time.Sleep(10 * time.Millisecond) // out of file descriptors: let others close
 			continue
 		}
-		tc, why := s.admit(c)
+		tc, evicted, why := s.admit(c)
+		if evicted != nil {
+			evicted.Close()
+			s.metrics.tcpEvicted.Inc()
+			if ok, n := s.limiter.allow("tcp-evicted"); ok {
+				s.log.Warn("all TCP connections taken: closed the one idle longest for a new one", "peer", evicted.RemoteAddr().String(), "asked", evicted.asked.Load(), "similar_suppressed", n)
+			}
+		}
 		if tc == nil {
 			c.Close()
 			s.metrics.tcpRefused.WithLabelValues(why).Inc()
@@ -79,17 +94,25 @@ func (s *Server) serveTCP() {
 	}
 }
 
-// admit counts a new connection in, or says why it is refused.
-func (s *Server) admit(c net.Conn) (*tcpConn, string) {
+// admit counts a new connection in, or says why it is refused. When every
+// slot is taken, it counts out the connection that has waited longest for
+// a query, which the caller closes.
+func (s *Server) admit(c net.Conn) (tc, evicted *tcpConn, why string) {
 	cfg := s.snap.Load().cfg.Server
-	tc := &tcpConn{Conn: c, group: addressGroup(c.RemoteAddr())}
+	tc = &tcpConn{Conn: c, group: addressGroup(c.RemoteAddr())}
+	// Waiting from now: a connection whose server has yet to run is no
+	// more entitled to its slot than one that has waited as long.
+	tc.idleSince.Store(time.Now().UnixNano())
 	s.connMu.Lock()
 	defer s.connMu.Unlock()
-	switch {
-	case len(s.conns) >= cfg.MaxTCPConnections:
-		return nil, "total"
-	case s.perGroup[tc.group] >= cfg.MaxTCPConnectionsPerAddress:
-		return nil, "per_address"
+	if s.perGroup[tc.group] >= cfg.MaxTCPConnectionsPerAddress {
+		return nil, nil, "per_address"
+	}
+	if len(s.conns) >= cfg.MaxTCPConnections {
+		if evicted = s.idleLongest(); evicted == nil {
+			return nil, nil, "total" // every connection is being answered
+		}
+		s.forget(evicted)
 	}
 	s.conns[tc] = struct{}{}
 	s.perGroup[tc.group]++
@@ -108,12 +131,64 @@ func (s *Server) admit(c net.Conn) (*tcpConn, string) {
 			}
 		}
 	}
-	return tc, ""
+	return tc, evicted, ""
 }
 
+// evictPeeks bounds the connections idleLongest looks into for a query
+// that has arrived, each a system call or two.
+const evictPeeks = 4
+
+// idleLongest returns the connection to close for a newcomer when every
+// slot is taken (connMu held): of those waiting for a query, the one that
+// has waited longest, preferring those that never sent one, and passing
+// over any whose next query has already reached the kernel (its server is
+// about to read it: a client that asks as soon as it connects is not
+// closed in that moment). nil when every connection is being answered, or
+// the few looked into all have a query waiting.
+func (s *Server) idleLongest() *tcpConn {
+	var passed [evictPeeks]*tcpConn
+	for i := range passed {
+		c := s.oldestWaiting(passed[:i])
+		if c == nil || !queryWaiting(c.Conn) {
+			return c
+		}
+		passed[i] = c
+	}
+	return nil
+}
+
+// oldestWaiting returns the connection that has waited longest for a
+// query, among those that never sent one if any, but for those in except
+// (connMu held).
+func (s *Server) oldestWaiting(except []*tcpConn) *tcpConn {
+	var best *tcpConn
+	var bestSince int64
+	bestAsked := true
+	for c := range s.conns {
+		since := c.idleSince.Load()
+		if since == 0 || slices.Contains(except, c) {
+			continue
+		}
+		asked := c.asked.Load()
+		if best == nil || (bestAsked && !asked) || (asked == bestAsked && since < bestSince) {
+			best, bestSince, bestAsked = c, since, asked
+		}
+	}
+	return best
+}
+
+// release counts a connection out when its server ends, unless admit
+// already did.
 func (s *Server) release(tc *tcpConn) {
 	s.connMu.Lock()
 	defer s.connMu.Unlock()
+	if _, ok := s.conns[tc]; ok {
+		s.forget(tc)
+	}
+}
+
+// forget counts a connection out (connMu held).
+func (s *Server) forget(tc *tcpConn) {
 	delete(s.conns, tc)
 	if s.perGroup[tc.group]--; s.perGroup[tc.group] == 0 {
 		delete(s.perGroup, tc.group)
@@ -156,20 +231,27 @@ func (s *Server) serveConn(c *tcpConn) {
 		default:
 		}
 		if br.Buffered() < 2 {
-			now := time.Now()
-			c.idleSince.Store(now.UnixNano())
-			c.SetReadDeadline(now.Add(s.idleTimeout(cfg)))
+			// The wait for the first query began at the accept.
+			since := c.idleSince.Load()
+			if since == 0 {
+				since = time.Now().UnixNano()
+				c.idleSince.Store(since)
+			}
+			c.SetReadDeadline(time.Unix(0, since).Add(s.idleTimeout(cfg)))
 		}
 		if _, err := io.ReadFull(br, lenBuf[:]); err != nil {
 			return
 		}
-		c.idleSince.Store(0)
 		n := int(binary.BigEndian.Uint16(lenBuf[:]))
-		// The rest of the message must follow promptly.
+		// The rest of the message must follow promptly. Until it has, the
+		// connection still waits for a query: a slot for a newcomer when
+		// all are taken.
 		c.SetReadDeadline(time.Now().Add(s.idleTimeout(cfg)))
 		if _, err := io.ReadFull(br, msg[:n]); err != nil {
 			return
 		}
+		c.idleSince.Store(0)
+		c.asked.Store(true)
 		// The zone as it is now, not as it was when the connection went
 		// idle: a secondary reuses its connection for the SOA check and the
 		// transfer that follow a NOTIFY.

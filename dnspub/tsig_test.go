@@ -286,3 +286,43 @@ func TestNotifyAcknowledgementMustAnswerIt(t *testing.T) {
 		})
 	}
 }
+
+// TestTSIGThatCannotBeInterpreted: a query whose TSIG record lacks some of
+// its fields (an empty body, the algorithm alone, no Other Len) is corrupt
+// and answered FORMERR, unsigned (RFC 8945 §5.2). It used to get a NOTAUTH
+// whose TSIG copied the request's algorithm: an empty name, which made the
+// reply unreadable. Every reply must parse and carry the query's ID.
+func TestTSIGThatCannotBeInterpreted(t *testing.T) {
+	ts := startServer(t, baseConfig("allow: [127.0.0.1], key: xfr-key"), nil)
+	const alg = "\x0bhmac-sha256\x00"
+	fixed := "\x00\x00\x67\x00\x00\x00\x01\x2c" // time signed, fudge
+	for _, tc := range []struct{ name, rdata string }{
+		{"empty", ""},
+		{"algorithm alone", alg},
+		{"no MAC size", alg + fixed},
+		{"MAC cut short", alg + fixed + "\x00\x20\x01\x02"},
+		{"no Other Len", alg + fixed + "\x00\x00\x12\x34\x00\x00"},
+		{"Other Data cut short", alg + fixed + "\x00\x00\x12\x34\x00\x00\x00\x06\x00"},
+	} {
+		for _, network := range []string{"udp", "tcp"} {
+			t.Run(network+"/"+tc.name, func(t *testing.T) {
+				q := new(dns.Msg)
+				q.SetQuestion("echo.example.test.", dns.TypeA)
+				q.Id = 0x4242
+				raw := pack(t, q)
+				raw[11] = 1 // one additional record: the TSIG
+				raw = append(raw, "\x07xfr-key\x00\x00\xfa\x00\xff\x00\x00\x00\x00"...)
+				raw = binary.BigEndian.AppendUint16(raw, uint16(len(tc.rdata)))
+				raw = append(raw, tc.rdata...)
+				resp := exchangeRaw(t, network, ts.addr, raw)
+				r := new(dns.Msg)
+				if err := r.Unpack(resp); err != nil {
+					t.Fatalf("the reply does not parse: %v\n% x", err, resp)
+				}
+				if r.Id != q.Id || r.Rcode != dns.RcodeFormatError || r.IsTsig() != nil {
+					t.Errorf("reply ID %#x %s with a TSIG %v, want %#x FORMERR without", r.Id, dns.RcodeToString[r.Rcode], r.IsTsig() != nil, q.Id)
+				}
+			})
+		}
+	}
+}

@@ -41,6 +41,16 @@ func (s *Server) slow(snap *snapshot, out, msg []byte, r wire.Result, tcp bool, 
 	var mac string
 	var origID uint16
 	if t := req.IsTsig(); t != nil {
+		if !tsigIntact(msg, r.Query.TSIG) {
+			// RFC 8945 §5.2: a TSIG record that cannot be interpreted makes
+			// the message corrupt. An error reply's TSIG would copy its
+			// fields, and an empty algorithm name does not even pack.
+			r.Rcode = dns.RcodeFormatError
+			m := new(dns.Msg)
+			m.SetRcode(req, dns.RcodeFormatError)
+			s.echoOPT(snap, m, req)
+			return packOrNothing(out, m), r
+		}
 		k, terr := verifyTSIG(snap, msg, t)
 		if terr != dns.RcodeSuccess {
 			s.metrics.tsigFailures.WithLabelValues(dns.RcodeToString[int(terr)]).Inc()
@@ -108,6 +118,33 @@ func keepOPT(extra []dns.RR) []dns.RR {
 		}
 	}
 	return nil
+}
+
+// tsigIntact reports whether the record at off in msg, a TSIG record,
+// holds every field of its RDATA and nothing more (RFC 8945 §4.2).
+// miekg/dns reads a record that ends with the message as far as it goes,
+// leaving the missing fields empty.
+func tsigIntact(msg []byte, off int) bool {
+	_, off, err := dns.UnpackDomainName(msg, off)
+	if err != nil || off+10 > len(msg) {
+		return false
+	}
+	end := off + 10 + int(binary.BigEndian.Uint16(msg[off+8:]))
+	if end > len(msg) {
+		return false
+	}
+	if _, off, err = dns.UnpackDomainName(msg[:end], off+10); err != nil {
+		return false
+	}
+	off += 6 + 2 + 2 // time signed, fudge, MAC size
+	if off > end {
+		return false
+	}
+	off += int(binary.BigEndian.Uint16(msg[off-2:])) + 2 + 2 + 2 // MAC, original ID, error, other len
+	if off > end {
+		return false
+	}
+	return off+int(binary.BigEndian.Uint16(msg[off-2:])) == end
 }
 
 // verifyTSIG checks the TSIG of a raw message against our keys and

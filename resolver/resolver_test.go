@@ -275,6 +275,27 @@ func TestConfigWithdrawnFallsBackToDefault(t *testing.T) {
 	})
 }
 
+// TestSplitPrefixIsRead: a record whose grpc_config= is cut across its
+// strings holds the config. gRFC A2 joins the strings of a record
+// (RFC 4408 §3.1.3), and grpc-go joins them before it looks for the
+// prefix; the resolver used to find no config there and withdraw the
+// one the channel ran on ({}).
+func TestSplitPrefixIsRead(t *testing.T) {
+	bubble(t, func(t *testing.T, m *memDNS) {
+		m.dns.SetConfig("svc.test", 1, oneChoice(cfgA))
+		cc, _ := buildFake(t, m.builder(refreshOptions()), m.target)
+		cc.waitFor(t, 5*time.Second, "with config A", func(u update) bool { return u.config == cfgA })
+		value := "grpc_config=" + oneChoice(cfgB)
+		m.dns.SetTXT("_grpc_config.svc.test", 1, []string{value[:5], value[5:14], value[14:]})
+		cc.waitFor(t, 5*time.Second, "with config B", func(u update) bool { return u.config == cfgB })
+		for _, u := range cc.all() {
+			if u.config == "{}" {
+				t.Fatalf("the config was withdrawn: %s", cc)
+			}
+		}
+	})
+}
+
 func TestInvalidRecordKeepsPrevious(t *testing.T) {
 	for _, tc := range []struct {
 		name, first, want, reason string

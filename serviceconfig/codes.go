@@ -155,7 +155,7 @@ var codes = [numCodes]codeID{
 	// TXT record.
 	codeTXTSyntax:            {"txt-syntax", Error},
 	codeTXTNoRecord:          {"txt-no-record", Error},
-	codeTXTPrefixSplit:       {"txt-prefix-split", Error},
+	codeTXTPrefixSplit:       {"txt-prefix-split", Warning},
 	codeTXTMultipleConfig:    {"txt-multiple-config", Error},
 	codeTXTAttributeSpelling: {"txt-attribute-spelling", Warning},
 	codeTXTOtherRecords:      {"txt-other-records", Warning},
@@ -256,7 +256,7 @@ var codeDocs = [numCodes]codeDoc{
 	// TXT record.
 	codeTXTSyntax:            {"the TXT presentation text cannot be read (quotes, escapes)", "RFC 1035 presentation format"},
 	codeTXTNoRecord:          {"no TXT record starts with grpc_config=", "gRFC A2: the config is the grpc_config attribute"},
-	codeTXTPrefixSplit:       {"the grpc_config= prefix is split across strings", "clients look for the attribute in the first string: none finds it"},
+	codeTXTPrefixSplit:       {"the grpc_config= prefix is split across strings", "valid (gRFC A2 joins a record's strings): grpc-go and grpc-java read it, grpc-js and C-core's c-ares resolver look in the first string and see no config"},
 	codeTXTMultipleConfig:    {"more than one TXT record starts with grpc_config=", "our semantics (README, Semantics): two configs are ambiguous"},
 	codeTXTAttributeSpelling: {"the attribute is not written exactly grpc_config= (RFC 1464 allows it; gRPC clients do not)", "valid RFC 1464, but grpc-go, C-core and grpc-js see no config"},
 	codeTXTOtherRecords:      {"other TXT records share the owner name; grpc-go joins them all", "valid, but grpc-go joins every TXT record and fails to parse"},

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 )
@@ -406,16 +405,16 @@ func textRecords(text []byte) ([][]string, *presentation, *Diagnostic) {
 // lintRecordSet checks the records at one owner name. p, when not nil,
 // holds where each byte came from in the user's text.
 func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagnostics {
-	found, other, others, ds := configRecord(records, p)
+	pick, other, others, ds := configRecord(records, p)
+	found := pick.found
 	if found < 0 {
-		code := noRecordCode(records)
-		return append(ds, Diagnostic{Severity: code.severity(), Code: code.String(), Offset: p.start(0), Message: noRecordMessage(records)})
+		return append(ds, Diagnostic{Severity: codeTXTNoRecord.severity(), Code: codeTXTNoRecord.String(), Offset: p.start(0), Message: noRecordMessage(records)})
 	}
 	if others > 0 {
 		ds = append(ds, Diagnostic{Severity: codeTXTOtherRecords.severity(), Code: codeTXTOtherRecords.String(), Offset: p.start(other),
 			Message: fmt.Sprintf("%d other TXT record(s) share this name: our resolver, C-core, grpc-java and grpc-js ignore them, but grpc-go joins every TXT record at the name and fails to parse the result; publish the config alone at _grpc_config.<host>", others)})
 	}
-	value, offs := recordBytes(records[found], found, p)
+	value, offs := recordBytes(records[found], found, pick.skip, p)
 	for i, b := range value {
 		if b >= 0x80 {
 			off := i
@@ -441,13 +440,11 @@ func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagno
 	return append(ds, lintValue(value, KindChoices, m, opts, records[found]...)...)
 }
 
-// configRecord finds the record that holds the config (the first whose
-// first string starts with the attribute, or -1) and the records that hold
-// none (the first of them, and how many), and reports strings too long for
-// TXT, a second config record, and an attribute spelt in a way other
-// clients miss.
-func configRecord(records [][]string, p *presentation) (found, other, others int, ds Diagnostics) {
-	found, other = -1, -1
+// configRecord finds the record that holds the config (pickRecord) and
+// the records that hold none (the first of them, and how many), and
+// reports strings too long for TXT, a second config record, and an
+// attribute spelt, or cut across strings, in a way some clients miss.
+func configRecord(records [][]string, p *presentation) (pick recordPick, other, others int, ds Diagnostics) {
 	for r, strs := range records {
 		for s, str := range strs {
 			if len(str) > maxStringLen {
@@ -459,41 +456,51 @@ func configRecord(records [][]string, p *presentation) (found, other, others int
 					Message: fmt.Sprintf("string %d of record %d is %d bytes long: a TXT string holds at most %d; split it into several strings (clients join them)", s, r, len(str), maxStringLen)})
 			}
 		}
-		ok, exact := false, false
-		if len(strs) > 0 {
-			_, ok, exact = attributeValue(strs[0])
-		}
-		if !ok {
-			if other < 0 {
-				other = r
-			}
-			others++
-			continue
-		}
-		if found >= 0 {
-			// Measured by the interop suite (two-configs).
-			ds = append(ds, Diagnostic{Severity: codeTXTMultipleConfig.severity(), Code: codeTXTMultipleConfig.String(), Offset: p.start(r),
-				Message: fmt.Sprintf("records %d and %d both start with grpc_config=: the clients disagree on which to use (C-core and grpc-js read the first, grpc-java joins their choice lists, grpc-go fails to parse them), so the config is invalid; publish exactly one", found, r)})
-			continue
-		}
-		found = r
-		if !exact {
-			ds = append(ds, spellingDiagnostic(p.start(r)))
+	}
+	pick = pickRecord(records)
+	other, others = -1, len(records)
+	if pick.found >= 0 {
+		others -= 1 + len(pick.extra)
+	}
+	// The first record that holds no config: pick.extra is in order.
+	for r, e := 0, 0; r < len(records) && other < 0 && others > 0; r++ {
+		switch {
+		case r == pick.found:
+		case e < len(pick.extra) && pick.extra[e] == r:
+			e++
+		default:
+			other = r
 		}
 	}
-	return found, other, others, ds
+	if pick.found < 0 {
+		return pick, other, others, ds
+	}
+	switch {
+	case !pick.exact:
+		ds = append(ds, spellingDiagnostic(p.start(pick.found)))
+	case pick.split:
+		// As their sources read: grpc-go (dns_resolver.go: every record
+		// joined), grpc-java (JNDI gives each record's strings joined);
+		// grpc-js (service-config.ts) and C-core's c-ares resolver
+		// (grpc_ares_wrapper.cc) compare the first string only.
+		ds = append(ds, Diagnostic{Severity: codeTXTPrefixSplit.severity(), Code: codeTXTPrefixSplit.String(), Offset: p.start(pick.found),
+			Message: fmt.Sprintf("record %d cuts grpc_config= across its strings: gRFC A2 joins them, and our resolver, grpc-go and grpc-java read the config, but grpc-js and C-core's c-ares resolver look for the prefix in the first string only and see no config; start the first string with the whole \"grpc_config=\"", pick.found)})
+	}
+	for _, r := range pick.extra {
+		// Measured by the interop suite (two-configs).
+		ds = append(ds, Diagnostic{Severity: codeTXTMultipleConfig.severity(), Code: codeTXTMultipleConfig.String(), Offset: p.start(r),
+			Message: fmt.Sprintf("records %d and %d both start with grpc_config=: the clients disagree on which to use (C-core and grpc-js read the first, grpc-java joins their choice lists, grpc-go fails to parse them), so the config is invalid; publish exactly one", pick.found, r)})
+	}
+	return pick, other, others, ds
 }
 
-// recordBytes joins the strings of record r after the attribute, and,
-// when p is known, says where each byte of the value is in the text.
-func recordBytes(strs []string, r int, p *presentation) (value []byte, offs []int) {
-	v, _, _ := attributeValue(strs[0])
-	skip := len(strs[0]) - len(v)
+// recordBytes joins the strings of record r after the first skip bytes
+// (the attribute and its '='), and, when p is known, says where each byte
+// of the value is in the text.
+func recordBytes(strs []string, r, skip int, p *presentation) (value []byte, offs []int) {
 	for s, str := range strs {
-		from := 0
-		if s == 0 {
-			from = skip
-		}
+		from := min(skip, len(str))
+		skip -= from
 		value = append(value, str[from:]...)
 		if p != nil {
 			offs = append(offs, p.offs[r][s][from:]...)
@@ -502,33 +509,11 @@ func recordBytes(strs []string, r int, p *presentation) (value []byte, offs []in
 	return value, offs
 }
 
-func noRecordCode(records [][]string) diagCode {
-	if splitPrefix(records) >= 0 {
-		return codeTXTPrefixSplit
-	}
-	return codeTXTNoRecord
-}
-
 func noRecordMessage(records [][]string) string {
-	if r := splitPrefix(records); r >= 0 {
-		return fmt.Sprintf("record %d spells grpc_config= across several strings: clients look for the prefix in the first string only, so they see no config; start the first string with the whole \"grpc_config=\"", r)
-	}
 	if len(records) == 0 {
 		return "there is no TXT record: clients get no service config"
 	}
-	return fmt.Sprintf("none of the %d TXT record(s) starts with grpc_config=, so clients get no service config; the record's first string must start with grpc_config=", len(records))
-}
-
-// splitPrefix returns the record whose joined strings start with the
-// attribute although its first string does not, or -1.
-func splitPrefix(records [][]string) int {
-	for r, strs := range records {
-		joined := strings.Join(strs, "")
-		if _, ok, _ := attributeValue(joined); ok && len(strs) > 1 {
-			return r
-		}
-	}
-	return -1
+	return fmt.Sprintf("none of the %d TXT record(s) starts with grpc_config=, so clients get no service config; publish one record whose text starts with grpc_config=", len(records))
 }
 
 // locate fills Line and Column from offsets into text.

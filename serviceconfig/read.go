@@ -106,40 +106,17 @@ func (s *source) place(ds Diagnostics, whole int) {
 	locate(ds, s.text)
 }
 
-// recordValue finds the record holding the config (the first whose first
-// string starts with the attribute) and returns its index, the value after
-// the attribute, and, when p is known, where each of its bytes is in the
-// text.
+// recordValue finds the record holding the config (pickRecord) and
+// returns its index, the value after the attribute, and, when p is known,
+// where each of its bytes is in the text.
 func recordValue(records [][]string, p *presentation) (found int, value string, offs offsetMap) {
-	found = -1
-	for r, strs := range records {
-		if len(strs) > 0 {
-			if _, ok, _ := attributeValue(strs[0]); ok {
-				found = r
-				break
-			}
-		}
-	}
-	if found < 0 {
+	pick := pickRecord(records)
+	if pick.found < 0 {
 		return -1, "", nil
 	}
-	strs := records[found]
-	v, _, _ := attributeValue(strs[0])
-	skip := len(strs[0]) - len(v)
-	var b strings.Builder
-	var at []int
-	for s, str := range strs {
-		from := 0
-		if s == 0 {
-			from = skip
-		}
-		b.WriteString(str[from:])
-		if p != nil {
-			at = append(at, p.offs[found][s][from:]...)
-		}
-	}
+	v, at := recordBytes(records[pick.found], pick.found, pick.skip, p)
 	if p != nil {
-		end := p.recordOff[found]
+		end := p.recordOff[pick.found]
 		if len(at) > 0 {
 			end = at[len(at)-1] + 1
 		}
@@ -150,7 +127,7 @@ func recordValue(records [][]string, p *presentation) (found int, value string, 
 			return end
 		}
 	}
-	return found, b.String(), offs
+	return pick.found, string(v), offs
 }
 
 // recordOffset is where record r starts in the text, or def.

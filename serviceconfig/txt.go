@@ -24,39 +24,32 @@ var ErrNoConfig = errors.New("no TXT record starts with grpc_config=")
 // (each record a list of strings, as on the wire) and returns its value,
 // the strings joined with nothing between and the attribute stripped.
 //
-// As DESIGN.md §4 says: the record is the one whose first string starts
-// with the attribute (RFC 1464: case-insensitive, back-quote escapes); other
-// records, such as SPF, are ignored; two grpc_config records, or bytes
-// outside ASCII, make the value invalid (*InvalidError). When there is no
-// such record DecodeTXT returns ErrNoConfig.
+// As the README's Semantics say: the record is the one whose strings,
+// joined, start with the attribute (RFC 1464: case-insensitive,
+// back-quote escapes); other records, such as SPF, are ignored; two
+// grpc_config records, or bytes outside ASCII, make the value invalid
+// (*InvalidError). When there is no such record DecodeTXT returns
+// ErrNoConfig.
 func DecodeTXT(records [][]string) ([]byte, error) {
-	found := -1
-	var first string
-	for i, r := range records {
-		if len(r) == 0 {
-			continue
-		}
-		v, ok, _ := attributeValue(r[0])
-		if !ok {
-			continue
-		}
-		if found >= 0 {
-			return nil, Diagnostics{{Severity: codeTXTMultipleConfig.severity(), Code: codeTXTMultipleConfig.String(), Offset: -1,
-				Message: fmt.Sprintf("TXT records %d and %d both start with %s=: publish exactly one", found, i, Attribute)}}.Err()
-		}
-		found, first = i, v
-	}
-	if found < 0 {
+	pick := pickRecord(records)
+	if pick.found < 0 {
 		return nil, ErrNoConfig
 	}
-	n := len(first)
-	for _, s := range records[found][1:] {
+	if len(pick.extra) > 0 {
+		return nil, Diagnostics{{Severity: codeTXTMultipleConfig.severity(), Code: codeTXTMultipleConfig.String(), Offset: -1,
+			Message: fmt.Sprintf("TXT records %d and %d both start with %s=: publish exactly one", pick.found, pick.extra[0], Attribute)}}.Err()
+	}
+	strs := records[pick.found]
+	n := -pick.skip
+	for _, s := range strs {
 		n += len(s)
 	}
 	value := make([]byte, 0, n)
-	value = append(value, first...)
-	for _, s := range records[found][1:] {
-		value = append(value, s...)
+	skip := pick.skip
+	for _, s := range strs {
+		from := min(skip, len(s))
+		value = append(value, s[from:]...)
+		skip -= from
 	}
 	for i, b := range value {
 		if b >= 0x80 {
@@ -65,6 +58,71 @@ func DecodeTXT(records [][]string) ([]byte, error) {
 		}
 	}
 	return value, nil
+}
+
+// recordPick is the record that holds the config among the TXT records at
+// a name.
+type recordPick struct {
+	// found is its index, or -1.
+	found int
+	// skip is how many bytes of its joined strings the attribute and its
+	// '=' take: the value follows.
+	skip int
+	// exact reports the attribute spelt exactly "grpc_config=", the only
+	// spelling other gRPC clients recognise.
+	exact bool
+	// split reports the attribute and its '=' running past the first
+	// string, where grpc-js and C-core's c-ares resolver look.
+	split bool
+	// extra are the other records that hold the attribute: with any, the
+	// config is invalid.
+	extra []int
+}
+
+// pickRecord finds the record that holds the config: the first whose
+// strings, joined with nothing between, start with the grpc_config
+// attribute. gRFC A2 reads a record's strings as one (RFC 4408 §3.1.3), and
+// grpc-go joins them before it looks for the prefix. Everything that reads
+// records (DecodeTXT, and so the resolver and select; lint; the publisher)
+// decides which record holds the config here, and nowhere else.
+func pickRecord(records [][]string) recordPick {
+	p := recordPick{found: -1}
+	for r, strs := range records {
+		skip, ok, exact := recordAttribute(strs)
+		switch {
+		case !ok:
+		case p.found >= 0:
+			p.extra = append(p.extra, r)
+		default:
+			p.found, p.skip, p.exact = r, skip, exact
+			p.split = skip > len(strs[0])
+		}
+	}
+	return p
+}
+
+// recordAttribute reads the attribute at the start of a record's strings
+// joined, without joining them: ok when it is grpc_config; skip is the
+// length of the attribute and its '='; exact as in attribute.
+func recordAttribute(strs []string) (skip int, ok, exact bool) {
+	if len(strs) > 0 && strings.HasPrefix(strs[0], Attribute+"=") {
+		return len(Attribute) + 1, true, true
+	}
+	var a attrScanner
+	off := 0
+	for _, s := range strs {
+		for i := 0; i < len(s); i++ {
+			if done, ok := a.step(s[i]); done {
+				if !ok {
+					return 0, false, false
+				}
+				eq := off + i
+				return eq + 1, true, eq == len(Attribute) && string(a.name[:a.n]) == Attribute
+			}
+		}
+		off += len(s)
+	}
+	return 0, false, false
 }
 
 // attributeValue parses s as an RFC 1464 attribute=value string and, when
@@ -87,41 +145,57 @@ func attribute[T ~string | ~[]byte](s T) (eq int, ok, exact bool) {
 	if len(s) > len(Attribute) && string(s[:len(Attribute)+1]) == Attribute+"=" {
 		return len(Attribute), true, true
 	}
-	// RFC 1464 §2: a back-quote quotes the next character; the first
-	// unquoted '=' ends the name; unquoted leading and trailing blanks of the
-	// name are ignored; names compare case-insensitively.
-	var name [len(Attribute)]byte
-	n := 0
-	blanks := 0 // unquoted blanks after the name so far
-	add := func(c byte) bool {
-		if blanks > 0 || n == len(name) {
-			return false // a blank inside, or too long: not grpc_config
-		}
-		name[n] = c
-		n++
-		return true
-	}
+	var a attrScanner
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '`' && i+1 < len(s):
-			i++
-			if !add(s[i]) {
-				return 0, false, false
-			}
-		case c == '=':
-			return i, strings.EqualFold(string(name[:n]), Attribute), false
-		case (c == ' ' || c == '\t') && n == 0:
-			// leading blank
-		case c == ' ' || c == '\t':
-			blanks++
-		default:
-			if !add(c) {
-				return 0, false, false
-			}
+		if done, ok := a.step(s[i]); done {
+			return i, ok, false
 		}
 	}
 	return 0, false, false
+}
+
+// attrScanner reads an RFC 1464 attribute name a byte at a time, so that
+// a name cut across the strings of a record reads as one.
+type attrScanner struct {
+	name   [len(Attribute)]byte
+	n      int
+	blanks int  // unquoted blanks after the name so far
+	quote  bool // the previous byte was an unquoted back-quote
+}
+
+// step reads the next byte: done once the bytes so far decide, ok when
+// they are grpc_config and c is the '=' that ends it. RFC 1464 §2: a
+// back-quote quotes the next character; the first unquoted '=' ends the
+// name; unquoted leading and trailing blanks of the name are ignored;
+// names compare case-insensitively.
+func (a *attrScanner) step(c byte) (done, ok bool) {
+	switch {
+	case a.quote:
+		a.quote = false
+		return !a.add(c), false
+	case c == '`':
+		a.quote = true
+	case c == '=':
+		return true, strings.EqualFold(string(a.name[:a.n]), Attribute)
+	case (c == ' ' || c == '\t') && a.n == 0:
+		// leading blank
+	case c == ' ' || c == '\t':
+		a.blanks++
+	default:
+		return !a.add(c), false
+	}
+	return false, false
+}
+
+// add appends c to the name; false when the name cannot be grpc_config
+// (a blank inside, or too long).
+func (a *attrScanner) add(c byte) bool {
+	if a.blanks > 0 || a.n == len(a.name) {
+		return false
+	}
+	a.name[a.n] = c
+	a.n++
+	return true
 }
 
 // EncodeTXT returns the strings of the TXT record that publishes value (a

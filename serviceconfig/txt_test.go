@@ -29,7 +29,15 @@ func TestDecodeTXT(t *testing.T) {
 		{"other attribute", [][]string{{"grpc_configx=[]"}}, "", "none"},
 		{"no records", nil, "", "none"},
 		{"empty record", [][]string{{}}, "", "none"},
-		{"prefix split across strings", [][]string{{"grpc_", "config=[]"}}, "", "none"},
+		// gRFC A2: the strings of a record are joined before the
+		// attribute is looked for (RFC 4408 §3.1.3), as grpc-go does.
+		{"prefix split across strings", [][]string{{"grpc_", "config=[]"}}, `[]`, ""},
+		{"prefix split before =", [][]string{{"grpc_config", "=[", "]"}}, `[]`, ""},
+		{"empty first string", [][]string{{"", "grpc_config=[]"}}, `[]`, ""},
+		{"back-quote at the end of a string", [][]string{{"grpc`", "_config=[]"}}, `[]`, ""},
+		{"split beside SPF", [][]string{{"v=spf1 -all"}, {"grpc", "_config=", "[]"}}, `[]`, ""},
+		{"split spelling other than grpc_config", [][]string{{"grpc_", "configx=[]"}}, "", "none"},
+		{"split and whole config records", [][]string{{"grpc_", "config=[]"}, {"grpc_config=[1]"}}, "", "txt-multiple-config"},
 		{"two config records", [][]string{{"grpc_config=[]"}, {"grpc_config=[1]"}}, "", "txt-multiple-config"},
 		{"non-ASCII", [][]string{{"grpc_config=[\"caf\xc3\xa9\"]"}}, "", "non-ascii"},
 	} {
@@ -112,9 +120,16 @@ func FuzzDecodeTXT(f *testing.F) {
 	f.Add("grpc_config="+a2Value, "", "v=spf1 -all")
 	f.Add("grpc_", "config=[]", "")
 	f.Add("GRPC`_CONFIG = [", "{}]", "grpc_config=[]")
+	f.Add("grpc`", "_config=[]", "")
 	f.Fuzz(func(t *testing.T, a, b, c string) {
 		records := [][]string{{a, b}, {c}}
 		value, err := DecodeTXT(records)
+		// A record's strings are read as one (gRFC A2): where they are cut
+		// changes nothing.
+		whole, werr := DecodeTXT([][]string{{a + b}, {c}})
+		if string(whole) != string(value) || fmt.Sprint(werr) != fmt.Sprint(err) {
+			t.Fatalf("%q %q: cut %q (%v), whole %q (%v)", a, b, value, err, whole, werr)
+		}
 		if err != nil {
 			return
 		}
@@ -189,6 +204,44 @@ func TestLintRecordsOtherAndMultiple(t *testing.T) {
 			for code, sub := range tc.want {
 				if !strings.Contains(got[code], sub) {
 					t.Errorf("%s: %q, want it to contain %q", code, got[code], sub)
+				}
+			}
+		})
+	}
+}
+
+// A record whose grpc_config= is cut across its strings holds the config
+// (gRFC A2 joins them): lint reads its value and warns, naming the clients
+// that look in the first string only. A misspelt attribute is the
+// spelling warning's, whether cut or not.
+func TestLintRecordsPrefixSplit(t *testing.T) {
+	value := `[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"soon"}]}}]`
+	for _, tc := range []struct {
+		name    string
+		records [][]string
+		want    map[string]string // code → a substring of its message
+	}{
+		{"cut", [][]string{{"grpc_", "config=" + value}}, map[string]string{
+			"txt-prefix-split": "grpc-go and grpc-java read the config, but grpc-js and C-core's c-ares resolver look for the prefix in the first string only",
+			"duration":         "soon"}},
+		{"cut before =, beside SPF", [][]string{{"v=spf1 -all"}, {"grpc_config", "=", value}}, map[string]string{
+			"txt-prefix-split": "record 1 cuts", "txt-other-records": "1 other", "duration": "soon"}},
+		{"whole first string", [][]string{{"grpc_config=", value}}, map[string]string{"duration": "soon"}},
+		{"cut and misspelt", [][]string{{"GRPC_", "CONFIG=" + value}}, map[string]string{"txt-attribute-spelling": "exactly", "duration": "soon"}},
+		{"cut twice", [][]string{{"grpc_", "config=[]"}, {"grpc", "_config=[]"}}, map[string]string{
+			"txt-prefix-split": "record 0", "txt-multiple-config": "records 0 and 1", "choices-empty": ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := map[string]string{}
+			for _, d := range LintRecords(tc.records, LintOptions{}) {
+				got[d.Code] = d.Message
+			}
+			if len(got) != len(tc.want) {
+				t.Errorf("codes %v, want %v", got, tc.want)
+			}
+			for code, sub := range tc.want {
+				if m, ok := got[code]; !ok || !strings.Contains(m, sub) {
+					t.Errorf("%s: %q, want it to contain %q", code, m, sub)
 				}
 			}
 		})
