@@ -187,16 +187,23 @@ func writeFileAtomic(path string, data []byte) error {
 	})
 }
 
-// writeAtomic is writeFileAtomic of what write writes. A symlink is
-// followed: the file it names (on a mounted volume, say) is the one
-// replaced. Renamed over, the link itself would become a local file, and
-// the volume's copy would stop moving: after the container restarted from
-// it, serials could go back.
+// writeAtomic is writeFileAtomic of what write writes. A symlink to a
+// regular file is followed: the file it names (on a mounted volume, say)
+// is the one replaced. Renamed over, the link itself would become a local
+// file, and the volume's copy would stop moving: after the container
+// restarted from it, serials could go back. A symlink to anything else
+// (a device, a named pipe, nothing) is refused: the rename would replace
+// what it names, /dev/zero say, with a file.
 func writeAtomic(path string, write func(io.Writer) error) error {
 	if fi, err := os.Lstat(path); err == nil && fi.Mode()&os.ModeSymlink != 0 {
-		if path, err = filepath.EvalSymlinks(path); err != nil {
-			return err
+		target, err := filepath.EvalSymlinks(path)
+		if err != nil {
+			return fmt.Errorf("%s is a symlink to nothing usable: %w", path, err)
 		}
+		if ti, err := os.Stat(target); err != nil || !ti.Mode().IsRegular() {
+			return fmt.Errorf("%s is a symlink to %s, which is not a regular file: not written", path, target)
+		}
+		path = target
 	}
 	dir := filepath.Dir(path)
 	tmp, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")

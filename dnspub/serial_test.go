@@ -353,3 +353,31 @@ func TestStateSymlinkFollowed(t *testing.T) {
 		t.Errorf("after a restart from the symlinked state, serial %d, not above %d", got, high)
 	}
 }
+
+// TestWriteThroughSymlinkOnlyToAFile: a state or answers file that is a
+// symlink to something other than a regular file is not written through:
+// the rename would have replaced what it names (a test once turned
+// /dev/zero into a file of answers this way).
+func TestWriteThroughSymlinkOnlyToAFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skip("no named pipes here:", err)
+	}
+	for _, target := range []string{fifo, dir, filepath.Join(dir, "missing")} {
+		link := filepath.Join(dir, "state")
+		os.Remove(link)
+		if err := os.Symlink(target, link); err != nil {
+			t.Fatal(err)
+		}
+		if err := writeFileAtomic(link, []byte("{}")); err == nil {
+			t.Errorf("written through a symlink to %s", target)
+		}
+		if fi, err := os.Lstat(link); err != nil || fi.Mode()&os.ModeSymlink == 0 {
+			t.Errorf("the symlink to %s was replaced: %v %v", target, fi, err)
+		}
+	}
+	if fi, err := os.Lstat(fifo); err != nil || fi.Mode()&os.ModeNamedPipe == 0 {
+		t.Errorf("the named pipe was replaced: %v %v", fi, err)
+	}
+}
