@@ -36,7 +36,13 @@ import (
 // block is one `services:` list cut into its items.
 type block struct {
 	keyLine int // 1-based line of the services: key
-	items   []item
+	// keyOff is the offset of the key (of its quote in JSON): blocks are
+	// found by it, as a JSON config may hold several on one line.
+	keyOff int
+	// json says the items are the elements of a JSON array, each an
+	// object, where YAML items are block sequence entries ("- ").
+	json  bool
+	items []item
 	// keyIndent and itemIndent are the columns of the key and of its
 	// items' "- ", which decide where an item and the list end.
 	keyIndent, itemIndent int
@@ -46,10 +52,14 @@ type block struct {
 	path string
 }
 
-// item is the text of one list entry: whole lines of the config.
+// item is the text of one list entry: whole lines of the config (YAML),
+// or the object of one array element (JSON).
 type item struct {
 	line int // 0-based index of its first line
-	off  int // byte offset of its first line
+	off  int // byte offset of its start
+	// col is the number of characters before it on its first line (JSON
+	// elements may share a line; YAML items start one).
+	col  int
 	text []byte
 }
 
@@ -96,7 +106,7 @@ func splitServices(text []byte) (skeleton []byte, blocks map[int]*block, ok bool
 			i, off = i+1, end
 			continue // flow style, or an empty list: read as it is
 		}
-		b := &block{keyLine: i + 1, keyIndent: keyIndent, itemIndent: itemIndent}
+		b := &block{keyLine: i + 1, keyOff: off + keyIndent, keyIndent: keyIndent, itemIndent: itemIndent}
 		for joff < len(text) {
 			jend := lineEnd(joff)
 			l := text[joff:jend]
@@ -117,7 +127,7 @@ func splitServices(text []byte) (skeleton []byte, blocks map[int]*block, ok bool
 			j, joff = j+1, jend
 		}
 	done:
-		blocks[b.keyLine] = b
+		blocks[b.keyOff] = b
 		i, off = j, joff // the line that ends the list may start another
 	}
 	if len(blocks) == 0 {
@@ -287,12 +297,12 @@ func (d *doc) readItem(it item, path string, z *Zone, scratch *yamlScratch) (*it
 			return nil, errCut
 		}
 	}
-	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 || root.Content[0].Kind != yaml.SequenceNode || len(root.Content[0].Content) != 1 {
+	entry, ok := itemEntry(root, it)
+	if !ok {
 		return nil, errCut
 	}
-	shiftLines(root, it.line)
 	w := d.worker(scratch)
-	e := w.service(root.Content[0].Content[0], path, z)
+	e := w.service(entry, path, z)
 	r := &itemResult{svc: e.svc, errors: int32(w.errors), jsonSize: int32(w.jsonBytes)}
 	m := itemMore{policyKey: z.policyKey(e.target), omitted: w.omitted}
 	if e.svc == nil {
@@ -300,7 +310,11 @@ func (d *doc) readItem(it item, path string, z *Zone, scratch *yamlScratch) (*it
 	}
 	if e.line > 0 {
 		r.nameLine, r.nameCol = e.line-int32(it.line), e.col
+		if r.nameLine == 1 {
+			r.nameCol -= int32(it.col)
+		}
 	}
+	byteCol := d.itemByteCol(it)
 	for _, diag := range w.ds {
 		if diag.Path != path && !strings.HasPrefix(diag.Path, path+"/") {
 			m.abs = append(m.abs, diag)
@@ -308,6 +322,9 @@ func (d *doc) readItem(it item, path string, z *Zone, scratch *yamlScratch) (*it
 		}
 		if diag.Line > 0 {
 			diag.Line -= it.line
+			if diag.Line == 1 {
+				diag.Column -= byteCol
+			}
 		}
 		if diag.Offset >= 0 {
 			diag.Offset -= it.off
@@ -322,13 +339,45 @@ func (d *doc) readItem(it item, path string, z *Zone, scratch *yamlScratch) (*it
 	return r, nil
 }
 
-// shiftLines adds delta to the line of every node below n.
-func shiftLines(n *yaml.Node, delta int) {
-	n.Line += delta
+// itemEntry returns the service entry an item's nodes hold, placed where
+// the item is in the config: the one entry of a YAML list, or the object
+// of a JSON element; false when the item does not read as one.
+func itemEntry(root *yaml.Node, it item) (*yaml.Node, bool) {
+	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 {
+		return nil, false
+	}
+	entry := root.Content[0]
+	switch entry.Kind {
+	case yaml.SequenceNode: // "- name: …"
+		if len(entry.Content) != 1 || entry.Style&yaml.FlowStyle != 0 {
+			return nil, false
+		}
+		entry = entry.Content[0]
+	case yaml.MappingNode: // {"name": …}
+		if entry.Style&yaml.FlowStyle == 0 {
+			return nil, false
+		}
+	default:
+		return nil, false
+	}
+	shiftPos(root, it.line, it.col)
+	return entry, true
+}
+
+// shiftPos moves every node below n down by lines, and those on its
+// first line right by cols characters.
+func shiftPos(n *yaml.Node, lines, cols int) {
+	if n.Line == 1 {
+		n.Column += cols
+	}
+	n.Line += lines
 	for _, c := range n.Content {
-		shiftLines(c, delta)
+		shiftPos(c, lines, cols)
 	}
 }
+
+// itemByteCol is the number of bytes before item it on its first line.
+func (d *doc) itemByteCol(it item) int { return it.off - d.lines[it.line] }
 
 // worker returns a doc for reading part of d's text alone: the same text
 // and settings, diagnostics of its own. With a scratch (nil for none), it
@@ -353,6 +402,9 @@ func (d *doc) merge(r *itemResult, it item, path string) svcEntry {
 	e := svcEntry{svc: r.svc, path: path, target: r.target()}
 	if r.nameLine > 0 {
 		e.line, e.col = r.nameLine+int32(it.line), r.nameCol
+		if r.nameLine == 1 {
+			e.col += int32(it.col)
+		}
 	}
 	// Every error of the item counts, those only counted there (past its
 	// own cap) too; d.add counts again those it lists, taken off below.
@@ -369,8 +421,12 @@ func (d *doc) merge(r *itemResult, it item, path string) svcEntry {
 		}
 		d.add(diag)
 	}
+	byteCol := d.itemByteCol(it)
 	for _, diag := range m.diags {
 		if diag.Line > 0 {
+			if diag.Line == 1 {
+				diag.Column += byteCol
+			}
 			diag.Line += it.line
 		}
 		if diag.Offset >= 0 {

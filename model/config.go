@@ -314,7 +314,7 @@ func parse(text []byte, cache *itemCache) (*Config, sc.Diagnostics, map[int]*blo
 	if cache != nil && cache.serial != nil {
 		cache.serial()
 	}
-	skeleton, blocks, ok := splitServices(text)
+	skeleton, blocks, ok := cutServices(text)
 	if ok && len(blocks) > 0 {
 		cfg, ds, err := parseDoc(text, skeleton, blocks, cache)
 		if err == nil {
@@ -758,7 +758,7 @@ func (d *doc) nameservers(zn *yaml.Node, zpath string, n *yaml.Node, path string
 // blocks cut out of the text when there are any (see chunks.go).
 func (d *doc) zoneServices(key, n *yaml.Node, path string, z *Zone) []svcEntry {
 	var svcs []svcEntry
-	switch b := d.blocks[lineOf(key)]; {
+	switch b := d.blocks[d.offsetOf(key)]; {
 	case b != nil:
 		d.readBlocks++
 		b.zone, b.path = z, path
@@ -818,11 +818,13 @@ func (d *doc) crossCheck(z *Zone, svcs []svcEntry, nss []nsEntry) {
 
 func (d *doc) errorCount() int { return d.errors }
 
-func lineOf(n *yaml.Node) int {
-	if n == nil {
+// offsetOf is the offset of node n in the text, -1 for none.
+func (d *doc) offsetOf(n *yaml.Node) int {
+	if n == nil || n.Line <= 0 {
 		return -1
 	}
-	return n.Line
+	off, _ := d.pos(n.Line, n.Column)
+	return off
 }
 
 func (d *doc) largeTTL(n *yaml.Node, path string, ttl uint32) {

@@ -43,6 +43,10 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(strings.Replace(odd, "# c\n", "# c"+o, 1)))
 	}
 	f.Add([]byte(strings.ReplaceAll(odd, "\n", "\r\n")))
+	// JSON, cut into its services objects: one a line, and all on one.
+	f.Add([]byte(jsonFleet(4, 1, false)))
+	f.Add([]byte(jsonFleet(3, -1, true)))
+	f.Add([]byte(`{"zones":[{"origin":"a.","nameservers":["ns.b."],"services":[{"name":"s"}]},{"origin":"b.","nameservers":["ns.b."],"services":[{"name":"t","port":1}]}]}`))
 	f.Fuzz(func(t *testing.T, text []byte) {
 		// A watchdog: an input that makes Parse loop crashes the worker,
 		// and the fuzzer keeps the input.
@@ -91,6 +95,11 @@ func FuzzParserDifference(f *testing.F) {
 		f.Add(fleet, uint(len(fleet)), uint(0), []byte("      # c"+o+"    ttl: 7\n"))
 	}
 	f.Add(fleet, uint(0), uint(len(fleet)), bytes.ReplaceAll(fleet, []byte("\n"), []byte("\r\n")))
+	// A JSON fleet, a service changed, one added.
+	js := []byte(jsonFleet(6, -1, false))
+	at = bytes.Index(js, []byte(`{"name":"svc2"`))
+	f.Add(js, uint(at), uint(len(`{"name":"svc2"`)), []byte(`{"name":"svc9"`))
+	f.Add(js, uint(at), uint(0), []byte(`{"name":"new","addresses":["10.1.1.1"]},`))
 	f.Fuzz(func(t *testing.T, text []byte, off, del uint, ins []byte) {
 		if len(text) > 1<<16 || len(ins) > 1<<12 {
 			return

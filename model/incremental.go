@@ -107,6 +107,11 @@ func (p *Parser) newBase(text []byte, cfg *Config, ds sc.Diagnostics, blocks map
 			return nil // unplaced, or the count of those not listed
 		}
 	}
+	for _, bl := range blocks {
+		if bl.json {
+			return nil // differences are cut as YAML items only
+		}
+	}
 	b := &base{cfg: cfg, ds: slices.Clone(ds), sigLen: maxSignatureLen(cfg.Keys), json: json}
 	type span struct {
 		off, end int

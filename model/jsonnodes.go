@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"encoding/binary"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -34,19 +35,11 @@ func readNodes(text []byte, scratch *yamlScratch) (*yaml.Node, bool) {
 // readJSON returns the document node yaml.v3 would read from text, or
 // false when text is not JSON it reads alike.
 func readJSON(text []byte) (*yaml.Node, bool) {
-	start := 0
-	for start < len(text) && (text[start] == ' ' || text[start] == '\n') {
-		start++
-	}
-	if start == len(text) || text[start] != '{' && text[start] != '[' {
-		return nil, false
-	}
-	if bytes.IndexByte(text, '\t') >= 0 || bytes.IndexByte(text, '\r') >= 0 ||
-		hasSeq(text, "\u0085") || hasSeq(text, "\u2028") || hasSeq(text, "\u2029") || hasSeq(text, "\ufeff") {
+	if !jsonText(text) {
 		return nil, false
 	}
 	t, err := jtree.Parse(text)
-	if err != nil || t.NonASCII >= 0 && !yamlChars(text[t.NonASCII:]) || bytes.IndexByte(text, 0x7f) >= 0 {
+	if err != nil {
 		return nil, false
 	}
 	c := jsonConverter{t: t, nodes: make([]yaml.Node, len(t.Nodes)+1), ascii: t.NonASCII < 0}
@@ -57,6 +50,47 @@ func readJSON(text []byte) (*yaml.Node, bool) {
 	}
 	*doc = yaml.Node{Kind: yaml.DocumentNode, Line: root.Line, Column: root.Column, Content: []*yaml.Node{root}}
 	return doc, true
+}
+
+// jsonText reports whether text starts as a JSON array or object and holds
+// none of the bytes that YAML reads otherwise than JSON: tabs, carriage
+// returns, YAML's other line breaks and a BOM, and the characters the YAML
+// reader refuses that JSON strings may hold (DEL, C1 controls, U+FFFE,
+// U+FFFF). What is left to tell apart is in the values (jsonConverter).
+func jsonText(text []byte) bool {
+	start := 0
+	for start < len(text) && (text[start] == ' ' || text[start] == '\n') {
+		start++
+	}
+	if start == len(text) || text[start] != '{' && text[start] != '[' {
+		return false
+	}
+	for _, c := range []byte{'\t', '\r', 0x7f} {
+		if bytes.IndexByte(text, c) >= 0 {
+			return false
+		}
+	}
+	if i := firstNonASCII(text); i >= 0 && !yamlChars(text[i:]) {
+		return false
+	}
+	return !hasSeq(text, "\ufeff")
+}
+
+// firstNonASCII returns the offset of the first byte of text past ASCII,
+// -1 for none, looking at eight bytes at a time.
+func firstNonASCII(text []byte) int {
+	i := 0
+	for ; i+8 <= len(text); i += 8 {
+		if binary.LittleEndian.Uint64(text[i:])&0x8080808080808080 != 0 {
+			break
+		}
+	}
+	for ; i < len(text); i++ {
+		if text[i] >= 0x80 {
+			return i
+		}
+	}
+	return -1
 }
 
 // jsonConverter makes the nodes of a JSON tree, all in one allocation.
@@ -135,13 +169,14 @@ func (c *jsonConverter) node(i int32) *yaml.Node {
 	return n
 }
 
-// yamlChars reports whether text is UTF-8 of characters YAML allows
-// (JSON allows more in strings: DEL, the C1 controls, U+FFFE and U+FFFF,
-// which the YAML reader refuses). JSON's own controls jtree refuses.
+// yamlChars reports whether text is UTF-8 of characters YAML allows and
+// reads as JSON does: not the C1 controls (U+0085 is also a YAML line
+// break), U+2028 and U+2029 (YAML line breaks, folded in strings), U+FFFE
+// or U+FFFF. JSON's own controls jtree refuses.
 func yamlChars(text []byte) bool {
 	for len(text) > 0 {
 		r, size := utf8.DecodeRune(text)
-		if r == utf8.RuneError && size <= 1 || r >= 0x80 && r < 0xa0 || r == 0xfffe || r == 0xffff {
+		if r == utf8.RuneError && size <= 1 || r >= 0x80 && r < 0xa0 || r == 0x2028 || r == 0x2029 || r == 0xfffe || r == 0xffff {
 			return false
 		}
 		text = text[size:]

@@ -271,7 +271,7 @@ func SplitSpecs(text []byte) (*Specs, sc.Diagnostics) {
 	// The services lists cut into their items (as Parse cuts them) are
 	// converted item by item, in parallel; the rest is read from the
 	// skeleton. A text that is not cut is read whole.
-	skeleton, blocks, ok := splitServices(text)
+	skeleton, blocks, ok := cutServices(text)
 	if !ok {
 		skeleton, blocks = text, nil
 	}
@@ -327,7 +327,7 @@ func SplitSpecs(text []byte) (*Specs, sc.Diagnostics) {
 		var entries []*yaml.Node
 		var b *block
 		if servicesKey != nil {
-			b = blocks[lineOf(servicesKey)]
+			b = blocks[d.offsetOf(servicesKey)]
 		}
 		switch {
 		case b != nil:
@@ -353,13 +353,16 @@ func SplitSpecs(text []byte) (*Specs, sc.Diagnostics) {
 						n, ok := readNodes(it.text, nil)
 						if !ok {
 							n = new(yaml.Node)
-							if yaml.Unmarshal(it.text, n) != nil {
-								failed[k] = sc.Diagnostics{{Severity: sc.Error, Code: codeYAMLSyntax.String(), Message: "a services item does not read alone", Path: fmt.Sprintf("%s/%d", path, k), Offset: -1}}
-								continue
-							}
+							ok = yaml.Unmarshal(it.text, n) == nil
 						}
-						shiftLines(n, it.line)
-						sn = deref(n.Content[0].Content[0])
+						if ok {
+							sn, ok = itemEntry(n, it)
+						}
+						if !ok { // Parse read it alone: a bug
+							failed[k] = sc.Diagnostics{{Severity: sc.Error, Code: codeYAMLSyntax.String(), Message: "a services item does not read alone", Path: fmt.Sprintf("%s/%d", path, k), Offset: -1}}
+							continue
+						}
+						sn = deref(sn)
 					}
 					w.ds = w.ds[:0]
 					zs.Services[k], failed[k] = w.serviceSpec(sn, zc.Origin, fmt.Sprintf("%s/%d", path, k))
