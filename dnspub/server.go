@@ -173,8 +173,6 @@ type Server struct {
 	building int64
 	cancel   context.CancelFunc
 
-	// diffBuilds counts zones built from the parser's difference (tests).
-	diffBuilds int
 
 	// servedSum is the SHA-256 of the config text the served snapshot
 	// was read from (reloadMu).
@@ -490,9 +488,6 @@ func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(
 	// The watcher's sum of the text is made beside the parse: hashing
 	// 30 MB takes as long as reading one changed service from them.
 	cfg, ds, sum := s.parser.ParseSum(text)
-	// Once this load is served, held or refused, what the parser left for
-	// later is done, off the path to the first answer.
-	defer s.afterStart(s.parser.Idle)
 	if cfg != nil && hold != nil {
 		if reason := hold(cfg, s.snap.Load()); reason != "" {
 			s.metrics.reloads.WithLabelValues("held").Inc()
@@ -672,9 +667,6 @@ func (s *Server) returnMemory() {
 		defer s.freeing.Store(false)
 		// The answers left for later too.
 		s.completeTable()
-		// What the parser left for later makes garbage of its own: done
-		// first, it is given back too.
-		s.parser.Idle()
 		debug.FreeOSMemory()
 	})
 }
@@ -765,11 +757,6 @@ func (s *Server) build(cfg *model.Config, old *snapshot, later bool) (*snapshot,
 		var ch *zone.Change
 		if d := s.feedDelta(zc, prev); d != nil {
 			z, ch = zone.UpdateServices(prevZone, zc, d.changed, d.removed)
-		} else if d := s.parser.Delta(zc); d != nil && prev != nil && d.Prev == prev.cfg {
-			// The parser read only the difference from the config this
-			// zone was built from: build only what it changed.
-			z, ch = zone.UpdateServices(prevZone, zc, d.Changed, d.Removed)
-			s.diffBuilds++
 		} else {
 			z, ch = zone.Update(prevZone, zc)
 		}

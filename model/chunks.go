@@ -655,54 +655,13 @@ func (c *itemCache) zone(context string, items int) (last, next map[itemSum]*ite
 // Parser reads publisher configs like Parse, and remembers what each
 // service's text made of it: the next Parse reads again only services
 // whose text (or zone settings) changed, and returns the very same
-// *Service for the others. When the text differs from the last one only
-// inside one services list, it reads only the difference (see
-// incremental.go). A Parser is safe for use by one goroutine at a time.
+// *Service for the others. A Parser is safe for use by one goroutine at
+// a time.
 type Parser struct {
 	mu    sync.Mutex
 	items map[string]map[itemSum]*itemResult
-	// base is what the last parse that made a config read, kept to read
-	// the next text from its difference; nil when there is none. A parse
-	// of a large text leaves it for later (it hashes and scans the whole
-	// text again, 50 to 100 ms of CPU for a fleet's, which a server
-	// starting would spend before it answers): pending makes it, at Idle
-	// or the next parse. Read it with lastBase.
-	base    *base
-	pending func(workers int) *base
-	// seed keys the sums that find the difference.
+	// seed keys the sums items are kept by.
 	seed [2]maphash.Seed
-	// delta is how the last config differs from the one before it, when
-	// it was read from the difference.
-	delta *Delta
-	// stale are services of the last configs that were replaced while
-	// reading a difference: their readings leave items at the next sweep.
-	stale []*Service
-	// fast counts the parses read from a difference (tests).
-	fast int
-}
-
-// returnBaseAbove is the size of text past which a parse returns before
-// its base is made; a variable for tests.
-var returnBaseAbove = 1 << 20
-
-// lastBase is p.base, made now, on workers goroutines, if it was left
-// for later. p.mu is held.
-func (p *Parser) lastBase(workers int) *base {
-	if p.pending != nil {
-		p.base, p.pending = p.pending(workers), nil
-	}
-	return p.base
-}
-
-// Idle does what the last Parse left for later (for a large text, what
-// reads the next one from its difference), so that the next Parse need
-// not: a server calls it once it serves the config it parsed. It keeps
-// one core free (when there are two or more) for what the server
-// answers meanwhile.
-func (p *Parser) Idle() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.lastBase(max(runtime.GOMAXPROCS(0)-1, 1))
 }
 
 // Parse is the package's Parse, with the Parser's memory.
@@ -713,9 +672,8 @@ func (p *Parser) Parse(text []byte) (*Config, sc.Diagnostics) {
 
 // ParseSum is Parse, and the SHA-256 of text: a server keeps it to tell
 // when its config file changes. It is computed on a core that Parse
-// leaves idle (beside the serial steps of a first parse, or beside the
-// reading of a difference), where hashing 30 MB beside the parallel
-// steps delayed them by 10 ms.
+// leaves idle, beside its serial steps (hashing 30 MB beside the parallel
+// steps delayed them by 10 ms).
 func (p *Parser) ParseSum(text []byte) (*Config, sc.Diagnostics, [sha256.Size]byte) {
 	return p.parse(text, true)
 }
@@ -731,28 +689,19 @@ func (p *Parser) parse(text []byte, hashed bool) (cfg *Config, ds sc.Diagnostics
 			serial()
 			sum = <-done
 		}()
-		if p.base != nil || p.pending != nil {
-			serial() // a difference is read mostly on one core
-		}
 	}
-	if p.seed[0] == p.seed[1] {
+	if p.items == nil {
 		p.seed = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 	}
-	p.delta = nil
-	if cfg, ds, ok := p.incremental(text); ok {
-		p.fast++
-		return cfg, ds, sum
-	}
 	c := &itemCache{last: p.items, next: make(map[string]map[itemSum]*itemResult, len(p.items)), sum: p.sum, serial: serial}
-	cfg, ds, blocks := parse(text, c)
+	cfg, ds, _ = parse(text, c)
 	p.items = c.next
-	p.stale = nil
-	p.base, p.pending = nil, nil
-	if cfg != nil && len(blocks) > 0 { // else there is no base to make
-		p.pending = func(workers int) *base { return p.newBase(text, cfg, ds, blocks, c.jsonBytes, workers) }
-	}
-	if len(text) < returnBaseAbove {
-		p.lastBase(runtime.GOMAXPROCS(0))
-	}
 	return cfg, ds, sum
+}
+
+// sum is the key an item's reading is kept by: two keyed hashes of its
+// text, 128 bits, so that two texts share one only by chance, which no
+// text can be written to force (the seeds are the process's secrets).
+func (p *Parser) sum(t []byte) itemSum {
+	return itemSum{maphash.Bytes(p.seed[0], t), maphash.Bytes(p.seed[1], t)}
 }

@@ -76,7 +76,7 @@ func FuzzParse(f *testing.F) {
 
 // FuzzParserDifference: a Parser that read one text reads an edit of it
 // (ins written over del bytes at off) exactly as Parse reads the edit,
-// whether it reads the difference or the whole text.
+// with the readings it kept of the first.
 func FuzzParserDifference(f *testing.F) {
 	fleet := []byte(fleetText(12, -1, ""))
 	item := "      - name: svc5\n        addresses: [10.0.0.5]\n        serviceConfig: {methodConfig: [{name: [{service: s5}], timeout: 1s}]}\n"

@@ -6,22 +6,25 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
 )
 
 // parseBoth reads text with p and with Parse, and fails unless they agree
-// on the config and every diagnostic. It reports whether p read only the
-// difference from the text it read before.
-func parseBoth(t testing.TB, p *Parser, text []byte) bool {
+// on the config and every diagnostic. It reports how many of the
+// config's services p kept from the texts it read before (the very same
+// *Service).
+func parseBoth(t testing.TB, p *Parser, text []byte) (kept int) {
 	t.Helper()
-	fast := p.fast
-	var prev *Config
+	before := map[*Service]bool{}
 	p.mu.Lock()
-	if b := p.lastBase(runtime.GOMAXPROCS(0)); b != nil {
-		prev = b.cfg
+	for _, m := range p.items {
+		for _, r := range m {
+			if r.svc != nil {
+				before[r.svc] = true
+			}
+		}
 	}
 	p.mu.Unlock()
 	got, gds := p.Parse(text)
@@ -29,51 +32,30 @@ func parseBoth(t testing.TB, p *Parser, text []byte) bool {
 	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gds, wds) {
 		t.Fatalf("the Parser's reading differs from Parse's for\n%s\nParser: %v\nParse:  %v", text, gds, wds)
 	}
-	if p.fast == fast {
-		return false
-	}
-	// A delta says exactly what changed.
-	for i, z := range got.Zones {
-		d := p.Delta(z)
-		if d == nil {
-			if prev == nil || i >= len(prev.Zones) || prev.Zones[i] != z && !reflect.DeepEqual(prev.Zones[i], z) {
-				t.Fatalf("zone %s changed without a delta", z.Origin)
-			}
-			continue
-		}
-		names := map[string]*Service{}
-		for _, s := range d.Prev.Services {
-			names[s.Name] = s
-		}
-		for _, n := range d.Removed {
-			delete(names, n)
-		}
-		for _, s := range d.Changed {
-			names[s.Name] = s
-		}
-		if len(names) != len(z.Services) {
-			t.Fatalf("delta: %d services, the zone has %d", len(names), len(z.Services))
-		}
-		for _, s := range z.Services {
-			if names[s.Name] != s {
-				t.Fatalf("delta: %s differs", s.Name)
+	if got != nil {
+		for _, z := range got.Zones {
+			for _, s := range z.Services {
+				if before[s] {
+					kept++
+				}
 			}
 		}
 	}
-	return true
+	return kept
 }
 
-// TestParserReadsOnlyTheDifference: a change inside one services list is
-// read from the difference, and reads exactly as Parse reads the text:
-// config, diagnostics and their places, before and after the change.
-func TestParserReadsOnlyTheDifference(t *testing.T) {
+// TestParserReadsOnlyWhatChanged: after each edit of a config, the Parser
+// reads it exactly as Parse reads the text (config, diagnostics and their
+// places), and keeps the readings of the services whose text did not
+// change, unless the zone's settings did.
+func TestParserReadsOnlyWhatChanged(t *testing.T) {
 	var p Parser
 	v := fleetText(50, -1, "")
 	parseBoth(t, &p, []byte(v))
 	steps := []struct {
 		name string
 		edit func(string) string
-		fast bool
+		kept bool // every service but those written keeps its reading
 	}{
 		{"one service changed", func(s string) string {
 			return strings.Replace(s, "service: s7}], timeout: 1s", "service: s7}], timeout: 2s", 1)
@@ -109,8 +91,9 @@ func TestParserReadsOnlyTheDifference(t *testing.T) {
 	}
 	for _, st := range steps {
 		v = st.edit(v)
-		if fast := parseBoth(t, &p, []byte(v)); fast != st.fast {
-			t.Errorf("%s: read from the difference %v, want %v", st.name, fast, st.fast)
+		kept := parseBoth(t, &p, []byte(v))
+		if c, _ := Parse([]byte(v)); c != nil && st.kept && kept < len(c.Zones[0].Services)-2 {
+			t.Errorf("%s: %d of %d services kept", st.name, kept, len(c.Zones[0].Services))
 		}
 	}
 }
@@ -125,47 +108,33 @@ func between(s, from, to string) string {
 	return s[i:j]
 }
 
-// TestParserDifferenceProperty: over random sequences of edits to a
-// config of several zones (services changed, added, removed, moved,
-// broken and fixed, comments, zone settings), a Parser reads every version
-// exactly as Parse does, and reads most of them from the difference.
-func TestParserDifferenceProperty(t *testing.T) {
+// TestParserProperty: over random sequences of edits to a config of
+// several zones (services changed, added, removed, moved, broken and
+// fixed, comments, zone settings), a Parser reads every version exactly
+// as Parse does, and keeps most services' readings.
+func TestParserProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	var fast, eligible, total int
-	defer func(n, b int) { compactAbove, returnBaseAbove = n, b }(compactAbove, returnBaseAbove)
+	var kept, services int
+	defer func(n int) { compactAbove = n }(compactAbove)
 	for round := range 20 {
-		// Odd rounds compact what they read, and leave the base for the
-		// next text for later (made at Idle, called in a goroutine, or
-		// by the next parse), as for a large config.
+		// Odd rounds compact what they read, as for a large config.
 		compactAbove = []int{256, 1}[round%2]
-		returnBaseAbove = []int{1 << 20, 0}[round%2]
 		var p Parser
 		cfg := newRandomConfig(rng, 3, 12)
-		valid := false
 		for range 40 {
-			services := cfg.edit(rng)
-			total++
+			cfg.edit(rng)
 			text := []byte(cfg.text())
-			wasValid := valid
-			c, _ := Parse(text)
-			valid = c != nil
-			if wasValid && valid && services {
-				eligible++
-			}
-			if parseBoth(t, &p, text) {
-				fast++
-			}
-			if rng.IntN(2) == 0 {
-				go p.Idle() // as a server does once it serves the config
+			kept += parseBoth(t, &p, text)
+			if c, _ := Parse(text); c != nil {
+				for _, z := range c.Zones {
+					services += len(z.Services)
+				}
 			}
 		}
 	}
-	// Versions that can be read from the difference: valid ones after a
-	// valid one, whose edit was to a services list (some of those still
-	// are read whole: a nameserver's name, a name taken).
-	t.Logf("%d of %d versions read from the difference; %d could be", fast, total, eligible)
-	if fast < eligible*3/4 {
-		t.Errorf("only %d of %d versions read from the difference", fast, eligible)
+	t.Logf("%d of %d services kept from the version before", kept, services)
+	if kept < services/2 {
+		t.Errorf("only %d of %d services kept", kept, services)
 	}
 }
 
@@ -263,40 +232,25 @@ func (c *randomConfig) text() string {
 }
 
 // BenchmarkReparseOneChange: a Parser reads a config of n services in
-// which one service changed since the last text, alternating two versions.
-// "difference" reads only the difference; "items" is the item-by-item
-// path it replaces (reading every item's text and reusing the readings
-// of those unchanged), for the ratio.
+// which one service changed since the last text, alternating two
+// versions: every item's text is cut and looked up, one is read.
 func BenchmarkReparseOneChange(b *testing.B) {
 	for _, n := range []int{10_000, 100_000} {
 		text := services(n, false)
 		svc := fmt.Sprintf("pkg.Svc%d}]\n                  timeout: 1.5s", n/2)
 		texts := [2][]byte{bytes.Replace(text, []byte(svc), []byte(strings.Replace(svc, "1.5s", "2.5s", 1)), 1), text}
-		for _, how := range []string{"difference", "items"} {
-			b.Run(fmt.Sprintf("n=%d/%s", n, how), func(b *testing.B) {
-				var p Parser
-				p.Parse(texts[1])
-				b.ReportAllocs()
-				i := 0
-				for b.Loop() {
-					var cfg *Config
-					if how == "items" {
-						c := &itemCache{last: p.items, next: make(map[string]map[itemSum]*itemResult, len(p.items)), sum: p.sum}
-						cfg, _, _ = parse(texts[i%2], c)
-						p.items = c.next
-					} else {
-						cfg, _ = p.Parse(texts[i%2])
-					}
-					if cfg == nil {
-						b.Fatal("invalid")
-					}
-					i++
+		b.Run(fmt.Sprintf("n=%d", n), func(b *testing.B) {
+			var p Parser
+			p.Parse(texts[1])
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				if cfg, _ := p.Parse(texts[i%2]); cfg == nil {
+					b.Fatal("invalid")
 				}
-				if how == "difference" && p.fast < i {
-					b.Fatalf("%d of %d read from the difference", p.fast, i)
-				}
-			})
-		}
+				i++
+			}
+		})
 	}
 }
 
@@ -315,14 +269,11 @@ func TestCompactedServicesAreShared(t *testing.T) {
 		t.Fatal("the compacted config differs from the one read whole")
 	}
 	// A zone setting changes, so that every item is read again, then one
-	// service: the second parse reads a difference.
+	// service.
 	text2 := bytes.Replace(text, []byte("    services:\n"), []byte("    ttl: 60\n    services:\n"), 1)
 	c2, _ := p.Parse(text2)
 	text3 := bytes.Replace(text2, []byte("pkg.Svc7}]\n                  timeout: 1.5s"), []byte("pkg.Svc7}]\n                  timeout: 2.5s"), 1)
 	c3, _ := p.Parse(text3)
-	if p.fast != 1 {
-		t.Fatalf("%d parses read from a difference, want 1", p.fast)
-	}
 	shared := 0
 	for i, s := range c3.Zones[0].Services {
 		if s == c2.Zones[0].Services[i] {
@@ -333,14 +284,14 @@ func TestCompactedServicesAreShared(t *testing.T) {
 		t.Fatalf("%d of 400 services shared, want 399", shared)
 	}
 	if fresh, _ := Parse(text3); !reflect.DeepEqual(c3, fresh) {
-		t.Fatal("the config read from a difference differs from Parse's")
+		t.Fatal("the config read with kept readings differs from Parse's")
 	}
 }
 
 // TestParserOtherLineBreaks: YAML also breaks lines at a lone CR, U+0085,
-// U+2028 and U+2029, which positions counted by line feeds miss: a
-// difference holding one is read whole, and placed as Parse places it
-// (found by review: a warning after one got column 1).
+// U+2028 and U+2029, which positions counted by line feeds miss: an edit
+// holding one is placed as Parse places it (found by review: a warning
+// after one got column 1).
 func TestParserOtherLineBreaks(t *testing.T) {
 	for _, brk := range []string{"\r", " # x\u2028", " # x\u2029", " # x\u0085"} {
 		var p Parser
@@ -351,9 +302,9 @@ func TestParserOtherLineBreaks(t *testing.T) {
 	}
 }
 
-// TestParserJSONTotal: a difference that takes the JSON the config's
-// service configs make past maxExpansion is read whole, where a later
-// conversion refuses it (found by review).
+// TestParserJSONTotal: an edit that takes the JSON the config's service
+// configs make past maxExpansion is refused, though most of it is kept
+// readings (found by review).
 func TestParserJSONTotal(t *testing.T) {
 	defer func(n int) { maxExpansion = n }(maxExpansion)
 	maxExpansion = 300
@@ -369,37 +320,10 @@ func TestParserJSONTotal(t *testing.T) {
 		t.Fatal("the test needs a config Parse refuses")
 	}
 	parseBoth(t, &p, []byte(big))
-	// Within the bound, a small change is still read from the difference.
-	p = Parser{}
-	parseBoth(t, &p, []byte(base))
-	if !parseBoth(t, &p, []byte(strings.Replace(base, "name: s2\n", "name: s3\n", 1))) {
-		t.Error("a change within the bound was read whole")
-	}
-}
-
-// A large text's base is left for later only when there is one to make:
-// a refused text is not kept until the next parse (found in review), and
-// Idle makes a valid one's.
-func TestParserLeavesBaseOnlyForConfigs(t *testing.T) {
-	var p Parser
-	broken := services(5000, true)
-	if len(broken) < returnBaseAbove {
-		t.Fatalf("only %d bytes", len(broken))
-	}
-	if cfg, _ := p.Parse(broken); cfg != nil || p.pending != nil {
-		t.Fatalf("refused text: config %v, base left for later %v", cfg != nil, p.pending != nil)
-	}
-	if cfg, ds := p.Parse(services(5000, false)); cfg == nil || p.pending == nil {
-		t.Fatalf("valid text: %v, base left for later %v", ds, p.pending != nil)
-	}
-	p.Idle()
-	if p.pending != nil || p.base == nil {
-		t.Fatal("Idle made no base")
-	}
 }
 
 // ParseSum is Parse, and the text's SHA-256, on every path: a first
-// parse, a difference, the same text, a refused text, one too large.
+// parse, an edit, the same text, a refused text, one too large.
 func TestParseSum(t *testing.T) {
 	var p Parser
 	big := services(300, false)
@@ -413,8 +337,5 @@ func TestParseSum(t *testing.T) {
 		if (cfg == nil) != (wantCfg == nil) || len(ds) != len(wantDs) {
 			t.Errorf("text %d: ParseSum reads it otherwise than Parse: %v, %v", i, ds, wantDs)
 		}
-	}
-	if p.fast == 0 {
-		t.Error("no text was read from its difference")
 	}
 }
