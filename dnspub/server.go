@@ -173,7 +173,6 @@ type Server struct {
 	building int64
 	cancel   context.CancelFunc
 
-
 	// servedSum is the SHA-256 of the config text the served snapshot
 	// was read from (reloadMu).
 	servedSum [sha256.Size]byte
