@@ -2,6 +2,7 @@ package model
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"fmt"
 	"hash/maphash"
@@ -35,10 +36,10 @@ import (
 
 // block is one `services:` list cut into its items.
 type block struct {
-	keyLine int // 1-based line of the services: key
-	// keyOff is the offset of the key (of its quote in JSON): blocks are
-	// found by it, as a JSON config may hold several on one line.
-	keyOff int
+	// key is where the services key is (its quote in JSON): blocks are
+	// found by it, by the line and column yaml.v3 gives its node, as a
+	// JSON config may hold several on one line.
+	key textPos
 	// json says the items are the elements of a JSON array, each an
 	// object, where YAML items are block sequence entries ("- ").
 	json  bool
@@ -52,25 +53,47 @@ type block struct {
 	path string
 }
 
+// textPos is a position in a text as yaml.v3 gives it: a line and a
+// column in characters, both from 1.
+type textPos struct{ line, col int }
+
+// posOf is the position of node n (none for nil).
+func posOf(n *yaml.Node) textPos {
+	if n == nil {
+		return textPos{}
+	}
+	return textPos{n.Line, n.Column}
+}
+
 // item is the text of one list entry: whole lines of the config (YAML),
 // or the object of one array element (JSON).
 type item struct {
 	line int // 0-based index of its first line
 	off  int // byte offset of its start
-	// col is the number of characters before it on its first line (JSON
-	// elements may share a line; YAML items start one).
-	col  int
-	text []byte
+	// col and bcol are the characters and bytes before it on its first
+	// line (JSON elements may share a line; YAML items start one).
+	col, bcol int
+	text      []byte
 }
 
 // splitServices finds the block-style services lists of text and returns
 // them with text's skeleton: the same lines with every item's emptied (so
 // that the lines of its nodes are the text's). ok is false when
 // the text must be read whole.
-func splitServices(text []byte) (skeleton []byte, blocks map[int]*block, ok bool) {
-	if !cuttable(text) {
+func splitServices(text []byte) (skeleton []byte, blocks map[textPos]*block, ok bool) {
+	// Whether the text can be cut at all is found beside the cut, on
+	// another core: eight scans of 30 MB.
+	can := make(chan bool, 1)
+	go func() { can <- cuttable(text) }()
+	skeleton, blocks, ok = cutLines(text)
+	if !<-can {
 		return nil, nil, false
 	}
+	return skeleton, blocks, ok
+}
+
+// cutLines is splitServices for a text that can be cut.
+func cutLines(text []byte) (skeleton []byte, blocks map[textPos]*block, ok bool) {
 	// Line by line from a cursor: no table of the lines' starts (8 bytes
 	// for each of a fleet's 700 000 lines, on the serial path of a start).
 	lineEnd := func(off int) int { // past the line's newline
@@ -79,7 +102,7 @@ func splitServices(text []byte) (skeleton []byte, blocks map[int]*block, ok bool
 		}
 		return len(text)
 	}
-	blocks = map[int]*block{}
+	blocks = map[textPos]*block{}
 	for i, off := 0, 0; off < len(text); {
 		end := lineEnd(off)
 		l := text[off:end]
@@ -106,7 +129,12 @@ func splitServices(text []byte) (skeleton []byte, blocks map[int]*block, ok bool
 			i, off = i+1, end
 			continue // flow style, or an empty list: read as it is
 		}
-		b := &block{keyLine: i + 1, keyOff: off + keyIndent, keyIndent: keyIndent, itemIndent: itemIndent}
+		b := &block{key: textPos{i + 1, keyIndent + 1}, keyIndent: keyIndent, itemIndent: itemIndent}
+		// Room for every entry at the items' indentation from here on (a
+		// SIMD count): grown item by item, 100 000 items were copied
+		// several times over, into pages fresh from the system.
+		entry := append(append([]byte{'\n'}, bytes.Repeat([]byte{' '}, itemIndent)...), '-')
+		b.items = make([]item, 0, bytes.Count(text[joff:], entry)+1)
 		for joff < len(text) {
 			jend := lineEnd(joff)
 			l := text[joff:jend]
@@ -127,7 +155,7 @@ func splitServices(text []byte) (skeleton []byte, blocks map[int]*block, ok bool
 			j, joff = j+1, jend
 		}
 	done:
-		blocks[b.keyOff] = b
+		blocks[b.key] = b
 		i, off = j, joff // the line that ends the list may start another
 	}
 	if len(blocks) == 0 {
@@ -138,8 +166,8 @@ func splitServices(text []byte) (skeleton []byte, blocks map[int]*block, ok bool
 	// YAML scanner as much as the services.
 	skeleton = make([]byte, 0, len(text)/8)
 	off := 0
-	for _, line := range slices.Sorted(maps.Keys(blocks)) {
-		for _, it := range blocks[line].items {
+	for _, key := range slices.SortedFunc(maps.Keys(blocks), comparePos) {
+		for _, it := range blocks[key].items {
 			skeleton = append(skeleton, text[off:it.off]...)
 			// A newline for each of the item's lines, the last one too
 			// when the text does not end with a newline.
@@ -241,6 +269,10 @@ func isEntry(l []byte, n int) bool {
 // errCut says an item did not read as one list entry on its own.
 var errCut = fmt.Errorf("config: an item of a services list does not read alone")
 
+// errTooManyNodes says the items of a text hold more YAML values than a
+// config may (MaxConfigNodes).
+var errTooManyNodes = fmt.Errorf("config: more YAML values than a config may hold")
+
 // itemResult is what reading one item made: the service (nil when it is
 // invalid) and its diagnostics, with lines, offsets and paths relative to
 // the item, so that a Parser can use them again wherever the item moves.
@@ -252,6 +284,7 @@ type itemResult struct {
 	nameCol  int32
 	errors   int32
 	jsonSize int32 // a config is at most MaxConfigSize bytes: all fit
+	nodes    int32 // the estimate of its YAML nodes (nodeEstimate)
 	more     *itemMore
 }
 
@@ -303,7 +336,7 @@ func (d *doc) readItem(it item, path string, z *Zone, scratch *yamlScratch) (*it
 	}
 	w := d.worker(scratch)
 	e := w.service(entry, path, z)
-	r := &itemResult{svc: e.svc, errors: int32(w.errors), jsonSize: int32(w.jsonBytes)}
+	r := &itemResult{svc: e.svc, errors: int32(w.errors), jsonSize: int32(w.jsonBytes), nodes: int32(nodeEstimate(it.text) - 2)}
 	m := itemMore{policyKey: z.policyKey(e.target), omitted: w.omitted}
 	if e.svc == nil {
 		m.target = e.target
@@ -377,7 +410,15 @@ func shiftPos(n *yaml.Node, lines, cols int) {
 }
 
 // itemByteCol is the number of bytes before item it on its first line.
-func (d *doc) itemByteCol(it item) int { return it.off - d.lines[it.line] }
+func (d *doc) itemByteCol(it item) int { return it.bcol }
+
+// comparePos orders positions in a text.
+func comparePos(a, b textPos) int {
+	if a.line != b.line {
+		return cmp.Compare(a.line, b.line)
+	}
+	return cmp.Compare(a.col, b.col)
+}
 
 // worker returns a doc for reading part of d's text alone: the same text
 // and settings, diagnostics of its own. With a scratch (nil for none), it
@@ -392,7 +433,7 @@ func (d *doc) worker(scratch *yamlScratch) *doc {
 	} else {
 		w = new(doc)
 	}
-	*w = doc{src: d.src, lines: d.lines, runes: d.runes, sigLen: d.sigLen, scratch: scratch, ds: w.ds[:0]}
+	*w = doc{src: d.src, idx: d.idx, sigLen: d.sigLen, scratch: scratch, ds: w.ds[:0]}
 	return w
 }
 
@@ -461,19 +502,55 @@ func itemContext(z *Zone, sigLen int) string {
 func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 	results := make([]*itemResult, len(b.items))
 	keys := make([]itemSum, len(b.items))
-	var todo []int
-	lastRead, nextRead := d.cache.zone(itemContext(z, d.sigLen), len(b.items))
-	for i, it := range b.items {
-		if nextRead == nil {
-			todo = append(todo, i)
-			continue
-		}
-		keys[i] = d.cache.sum(it.text)
-		if r, ok := lastRead[keys[i]]; ok && r.policyKey() == z.policyKey(r.target()) {
-			results[i] = r
-		} else {
-			todo = append(todo, i)
-		}
+	ctx := itemContext(z, d.sigLen)
+	last := d.cache.zone(ctx)
+	// Every item's text is hashed and found among the readings of the
+	// last parse, in parts of the list, one per core: a reload of 100 000
+	// services does it for them all. The readings are in the order of the
+	// last list, which the new one mostly keeps: each part walks them
+	// beside its items, and looks up only those that moved.
+	parts := 1
+	if d.cache != nil {
+		parts = min(runtime.GOMAXPROCS(0), max(len(b.items)/4096, 1))
+	}
+	todos := make([][]int, parts)
+	nodes := make([]int, parts)
+	var looked sync.WaitGroup
+	for p := range parts {
+		looked.Go(func() {
+			from, to := p*len(b.items)/parts, (p+1)*len(b.items)/parts
+			hint := 0
+			if last != nil {
+				hint = p * len(last.sums) / parts
+			}
+			missed := false
+			for i := from; i < to; i++ {
+				if d.cache != nil {
+					keys[i] = d.cache.sum(b.items[i].text)
+					r, at := last.find(keys[i], hint, missed)
+					if r != nil && r.policyKey() == z.policyKey(r.target()) {
+						results[i] = r
+						nodes[p] += int(r.nodes)
+						hint, missed = at+1, false
+						continue
+					}
+					hint, missed = hint+1, true
+				}
+				todos[p] = append(todos[p], i)
+				nodes[p] += nodeEstimate(b.items[i].text) - 2
+			}
+		})
+	}
+	looked.Wait()
+	todo := slices.Concat(todos...)
+	// The items' YAML nodes count toward the config's bound before any is
+	// read (see MaxConfigNodes): a kept reading's were counted when it was
+	// read, the text's other items are estimated here.
+	for _, n := range nodes {
+		d.nodes += n
+	}
+	if d.nodes > MaxConfigNodes {
+		return nil, errTooManyNodes
 	}
 	path := func(i int) string { return svcPath + "/" + strconv.Itoa(i) }
 	var failed error
@@ -513,22 +590,19 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 	if failed != nil {
 		return nil, failed
 	}
-	// The readings are kept for the next parse beside the merge: two
-	// passes over 100 000 items, each on a core.
-	var kept sync.WaitGroup
-	if nextRead != nil {
-		kept.Go(func() {
-			for i, r := range results {
-				// A reading with errors is not kept: some of their
-				// messages name the line of another node ("first at line
-				// 12"), which would be wrong once the item moves; and a
-				// config with errors is not served, so nothing is gained
-				// by keeping them.
-				if r.errors == 0 {
-					nextRead[keys[i]] = r
-				}
+	if d.cache != nil {
+		// Kept for the next parse, in the list's order. A reading with
+		// errors is not kept: some of their messages name the line of
+		// another node ("first at line 12"), which would be wrong once
+		// the item moves; and a config with errors is not served, so
+		// nothing is gained by keeping them.
+		next := &zoneItems{sums: keys, results: slices.Clone(results)}
+		for i, r := range next.results {
+			if r.errors != 0 {
+				next.results[i] = nil
 			}
-		})
+		}
+		d.cache.next[ctx] = next
 	}
 	out := make([]svcEntry, 0, len(results))
 	for i, r := range results {
@@ -536,7 +610,6 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 			out = append(out, e)
 		}
 	}
-	kept.Wait()
 	return out, nil
 }
 
@@ -622,10 +695,10 @@ func (k *keeper) str(v string) string {
 // variable for tests.
 var compactAbove = 256
 
-// itemCache holds item readings across parses, by zone context and
-// text: those of the last parse, and those being made by the current one.
+// itemCache holds item readings across parses, by zone context: those
+// of the last parse, and those being made by the current one.
 type itemCache struct {
-	last, next map[string]map[itemSum]*itemResult
+	last, next map[string]*zoneItems
 	sum        func([]byte) itemSum
 	// jsonBytes is what the parse converted to JSON in all (see
 	// maxExpansion), set when it read items.
@@ -635,21 +708,57 @@ type itemCache struct {
 	serial func()
 }
 
-// zone returns the readings of the zone of context: those of the last
-// parse, and the map to put those of this one in (nil for a nil cache),
-// made with room for items readings: grown from nothing to the 100 000 of
-// a first start, it would be rehashed a dozen times.
-func (c *itemCache) zone(context string, items int) (last, next map[itemSum]*itemResult) {
+// zone returns the readings of the last parse for the zone of context
+// (nil for none, or a nil cache).
+func (c *itemCache) zone(context string) *zoneItems {
 	if c == nil {
-		return nil, nil
+		return nil
 	}
-	last = c.last[context]
-	next = c.next[context]
-	if next == nil {
-		next = make(map[itemSum]*itemResult, max(len(last), items))
-		c.next[context] = next
+	return c.last[context]
+}
+
+// zoneItems are the readings of one services list, in its order, with
+// the sums of their items' texts. A reload changes a few items of a list
+// and keeps the others in their order, so the next parse finds most by
+// walking beside its own items (a lookup in a map of 100 000 costs a
+// cache miss each, 20 ms for them all), and those that moved in an index
+// made when one first does.
+type zoneItems struct {
+	sums    []itemSum
+	results []*itemResult // nil for a reading not kept
+	once    sync.Once
+	index   map[itemSum]int32
+}
+
+// find returns the reading of the item whose text's sum is sum, looked
+// for first at hint, and where it is (nil, -1 when none is kept). When
+// the item before was found, it looks only at hint and after it (a
+// service changed in place or removed): a second miss in a row means the
+// list moved more, and the index is made.
+func (z *zoneItems) find(sum itemSum, hint int, missedBefore bool) (*itemResult, int) {
+	if z == nil {
+		return nil, -1
 	}
-	return last, next
+	for _, at := range []int{hint, hint + 1} {
+		if at >= 0 && at < len(z.sums) && z.sums[at] == sum && z.results[at] != nil {
+			return z.results[at], at
+		}
+	}
+	if !missedBefore {
+		return nil, -1
+	}
+	z.once.Do(func() {
+		z.index = make(map[itemSum]int32, len(z.sums))
+		for i, s := range z.sums {
+			if z.results[i] != nil {
+				z.index[s] = int32(i)
+			}
+		}
+	})
+	if i, ok := z.index[sum]; ok {
+		return z.results[i], int(i)
+	}
+	return nil, -1
 }
 
 // Parser reads publisher configs like Parse, and remembers what each
@@ -659,7 +768,7 @@ func (c *itemCache) zone(context string, items int) (last, next map[itemSum]*ite
 // a time.
 type Parser struct {
 	mu    sync.Mutex
-	items map[string]map[itemSum]*itemResult
+	items map[string]*zoneItems
 	// seed keys the sums items are kept by.
 	seed [2]maphash.Seed
 }
@@ -693,7 +802,7 @@ func (p *Parser) parse(text []byte, hashed bool) (cfg *Config, ds sc.Diagnostics
 	if p.items == nil {
 		p.seed = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 	}
-	c := &itemCache{last: p.items, next: make(map[string]map[itemSum]*itemResult, len(p.items)), sum: p.sum, serial: serial}
+	c := &itemCache{last: p.items, next: make(map[string]*zoneItems, len(p.items)), sum: p.sum, serial: serial}
 	cfg, ds, _ = parse(text, c)
 	p.items = c.next
 	return cfg, ds, sum

@@ -17,7 +17,7 @@ import (
 
 // cutServices cuts the services lists of text, JSON or YAML, as its
 // first byte says; ok is false when the text must be read whole.
-func cutServices(text []byte) (skeleton []byte, blocks map[int]*block, ok bool) {
+func cutServices(text []byte) (skeleton []byte, blocks map[textPos]*block, ok bool) {
 	if first := bytes.TrimLeft(text, " \n"); len(first) > 0 && first[0] == '{' {
 		return splitJSON(text)
 	}
@@ -28,7 +28,7 @@ func cutServices(text []byte) (skeleton []byte, blocks map[int]*block, ok bool) 
 // It declines (ok false) what readJSON declines, and a config whose
 // zones or services are not where a config has them: the whole read says
 // what is wrong with it.
-func splitJSON(text []byte) (skeleton []byte, blocks map[int]*block, ok bool) {
+func splitJSON(text []byte) (skeleton []byte, blocks map[textPos]*block, ok bool) {
 	if !jsonText(text) {
 		return nil, nil, false
 	}
@@ -40,7 +40,7 @@ func splitJSON(text []byte) (skeleton []byte, blocks map[int]*block, ok bool) {
 	if zones < 0 || t.Nodes[zones].Kind != jtree.Array {
 		return nil, nil, false
 	}
-	blocks = map[int]*block{}
+	blocks = map[textPos]*block{}
 	skeleton = bytes.Clone(text)
 	var lines lineCounter
 	for z := t.Nodes[zones].First; z >= 0; z = t.Nodes[z].Next {
@@ -55,16 +55,17 @@ func splitJSON(text []byte) (skeleton []byte, blocks map[int]*block, ok bool) {
 		if t.Nodes[arr].Kind != jtree.Array || t.Nodes[arr].Len == 0 {
 			continue // read as it is
 		}
-		b := &block{keyOff: int(t.Nodes[key].Start), json: true}
+		kl, kc, _ := lines.at(text, int(t.Nodes[key].Start))
+		b := &block{key: textPos{kl + 1, kc + 1}, json: true}
 		for e := t.Nodes[arr].First; e >= 0; e = t.Nodes[e].Next {
 			n := &t.Nodes[e]
 			if n.Kind != jtree.Object {
 				return nil, nil, false
 			}
-			line, col := lines.at(text, int(n.Start))
-			b.items = append(b.items, item{line: line, off: int(n.Start), col: col, text: text[n.Start:n.End]})
+			line, col, bcol := lines.at(text, int(n.Start))
+			b.items = append(b.items, item{line: line, off: int(n.Start), col: col, bcol: bcol, text: text[n.Start:n.End]})
 		}
-		blocks[b.keyOff] = b
+		blocks[b.key] = b
 		inside := skeleton[t.Nodes[arr].Start+1 : t.Nodes[arr].End-1]
 		for i, c := range inside {
 			if c != '\n' {
@@ -86,13 +87,13 @@ func serviceKeyNode(t *jtree.Tree, z int32) int32 {
 	return -1
 }
 
-// lineCounter finds the line (0-based) and the column (in characters) of
-// offsets asked for in increasing order.
+// lineCounter finds the line (0-based) and the column (in characters and
+// in bytes, from 0) of offsets asked for in increasing order.
 type lineCounter struct {
 	off, line, lineStart int
 }
 
-func (l *lineCounter) at(text []byte, off int) (line, col int) {
+func (l *lineCounter) at(text []byte, off int) (line, col, bcol int) {
 	for {
 		i := bytes.IndexByte(text[l.off:off], '\n')
 		if i < 0 {
@@ -103,5 +104,5 @@ func (l *lineCounter) at(text []byte, off int) (line, col int) {
 		l.lineStart = l.off
 	}
 	l.off = off
-	return l.line, utf8.RuneCount(text[l.lineStart:off])
+	return l.line, utf8.RuneCount(text[l.lineStart:off]), off - l.lineStart
 }

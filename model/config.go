@@ -304,33 +304,51 @@ func ParseSettings(text []byte) (*Config, sc.Diagnostics) {
 // parse is Parse, with a cache of item readings (nil for none). It
 // returns the services lists it read item by item too, nil when it read
 // the text whole.
-func parse(text []byte, cache *itemCache) (*Config, sc.Diagnostics, map[int]*block) {
-	// Refused before anything else reads it: cutting a text into items
-	// keeps a position for each of its lines.
-	if why := tooLarge(text); why != "" {
-		return nil, sc.Diagnostics{{Severity: codeConfigTooLarge.severity(), Code: codeConfigTooLarge.String(), Offset: 0, Line: 1, Column: 1,
-			Message: why + ": split its zones across several publishers, each with its own config"}}, nil
+func parse(text []byte, cache *itemCache) (*Config, sc.Diagnostics, map[textPos]*block) {
+	if len(text) > MaxConfigSize {
+		return nil, tooLargeDiag(fmt.Sprintf("the config is %d bytes, more than the %d (64 MiB) the publisher reads", len(text), MaxConfigSize)), nil
 	}
 	if cache != nil && cache.serial != nil {
 		cache.serial()
 	}
+	// Cut into items, the text's values are bounded before any item is
+	// read, by the skeleton's estimate and the items' (kept readings
+	// counted theirs when they were read); read whole, by the text's.
 	skeleton, blocks, ok := cutServices(text)
 	if ok && len(blocks) > 0 {
 		cfg, ds, err := parseDoc(text, skeleton, blocks, cache)
-		if err == nil {
+		switch err {
+		case nil:
 			return cfg, ds, blocks
+		case errTooManyNodes:
+			return nil, tooLargeDiag(tooManyNodes(MaxConfigNodes + 1)), nil
 		}
 		// An item did not read alone: read the whole text.
+	}
+	if n := nodeEstimateParallel(text); n > MaxConfigNodes {
+		return nil, tooLargeDiag(tooManyNodes(n)), nil
 	}
 	cfg, ds, _ := parseDoc(text, text, nil, nil)
 	return cfg, ds, nil
 }
 
+// tooLargeDiag is the diagnostic of a config beyond the limits.
+func tooLargeDiag(why string) sc.Diagnostics {
+	return sc.Diagnostics{{Severity: codeConfigTooLarge.severity(), Code: codeConfigTooLarge.String(), Offset: 0, Line: 1, Column: 1,
+		Message: why + ": split its zones across several publishers, each with its own config"}}
+}
+
 // parseDoc reads text, whose YAML is skeleton (text itself, or text with
 // the items of blocks blanked out, read separately).
-func parseDoc(text, skeleton []byte, blocks map[int]*block, cache *itemCache) (*Config, sc.Diagnostics, error) {
+func parseDoc(text, skeleton []byte, blocks map[textPos]*block, cache *itemCache) (*Config, sc.Diagnostics, error) {
 	d := newDoc(text)
 	d.blocks, d.cache = blocks, cache
+	if blocks != nil {
+		d.nodes = nodeEstimateParallel(skeleton)
+		if d.nodes > MaxConfigNodes {
+			return nil, nil, errTooManyNodes
+		}
+	}
 	root := d.parseYAML(skeleton)
 	var cfg *Config
 	if root != nil {
@@ -758,7 +776,7 @@ func (d *doc) nameservers(zn *yaml.Node, zpath string, n *yaml.Node, path string
 // blocks cut out of the text when there are any (see chunks.go).
 func (d *doc) zoneServices(key, n *yaml.Node, path string, z *Zone) []svcEntry {
 	var svcs []svcEntry
-	switch b := d.blocks[d.offsetOf(key)]; {
+	switch b := d.blocks[posOf(key)]; {
 	case b != nil:
 		d.readBlocks++
 		b.zone, b.path = z, path
@@ -817,15 +835,6 @@ func (d *doc) crossCheck(z *Zone, svcs []svcEntry, nss []nsEntry) {
 }
 
 func (d *doc) errorCount() int { return d.errors }
-
-// offsetOf is the offset of node n in the text, -1 for none.
-func (d *doc) offsetOf(n *yaml.Node) int {
-	if n == nil || n.Line <= 0 {
-		return -1
-	}
-	off, _ := d.pos(n.Line, n.Column)
-	return off
-}
 
 func (d *doc) largeTTL(n *yaml.Node, path string, ttl uint32) {
 	if ttl > 86400 {

@@ -46,9 +46,17 @@ func tooLarge(text []byte) string {
 		return fmt.Sprintf("the config is %d bytes, more than the %d (64 MiB) the publisher reads", len(text), MaxConfigSize)
 	}
 	if n := nodeEstimateParallel(text); n > MaxConfigNodes {
-		return fmt.Sprintf("the config holds about %d YAML values (keys, scalars, lists and mappings), more than the %d the publisher reads (reading it would take gigabytes)", n, MaxConfigNodes)
+		return tooManyNodes(n)
 	}
 	return ""
+}
+
+// tooManyNodes says that a text of an estimated n YAML values is too many.
+func tooManyNodes(n int) string {
+	if n == MaxConfigNodes+1 {
+		return fmt.Sprintf("the config holds more than the %d YAML values (keys, scalars, lists and mappings) the publisher reads (reading it would take gigabytes)", MaxConfigNodes)
+	}
+	return fmt.Sprintf("the config holds about %d YAML values (keys, scalars, lists and mappings), more than the %d the publisher reads (reading it would take gigabytes)", n, MaxConfigNodes)
 }
 
 // nodeEstimateParallel is nodeEstimate of a large text in parts cut at

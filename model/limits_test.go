@@ -93,8 +93,8 @@ func TestPosMatchesRuneWalk(t *testing.T) {
 		src := []byte(b.String())
 		d := newDoc(src)
 		for k := 0; k < 50; k++ {
-			line, col := 1+r.IntN(len(d.lines)), 1+r.IntN(3*runeBlock)
-			start := d.lines[line-1]
+			line, col := 1+r.IntN(len(d.index().lines)), 1+r.IntN(3*runeBlock)
+			start := d.index().lines[line-1]
 			want := start
 			for i := 1; i < col && want < len(src) && src[want] != '\n'; i++ {
 				_, w := utf8.DecodeRune(src[want:])

@@ -20,8 +20,8 @@ func parseBoth(t testing.TB, p *Parser, text []byte) (kept int) {
 	before := map[*Service]bool{}
 	p.mu.Lock()
 	for _, m := range p.items {
-		for _, r := range m {
-			if r.svc != nil {
+		for _, r := range m.results {
+			if r != nil && r.svc != nil {
 				before[r.svc] = true
 			}
 		}

@@ -327,7 +327,7 @@ func SplitSpecs(text []byte) (*Specs, sc.Diagnostics) {
 		var entries []*yaml.Node
 		var b *block
 		if servicesKey != nil {
-			b = blocks[d.offsetOf(servicesKey)]
+			b = blocks[posOf(servicesKey)]
 		}
 		switch {
 		case b != nil:

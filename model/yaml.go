@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -31,19 +32,20 @@ type doc struct {
 	// jsonBytes and mergedPairs count what aliases and merge keys made of
 	// the config (see maxExpansion); expanded is set once it is too much.
 	jsonBytes, mergedPairs int
-	expanded               bool
-	// runes holds the rune count of the text before every runeBlock
-	// bytes, for placing diagnostics on long lines.
-	runes []int
-	src   []byte
-	lines []int // byte offset where each line starts
-	ds    sc.Diagnostics
+	// nodes is the estimate of the YAML values read or to be read, of a
+	// text cut into items (see parse).
+	nodes    int
+	expanded bool
+	src      []byte
+	// idx places positions in src; shared with the worker docs.
+	idx *textIndex
+	ds  sc.Diagnostics
 	// sigLen is the largest TSIG record a configured key adds to an
 	// answer (0 without keys): answers are sized with it.
 	sigLen int
 	// blocks are the services lists read item by item (chunks.go), by the
-	// line of their key; cache holds item readings across parses.
-	blocks     map[int]*block
+	// position of their key; cache holds item readings across parses.
+	blocks     map[textPos]*block
 	readBlocks int
 	cache      *itemCache
 	cutFailed  error
@@ -55,19 +57,38 @@ type doc struct {
 }
 
 func newDoc(src []byte) *doc {
-	// A fleet's config is 30 MB, read before anything runs in parallel:
-	// found with IndexByte and counted eight bytes at a time, its lines
-	// and runes take milliseconds, not tens of them.
-	d := &doc{src: src, lines: lineStarts(src), runes: make([]int, 0, len(src)/runeBlock+2)}
-	runes := 0
-	for off := 0; off < len(src); off += runeBlock {
-		d.runes = append(d.runes, runes)
-		runes += runeCount(src[off:min(off+runeBlock, len(src))])
-	}
-	if len(src)%runeBlock == 0 {
-		d.runes = append(d.runes, runes)
-	}
-	return d
+	return &doc{src: src, idx: &textIndex{}}
+}
+
+// textIndex places positions in a text: where its lines start, and the
+// characters before every runeBlock bytes (for long lines). It is made
+// when a position is first placed: a reload whose new services have no
+// diagnostic places none, and need not scan 30 MB for it.
+type textIndex struct {
+	once  sync.Once
+	lines []int // byte offset where each line starts
+	runes []int
+}
+
+// index returns d's text index, made on first use.
+func (d *doc) index() *textIndex {
+	ix := d.idx
+	ix.once.Do(func() {
+		// Found with IndexByte and counted eight bytes at a time, a
+		// fleet's lines and runes take milliseconds, not tens of them.
+		src := d.src
+		ix.lines = lineStarts(src)
+		ix.runes = make([]int, 0, len(src)/runeBlock+2)
+		runes := 0
+		for off := 0; off < len(src); off += runeBlock {
+			ix.runes = append(ix.runes, runes)
+			runes += runeCount(src[off:min(off+runeBlock, len(src))])
+		}
+		if len(src)%runeBlock == 0 {
+			ix.runes = append(ix.runes, runes)
+		}
+	})
+	return ix
 }
 
 // lineStarts returns the offset of each line of text as yaml.v3 counts
@@ -160,7 +181,7 @@ const runeBlock = 4096
 
 // runesBefore returns the number of runes that start before offset off.
 func (d *doc) runesBefore(off int) int {
-	n := d.runes[off/runeBlock]
+	n := d.index().runes[off/runeBlock]
 	for i := off / runeBlock * runeBlock; i < off; i++ {
 		if utf8.RuneStart(d.src[i]) {
 			n++
@@ -174,18 +195,19 @@ func (d *doc) runesBefore(off int) int {
 // most a few blocks of bytes, however long the line: a JSON config is
 // often one line of many megabytes.
 func (d *doc) pos(line, col int) (off, byteCol int) {
-	if line < 1 || line > len(d.lines) {
+	ix := d.index()
+	if line < 1 || line > len(ix.lines) {
 		return -1, 0
 	}
-	start := d.lines[line-1]
+	start := ix.lines[line-1]
 	end := len(d.src)
-	if line < len(d.lines) {
-		end = d.lineEnd(start, d.lines[line])
+	if line < len(ix.lines) {
+		end = d.lineEnd(start, ix.lines[line])
 	}
 	// The offset of rune number want of the text: find its block, then
 	// walk the block.
 	want := d.runesBefore(start) + max(col, 1) - 1
-	b, _ := slices.BinarySearch(d.runes, want+1)
+	b, _ := slices.BinarySearch(ix.runes, want+1)
 	off = max((b-1)*runeBlock, start)
 	if off >= end {
 		// Past the end of the line: yaml.v3 points there at most.

@@ -139,11 +139,9 @@ func Update(prev *Zone, c *model.Zone) (*Zone, *Change) {
 		ch.of = z.units
 		return z, ch
 	}
-	keep := map[string]bool{apexKey: true}
 	kept := 1 // units of prev that c keeps: the apex, and services below
 	var changed []*model.Service
 	for _, s := range c.Services {
-		keep[s.Name] = true
 		old, ok := ed.units.Get(s.Name)
 		if ok {
 			kept++
@@ -160,6 +158,14 @@ func Update(prev *Zone, c *model.Zone) (*Zone, *Change) {
 		ed.put(m)
 	}
 	if kept < prev.units.Len() {
+		// Some of prev's services are gone: which, a set of c's names
+		// tells (made only then: a reload of 100 000 services that
+		// removes none would build it for nothing).
+		keep := make(map[string]bool, len(c.Services)+1)
+		keep[apexKey] = true
+		for _, s := range c.Services {
+			keep[s.Name] = true
+		}
 		for key := range prev.units.All() {
 			if !keep[key] {
 				ed.remove(key)
