@@ -510,7 +510,11 @@ func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(
 		}
 		return nil, &ConfigError{File: name, Diagnostics: ds}
 	}
-	changed, err = s.publish(cfg, name, why, len(text) >= returnMemoryAbove, start)
+	// A reload that read few services made little garbage: forcing a
+	// collection of the whole heap for it would cost more than it gives.
+	read := s.parser.Read()
+	large := len(text) >= returnMemoryAbove && (read < 0 || read >= returnMemoryItems)
+	changed, err = s.publish(cfg, name, why, large, start)
 	if err == nil {
 		s.servedSum = s.lastHash
 		if s.servedSum != s.keptSum && len(text) >= s.warmAbove && s.warmPath() != "" {
