@@ -3,9 +3,6 @@
 package dnspub
 
 import (
-	"encoding/binary"
-	"hash/crc32"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -82,66 +79,6 @@ func newWithin(t *testing.T, opts Options) (*Server, error) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("New has not returned after 10 s: blocked reading a file")
 		return nil, nil
-	}
-}
-
-// The answers kept are read only from a regular file no larger than
-// answers can be: anything else at their path is a cold start, at once,
-// with the reason logged, that serves the config.
-func TestWarmFileNotAFile(t *testing.T) {
-	cases := append(slices.Clip(notFiles), notAFile{"header declaring a huge size", func(t *testing.T, path string) {
-		// The answers kept, with a header length of 4 GiB and the
-		// checksum made right again: only the lengths can tell.
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		binary.BigEndian.PutUint32(b[len(warmMagic):], 0xffffffff)
-		binary.BigEndian.PutUint32(b[len(b)-4:], crc32.Checksum(b[:len(b)-4], castagnoli))
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}, "header declares"})
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			warmSetup(t)
-			dir := t.TempDir()
-			want := keptServer(t, dir, baseConfig(""))
-			answers := filepath.Join(dir, "publisher.yaml.answers")
-			if !strings.HasPrefix(c.name, "header") {
-				os.Remove(answers)
-			}
-			c.make(t, answers)
-			// A gate that never opens: a warm start would hang Loaded.
-			warmGate = make(chan struct{})
-			defer close(warmGate)
-			ts := &testServer{t: t, file: filepath.Join(dir, "publisher.yaml"), logs: &syncBuffer{}}
-			s, err := newWithin(t, Options{ConfigFile: ts.file, Listen: "127.0.0.1:0", WatchInterval: -1, Logger: slog.New(slog.NewTextHandler(ts.logs, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			ts.Server = s
-			if err := s.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer ts.stop()
-			ts.addr = s.Addr().String()
-			select {
-			case err := <-ts.Loaded():
-				if err != nil {
-					t.Fatal(err)
-				}
-			default:
-				t.Fatal("started warm")
-			}
-			if got := answersOf(ts); !equalStrings(got, want) {
-				t.Errorf("a cold start answers differently")
-			}
-			logs := ts.logs.String()
-			if !strings.Contains(logs, "not starting from the answers kept") || !strings.Contains(logs, c.why) {
-				t.Errorf("the log does not say %q:\n%s", c.why, logs)
-			}
-		})
 	}
 }
 

@@ -87,37 +87,6 @@ func TestReloadBeforeBuilding(t *testing.T) {
 	close(completeGate)
 }
 
-// The answers kept for a warm start are built first: a restart answers
-// with the bytes of the first start.
-func TestWarmBeforeBuilding(t *testing.T) {
-	warmSetup(t)
-	completeGate = make(chan struct{})
-	defer func() { completeGate = nil }()
-	dir := t.TempDir()
-	ts := startServerIn(t, dir, laterConfig(2100, "1s"), nil)
-	if !deferred(ts) {
-		t.Fatal("a first start of 2100 services built every answer before serving")
-	}
-	want := laterAnswers(ts)
-	waitFor(t, "the log of the write", func() bool { return strings.Contains(ts.logs.String(), "answers kept for a warm start") })
-	if deferred(ts) {
-		t.Fatal("the answers were kept, but the table served is still left for later")
-	}
-	close(completeGate)
-	ts.stop()
-	completeGate = nil
-
-	warmGate = make(chan struct{})
-	again := startServerIn(t, dir, "", nil)
-	if !strings.Contains(again.logs.String(), "answering from the answers kept") {
-		t.Fatal("the restart did not start from the answers kept")
-	}
-	if got := laterAnswers(again); !equalStrings(got, want) {
-		t.Fatal("a warm start answers differently from the first start")
-	}
-	close(warmGate)
-}
-
 // What a first load leaves for later waits until the server answers:
 // before Start, the answers are not built (they would hold back the
 // first answers on a machine of few cores), and once it answers, they

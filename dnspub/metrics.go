@@ -156,10 +156,7 @@ type metrics struct {
 	// stateErrors counts versions not published because their serials
 	// could not be persisted.
 	stateErrors prometheus.Counter
-	// warmWriteErrors counts failed writes of the answers kept for a
-	// warm start.
-	warmWriteErrors prometheus.Counter
-	serials         func() map[string]uint32
+	serials     func() map[string]uint32
 }
 
 const ns = "grpc_config_dns"
@@ -192,8 +189,6 @@ func newMetrics(serials func() map[string]uint32) *metrics {
 			[]string{"error"}),
 		stateErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "state_write_errors_total",
 			Help: "Valid configs not published because the SOA serial state could not be written (full or read-only disk); the previous version keeps serving."}),
-		warmWriteErrors: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "warm_write_errors_total",
-			Help: "Failed writes of the answers kept for a warm start (full or read-only disk); the next start reads the config instead."}),
 	}
 	// Every series an alert may watch exists from the start, at zero: a
 	// rate() or increase() over a series that appears with its first
@@ -241,7 +236,7 @@ var (
 
 // register adds the metrics to r.
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.reloads, m.lastReload, m.lastReloadTime, m.transfers, m.notifies, m.tcpConns, m.tcpRefused, m.tcpEvicted, m.tsigFailures, m.stateErrors, m.warmWriteErrors, m} {
+	for _, c := range []prometheus.Collector{m.reloads, m.lastReload, m.lastReloadTime, m.transfers, m.notifies, m.tcpConns, m.tcpRefused, m.tcpEvicted, m.tsigFailures, m.stateErrors, m} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -80,11 +79,6 @@ type Options struct {
 	Keys []*model.Key
 	// StorePing is how often the store's health is checked; 0 means 1s.
 	StorePing time.Duration
-
-	// WarmFile keeps the answers served, for a warm start (see warm.go):
-	// empty means beside the state file (its name without ".serial", then
-	// ".answers"); "-" means none. Without a state file there is none.
-	WarmFile string
 }
 
 // ConfigError is returned when the config is invalid. Diagnostics holds
@@ -172,23 +166,6 @@ type Server struct {
 	feed     *feed
 	building int64
 	cancel   context.CancelFunc
-
-	// servedSum is the SHA-256 of the config text the served snapshot
-	// was read from (reloadMu).
-	servedSum [sha256.Size]byte
-	// keptSum is that of the config whose answers are kept (reloadMu).
-	keptSum [sha256.Size]byte
-	// warmAbove is the package's, when the server was made (tests change
-	// the package's).
-	warmAbove int
-	// firstLoad yields the outcome of the first load, then is closed.
-	firstLoad chan error
-	// warmDirty says the answers kept for a warm start are out of date.
-	warmDirty  chan struct{}
-	warmCancel context.CancelFunc
-	// writeWarm writes the answers for a warm start; tests inject
-	// failures here.
-	writeWarm func(path string, snap *snapshot, sum [sha256.Size]byte) error
 }
 
 // snapshot is one published version of everything: immutable.
@@ -201,9 +178,6 @@ type snapshot struct {
 	// storeRev is the store revision the version is built from (store
 	// mode).
 	storeRev int64
-	// warm, for the answers of a warm start (no zones nor config but
-	// its server settings), holds each zone's serial; nil otherwise.
-	warm map[string]uint32
 }
 
 // zoneEntry is a zone's current version and the differences from the
@@ -229,7 +203,6 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 	if s.feed != nil {
-		close(s.firstLoad) // the store's zones come and go at any time
 		s.firstStoreSync()
 		return s, nil
 	}
@@ -300,8 +273,7 @@ func newServer(opts Options) (*Server, error) {
 		opts.StateFile = opts.ConfigFile + ".serial"
 	}
 	s := &Server{opts: opts, log: opts.Logger, done: make(chan struct{}), conns: map[*tcpConn]struct{}{}, perGroup: map[netip.Prefix]int{},
-		newTracker: newFileTracker, limiter: newLogLimiter(10, time.Second),
-		firstLoad: make(chan error, 1), warmDirty: make(chan struct{}, 1), writeWarm: writeWarm, warmAbove: warmAbove}
+		newTracker: newFileTracker, limiter: newLogLimiter(10, time.Second)}
 	s.metrics = newMetrics(s.Serials)
 	if opts.Store != nil {
 		if opts.StorePing <= 0 {
@@ -326,11 +298,6 @@ func newServer(opts Options) (*Server, error) {
 		return nil, err
 	}
 	s.notifier = newNotifier(s.log, s.metrics)
-	if runtime.GOOS != "linux" && s.warmPath() != "" {
-		// Read the executable's path while it most likely still names
-		// this build (see executableSum; on Linux it does not matter).
-		go executableSum()
-	}
 	return s, nil
 }
 
@@ -340,22 +307,9 @@ func (s *Server) loadFirst() error {
 	if err != nil {
 		return err
 	}
-	if s.startWarm(text, start) {
-		return nil
-	}
 	_, err = s.load(text, start, "start", nil)
-	s.firstLoad <- err
-	close(s.firstLoad)
 	return err
 }
-
-// Loaded yields the outcome of the first load of the config, once: nil
-// when it is served, else why not (a *ConfigError for an invalid config).
-// New returns that error itself, except after a warm start, which
-// answers before the config is read: a config that can no longer be
-// loaded (a secret file gone, say) is then reported here, and the caller
-// should stop as New's error would have.
-func (s *Server) Loaded() <-chan error { return s.firstLoad }
 
 func (s *Server) configName() string {
 	if s.opts.ConfigFile == "" {
@@ -514,17 +468,7 @@ func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(
 	// collection of the whole heap for it would cost more than it gives.
 	read := s.parser.Read()
 	large := len(text) >= returnMemoryAbove && (read < 0 || read >= returnMemoryItems)
-	changed, err = s.publish(cfg, name, why, large, start)
-	if err == nil {
-		s.servedSum = s.lastHash
-		if s.servedSum != s.keptSum && len(text) >= s.warmAbove && s.warmPath() != "" {
-			select {
-			case s.warmDirty <- struct{}{}:
-			default:
-			}
-		}
-	}
-	return changed, err
+	return s.publish(cfg, name, why, large, start)
 }
 
 // publish builds the snapshot of a valid config and serves it, once its
@@ -532,15 +476,10 @@ func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(
 // returnMemory). reloadMu is held.
 func (s *Server) publish(cfg *model.Config, name, why string, large bool, start time.Time) (changed []string, err error) {
 	old := s.snap.Load()
-	var warm map[string]uint32
-	if old != nil && old.warm != nil {
-		// The answers of a warm start: the first version read.
-		warm, old = old.warm, nil
-	}
 	// Nothing is served yet on a first start: a new zone's answers but
 	// its apex's are built for each query until the table is complete,
 	// which completeTable does once this version is served.
-	next, serials, changed, err := s.build(cfg, old, old == nil && warm == nil)
+	next, serials, changed, err := s.build(cfg, old, old == nil)
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("rejected").Inc()
 		s.metrics.lastReload.Set(0)
@@ -565,13 +504,6 @@ func (s *Server) publish(cfg *model.Config, name, why string, large bool, start 
 			s.log.Error("cannot persist SOA serials: not publishing this version; the previous one keeps serving", "config", name, "version", old.version, "err", err)
 		}
 		return nil, &StateError{Err: err}
-	}
-	for origin, serial := range warm {
-		if ze := next.zones[origin]; ze == nil || ze.cur.Serial() != serial {
-			// readWarm checked the state file, which decides serials, so
-			// only a bug brings this.
-			s.log.Error("the config read after a warm start serves a zone differently from the answers kept", "zone", origin, "kept_serial", serial)
-		}
 	}
 	s.snap.Store(next)
 	if next.table.Deferred() {
@@ -833,7 +765,6 @@ func appendStep(history []*ixfrStep, step *ixfrStep, versions, zoneBytes int) []
 func (s *Server) Serials() map[string]uint32 {
 	out := map[string]uint32{}
 	if snap := s.snap.Load(); snap != nil {
-		maps.Copy(out, snap.warm)
 		for o, e := range snap.zones {
 			out[o] = e.cur.Serial()
 		}
@@ -846,7 +777,7 @@ func (s *Server) Serials() map[string]uint32 {
 // before the first load. Nothing returned may be modified.
 func (s *Server) Published() (cfg *model.Config, serials map[string]uint32, version uint64) {
 	snap := s.snap.Load()
-	if snap == nil || snap.warm != nil {
+	if snap == nil {
 		return nil, nil, 0
 	}
 	serials = make(map[string]uint32, len(snap.zones))
@@ -880,15 +811,6 @@ func (s *Server) Start() error {
 		}()
 	}
 	s.notifier.start(s.done)
-	if s.warmPath() != "" {
-		ctx, cancel := context.WithCancel(context.Background())
-		s.warmCancel = cancel
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.keepWarm(ctx)
-		}()
-	}
 	if s.feed != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		s.cancel = cancel
@@ -972,9 +894,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		close(s.done)
 		if s.cancel != nil {
 			s.cancel()
-		}
-		if s.warmCancel != nil {
-			s.warmCancel()
 		}
 		if s.udp != nil {
 			s.udp.wake()

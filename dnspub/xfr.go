@@ -27,16 +27,6 @@ func (s *Server) slow(snap *snapshot, out, msg []byte, r wire.Result, tcp bool, 
 		r.Rcode = dns.RcodeFormatError
 		return packOrNothing(out, errorReply(msg, dns.RcodeFormatError)), r
 	}
-	if snap.warm != nil {
-		// A warm start answers from its answers alone: transfers and
-		// TSIG wait for the config (and its keys) to be read; SERVFAIL
-		// makes a secondary try again.
-		m := new(dns.Msg)
-		m.SetRcode(req, dns.RcodeServerFailure)
-		s.echoOPT(snap, m, req)
-		r.Rcode = dns.RcodeServerFailure
-		return packOrNothing(out, m), r
-	}
 	var key *model.Key
 	var mac string
 	var origID uint16

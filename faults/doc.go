@@ -30,22 +30,12 @@
 //     answer within a second, every time;
 //   - the embedded store on a full disk: writes refused with 507 and
 //     nothing changed, served again once space is freed;
-//   - kill -9 before, about when and after `serve` writes the answers it
-//     keeps for a warm start: every restart, warm or cold, serves the
-//     config on disk, never an older one's answers, with no lower serial;
-//     and answers that do not fit on a full state disk: not kept, nothing
-//     served changes, the next start reads the config;
 //   - configs whose lines break at a lone CR, U+0085, U+2028 or U+2029:
 //     `zone`, a start and a one-service reload serve the keys yaml.v3
 //     reads after the break;
-//   - what serve did not write, where it keeps its answers or its serials
-//     (a symlink to /dev/zero, a named pipe, a directory, a cut file, a
-//     4 GiB one, answers whose header declares 4 GiB): for the answers a
-//     cold start that answers at once, logs why and stops on SIGTERM; for
-//     the serials a refusal to start, at once, naming the file;
-//   - an upgrade that renames a new build over the binary before the old
-//     build keeps its answers: they are the old build's, which starts
-//     warm from them, and the new build starts cold;
+//   - what serve did not write where it keeps its serials (a symlink to
+//     /dev/zero, a named pipe, a directory, a cut file, a 4 GiB one): a
+//     refusal to start, at once, naming the file;
 //   - a DNS server that answers with TC=1 over TCP too, to `select`;
 //   - hostile inputs to `lint` (a 60 MB file of one-letter values, 40 000
 //     choices, a million-digit number…) and hostile 58 KB answers to

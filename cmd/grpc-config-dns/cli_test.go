@@ -26,10 +26,10 @@ func TestVersion(t *testing.T) {
 	}
 }
 
-// --state and --answers belong to config files: with a store, serials
-// follow its revisions and it is read at start.
+// --state belongs to config files: with a store, serials follow its
+// revisions.
 func TestServeStoreRefusesFileFlags(t *testing.T) {
-	for _, flag := range []string{"--state", "--answers"} {
+	for _, flag := range []string{"--state"} {
 		code, _, errs := runCLI(t, "serve", "--store", t.TempDir(), flag, "x")
 		if code != exitUsage || !strings.Contains(errs, flag+" is for --config files") {
 			t.Errorf("serve --store %s x: exit %d\n%s", flag, code, errs)

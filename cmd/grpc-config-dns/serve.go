@@ -27,7 +27,7 @@ func init() { extraCommands = append(extraCommands, serveCmd) }
 
 func serveCmd(e *env) *cobra.Command {
 	var o struct {
-		config, listen, metrics, state, answers, logFormat, logLevel string
+		config, listen, metrics, state, answers, logFormat, logLevel string // answers: deprecated, ignored
 		grace, lameDuck                                              time.Duration
 		queryLog                                                     bool
 		storeFlags
@@ -63,9 +63,6 @@ or listen error.`,
 				if cmd.Flags().Changed("state") {
 					return usageErr("--state is for --config files: with --store, serials follow the store's revisions")
 				}
-				if cmd.Flags().Changed("answers") {
-					return usageErr("--answers is for --config files: with --store, the store is read at start")
-				}
 				return e.serveStore(o.storeFlags, o.config, o.listen, o.metrics, o.logFormat, o.logLevel, o.grace, o.lameDuck, o.queryLog)
 			}
 			for _, name := range []string{"admin", "admin-token-file", "admin-tls-cert", "admin-tls-key", "history"} {
@@ -73,7 +70,7 @@ or listen error.`,
 					return usageErr("--%s is for a store: give --store DIR or --store etcd://HOST:PORT/PREFIX", name)
 				}
 			}
-			return e.serve(o.config, o.listen, o.metrics, o.state, o.answers, o.logFormat, o.logLevel, o.grace, o.lameDuck, o.queryLog)
+			return e.serve(o.config, o.listen, o.metrics, o.state, o.logFormat, o.logLevel, o.grace, o.lameDuck, o.queryLog)
 		},
 	}
 	f := cmd.Flags()
@@ -81,7 +78,8 @@ or listen error.`,
 	f.StringVar(&o.listen, "listen", "127.0.0.1:1053", "UDP and TCP address to answer on")
 	f.StringVar(&o.metrics, "metrics", "", "address for Prometheus metrics (like 127.0.0.1:9153); off when empty")
 	f.StringVar(&o.state, "state", "", `file keeping SOA serials (default FILE.serial; "-" for none)`)
-	f.StringVar(&o.answers, "answers", "", `file keeping the answers served, for a warm start: a restart with the same config and binary answers from it at once, reading the config in the background (default: beside --state, ending .answers; "-" for none; only for configs of 1 MiB or more)`)
+	f.StringVar(&o.answers, "answers", "", "ignored: a restart reads the config, as fast as a first start")
+	f.MarkDeprecated("answers", "a restart reads the config, as fast as a first start; the answers file is no longer written or read (remove the flag, and any old .answers file)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	f.StringVar(&o.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	f.DurationVar(&o.grace, "shutdown-grace", 5*time.Second, "how long TCP connections may take to finish on SIGTERM")
@@ -96,7 +94,7 @@ or listen error.`,
 	return cmd
 }
 
-func (e *env) serve(configFile, listen, metricsAddr, state, answers, logFormat, logLevel string, grace, lameDuck time.Duration, queryLog bool) error {
+func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel string, grace, lameDuck time.Duration, queryLog bool) error {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
 		return usageErr("--log-level must be debug, info, warn or error, not %q", logLevel)
@@ -125,7 +123,7 @@ func (e *env) serve(configFile, listen, metricsAddr, state, answers, logFormat, 
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 
-	srv, err := dnspub.New(dnspub.Options{ConfigFile: configFile, StateFile: state, WarmFile: answers, Listen: listen, Logger: log, Registerer: reg, QueryLog: qlog})
+	srv, err := dnspub.New(dnspub.Options{ConfigFile: configFile, StateFile: state, Listen: listen, Logger: log, Registerer: reg, QueryLog: qlog})
 	if err != nil {
 		return e.loadError(err)
 	}
@@ -156,31 +154,14 @@ func (e *env) serve(configFile, listen, metricsAddr, state, answers, logFormat, 
 		log.Info("metrics", "url", base+"/metrics", "ui", base+"/ui/", "healthz", base+"/healthz", "readyz", base+"/readyz")
 	}
 	hc.ready.Store(true)
-	// After a warm start the config is read while serving: one that can
-	// no longer be loaded stops the server as it would have at start.
-	loaded := srv.Loaded()
-wait:
-	for {
-		select {
-		case err := <-loaded:
-			loaded = nil
-			if err != nil {
-				hc.ready.Store(false)
-				if hs != nil {
-					hs.Shutdown(context.Background())
-				}
-				srv.Shutdown(context.Background())
-				return e.loadError(err)
-			}
-		case sig := <-sigs:
-			if sig == syscall.SIGHUP {
-				log.Info("SIGHUP: reloading")
-				srv.Reload() // logs its own outcome
-				continue
-			}
-			log.Info("stopping", "signal", sig.String())
-			break wait
+	for sig := range sigs {
+		if sig == syscall.SIGHUP {
+			log.Info("SIGHUP: reloading")
+			srv.Reload() // logs its own outcome
+			continue
 		}
+		log.Info("stopping", "signal", sig.String())
+		break
 	}
 	hc.ready.Store(false)
 	if lameDuck > 0 {

@@ -2,11 +2,9 @@ package wire
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"unsafe"
 
 	"github.com/miekg/dns"
 
@@ -14,112 +12,6 @@ import (
 	"github.com/grpc-config-dns/grpc-config-dns/model"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
-
-func encode(t testing.TB, tb *Table) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	n, err := tb.WriteTo(&buf)
-	if err != nil || n != int64(buf.Len()) {
-		t.Fatalf("WriteTo: %d bytes of %d, %v", n, buf.Len(), err)
-	}
-	return buf.Bytes()
-}
-
-// A table read back answers every question with the same bytes as the
-// table written, over UDP with and without EDNS and over TCP: random
-// zones, compacted or not, and every name around them.
-func TestReadTableAnswersAsWritten(t *testing.T) {
-	defer func(n int) { compactAbove = n }(compactAbove)
-	types := []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeNS, dns.TypeSOA, dns.TypeSRV, dns.TypeMX, dns.TypeANY, dns.TypeAXFR}
-	seeds := uint64(40)
-	if raceEnabled {
-		seeds = 6
-	}
-	checked := 0
-	for seed := range seeds {
-		compactAbove = []int{256, 1}[seed%2]
-		rng := rand.New(rand.NewPCG(seed, 11))
-		text := randomConfig(rng)
-		cfg, ds := model.Parse([]byte(text))
-		if cfg == nil {
-			t.Fatalf("seed %d: %v", seed, ds)
-		}
-		var zs []*zone.Zone
-		for i, zc := range cfg.Zones {
-			zs = append(zs, zone.New(zc, uint32(1000+i)))
-		}
-		maxUDP := []int{0, 512, 4096}[seed%3]
-		tb, err := Build(zs, Options{MaxUDPSize: maxUDP})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := encode(t, tb)
-		got, err := ReadTable(b)
-		if err != nil {
-			t.Fatalf("seed %d: %v", seed, err)
-		}
-		if got.MaxUDPSize() != tb.MaxUDPSize() || got.nodes.Len() != tb.nodes.Len() || len(got.zones) != len(tb.zones) {
-			t.Fatalf("seed %d: read %d names, %d zones, cap %d; wrote %d, %d, %d", seed,
-				got.nodes.Len(), len(got.zones), got.MaxUDPSize(), tb.nodes.Len(), len(tb.zones), tb.MaxUDPSize())
-		}
-		names := map[string]bool{"example.org.": true}
-		for _, z := range zs {
-			names["nope."+z.Origin] = true
-			for _, rr := range z.AXFR() {
-				names[rr.Header().Name] = true
-				names["child."+rr.Header().Name] = true
-			}
-		}
-		for name := range names {
-			for _, qtype := range types {
-				for _, a := range []ask{{name: name, qtype: qtype}, {name: name, qtype: qtype, edns: 1232}, {name: name, qtype: qtype, tcp: true, edns: 4096}} {
-					msg := query(a)
-					want, wr := tb.Respond(make([]byte, 0, 65535), msg, a.tcp)
-					have, hr := got.Respond(make([]byte, 0, 65535), msg, a.tcp)
-					if !bytes.Equal(want, have) || wr != hr {
-						t.Fatalf("seed %d: %s %s tcp=%v: the table read back answers\n% x (%+v)\nnot\n% x (%+v)", seed, name, dns.TypeToString[qtype], a.tcp, have, hr, want, wr)
-					}
-					checked++
-				}
-			}
-		}
-		// Written again, the table read back gives the same table.
-		again, err := ReadTable(encode(t, got))
-		if err != nil || again.nodes.Len() != got.nodes.Len() {
-			t.Fatalf("seed %d: written again and read: %v", seed, err)
-		}
-	}
-	t.Logf("%d questions checked", checked)
-}
-
-// Bytes that are not a whole table are refused, never served: every
-// prefix of a table, and each byte of it changed, is either refused or a
-// table that answers without panicking.
-func TestReadTableRefusesDamage(t *testing.T) {
-	tb, _ := testTable(t, 1232)
-	b := encode(t, tb)
-	for n := range len(b) {
-		if _, err := ReadTable(b[:n]); !errors.Is(err, errTable) {
-			t.Fatalf("a table cut at %d of %d bytes: %v", n, len(b), err)
-		}
-	}
-	if _, err := ReadTable(append(bytes.Clone(b), 0)); !errors.Is(err, errTable) {
-		t.Fatalf("a byte after the table: %v", err)
-	}
-	step := 1
-	if raceEnabled {
-		step = 7
-	}
-	for i := 0; i < len(b); i += step {
-		c := bytes.Clone(b)
-		c[i] ^= 0x5a
-		if got, err := ReadTable(c); err == nil {
-			answerAll(t, got)
-		} else if !errors.Is(err, errTable) {
-			t.Fatalf("byte %d changed: %v", i, err)
-		}
-	}
-}
 
 // answerAll asks a table for every name it holds and a few it does not.
 func answerAll(t testing.TB, tb *Table) {
@@ -134,39 +26,6 @@ func answerAll(t testing.TB, tb *Table) {
 		for _, qtype := range []uint16{dns.TypeA, dns.TypeTXT, dns.TypeSOA, dns.TypeANY} {
 			tb.Respond(out, query(ask{name: name, qtype: qtype, edns: 1232}), false)
 			tb.Respond(out, query(ask{name: "x." + name, qtype: qtype}), true)
-		}
-	}
-}
-
-// FuzzReadTable feeds arbitrary bytes to ReadTable: it must refuse them
-// or return a table that answers without panicking. The seed corpus (in
-// testdata/fuzz) holds whole tables.
-func FuzzReadTable(f *testing.F) {
-	for _, maxUDP := range []int{512, 1232} {
-		tb, _ := testTable(f, maxUDP)
-		f.Add(encode(f, tb))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		tb, err := ReadTable(b)
-		if err != nil {
-			if !errors.Is(err, errTable) {
-				t.Fatalf("error %v does not say it is not a table", err)
-			}
-			return
-		}
-		answerAll(t, tb)
-	})
-}
-
-// BenchmarkReadTable reads the table of 10 000 services (20 000 names).
-func BenchmarkReadTable(b *testing.B) {
-	b.ReportAllocs()
-	tb := fleetTable(b, 10000)
-	enc := encode(b, tb)
-	b.SetBytes(int64(len(enc)))
-	for b.Loop() {
-		if _, err := ReadTable(enc); err != nil {
-			b.Fatal(err)
 		}
 	}
 }
@@ -231,31 +90,6 @@ func fleetTable(t testing.TB, n int) *Table {
 		t.Fatal(err)
 	}
 	return tb
-}
-
-// The zone a response names (kept by the per-zone metrics for as long as
-// the process runs) is not a piece of the bytes a table was read from:
-// it would keep all of them alive after the table is replaced (38 MB at
-// 100 000 services).
-func TestReadTableZoneNameIsItsOwn(t *testing.T) {
-	tb, _ := testTable(t, 1232)
-	b := encode(t, tb)
-	got, err := ReadTable(b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	lo, hi := uintptr(^uint(0)), uintptr(0)
-	for key := range got.nodes.All() {
-		p := uintptr(unsafe.Pointer(unsafe.StringData(key)))
-		lo, hi = min(lo, p), max(hi, p)
-	}
-	_, r := got.Respond(make([]byte, 0, 512), query(ask{name: "echo.example.test.", qtype: dns.TypeA}), false)
-	if r.Zone == "" {
-		t.Fatal("no zone named")
-	}
-	if p := uintptr(unsafe.Pointer(unsafe.StringData(r.Zone))); p+uintptr(len(b)) >= lo && p <= hi+uintptr(len(b)) {
-		t.Fatalf("the zone name %q lies among the table's bytes", r.Zone)
-	}
 }
 
 // A zone's answers built whole (each unit's records made once, cut at
