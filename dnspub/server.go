@@ -476,10 +476,11 @@ func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(
 // returnMemory). reloadMu is held.
 func (s *Server) publish(cfg *model.Config, name, why string, large bool, start time.Time) (changed []string, err error) {
 	old := s.snap.Load()
-	// Nothing is served yet on a first start: a new zone's answers but
-	// its apex's are built for each query until the table is complete,
-	// which completeTable does once this version is served.
-	next, serials, changed, err := s.build(cfg, old, old == nil)
+	// Nothing is served yet on a first start (nor by a store's empty
+	// first version): a new zone's answers but its apex's are built for
+	// each query until the table is complete, which completeTable does
+	// once this version is served.
+	next, serials, changed, err := s.build(cfg, old, old == nil || len(old.zones) == 0)
 	if err != nil {
 		s.metrics.reloads.WithLabelValues("rejected").Inc()
 		s.metrics.lastReload.Set(0)
