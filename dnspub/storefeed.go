@@ -472,8 +472,9 @@ func (f *feed) validate(z *feedZone, names []string, log func(msg string, args .
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			var v model.ServiceValidator
 			for i := w; i < len(todo); i += workers {
-				todo[i].svc, diags[i] = model.ValidateService(z.base, todoNames[i], todo[i].labels, todo[i].spec, f.keys)
+				todo[i].svc, diags[i] = v.Validate(z.base, todoNames[i], todo[i].labels, todo[i].spec, f.keys)
 				todo[i].bad = todo[i].svc == nil
 				if !todo[i].bad {
 					todo[i].svc.ResourceVersion = todo[i].rev

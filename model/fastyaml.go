@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 )
 
 // A first start of 100 000 services spent a third of its reading in
@@ -48,6 +50,8 @@ type yamlScratch struct {
 	nodes []yaml.Node
 	ptrs  []*yaml.Node
 	stack []*yaml.Node
+	// tree is the JSON parser's, for readJSON.
+	tree jtree.Tree
 	// doc and json are what reading a service needs besides its nodes:
 	// a doc of its own, and the buffers of its config converted to JSON
 	// (a kilobyte a service, made and dropped 100 000 times at a start).
@@ -57,6 +61,21 @@ type yamlScratch struct {
 	// pairs holds the pairs of the mappings of the service being read
 	// (doc.pairs).
 	pairs []pair
+}
+
+// slab returns n nodes and n pointers to nodes, cleared, from the
+// scratch's memory, grown as needed.
+func (s *yamlScratch) slab(n int) ([]yaml.Node, []*yaml.Node) {
+	if cap(s.nodes) < n {
+		s.nodes = make([]yaml.Node, n)
+	}
+	if cap(s.ptrs) < n {
+		s.ptrs = make([]*yaml.Node, n)
+	}
+	nodes, ptrs := s.nodes[:n], s.ptrs[:n]
+	clear(nodes)
+	clear(ptrs)
+	return nodes, ptrs
 }
 
 // readFast returns the document node yaml.v3 would read from text, or

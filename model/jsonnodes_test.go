@@ -10,10 +10,17 @@ import (
 )
 
 // checkJSON fails t when readJSON reads text and yaml.v3 does not, or
-// reads it differently; it reports whether readJSON read it.
+// reads it differently; it reports whether readJSON read it. It reads
+// text twice with a scratch that read something else before, and once
+// without one.
 func checkJSON(t *testing.T, text []byte) bool {
 	t.Helper()
-	got, ok := readJSON(text)
+	var scratch yamlScratch
+	readJSON([]byte(`{"before":[1,2,{"x":"y"}],"anchor":"a"}`), &scratch)
+	got, ok := readJSON(text, &scratch)
+	if fresh, fok := readJSON(text, nil); fok != ok || ok && sameNodes(got, fresh, "") != "" {
+		t.Fatalf("readJSON reads %q otherwise with a used scratch", text)
+	}
 	if !ok {
 		return false
 	}

@@ -24,7 +24,7 @@ import (
 // be the same) with the rules of a policy in a publisher config, and
 // returns the policy or nil and diagnostics holding an error.
 func ValidatePolicy(z *Zone, name string, spec []byte) (*policy.Policy, sc.Diagnostics) {
-	d, root := specDoc(spec, "policy "+name)
+	d, root := specDoc(spec, "policy "+name, nil)
 	if root == nil {
 		return nil, d.diagnostics()
 	}

@@ -308,7 +308,7 @@ func yamlParserProblem(msg string) bool {
 // parseYAML reads the first YAML (or JSON) document of src, which is
 // d.src or its skeleton.
 func (d *doc) parseYAML(src []byte) *yaml.Node {
-	if root, ok := readNodes(src, nil); ok {
+	if root, ok := readNodes(src, d.scratch); ok {
 		return deref(root.Content[0])
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(src))

@@ -207,9 +207,10 @@ func (s *Store) validateBatch(zc *model.Zone, z string, todo, all []*batchItem) 
 	workers := min(runtime.GOMAXPROCS(0), max(len(todo)/64, 1))
 	for w := range workers {
 		wg.Go(func() {
+			var v model.ServiceValidator
 			for k := w; k < len(todo); k += workers {
 				it := todo[k]
-				_, ds := model.ValidateService(zc, it.name, it.obj.Metadata.Labels, it.spec, s.opts.Keys)
+				_, ds := v.Validate(zc, it.name, it.obj.Metadata.Labels, it.spec, s.opts.Keys)
 				if !ds.HasErrors() {
 					continue
 				}

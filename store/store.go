@@ -592,6 +592,7 @@ func checkPrecondition(cur *kv, want int64, what string) *Error {
 func (s *Store) checkServices(ctx context.Context, zone string, zc *model.Zone, only func(policy.Target) bool) (int64, *Error, error) {
 	var bad *Error
 	var rev int64
+	var v model.ServiceValidator
 	from := ""
 	for {
 		kvs, more, read, err := s.b.rangeKeys(ctx, servicePrefix(zone), from, 1000, rev)
@@ -607,7 +608,7 @@ func (s *Store) checkServices(ctx context.Context, zone string, zc *model.Zone, 
 			if only != nil && !only(zc.ServiceTarget(o.Metadata.Name, o.Metadata.Labels, o.Spec)) {
 				continue
 			}
-			_, ds := model.ValidateService(zc, o.Metadata.Name, o.Metadata.Labels, o.Spec, s.opts.Keys)
+			_, ds := v.Validate(zc, o.Metadata.Name, o.Metadata.Labels, o.Spec, s.opts.Keys)
 			if !ds.HasErrors() {
 				continue
 			}

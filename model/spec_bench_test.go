@@ -1,0 +1,78 @@
+package model
+
+import "testing"
+
+// BenchmarkValidateService: a store spec of the fleet's shape validated
+// alone, and one after the other by a ServiceValidator (a store's start
+// validates 100 000 so).
+func BenchmarkValidateService(b *testing.B) {
+	cfg, ds := Parse([]byte("zones:\n  - origin: fleet.test.\n    nameservers: [ns1.example.net.]\n    services: [{name: a, addresses: [10.0.0.1]}]\n"))
+	if cfg == nil {
+		b.Fatal(ds)
+	}
+	z := cfg.Zones[0]
+	spec := []byte(`{"addresses":["10.0.0.1"],"serviceConfig":{"methodConfig":[{"name":[{"service":"fleet.v1.Service1"}],"timeout":"1s","retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]}}`)
+	b.Run("alone", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if s, ds := ValidateService(z, "svc1", nil, spec, nil); s == nil {
+				b.Fatal(ds)
+			}
+		}
+	})
+	b.Run("validator", func(b *testing.B) {
+		b.ReportAllocs()
+		var v ServiceValidator
+		for b.Loop() {
+			if s, ds := v.Validate(z, "svc1", nil, spec, nil); s == nil {
+				b.Fatal(ds)
+			}
+		}
+	})
+}
+
+// TestServiceValidatorReuse: a validator that validated other specs,
+// valid and not, validates the next as ValidateService does.
+func TestServiceValidatorReuse(t *testing.T) {
+	cfg, ds := Parse([]byte("zones:\n  - origin: fleet.test.\n    nameservers: [ns1.example.net.]\n    services: [{name: a, addresses: [10.0.0.1]}]\n"))
+	if cfg == nil {
+		t.Fatal(ds)
+	}
+	z := cfg.Zones[0]
+	specs := []string{
+		`{"addresses":["10.0.0.1"],"serviceConfig":{"methodConfig":[{"name":[{"service":"a.B"}],"timeout":"1s"}]}}`,
+		`{"addresses":["10.0.0.2"],"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"soon"}]}}`,
+		`{"addresses":"10.0.0.3","choices":[{"percentage":50,"serviceConfig":{"loadBalancingConfig":[{"round_robin":{}}]}},{"serviceConfig":{}}]}`,
+		"addresses: [10.0.0.4]\nserviceConfig: {methodConfig: [{name: [{}], waitForReady: true}]}\n",
+		`{"port":"x"}`,
+		`{"addresses":["10.0.0.5"],"serviceConfig":{"loadBalancingConfig":[{"round_robin":{}}],"methodConfig":[{"name":[{"service":"x.Y","method":"Z"}],"retryPolicy":{"maxAttempts":2,"initialBackoff":"1s","maxBackoff":"2s","backoffMultiplier":1.5,"retryableStatusCodes":["UNAVAILABLE"]}}]}}`,
+	}
+	var v ServiceValidator
+	for round := range 3 {
+		for i, spec := range specs {
+			name := "s" + string(rune('a'+i))
+			got, gds := v.Validate(z, name, map[string]string{"team": "x"}, []byte(spec), nil)
+			want, wds := ValidateService(z, name, map[string]string{"team": "x"}, []byte(spec), nil)
+			if (got == nil) != (want == nil) || got != nil && (got.Name != want.Name || !equalTXT(got.TXT, want.TXT)) || len(gds) != len(wds) {
+				t.Fatalf("round %d, spec %d: the validator gives %v %v, ValidateService %v %v", round, i, got, gds, want, wds)
+			}
+			for k := range gds {
+				if gds[k] != wds[k] {
+					t.Fatalf("round %d, spec %d: diagnostic %v, want %v", round, i, gds[k], wds[k])
+				}
+			}
+		}
+	}
+}
+
+func equalTXT(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
