@@ -9,8 +9,14 @@
 // label (every tenth service carries team: payments) and one by name, so
 // that the shapes users run are measured, not only block YAML.
 //
+// -object K writes only service K, as the JSON object of the admin API
+// (metadata with its zone, name and labels, and spec): the body of a PUT
+// of one service of a store loaded from the same flags, or a file for
+// `grpc-config-dns publish`.
+//
 //	go run ./bench/fleetgen -n 100000 > fleet.yaml
 //	go run ./bench/fleetgen -n 100000 -format json -policies > fleet.json
+//	go run ./bench/fleetgen -policies -change 50000 -object 50000 > svc.json
 package main
 
 import (
@@ -18,6 +24,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 )
 
 func main() {
@@ -26,12 +33,28 @@ func main() {
 	origin := flag.String("origin", "fleet.test.", "the zone")
 	format := flag.String("format", "yaml", "yaml or json")
 	policies := flag.Bool("policies", false, "add a zone-wide, a label and a name policy")
+	object := flag.Int("object", -1, "write only this service, as an admin API object (none when negative)")
 	flag.Parse()
 	if *format != "yaml" && *format != "json" {
 		fmt.Fprintln(os.Stderr, "fleetgen: -format is yaml or json")
 		os.Exit(2)
 	}
 	w := bufio.NewWriter(os.Stdout)
+	if *object >= 0 {
+		timeout := "1s"
+		if *object == *change {
+			timeout = "2s"
+		}
+		labels := ""
+		if *policies && *object%10 == 0 {
+			labels = `,"labels":{"team":"payments"}`
+		}
+		fmt.Fprintf(w, `{"metadata":{"zone":%q,"name":"svc%d"%s},"spec":{`, strings.TrimSuffix(*origin, "."), *object, labels)
+		writeJSONSpec(w, *object, timeout)
+		w.WriteString("}\n")
+		flush(w)
+		return
+	}
 	json := *format == "json"
 	if json {
 		fmt.Fprintf(w, `{"zones":[{"origin":%q,"ttl":300,"nameservers":["ns1.example.net."],"transfer":{"allow":["127.0.0.1"]},`, *origin)
@@ -71,8 +94,9 @@ func main() {
 			if labels != "" {
 				l = `"labels":{"team":"payments"},`
 			}
-			fmt.Fprintf(w, `{"name":"svc%d",%s"addresses":["10.%d.%d.%d"],"serviceConfig":{"methodConfig":[{"name":[{"service":"fleet.v1.Service%d"}],"timeout":"%s","retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]}}%s`+"\n",
-				i, l, i>>16, i>>8&0xff, i&0xff, i, timeout, sep)
+			fmt.Fprintf(w, `{"name":"svc%d",%s`, i, l)
+			writeJSONSpec(w, i, timeout)
+			w.WriteString(sep + "\n")
 			continue
 		}
 		fmt.Fprintf(w, "      - name: svc%d\n", i)
@@ -90,6 +114,17 @@ func main() {
 	if json {
 		w.WriteString("]}]}\n")
 	}
+	flush(w)
+}
+
+// writeJSONSpec writes the fields of service i after its name (or its
+// labels) and the closing brace: its address and service config.
+func writeJSONSpec(w *bufio.Writer, i int, timeout string) {
+	fmt.Fprintf(w, `"addresses":["10.%d.%d.%d"],"serviceConfig":{"methodConfig":[{"name":[{"service":"fleet.v1.Service%d"}],"timeout":"%s","retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]}}`,
+		i>>16, i>>8&0xff, i&0xff, i, timeout)
+}
+
+func flush(w *bufio.Writer) {
 	if err := w.Flush(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

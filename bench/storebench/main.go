@@ -15,9 +15,15 @@
 //	       resourceVersionMatch=NotOlderThan
 //	PAGE   the next page by its continue token (Exact at the list's version)
 //	DNS    PUT acknowledged → the new TXT answered over UDP (polled)
+//	PUTDNS the same PUTs, from the request sent → the new TXT answered
+//
+// -ops chooses which of them run (bench/scale.sh runs only dns, on a
+// store that `import` loaded: a store given with -store that holds the
+// zone and its N services already is used as it is, not loaded again).
 //
 //	go build -o /tmp/gcd ./cmd/grpc-config-dns
 //	go run ./bench/storebench -bin /tmp/gcd -n 100000
+//	go run ./bench/storebench -bin /tmp/gcd -n 100000 -store DIR -ops dns -dns-samples 200
 package main
 
 import (
@@ -50,9 +56,23 @@ func main() {
 	n := flag.Int("n", 100000, "services in the zone")
 	load := flag.Int("load", 32, "clients writing at once while loading")
 	samples := flag.Int("samples", 2000, "requests measured per operation")
+	dnsSamples := flag.Int("dns-samples", 0, "PUTs timed to their DNS answer (default: a quarter of -samples, at least 10)")
+	opsFlag := flag.String("ops", "put,get,list,dns", "the measurements to run, comma-separated: put, get, list (with the pages after it), dns")
 	flag.Parse()
 	if *bin == "" {
 		fail("-bin is required: go build -o /tmp/gcd ./cmd/grpc-config-dns")
+	}
+	ops := map[string]bool{}
+	for _, op := range strings.Split(*opsFlag, ",") {
+		switch op {
+		case "put", "get", "list", "dns":
+			ops[op] = true
+		default:
+			fail(fmt.Sprintf("-ops %q: %q is none of put, get, list, dns", *opsFlag, op))
+		}
+	}
+	if *dnsSamples <= 0 {
+		*dnsSamples = max(*samples/4, 10)
 	}
 	tmp, err := os.MkdirTemp("", "storebench")
 	check(err)
@@ -88,16 +108,22 @@ func main() {
 			fail("serve not ready in 30s:\n" + logs.String())
 		}
 	}
-	if code, b := c.do("PUT", "/v1/zones/fleet.test", `{"spec":{"ttl":300,"nameservers":["ns1.example.net."]}}`); code != 200 && code != 201 {
-		fail(fmt.Sprintf("PUT zone: %d %s", code, b))
+	// The zone, unless the store holds it: a zone PUT that changes it
+	// validates all its services again.
+	if code, _ := c.do("GET", "/v1/zones/fleet.test", ""); code != 200 {
+		if code, b := c.do("PUT", "/v1/zones/fleet.test", `{"spec":{"ttl":300,"nameservers":["ns1.example.net."]}}`); code != 200 && code != 201 {
+			fail(fmt.Sprintf("PUT zone: %d %s", code, b))
+		}
 	}
 
 	// Load, unless a store given with -store holds the services already.
 	start := time.Now()
 	var next atomic.Int64
+	loaded := false
 	if code, _ := c.do("GET", svcPath(*n-1), ""); code == 200 {
 		fmt.Printf("store %s: holds the %d services already\n", *loc, *n)
 		next.Store(int64(*n))
+		loaded = true
 	}
 	var wg sync.WaitGroup
 	for range *load {
@@ -116,8 +142,9 @@ func main() {
 		}()
 	}
 	wg.Wait()
-	took := time.Since(start)
-	fmt.Printf("store %s: loaded %d services with %d clients in %v (%.0f writes/s)\n", *loc, *n, *load, took.Round(time.Millisecond), float64(*n)/took.Seconds())
+	if took := time.Since(start); !loaded {
+		fmt.Printf("store %s: loaded %d services with %d clients in %v (%.0f writes/s)\n", *loc, *n, *load, took.Round(time.Millisecond), float64(*n)/took.Seconds())
+	}
 	// Wait until DNS serves the last one.
 	waitTXT(dnsAddr, *n-1, "fleet.v1.Service", 60*time.Second)
 
@@ -128,14 +155,17 @@ func main() {
 	epoch := 10 + rng.IntN(100000)
 	report := func(name string, d []time.Duration) {
 		slices.Sort(d)
-		fmt.Printf("%-5s p50 %7.2f ms   p99 %7.2f ms   max %7.2f ms   (%d samples)\n", name,
+		fmt.Printf("%-6s p50 %7.2f ms   p99 %7.2f ms   max %7.2f ms   (%d samples)\n", name,
 			ms(d[len(d)/2]), ms(d[len(d)*99/100]), ms(d[len(d)-1]), len(d))
 	}
 
 	// PUT.
 	var puts []time.Duration
-	var lastRV string
+	lastRV := "0"
 	for k := range *samples {
+		if !ops["put"] && !ops["list"] {
+			break
+		}
 		i := rng.IntN(*n)
 		t0 := time.Now()
 		code, b := c.do("PUT", svcPath(i), spec(i, fmt.Sprintf("%d.%03ds", epoch+k/1000, k%1000)))
@@ -144,12 +174,20 @@ func main() {
 			fail(fmt.Sprintf("PUT: %d %s", code, b))
 		}
 		lastRV = rvOf(b)
+		if !ops["put"] { // one PUT, for the list's version
+			break
+		}
 	}
-	report("PUT", puts)
+	if ops["put"] {
+		report("PUT", puts)
+	}
 
 	// GET.
 	var gets []time.Duration
 	for range *samples {
+		if !ops["get"] {
+			break
+		}
 		i := rng.IntN(*n)
 		t0 := time.Now()
 		code, b := c.do("GET", svcPath(i), "")
@@ -158,12 +196,17 @@ func main() {
 			fail(fmt.Sprintf("GET: %d %s", code, b))
 		}
 	}
-	report("GET", gets)
+	if ops["get"] {
+		report("GET", gets)
+	}
 
 	// LIST: the first page, NotOlderThan the last version written; PAGE:
 	// the pages after it.
 	var lists, pages []time.Duration
 	listSamples := max(*samples/4, 10)
+	if !ops["list"] {
+		listSamples = 0
+	}
 	for range listSamples {
 		t0 := time.Now()
 		code, b := c.do("GET", "/v1/zones/fleet.test/services?limit=500&resourceVersionMatch=NotOlderThan&resourceVersion="+lastRV, "")
@@ -196,15 +239,20 @@ func main() {
 			cont = l.Metadata.Continue
 		}
 	}
-	report("LIST", lists)
-	report("PAGE", pages)
+	if ops["list"] {
+		report("LIST", lists)
+		report("PAGE", pages)
+	}
+	if !ops["dns"] {
+		return
+	}
 
-	// Write to DNS answer.
-	var delays []time.Duration
-	dnsSamples := max(*samples/4, 10)
-	for k := range dnsSamples {
+	// Write to DNS answer: from the acknowledgement, and from the request.
+	var delays, sent []time.Duration
+	for k := range *dnsSamples {
 		i := rng.IntN(*n)
 		marker := fmt.Sprintf("%d%04d.5s", epoch, k)
+		t0 := time.Now()
 		code, b := c.do("PUT", svcPath(i), spec(i, marker))
 		acked := time.Now()
 		if code != 200 {
@@ -212,8 +260,10 @@ func main() {
 		}
 		waitTXT(dnsAddr, i, strings.TrimSuffix(marker, "s"), 10*time.Second)
 		delays = append(delays, time.Since(acked))
+		sent = append(sent, time.Since(t0))
 	}
 	report("DNS", delays)
+	report("PUTDNS", sent)
 }
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
