@@ -45,11 +45,9 @@
 #   load      dnsperf at LOAD_QPS on random TXT names, 10 changes
 #             meanwhile: queries answered per second and queries lost
 #   restart   stopped, then started again: → the last service's TXT
-#             answered (ours, file: from the answers the last run kept, a
-#             warm start; ours, store: the store read again; Knot and NSD
-#             read the zone file again)
-#   rssR      memory after that restart, once ours has read the config
-#             in the background (3 s later for the others)
+#             answered (ours reads the config or the store again, as Knot
+#             and NSD read their zone file again)
+#   rssR      memory 3 s after that restart
 #   put p99   store modes: PUT sent → the new TXT answered, p99 of
 #             PUT_SAMPLES PUTs one at a time (bench/storebench -ops dns on
 #             the row's store, after the rest; 0 skips it)
@@ -316,7 +314,7 @@ first_start() {
 	case $row in
 	ours/file/*)
 		shape=${row#ours/file/}
-		rm -f "$tmp/live-$shape.serial" "$tmp/live-$shape.answers"
+		rm -f "$tmp/live-$shape.serial"
 		cp "$tmp/fleet-$shape-a.$(ext "$shape")" "$tmp/live-$shape.$(ext "$shape")"
 		;;
 	knot | nsd) cp "$tmp/fleet-yaml-a.zone" "$tmp/fleet.test.zone" ;;
@@ -445,17 +443,6 @@ for n in $SIZES; do
 		rss10=$(pss "$pid")
 		qps=$(awk '/Queries per second/ {printf "%.0f", $4}' "$tmp/dnsperf.out")
 		lost=$(awk '/Queries lost/ {print $3}' "$tmp/dnsperf.out")
-		warm=
-		if [[ $row == ours/file/* ]] && (($(stat -c %s "$tmp/fleet-${row#ours/file/}-a.$(ext "${row#ours/file/}")") >= 1 << 20)); then
-			warm=1 # only configs of 1 MiB or more keep their answers
-			# The answers are kept 2 s after the last change, once loaded:
-			# a slow reload (JSON) can still be writing the last ones.
-			v=$(grep 'msg="config loaded"' "$tmp/ours.log" | tail -1 | sed -n 's/.* version=\([0-9]*\) .*/\1/p')
-			for _ in $(seq 300); do
-				grep -q "msg=\"answers kept for a warm start\".* version=$v " "$tmp/ours.log" && break
-				sleep 0.1
-			done
-		fi
 		[[ -n $qps && -n $lost ]] || echo "scale: $row: dnsperf said nothing of its queries:" "$(tail -3 "$tmp/dnsperf.out")" >&2
 		qps=${qps:--} lost=${lost:--}
 		stop_server
@@ -464,15 +451,6 @@ for n in $SIZES; do
 		start_server "$row" "$port"
 		wait_txt "$port" "$last" "Service$((n - 1))"
 		restart=$(since "$t0")
-		if [[ $row == ours/file/* ]]; then
-			if [[ -n $warm ]] && ! grep -q 'answering from the answers kept' "$tmp/ours.log"; then
-				echo "scale: the restart was not warm:" "$(grep -m1 'not starting from' "$tmp/ours.log")" >&2
-			fi
-			for _ in $(seq 1200); do
-				grep -q 'msg="config loaded".*why=start' "$tmp/ours.log" && break
-				sleep 0.1
-			done
-		fi
 		sleep 3
 		rssR=$(pss "$pid")
 		[[ $row == ours/etcd/* ]] && echo "scale: $row: etcd's own memory (PSS) $(pss "$etcd_pid")MB" >&2
