@@ -521,6 +521,11 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 	keys := make([]itemSum, len(b.items))
 	ctx := itemContext(z, d.sigLen)
 	last := d.cache.zone(ctx)
+	// With the zone's policies as they were (their digests say what and
+	// where they are), a kept reading's policies are too: only when they
+	// changed is each checked against those that select its service now.
+	policies := z.policiesKey()
+	samePolicies := last != nil && last.policies == policies
 	// Every item's text is hashed and found among the readings of the
 	// last parse, in parts of the list, one per core: a reload of 100 000
 	// services does it for them all. The readings are in the order of the
@@ -545,7 +550,7 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 				if d.cache != nil {
 					keys[i] = d.cache.sum(b.items[i].text)
 					r, at := last.find(keys[i], hint, missed)
-					if r != nil && r.policyKey() == z.policyKey(r.target()) {
+					if r != nil && (samePolicies || r.policyKey() == z.policyKey(r.target())) {
 						results[i] = r
 						nodes[p] += int(r.nodes)
 						hint, missed = at+1, false
@@ -616,7 +621,7 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 		// another node ("first at line 12"), which would be wrong once
 		// the item moves; and a config with errors is not served, so
 		// nothing is gained by keeping them.
-		next := &zoneItems{sums: keys, results: slices.Clone(results)}
+		next := &zoneItems{sums: keys, results: slices.Clone(results), policies: policies}
 		for i, r := range next.results {
 			if r.errors != 0 {
 				next.results[i] = nil
@@ -748,6 +753,8 @@ func (c *itemCache) zone(context string) *zoneItems {
 type zoneItems struct {
 	sums    []itemSum
 	results []*itemResult // nil for a reading not kept
+	// policies are the zone's when they were read (Zone.policiesKey).
+	policies string
 	once    sync.Once
 	index   map[itemSum]int32
 }

@@ -172,6 +172,9 @@ func (c *randomConfig) service(rng *rand.Rand) string {
 	if rng.IntN(4) != 0 {
 		fmt.Fprintf(&b, "        addresses: [10.0.%d.%d]\n", rng.IntN(256), rng.IntN(256))
 	}
+	if rng.IntN(3) == 0 {
+		fmt.Fprintf(&b, "        labels: {team: %c}\n", 'a'+rune(rng.IntN(2)))
+	}
 	switch rng.IntN(80) {
 	case 0:
 		b.WriteString("        serviceConfig: {methodConfig: [{name: [{}], timeout: 1x}]}\n") // an error
@@ -207,7 +210,11 @@ func (c *randomConfig) edit(rng *rand.Rand) bool {
 		i, j := rng.IntN(len(items)), rng.IntN(len(items))
 		items[i], items[j] = items[j], items[i]
 	default:
-		c.ttl[z] = []string{"", "    ttl: 60\n", "    # zone comment\n"}[rng.IntN(3)]
+		c.ttl[z] = []string{"", "    ttl: 60\n", "    # zone comment\n",
+			"    policies: [{name: p, targetRef: {kind: Zone}, default: {methodConfig: [{name: [{}], waitForReady: true}]}}]\n",
+			"    policies: [{name: q, targetRef: {kind: Service, labels: {team: a}}, default: {loadBalancingConfig: [{round_robin: {}}]}}]\n",
+			"    policies:\n      - {name: q, targetRef: {kind: Service, labels: {team: a}}, default: {loadBalancingConfig: [{pick_first: {}}]}}\n      - {name: r, targetRef: {kind: Service, name: s3}, default: {}}\n",
+		}[rng.IntN(6)]
 		return false
 	}
 	return true

@@ -132,6 +132,18 @@ func describeRef(r policy.TargetRef) string {
 
 func (s *Service) target() policy.Target { return policy.Target{Name: s.Name, Labels: s.Labels} }
 
+// policiesKey is what all the zone's policies are, and where they were
+// written ("" when it has none).
+func (z *Zone) policiesKey() string {
+	var b strings.Builder
+	for _, p := range z.Policies {
+		b.WriteString(p.Name)
+		b.WriteByte(0)
+		b.WriteString(z.policyAt[p.Name].digest)
+	}
+	return b.String()
+}
+
 // policyKey is what the policies that select t are, and where they were
 // written: a cached reading of a service is used again only when it is
 // the same ("" when the zone has no policies).
