@@ -755,8 +755,8 @@ type zoneItems struct {
 	results []*itemResult // nil for a reading not kept
 	// policies are the zone's when they were read (Zone.policiesKey).
 	policies string
-	once    sync.Once
-	index   map[itemSum]int32
+	once     sync.Once
+	index    map[itemSum]int32
 }
 
 // find returns the reading of the item whose text's sum is sum, looked
