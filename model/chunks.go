@@ -565,9 +565,6 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 	}
 	looked.Wait()
 	todo := slices.Concat(todos...)
-	if d.cache != nil {
-		d.cache.read.Add(int64(len(todo)))
-	}
 	// The items' YAML nodes count toward the config's bound before any is
 	// read (see MaxConfigNodes): a kept reading's were counted when it was
 	// read, the text's other items are estimated here.
@@ -731,8 +728,6 @@ type itemCache struct {
 	// serial, when set, is called as parse starts a step that runs on
 	// one core (ParseSum hashes the text on another).
 	serial func()
-	// read counts the items read (not kept from the last parse).
-	read atomic.Int64
 }
 
 // zone returns the readings of the last parse for the zone of context
@@ -800,18 +795,6 @@ type Parser struct {
 	items map[string]*zoneItems
 	// seed keys the sums items are kept by.
 	seed [2]maphash.Seed
-	// read is how many services the last parse read (all but those it
-	// kept), or -1 when it read the text whole.
-	read int
-}
-
-// Read returns how many services the last Parse read from their text, as
-// opposed to those it kept from the parse before: a server gives back
-// the memory of a parse that read many (read whole, -1).
-func (p *Parser) Read() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.read
 }
 
 // Parse is the package's Parse, with the Parser's memory.
@@ -844,12 +827,8 @@ func (p *Parser) parse(text []byte, hashed bool) (cfg *Config, ds sc.Diagnostics
 		p.seed = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 	}
 	c := &itemCache{last: p.items, next: make(map[string]*zoneItems, len(p.items)), sum: p.sum, serial: serial}
-	cfg, ds, blocks := parse(text, c)
+	cfg, ds, _ = parse(text, c)
 	p.items = c.next
-	p.read = int(c.read.Load())
-	if blocks == nil {
-		p.read = -1
-	}
 	return cfg, ds, sum
 }
 
