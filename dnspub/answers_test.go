@@ -1,11 +1,7 @@
 package dnspub
 
 import (
-	"context"
-	"path/filepath"
 	"slices"
-	"testing"
-	"time"
 
 	"github.com/miekg/dns"
 )
@@ -50,19 +46,6 @@ func answerBytes(ts *testServer, proto, name string, qtype uint16, edns int) str
 		ts.t.Fatal(err)
 	}
 	return string(b)
-}
-
-// startServerIn is startServer with the config file in dir (which keeps
-// the state), the file written only if config is not "".
-func startServerIn(t *testing.T, dir, config string, mod func(*Options)) *testServer {
-	t.Helper()
-	return startServerAt(t, filepath.Join(dir, "publisher.yaml"), config, mod, nil)
-}
-
-func (ts *testServer) stop() {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	ts.Shutdown(ctx)
 }
 
 func equalStrings(a, b []string) bool { return slices.Equal(a, b) }

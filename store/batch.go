@@ -46,13 +46,12 @@ const (
 
 // batchItem is one service of a batch, checked.
 type batchItem struct {
-	name   string
-	obj    *Object
-	value  []byte // as stored
-	spec   []byte
-	want   int64 // precondition, 0 for none
-	cur    *kv
-	action string
+	name  string
+	obj   *Object
+	value []byte // as stored
+	spec  []byte
+	want  int64 // precondition, 0 for none
+	cur   *kv
 }
 
 // PutServices creates or replaces services of zone, as PutService does

@@ -13,23 +13,6 @@ import (
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
 
-// answerAll asks a table for every name it holds and a few it does not.
-func answerAll(t testing.TB, tb *Table) {
-	out := make([]byte, 0, 65535)
-	for key := range tb.nodes.All() {
-		name := "."
-		if k := []byte(key); len(k) > 1 {
-			if n, _, err := dns.UnpackDomainName(k, 0); err == nil {
-				name = n
-			}
-		}
-		for _, qtype := range []uint16{dns.TypeA, dns.TypeTXT, dns.TypeSOA, dns.TypeANY} {
-			tb.Respond(out, query(ask{name: name, qtype: qtype, edns: 1232}), false)
-			tb.Respond(out, query(ask{name: "x." + name, qtype: qtype}), true)
-		}
-	}
-}
-
 // BenchmarkBuildTable builds the same table from its zone: what a start
 // does without a table to read, given the change of the zone.Update that
 // built it (made: its names are not looked up) or not (zone).
@@ -81,15 +64,6 @@ func fleetConfig(t testing.TB, n, changed int) *model.Config {
 		t.Fatal(ds)
 	}
 	return cfg
-}
-
-func fleetTable(t testing.TB, n int) *Table {
-	z, _ := fleetZone(t, n)
-	tb, err := Build([]*zone.Zone{z}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tb
 }
 
 // A zone's answers built whole (each unit's records made once, cut at
