@@ -26,3 +26,31 @@ func BenchmarkNewFleetZone(b *testing.B) {
 		New(cfg.Zones[0], 1)
 	}
 }
+
+// BenchmarkUpdateOneService: the next version of a zone of 100 000
+// services of which one changed, as a reload or a store write builds it:
+// the others are the very objects of the config before.
+func BenchmarkUpdateOneService(b *testing.B) {
+	var text bytes.Buffer
+	text.WriteString("zones:\n  - origin: fleet.test.\n    nameservers: [ns1.example.net.]\n    services:\n")
+	for i := range 100_000 {
+		fmt.Fprintf(&text, "      - name: svc%d\n        addresses: [10.%d.%d.%d]\n", i, i>>16, i>>8&0xff, i&0xff)
+	}
+	var p model.Parser
+	a, ds := p.Parse(text.Bytes())
+	if a == nil {
+		b.Fatal(ds)
+	}
+	changed, ds := p.Parse(bytes.Replace(text.Bytes(), []byte("[10.0.195.80]"), []byte("[10.9.9.9]"), 1))
+	if changed == nil {
+		b.Fatal(ds)
+	}
+	z := New(a.Zones[0], 1)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		next := []*model.Zone{changed.Zones[0], a.Zones[0]}[i%2]
+		z, _ = Update(z, next)
+		i++
+	}
+}
