@@ -690,11 +690,7 @@ func (s *Server) build(cfg *model.Config, old *snapshot, later bool) (*snapshot,
 		}
 		var z *zone.Zone
 		var ch *zone.Change
-		if d := s.feedDelta(zc, prev); d != nil {
-			z, ch = zone.UpdateServices(prevZone, zc, d.changed, d.removed)
-		} else {
-			z, ch = zone.Update(prevZone, zc)
-		}
+		z, ch = zone.Update(prevZone, zc)
 		e := &zoneEntry{cfg: zc}
 		if prev != nil && prev.cur.Digest() == z.Digest() && (!fixed || want == prev.cur.Serial()) {
 			e.cur, e.history = prev.cur, prev.history

@@ -98,26 +98,17 @@ type feedZone struct {
 	replaced []*policy.Policy
 
 	// What is served of the zone, kept up to date change by change so
-	// that a write to one service of 100 000 costs that service: last is
-	// the config built last, served its valid services (in no order),
-	// index their places in served by store name, pending the services
-	// changed since last was built, and delta how cfg differs from last
-	// (nil: cfg was built whole).
+	// that a write to one service of 100 000 validates that service:
+	// last is the config built last, served its valid services (in no
+	// order), index their places in served by store name, pending the
+	// services changed since last was built. The services that did not
+	// change are the same objects in the next config, which is how
+	// zone.Update tells them.
 	last    *model.Zone
 	served  []*model.Service
 	names   []string // the store names of served
 	index   map[string]int
 	pending map[string]bool
-	delta   *zoneDelta
-}
-
-// zoneDelta is how a zone's config differs from the one built before it:
-// services changed (new or replaced) and removed (by config name), the
-// others the same (see zone.UpdateServices).
-type zoneDelta struct {
-	prev    *model.Zone
-	changed []*model.Service
-	removed []string
 }
 
 type feedService struct {
@@ -435,12 +426,9 @@ func (f *feed) build(z *feedZone, log func(msg string, args ...any)) *model.Zone
 				z.names = append(z.names, name)
 			}
 		}
-		z.delta = nil
 	} else {
-		d := &zoneDelta{prev: z.last}
 		for _, name := range names {
 			if i, ok := z.index[name]; ok {
-				d.removed = append(d.removed, z.served[i].Name)
 				last := len(z.served) - 1
 				if i != last {
 					z.served[i], z.names[i] = z.served[last], z.names[last]
@@ -454,14 +442,8 @@ func (f *feed) build(z *feedZone, log func(msg string, args ...any)) *model.Zone
 				z.index[name] = len(z.served)
 				z.served = append(z.served, s.svc)
 				z.names = append(z.names, name)
-				d.changed = append(d.changed, s.svc)
-				// Replaced, not removed.
-				if k := len(d.removed) - 1; k >= 0 && d.removed[k] == s.svc.Name {
-					d.removed = d.removed[:k]
-				}
 			}
 		}
-		z.delta = d
 	}
 	clear(z.pending)
 	zc := *z.base
@@ -519,20 +501,6 @@ func summary(ds sc.Diagnostics) string {
 		}
 	}
 	return out
-}
-
-// feedDelta returns how zc differs from the config prev was built from,
-// when the store's feed knows (nil: compare every service).
-func (s *Server) feedDelta(zc *model.Zone, prev *zoneEntry) *zoneDelta {
-	if s.feed == nil || prev == nil {
-		return nil
-	}
-	name, _ := model.ZoneName(zc.Origin)
-	z := s.feed.zones[name]
-	if z == nil || z.cfg != zc || z.delta == nil || z.delta.prev != prev.cfg {
-		return nil
-	}
-	return z.delta
 }
 
 // fixedSerial returns the serial of a zone in store mode.

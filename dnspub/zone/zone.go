@@ -189,36 +189,6 @@ func Update(prev *Zone, c *model.Zone) (*Zone, *Change) {
 	return z, ch
 }
 
-// UpdateServices is Update for a config c that differs from the one prev
-// was built from only in its services: those of changed are new or
-// replaced, the services named by removed are gone, every other is as it
-// was. It costs what the change touches, not the size of the zone (Update
-// compares every service). prev must not be nil.
-func UpdateServices(prev *Zone, c *model.Zone, changed []*model.Service, removed []string) (*Zone, *Change) {
-	ed := newEditor(prev, c)
-	var build []*model.Service
-	for _, s := range changed {
-		if old, ok := ed.units.Get(s.Name); ok && old.src != nil && sameService(old.src, s) {
-			if old.src != s {
-				ed.units.Set(s.Name, newUnit(s, nil))
-			}
-			continue
-		}
-		build = append(build, s)
-	}
-	for _, m := range ed.buildUnits(build) {
-		ed.put(m)
-	}
-	for _, name := range removed {
-		if name != apexKey {
-			ed.remove(name)
-		}
-	}
-	z, ch := ed.finish()
-	z.services = c.Services
-	return z, ch
-}
-
 // newEditor starts the version of zone c that follows prev (nil for
 // none), with c's SOA fields and apex records (its NS records and glue).
 func newEditor(prev *Zone, c *model.Zone) *editor {

@@ -124,68 +124,6 @@ func TestSameServiceComparesEveryField(t *testing.T) {
 	}
 }
 
-// TestUpdateServicesIsUpdate: a change given as services changed and
-// removed builds the same zone, with the same difference, as Update given
-// the whole config.
-func TestUpdateServicesIsUpdate(t *testing.T) {
-	parse := func(text string) *model.Zone {
-		t.Helper()
-		cfg, ds := model.Parse([]byte(text))
-		if cfg == nil {
-			t.Fatalf("config: %v", ds)
-		}
-		return cfg.Zones[0]
-	}
-	const head = "zones:\n  - origin: example.test.\n    nameservers: [{name: ns1, addresses: [192.0.2.53]}]\n    services:\n"
-	svc := func(name, addr, timeout string, port int) string {
-		p := ""
-		if port > 0 {
-			p = "        port: 50051\n"
-		}
-		return "      - name: " + name + "\n        addresses: [" + addr + "]\n" + p +
-			"        serviceConfig: {methodConfig: [{name: [{service: s.S}], timeout: " + timeout + "}]}\n"
-	}
-	before := parse(head + svc("a", "192.0.2.1", "1s", 0) + svc("b.x", "192.0.2.2", "1s", 1) + svc("c", "192.0.2.3", "1s", 0))
-	prev := New(before, 1)
-	// b.x changes, c goes, d comes, a stays.
-	afterText := head + svc("a", "192.0.2.1", "1s", 0) + svc("b.x", "192.0.2.9", "2s", 1) + svc("d.y.z", "192.0.2.4", "1s", 0)
-	full, fullCh := Update(prev, parse(afterText))
-	after := parse(afterText)
-	byName := map[string]*model.Service{}
-	for _, s := range after.Services {
-		byName[s.Name] = s
-	}
-	var gone string
-	for _, s := range before.Services {
-		if byName[s.Name] == nil {
-			gone = s.Name
-		}
-	}
-	inc, incCh := UpdateServices(prev, after, []*model.Service{byName["b.x.example.test."], byName["d.y.z.example.test."]}, []string{gone})
-	if full.Digest() != inc.Digest() || !reflect.DeepEqual(recordStrings(full.AXFR()), recordStrings(inc.AXFR())) {
-		t.Errorf("zones differ:\nUpdate:          %v\nUpdateServices: %v", full.AXFR(), inc.AXFR())
-	}
-	for _, c := range []struct {
-		what      string
-		got, want []dns.RR
-	}{{"deleted", incCh.Deleted, fullCh.Deleted}, {"added", incCh.Added, fullCh.Added}} {
-		g, w := recordStrings(c.got), recordStrings(c.want)
-		slices.Sort(g)
-		slices.Sort(w)
-		if !reflect.DeepEqual(g, w) || len(g) == 0 {
-			t.Errorf("%s: %v, Update says %v", c.what, g, w)
-		}
-	}
-	if !reflect.DeepEqual(incCh.Owners, fullCh.Owners) {
-		t.Errorf("owners: %v, Update says %v", incCh.Owners, fullCh.Owners)
-	}
-	// Nothing given: the same records.
-	same, ch := UpdateServices(inc, after, nil, nil)
-	if same.Digest() != inc.Digest() || len(ch.Added)+len(ch.Deleted) != 0 {
-		t.Errorf("an empty change changed %v %v", ch.Deleted, ch.Added)
-	}
-}
-
 func recordStrings(rrs []dns.RR) []string {
 	var out []string
 	for _, rr := range rrs {
