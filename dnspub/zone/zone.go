@@ -39,16 +39,16 @@ type Zone struct {
 	owners cow.Map[*owner] // names with records, and empty non-terminals
 	// refs lists, for each host an NS or SRV record of the zone names,
 	// the owners of those records: their answers carry its addresses.
-	refs   cow.Map[[]string]
-	count  int // records, SOA aside
-	bytes  int // of the records, uncompressed
+	refs  cow.Map[[]string]
+	count int // records, SOA aside
+	bytes int // of the records, uncompressed
 	// services is the list of the config the zone was built from, in its
 	// order: the next Update finds the services that did not change by
 	// walking it beside the next list (the same objects, mostly at the same
 	// places), not by looking up each of 100 000 names.
 	services []*model.Service
-	sum    digestSum
-	digest [sha256.Size]byte
+	sum      digestSum
+	digest   [sha256.Size]byte
 }
 
 func newOwner() *owner { return &owner{} }
