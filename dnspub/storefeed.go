@@ -593,8 +593,13 @@ func (s *Server) settings() model.Server {
 // followed (compacted while behind) or on SIGHUP.
 func (s *Server) followStore(ctx context.Context) {
 	f := s.feed
+	// read says the store must be read whole: at start, after a watch
+	// that failed, and on SIGHUP. Only a failure makes the server unready
+	// meanwhile: a SIGHUP's read happens while the snapshot served is
+	// still the store's (found by TestStoreSourceMatchesScratch).
+	read := !f.synced.Load()
 	for {
-		if !f.synced.Load() || len(f.resync) > 0 {
+		if read || len(f.resync) > 0 {
 			select {
 			case <-f.resync:
 			default:
@@ -609,13 +614,15 @@ func (s *Server) followStore(ctx context.Context) {
 				}
 				continue
 			}
+			read = false
 		}
 		err := s.followChanges(ctx)
 		if ctx.Err() != nil {
 			return
 		}
-		f.synced.Store(false)
+		read = true
 		if err != nil {
+			f.synced.Store(false)
 			f.lastErr.Store(err.Error())
 			s.log.Warn("following the store failed; reading it whole again", "err", err, "revision", f.rev)
 		}
