@@ -299,101 +299,127 @@ func SplitSpecs(text []byte) (*Specs, sc.Diagnostics) {
 	out := &Specs{Keys: cfg.Keys}
 	_, zones := member(root, "zones")
 	for i, zn := range deref(zones).Content {
-		zn = deref(zn)
-		zc := cfg.Zones[i]
-		name, _ := ZoneName(zc.Origin)
-		zs := ZoneSpec{Name: name}
-		spec := &yaml.Node{Kind: yaml.MappingNode}
-		var services, policies, servicesKey *yaml.Node
-		for _, p := range d.pairs(zn) {
-			switch p.k.Value {
-			case "services":
-				services, servicesKey = deref(p.v), p.k
-			case "policies":
-				policies = deref(p.v)
-			case "origin":
-			default:
-				spec.Content = append(spec.Content, p.k, p.v)
-			}
-		}
-		j, ok := d.toJSON(spec, fmt.Sprintf("/zones/%d", i))
+		zs, services, servicesKey, ok := d.zoneSpec(deref(zn), cfg.Zones[i], fmt.Sprintf("/zones/%d", i))
 		if !ok {
 			return nil, d.diagnostics()
 		}
-		zs.Spec = j.text
-		if policies != nil {
-			for k, pn := range d.list(policies, fmt.Sprintf("/zones/%d/policies", i), "policies") {
-				pspec := &yaml.Node{Kind: yaml.MappingNode}
-				var pname string
-				for _, p := range d.pairs(pn) {
-					if p.k.Value == "name" {
-						pname = strings.TrimSpace(deref(p.v).Value)
-						continue
-					}
-					pspec.Content = append(pspec.Content, p.k, p.v)
-				}
-				j, ok := d.toJSON(pspec, fmt.Sprintf("/zones/%d/policies/%d", i, k))
-				if !ok {
-					return nil, d.diagnostics()
-				}
-				zs.Policies = append(zs.Policies, PolicySpec{Name: pname, Spec: j.text})
-			}
-		}
-		path := fmt.Sprintf("/zones/%d/services", i)
-		var entries []*yaml.Node
 		var b *block
 		if servicesKey != nil {
 			b = blocks[posOf(servicesKey)]
 		}
-		switch {
-		case b != nil:
-			entries = make([]*yaml.Node, len(b.items))
-		case services != nil:
-			entries = d.list(services, path, "services")
-		}
-		zs.Services = make([]ServiceSpec, len(entries))
-		failed := make([]sc.Diagnostics, len(entries))
-		var taken atomic.Int64
-		var wg sync.WaitGroup
-		for range min(runtime.GOMAXPROCS(0), max(len(entries)/256, 1)) {
-			wg.Go(func() {
-				w := d.worker(nil)
-				for {
-					k := int(taken.Add(1)) - 1
-					if k >= len(entries) {
-						return
-					}
-					sn := entries[k]
-					if b != nil {
-						it := b.items[k]
-						n, ok := readNodes(it.text, nil)
-						if !ok {
-							n = new(yaml.Node)
-							ok = yaml.Unmarshal(it.text, n) == nil
-						}
-						if ok {
-							sn, ok = itemEntry(n, it)
-						}
-						if !ok { // Parse read it alone: a bug
-							failed[k] = sc.Diagnostics{{Severity: sc.Error, Code: codeYAMLSyntax.String(), Message: "a services item does not read alone", Path: fmt.Sprintf("%s/%d", path, k), Offset: -1}}
-							continue
-						}
-						sn = deref(sn)
-					}
-					w.ds = w.ds[:0]
-					zs.Services[k], failed[k] = w.serviceSpec(sn, zc.Origin, fmt.Sprintf("%s/%d", path, k))
-				}
-			})
-		}
-		wg.Wait()
-		for _, f := range failed {
-			if f != nil {
-				return nil, append(ds, f...)
-			}
+		var failed sc.Diagnostics
+		if zs.Services, failed = d.serviceSpecs(b, services, cfg.Zones[i].Origin, fmt.Sprintf("/zones/%d/services", i)); failed != nil {
+			return nil, append(ds, failed...)
 		}
 		out.Zones = append(out.Zones, zs)
 	}
 	return out, ds
+}
+
+// zoneSpec converts zone entry zn (read as zc) into its spec and its
+// policies' specs, and returns its services list and that list's key.
+func (d *doc) zoneSpec(zn *yaml.Node, zc *Zone, path string) (zs ZoneSpec, services, servicesKey *yaml.Node, ok bool) {
+	zs.Name, _ = ZoneName(zc.Origin)
+	spec := &yaml.Node{Kind: yaml.MappingNode}
+	var policies *yaml.Node
+	for _, p := range d.pairs(zn) {
+		switch p.k.Value {
+		case "services":
+			services, servicesKey = deref(p.v), p.k
+		case "policies":
+			policies = deref(p.v)
+		case "origin":
+		default:
+			spec.Content = append(spec.Content, p.k, p.v)
+		}
+	}
+	j, ok := d.toJSON(spec, path)
+	if !ok {
+		return zs, nil, nil, false
+	}
+	zs.Spec = j.text
+	if policies == nil {
+		return zs, services, servicesKey, true
+	}
+	for k, pn := range d.list(policies, path+"/policies", "policies") {
+		pspec := &yaml.Node{Kind: yaml.MappingNode}
+		var pname string
+		for _, p := range d.pairs(pn) {
+			if p.k.Value == "name" {
+				pname = strings.TrimSpace(deref(p.v).Value)
+				continue
+			}
+			pspec.Content = append(pspec.Content, p.k, p.v)
+		}
+		j, ok := d.toJSON(pspec, fmt.Sprintf("%s/policies/%d", path, k))
+		if !ok {
+			return zs, nil, nil, false
+		}
+		zs.Policies = append(zs.Policies, PolicySpec{Name: pname, Spec: j.text})
+	}
+	return zs, services, servicesKey, true
+}
+
+// serviceSpecs converts a zone's services into store objects' specs, in
+// parallel: the items of block b when the list was cut, else the entries
+// of the list services. It returns the diagnostics of the first that
+// cannot be converted, nil when all are.
+func (d *doc) serviceSpecs(b *block, services *yaml.Node, origin, path string) ([]ServiceSpec, sc.Diagnostics) {
+	var entries []*yaml.Node
+	switch {
+	case b != nil:
+		entries = make([]*yaml.Node, len(b.items))
+	case services != nil:
+		entries = d.list(services, path, "services")
+	}
+	out := make([]ServiceSpec, len(entries))
+	failed := make([]sc.Diagnostics, len(entries))
+	var taken atomic.Int64
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), max(len(entries)/256, 1)) {
+		wg.Go(func() {
+			w := d.worker(nil)
+			for {
+				k := int(taken.Add(1)) - 1
+				if k >= len(entries) {
+					return
+				}
+				sn := entries[k]
+				if b != nil {
+					if sn = itemNode(b.items[k]); sn == nil { // Parse read it alone: a bug
+						failed[k] = sc.Diagnostics{{Severity: sc.Error, Code: codeYAMLSyntax.String(), Message: "a services item does not read alone", Path: fmt.Sprintf("%s/%d", path, k), Offset: -1}}
+						continue
+					}
+				}
+				w.ds = w.ds[:0]
+				out[k], failed[k] = w.serviceSpec(sn, origin, fmt.Sprintf("%s/%d", path, k))
+			}
+		})
+	}
+	wg.Wait()
+	for _, f := range failed {
+		if f != nil {
+			return nil, f
+		}
+	}
+	return out, nil
+}
+
+// itemNode reads item it alone and returns its service entry, placed in
+// the config; nil when it does not read as one.
+func itemNode(it item) *yaml.Node {
+	n, ok := readNodes(it.text, nil)
+	if !ok {
+		n = new(yaml.Node)
+		if yaml.Unmarshal(it.text, n) != nil {
+			return nil
+		}
+	}
+	sn, ok := itemEntry(n, it)
+	if !ok {
+		return nil
+	}
+	return deref(sn)
 }
 
 // serviceSpec converts a service entry of a config into a store object's
