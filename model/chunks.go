@@ -517,20 +517,56 @@ func itemContext(z *Zone, sigLen int) string {
 // from p's cache when their text and context are unchanged, the others in
 // parallel.
 func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
-	results := make([]*itemResult, len(b.items))
-	keys := make([]itemSum, len(b.items))
 	ctx := itemContext(z, d.sigLen)
-	last := d.cache.zone(ctx)
 	// With the zone's policies as they were (their digests say what and
 	// where they are), a kept reading's policies are too: only when they
 	// changed is each checked against those that select its service now.
 	policies := z.policiesKey()
+	results, keys, todo := d.keptReadings(b, z, d.cache.zone(ctx), policies)
+	if d.nodes > MaxConfigNodes {
+		return nil, errTooManyNodes
+	}
+	path := func(i int) string { return svcPath + "/" + strconv.Itoa(i) }
+	if err := d.readItems(b, z, todo, results, path); err != nil {
+		return nil, err
+	}
+	if d.cache != nil {
+		// Kept for the next parse, in the list's order. A reading with
+		// errors is not kept: some of their messages name the line of
+		// another node ("first at line 12"), which would be wrong once
+		// the item moves; and a config with errors is not served, so
+		// nothing is gained by keeping them.
+		next := &zoneItems{sums: keys, results: slices.Clone(results), policies: policies}
+		for i, r := range next.results {
+			if r.errors != 0 {
+				next.results[i] = nil
+			}
+		}
+		d.cache.next[ctx] = next
+	}
+	out := make([]svcEntry, 0, len(results))
+	for i, r := range results {
+		if e := d.merge(r, b.items[i], path(i)); e.svc != nil {
+			out = append(out, e)
+		}
+	}
+	return out, nil
+}
+
+// keptReadings finds the readings of the last parse (last) that the items
+// of b can keep, and returns them (nil for the others), the sums of the
+// items' texts, and the items to read. It adds the items' YAML nodes to
+// d's bound, before any is read (see MaxConfigNodes): a kept reading's
+// were counted when it was read, the others are estimated here.
+//
+// Every item's text is hashed and found among the readings of the last
+// parse, in parts of the list, one per core: a reload of 100 000
+// services does it for them all. The readings are in the order of the
+// last list, which the new one mostly keeps: each part walks them beside
+// its items, and looks up only those that moved.
+func (d *doc) keptReadings(b *block, z *Zone, last *zoneItems, policies string) (results []*itemResult, keys []itemSum, todo []int) {
+	results, keys = make([]*itemResult, len(b.items)), make([]itemSum, len(b.items))
 	samePolicies := last != nil && last.policies == policies
-	// Every item's text is hashed and found among the readings of the
-	// last parse, in parts of the list, one per core: a reload of 100 000
-	// services does it for them all. The readings are in the order of the
-	// last list, which the new one mostly keeps: each part walks them
-	// beside its items, and looks up only those that moved.
 	parts := 1
 	if d.cache != nil {
 		parts = min(runtime.GOMAXPROCS(0), max(len(b.items)/4096, 1))
@@ -564,17 +600,16 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 		})
 	}
 	looked.Wait()
-	todo := slices.Concat(todos...)
-	// The items' YAML nodes count toward the config's bound before any is
-	// read (see MaxConfigNodes): a kept reading's were counted when it was
-	// read, the text's other items are estimated here.
 	for _, n := range nodes {
 		d.nodes += n
 	}
-	if d.nodes > MaxConfigNodes {
-		return nil, errTooManyNodes
-	}
-	path := func(i int) string { return svcPath + "/" + strconv.Itoa(i) }
+	return results, keys, slices.Concat(todos...)
+}
+
+// readItems reads the items of b that todo lists into results, on every
+// core; its error is an item that does not read alone (the text is then
+// read whole).
+func (d *doc) readItems(b *block, z *Zone, todo []int, results []*itemResult, path func(int) string) error {
 	var failed error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -609,30 +644,7 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 		})
 	}
 	wg.Wait()
-	if failed != nil {
-		return nil, failed
-	}
-	if d.cache != nil {
-		// Kept for the next parse, in the list's order. A reading with
-		// errors is not kept: some of their messages name the line of
-		// another node ("first at line 12"), which would be wrong once
-		// the item moves; and a config with errors is not served, so
-		// nothing is gained by keeping them.
-		next := &zoneItems{sums: keys, results: slices.Clone(results), policies: policies}
-		for i, r := range next.results {
-			if r.errors != 0 {
-				next.results[i] = nil
-			}
-		}
-		d.cache.next[ctx] = next
-	}
-	out := make([]svcEntry, 0, len(results))
-	for i, r := range results {
-		if e := d.merge(r, b.items[i], path(i)); e.svc != nil {
-			out = append(out, e)
-		}
-	}
-	return out, nil
+	return failed
 }
 
 // keeper moves what a worker's readings keep (the readings and their
