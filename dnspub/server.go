@@ -672,58 +672,18 @@ func (s *Server) build(cfg *model.Config, old *snapshot, later bool) (*snapshot,
 	for _, zc := range cfg.Zones {
 		origins[zc.Origin] = true
 		var prev *zoneEntry
-		var prevZone *zone.Zone
 		if old != nil {
-			if prev = old.zones[zc.Origin]; prev != nil {
-				prevZone = prev.cur
-			}
+			prev = old.zones[zc.Origin]
 		}
-		// In store mode a zone's serial is decided by the store's
-		// revisions (storeSerial), else by the serial state.
-		want, fixed := s.fixedSerial(zc.Origin)
-		if prev != nil && prev.cfg == zc && (!fixed || want == prev.cur.Serial()) {
-			// The same config object (store mode keeps a zone's config
-			// while nothing of it changes): nothing to build.
-			serials.set(zc.Origin, prev.cur.Serial(), prev.cur.Digest(), zc.SOA.Expire)
-			next.zones[zc.Origin] = prev
-			continue
+		e, isNew, err := s.buildZone(zc, prev, te, serials, cfg.Server.IXFRHistory, later, now)
+		if err != nil {
+			return nil, nil, nil, err
 		}
-		var z *zone.Zone
-		var ch *zone.Change
-		z, ch = zone.Update(prevZone, zc)
-		e := &zoneEntry{cfg: zc}
-		if prev != nil && prev.cur.Digest() == z.Digest() && (!fixed || want == prev.cur.Serial()) {
-			e.cur, e.history = prev.cur, prev.history
-		} else {
-			serial := want
-			if !fixed {
-				serial = serials.next(zc.Origin, z.Digest(), now)
-			}
-			if prev != nil && !serialGreater(serial, prev.cur.Serial()) {
-				if fixed {
-					s.log.Error("the store's revision for this zone is not above the serial served (was the store restored from an older backup?): serving the served serial + 1", "zone", zc.Origin, "store_serial", serial, "served", prev.cur.Serial())
-				}
-				// The state file was edited or the zone's content went back
-				// to an old digest: never go backwards while serving.
-				serial = prev.cur.Serial() + 1
-			}
-			e.cur = z.WithSerial(serial)
-			if prev != nil {
-				if zc.Transfer.Any() {
-					e.history = appendStep(prev.history, &ixfrStep{from: prev.cur.SOA, to: e.cur.SOA, deleted: ch.Deleted, added: ch.Added}, cfg.Server.IXFRHistory, e.cur.Bytes())
-				}
-			}
-			setZone := te.SetZone
-			if later {
-				setZone = te.SetZoneLater
-			}
-			if err := setZone(e.cur, ch); err != nil {
-				return nil, nil, nil, err
-			}
+		if isNew {
 			changed = append(changed, zc.Origin)
 		}
 		// The stored serial must be the served one (they differ only in
-		// the guard above).
+		// buildZone's guard).
 		serials.set(zc.Origin, e.cur.Serial(), e.cur.Digest(), zc.SOA.Expire)
 		next.zones[zc.Origin] = e
 	}
@@ -737,6 +697,62 @@ func (s *Server) build(cfg *model.Config, old *snapshot, later bool) (*snapshot,
 	serials.retire(origins, now)
 	next.table = te.Table()
 	return next, serials, changed, nil
+}
+
+// buildZone makes the entry of zone zc that follows prev (nil for a new
+// zone) and puts its answers in te; isNew says it is a new version, with
+// a serial of its own (a zone whose content did not change keeps prev's
+// version and serial).
+func (s *Server) buildZone(zc *model.Zone, prev *zoneEntry, te *wire.Editor, serials *serialTxn, history int, later bool, now time.Time) (e *zoneEntry, isNew bool, err error) {
+	// In store mode a zone's serial is decided by the store's revisions
+	// (storeSerial), else by the serial state.
+	want, fixed := s.fixedSerial(zc.Origin)
+	same := prev != nil && (!fixed || want == prev.cur.Serial())
+	if same && prev.cfg == zc {
+		// The same config object (store mode keeps a zone's config while
+		// nothing of it changes): nothing to build.
+		return prev, false, nil
+	}
+	var prevZone *zone.Zone
+	if prev != nil {
+		prevZone = prev.cur
+	}
+	z, ch := zone.Update(prevZone, zc)
+	e = &zoneEntry{cfg: zc}
+	if same && prev.cur.Digest() == z.Digest() {
+		e.cur, e.history = prev.cur, prev.history
+		return e, false, nil
+	}
+	serial := want
+	if !fixed {
+		serial = serials.next(zc.Origin, z.Digest(), now)
+	}
+	e.cur = z.WithSerial(s.above(zc.Origin, serial, prev, fixed))
+	if prev != nil && zc.Transfer.Any() {
+		e.history = appendStep(prev.history, &ixfrStep{from: prev.cur.SOA, to: e.cur.SOA, deleted: ch.Deleted, added: ch.Added}, history, e.cur.Bytes())
+	}
+	setZone := te.SetZone
+	if later {
+		setZone = te.SetZoneLater
+	}
+	if err := setZone(e.cur, ch); err != nil {
+		return nil, false, err
+	}
+	return e, true, nil
+}
+
+// above returns serial, or the serial prev serves plus one when serial
+// is not above it: never go backwards while serving.
+func (s *Server) above(origin string, serial uint32, prev *zoneEntry, fromStore bool) uint32 {
+	if prev == nil || serialGreater(serial, prev.cur.Serial()) {
+		return serial
+	}
+	if fromStore {
+		s.log.Error("the store's revision for this zone is not above the serial served (was the store restored from an older backup?): serving the served serial + 1", "zone", origin, "store_serial", serial, "served", prev.cur.Serial())
+	}
+	// Else the state file was edited or the zone's content went back to
+	// an old digest.
+	return prev.cur.Serial() + 1
 }
 
 // appendStep adds a step to an IXFR history, keeping at most versions
