@@ -2,6 +2,7 @@ package dnspub
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -65,10 +66,10 @@ type srcService struct {
 
 type srcPolicy struct{ target, def string } // JSON
 
-// field is a member of an object, its value in JSON, which YAML reads too.
-type field struct{ key, value string }
+// srcField is a member of an object, its value in JSON, which YAML reads too.
+type srcField struct{ key, value string }
 
-func jsonObject(fs []field) string {
+func srcJSON(fs []srcField) string {
 	var b strings.Builder
 	b.WriteByte('{')
 	for i, f := range fs {
@@ -81,16 +82,16 @@ func jsonObject(fs []field) string {
 	return b.String()
 }
 
-func jsonLabels(m map[string]string) string {
-	var fs []field
+func srcLabelsJSON(m map[string]string) string {
+	var fs []srcField
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		fs = append(fs, field{k, strconv.Quote(m[k])})
+		fs = append(fs, srcField{k, strconv.Quote(m[k])})
 	}
-	return jsonObject(fs)
+	return srcJSON(fs)
 }
 
 // fields are the zone's spec in the store, and its settings in a config.
-func (z *srcZone) fields() []field {
+func (z *srcZone) fields() []srcField {
 	ns := `["ns1.example.net."]`
 	if z.glue {
 		ns = `["ns1.example.net.",{"name":"ns2","addresses":["192.0.2.53"]}]`
@@ -99,43 +100,43 @@ func (z *srcZone) fields() []field {
 	if z.wideACL {
 		acl = `{"allow":["127.0.0.1","192.0.2.0/24"]}`
 	}
-	fs := []field{{"ttl", strconv.Itoa(z.ttl)}}
+	fs := []srcField{{"ttl", strconv.Itoa(z.ttl)}}
 	if z.minimum > 0 {
-		fs = append(fs, field{"soa", fmt.Sprintf(`{"minimum":%d}`, z.minimum)})
+		fs = append(fs, srcField{"soa", fmt.Sprintf(`{"minimum":%d}`, z.minimum)})
 	}
-	fs = append(fs, field{"nameservers", ns}, field{"transfer", acl})
+	fs = append(fs, srcField{"nameservers", ns}, srcField{"transfer", acl})
 	if z.bareHost {
-		fs = append(fs, field{"compat", `{"bareHost":true}`})
+		fs = append(fs, srcField{"compat", `{"bareHost":true}`})
 	}
 	return fs
 }
 
-func (s *srcService) fields() []field {
-	fs := []field{{"ttl", strconv.Itoa(s.ttl)}}
+func (s *srcService) fields() []srcField {
+	fs := []srcField{{"ttl", strconv.Itoa(s.ttl)}}
 	if len(s.addrs) > 0 {
 		q := make([]string, len(s.addrs))
 		for i, a := range s.addrs {
 			q[i] = strconv.Quote(a)
 		}
-		fs = append(fs, field{"addresses", "[" + strings.Join(q, ",") + "]"})
+		fs = append(fs, srcField{"addresses", "[" + strings.Join(q, ",") + "]"})
 	}
 	if s.port != 0 {
-		fs = append(fs, field{"port", strconv.Itoa(s.port)})
+		fs = append(fs, srcField{"port", strconv.Itoa(s.port)})
 	}
 	if s.config != "" {
-		fs = append(fs, field{"serviceConfig", s.config})
+		fs = append(fs, srcField{"serviceConfig", s.config})
 	}
 	if s.bareHost {
-		fs = append(fs, field{"compat", `{"bareHost":true}`})
+		fs = append(fs, srcField{"compat", `{"bareHost":true}`})
 	}
 	return fs
 }
 
 // key identifies what the store holds of a service.
-func (s *srcService) key() string { return jsonLabels(s.labels) + jsonObject(s.fields()) }
+func (s *srcService) key() string { return srcLabelsJSON(s.labels) + srcJSON(s.fields()) }
 
-func (p *srcPolicy) fields() []field {
-	return []field{{"targetRef", p.target}, {"default", p.def}}
+func (p *srcPolicy) fields() []srcField {
+	return []srcField{{"targetRef", p.target}, {"default", p.def}}
 }
 
 func (m *srcModel) clone() *srcModel {
@@ -159,9 +160,9 @@ func (m *srcModel) yaml() string {
 		}
 		return names
 	}
-	item := func(b *strings.Builder, fs []field) {
+	item := func(b *strings.Builder, fs []srcField) {
 		if flow {
-			b.WriteString("      - " + jsonObject(fs) + "\n")
+			b.WriteString("      - " + srcJSON(fs) + "\n")
 			return
 		}
 		for i, f := range fs {
@@ -186,7 +187,7 @@ func (m *srcModel) yaml() string {
 		if len(z.policies) > 0 {
 			b.WriteString("    policies:\n")
 			for _, name := range order(slices.Sorted(maps.Keys(z.policies))) {
-				item(&b, append([]field{{"name", strconv.Quote(name)}}, z.policies[name].fields()...))
+				item(&b, append([]srcField{{"name", strconv.Quote(name)}}, z.policies[name].fields()...))
 			}
 		}
 		if len(z.services) == 0 {
@@ -196,9 +197,9 @@ func (m *srcModel) yaml() string {
 		b.WriteString("    services:\n")
 		for _, name := range order(slices.Sorted(maps.Keys(z.services))) {
 			s := z.services[name]
-			fs := []field{{"name", strconv.Quote(name)}}
+			fs := []srcField{{"name", strconv.Quote(name)}}
 			if len(s.labels) > 0 {
-				fs = append(fs, field{"labels", jsonLabels(s.labels)})
+				fs = append(fs, srcField{"labels", srcLabelsJSON(s.labels)})
 			}
 			item(&b, append(fs, s.fields()...))
 		}
@@ -219,9 +220,9 @@ var (
 	}
 )
 
-// badPolicyName sorts after the names of srcPolicyNames: merged last of
+// srcBadPolicyName sorts after the names of srcPolicyNames: merged last of
 // the policies that select a service by name, nothing overrides it.
-const badPolicyName = "zz-bad"
+const srcBadPolicyName = "zz-bad"
 
 // badPolicy returns a policy that makes a service of z invalid, if z has
 // a service with a config.
@@ -234,7 +235,7 @@ func (z *srcZone) badPolicy() (*srcPolicy, bool) {
 	return nil, false
 }
 
-func randomName(rng *rand.Rand) string {
+func randomSrcName(rng *rand.Rand) string {
 	if rng.IntN(8) == 0 {
 		return "@"
 	}
@@ -271,11 +272,11 @@ func randomSrcService(rng *rand.Rand, zi int) *srcService {
 		}
 		s.bareHost = rng.IntN(4) == 0
 	}
-	s.labels = randomLabels(rng)
+	s.labels = randomSrcLabels(rng)
 	return s
 }
 
-func randomLabels(rng *rand.Rand) map[string]string {
+func randomSrcLabels(rng *rand.Rand) map[string]string {
 	l := map[string]string{}
 	if rng.IntN(3) > 0 {
 		l["team"] = []string{"a", "b"}[rng.IntN(2)]
@@ -286,7 +287,7 @@ func randomLabels(rng *rand.Rand) map[string]string {
 	return l
 }
 
-func randomPolicy(rng *rand.Rand) *srcPolicy {
+func randomSrcPolicy(rng *rand.Rand) *srcPolicy {
 	p := &srcPolicy{def: srcDefaults[rng.IntN(len(srcDefaults))]}
 	if strings.Contains(p.def, "%d") {
 		p.def = fmt.Sprintf(p.def, rng.IntN(5), 1+rng.IntN(9))
@@ -299,7 +300,7 @@ func randomPolicy(rng *rand.Rand) *srcPolicy {
 	case 2:
 		p.target = `{"kind":"Service","labels":{"team":"b","tier":"x"}}`
 	default:
-		name := randomName(rng)
+		name := randomSrcName(rng)
 		if name == "@" {
 			name = "echo"
 		}
@@ -323,7 +324,7 @@ func (m *srcModel) mutate(rng *rand.Rand) string {
 		}
 		z := &srcZone{ttl: 60, services: map[string]*srcService{}, policies: map[string]*srcPolicy{}}
 		for range rng.IntN(8) {
-			z.services[randomName(rng)] = randomSrcService(rng, len(origins))
+			z.services[randomSrcName(rng)] = randomSrcService(rng, len(origins))
 		}
 		m.zones[o] = z
 		return "add zone " + o
@@ -351,16 +352,16 @@ func (m *srcModel) mutate(rng *rand.Rand) string {
 			delete(z.policies, name)
 			return fmt.Sprintf("%s remove policy %s", o, name)
 		}
-		z.policies[name] = randomPolicy(rng)
+		z.policies[name] = randomSrcPolicy(rng)
 		return fmt.Sprintf("%s policy %s %s %s", o, name, z.policies[name].target, z.policies[name].def)
 	case op == 11 && len(names) > 0:
 		name := names[rng.IntN(len(names))]
 		s := *z.services[name]
-		s.labels = randomLabels(rng)
+		s.labels = randomSrcLabels(rng)
 		z.services[name] = &s
 		return fmt.Sprintf("%s labels of %s %v", o, name, s.labels)
 	case op == 12 && len(names) > 0:
-		from, to := names[rng.IntN(len(names))], randomName(rng)
+		from, to := names[rng.IntN(len(names))], randomSrcName(rng)
 		if z.services[to] != nil {
 			return "nothing"
 		}
@@ -371,7 +372,7 @@ func (m *srcModel) mutate(rng *rand.Rand) string {
 		m.style++
 		return "reformat"
 	default:
-		name := randomName(rng)
+		name := randomSrcName(rng)
 		if _, ok := z.services[name]; ok && rng.IntN(3) == 0 {
 			delete(z.services, name)
 			return fmt.Sprintf("%s remove %s", o, name)
@@ -385,19 +386,19 @@ func (m *srcModel) mutate(rng *rand.Rand) string {
 func newSrcModel(rng *rand.Rand) *srcModel {
 	z := &srcZone{ttl: 60, services: map[string]*srcService{"@": {ttl: 60, addrs: []string{"192.0.2.1"}}}, policies: map[string]*srcPolicy{}}
 	for range 16 {
-		z.services[randomName(rng)] = randomSrcService(rng, 0)
+		z.services[randomSrcName(rng)] = randomSrcService(rng, 0)
 	}
 	return &srcModel{zones: map[string]*srcZone{"z0.test.": z}}
 }
 
-// zoneVersion is what a version of a zone holds.
-type zoneVersion struct {
+// propVersion is what a version of a zone holds.
+type propVersion struct {
 	soa     string
 	records []string // recordSet of its records, the SOA aside
 }
 
-func versionOf(ze *zoneEntry) zoneVersion {
-	return zoneVersion{ze.cur.SOA.String(), recordSet(ze.cur.Records())}
+func propVersionOf(ze *zoneEntry) propVersion {
+	return propVersion{ze.cur.SOA.String(), recordSet(ze.cur.Records())}
 }
 
 // propCheck follows one server through a run (and its restarts) and
@@ -414,23 +415,23 @@ type propCheck struct {
 	last *snapshot
 	// served is every version served of each zone, by serial, across
 	// restarts: a serial names one content.
-	served map[string]map[uint32]zoneVersion
+	served map[string]map[uint32]propVersion
 	// latest is the serial and digest last served of each zone, removed
 	// zones included.
-	latest map[string]servedAs
+	latest map[string]propServed
 	// present are the zones served at the last check (restarts or not).
 	present map[string]bool
 	// counts are what was checked, logged at the end of a run.
 	counts map[string]int
 }
 
-type servedAs struct {
+type propServed struct {
 	serial uint32
 	digest [32]byte
 }
 
 func newPropCheck(t *testing.T, rng *rand.Rand, storeSerials bool) *propCheck {
-	return &propCheck{t: t, rng: rng, storeSerials: storeSerials, served: map[string]map[uint32]zoneVersion{}, latest: map[string]servedAs{}, counts: map[string]int{}}
+	return &propCheck{t: t, rng: rng, storeSerials: storeSerials, served: map[string]map[uint32]propVersion{}, latest: map[string]propServed{}, counts: map[string]int{}}
 }
 
 // count counts the kinds of operations of a step.
@@ -449,30 +450,26 @@ func (c *propCheck) fatalf(format string, args ...any) {
 	c.t.Fatalf("%s: %s", c.where, fmt.Sprintf(format, args...))
 }
 
-// scratchOf makes, in a fresh directory, a publisher of text whose state
-// file holds the serials and digests served: a zone it builds with the
-// served digest gets the served serial, so that its answers can be
-// compared byte for byte. It is not started: its table is answered in
-// process.
-func scratchOf(t *testing.T, text string, served *snapshot) *Server {
+// propScratch makes, in a fresh directory, a publisher of text whose
+// serial state holds the serials and digests served: a zone it builds
+// with the served digest gets the served serial, so that its answers can
+// be compared byte for byte. It is not started (its table is answered in
+// process) and keeps no state file.
+func propScratch(t *testing.T, text string, served *snapshot) *Server {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "publisher.yaml")
 	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ss, err := loadSerials(file + ".serial")
+	s, err := newServer(Options{ConfigFile: file, StateFile: "-", WatchInterval: -1, Logger: discardLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	txn := ss.begin()
 	for o, ze := range served.zones {
-		txn.set(o, ze.cur.Serial(), ze.cur.Digest(), ze.cfg.SOA.Expire)
+		d := ze.cur.Digest()
+		s.serials.zones[o] = serialState{Serial: ze.cur.Serial(), Digest: hex.EncodeToString(d[:]), Expire: ze.cfg.SOA.Expire}
 	}
-	if err := ss.commit(txn); err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(Options{ConfigFile: file, WatchInterval: -1, Logger: discardLogger(), Now: func() time.Time { return time.Unix(1_000_000_000, 0) }})
-	if err != nil {
+	if err := s.loadFirst(); err != nil {
 		t.Fatalf("a scratch server does not start on the config:\n%v\n%s", err, text)
 	}
 	return s
@@ -502,18 +499,18 @@ func propQuery(name string, qtype uint16, variant int) ([]byte, bool) {
 // zone must have.
 func (c *propCheck) check(snap *snapshot, text, addr string, want map[string]uint32) {
 	c.t.Helper()
-	fresh := scratchOf(c.t, text, snap).snap.Load()
+	fresh := propScratch(c.t, text, snap).snap.Load()
 	got := slices.Sorted(maps.Keys(snap.zones))
 	if w := slices.Sorted(maps.Keys(fresh.zones)); !slices.Equal(got, w) {
 		c.fatalf("serves zones %v, a scratch build %v", got, w)
 	}
 	for _, o := range got {
 		ze, fe := snap.zones[o], fresh.zones[o]
-		v := versionOf(ze)
+		v := propVersionOf(ze)
 		if ze.cur.Digest() != fe.cur.Digest() {
 			c.fatalf("%s: digest differs from a scratch build", o)
 		}
-		if fv := versionOf(fe); v.soa != fv.soa || !slices.Equal(v.records, fv.records) {
+		if fv := propVersionOf(fe); v.soa != fv.soa || !slices.Equal(v.records, fv.records) {
 			c.fatalf("%s: records differ from a scratch build:\n%s\n%s\nwant:\n%s\n%s", o, v.soa, strings.Join(v.records, "\n"), fv.soa, strings.Join(fv.records, "\n"))
 		}
 		c.answers(snap, fresh, o)
@@ -521,7 +518,7 @@ func (c *propCheck) check(snap *snapshot, text, addr string, want map[string]uin
 		c.history(o, ze)
 		c.transfers(o, ze, addr)
 		if c.served[o] == nil {
-			c.served[o] = map[uint32]zoneVersion{}
+			c.served[o] = map[uint32]propVersion{}
 		}
 		if old, ok := c.served[o][ze.cur.Serial()]; ok && (old.soa != v.soa || !slices.Equal(old.records, v.records)) {
 			c.fatalf("%s: serial %d served for two contents:\n%s\n%s\nthen\n%s\n%s", o, ze.cur.Serial(), old.soa, strings.Join(old.records, "\n"), v.soa, strings.Join(v.records, "\n"))
@@ -530,7 +527,7 @@ func (c *propCheck) check(snap *snapshot, text, addr string, want map[string]uin
 			c.counts["zone versions"]++
 		}
 		c.served[o][ze.cur.Serial()] = v
-		c.latest[o] = servedAs{ze.cur.Serial(), ze.cur.Digest()}
+		c.latest[o] = propServed{ze.cur.Serial(), ze.cur.Digest()}
 	}
 	// Zones removed are refused.
 	for o := range c.present {
@@ -542,7 +539,7 @@ func (c *propCheck) check(snap *snapshot, text, addr string, want map[string]uin
 		}
 	}
 	raw, tcp := propQuery("example.org.", dns.TypeA, 0)
-	if a, _ := snap.table.Respond(nil, raw, tcp); string(a) != string(respond(fresh, raw, tcp)) {
+	if a, _ := snap.table.Respond(nil, raw, tcp); string(a) != string(propRespond(fresh, raw, tcp)) {
 		c.fatalf("a name outside the zones is answered otherwise than by a scratch build")
 	}
 	c.udp(snap, fresh, addr)
@@ -553,7 +550,7 @@ func (c *propCheck) check(snap *snapshot, text, addr string, want map[string]uin
 	}
 }
 
-func respond(s *snapshot, raw []byte, tcp bool) []byte {
+func propRespond(s *snapshot, raw []byte, tcp bool) []byte {
 	b, _ := s.table.Respond(nil, raw, tcp)
 	return b
 }
@@ -579,7 +576,7 @@ func (c *propCheck) answers(snap, fresh *snapshot, o string) {
 		for j, qtype := range propTypes {
 			raw, tcp := propQuery(name, qtype, i+j)
 			c.counts["answers"]++
-			if a, b := respond(snap, raw, tcp), respond(fresh, raw, tcp); string(a) != string(b) {
+			if a, b := propRespond(snap, raw, tcp), propRespond(fresh, raw, tcp); string(a) != string(b) {
 				var ma, mb dns.Msg
 				ma.Unpack(a)
 				mb.Unpack(b)
@@ -618,7 +615,7 @@ func (c *propCheck) udp(snap, fresh *snapshot, addr string) {
 					c.fatalf("%s %s over UDP: %v", q.name, dns.TypeToString[q.qtype], err)
 				}
 			}
-			if want := respond(fresh, raw, false); string(buf[:n]) != string(want) {
+			if want := propRespond(fresh, raw, false); string(buf[:n]) != string(want) {
 				c.fatalf("%s %s over UDP: the server answers otherwise than a scratch build", q.name, dns.TypeToString[q.qtype])
 			}
 		}
@@ -700,12 +697,12 @@ func (c *propCheck) history(o string, ze *zoneEntry) {
 	if serial != ze.cur.Serial() || ze.history[len(ze.history)-1].to.String() != ze.cur.SOA.String() {
 		c.fatalf("%s: the IXFR steps end at %d, the zone is at %d", o, serial, ze.cur.Serial())
 	}
-	if after := expand(have); !slices.Equal(after, recordSet(ze.cur.Records())) {
+	if after := propExpand(have); !slices.Equal(after, recordSet(ze.cur.Records())) {
 		c.fatalf("%s: the IXFR steps from %d do not lead to the records served", o, from)
 	}
 }
 
-func expand(counts map[string]int) []string {
+func propExpand(counts map[string]int) []string {
 	var out []string
 	for r, n := range counts {
 		for range n {
@@ -723,7 +720,7 @@ func expand(counts map[string]int) []string {
 // current version.
 func (c *propCheck) transfers(o string, ze *zoneEntry, addr string) {
 	c.t.Helper()
-	cur := versionOf(ze)
+	cur := propVersionOf(ze)
 	froms := map[uint32]bool{}
 	if prev, ok := c.latest[o]; ok {
 		froms[prev.serial] = true
@@ -746,7 +743,7 @@ func (c *propCheck) transfers(o string, ze *zoneEntry, addr string) {
 			}
 			continue
 		}
-		soa, records, full, err := applyIXFR(c.served[o][from].records, from, rrs)
+		soa, records, full, err := propApplyIXFR(c.served[o][from].records, from, rrs)
 		if err != nil {
 			c.fatalf("%s: IXFR from %d: %v\n%v", o, from, err, rrs)
 		}
@@ -764,10 +761,10 @@ func (c *propCheck) transfers(o string, ze *zoneEntry, addr string) {
 	}
 }
 
-// applyIXFR applies an IXFR answer (RFC 1995: differences, or the whole
+// propApplyIXFR applies an IXFR answer (RFC 1995: differences, or the whole
 // zone) to the records of version from, and returns the SOA and records
 // it leads to, and whether it was the whole zone.
-func applyIXFR(records []string, from uint32, rrs []dns.RR) (string, []string, bool, error) {
+func propApplyIXFR(records []string, from uint32, rrs []dns.RR) (string, []string, bool, error) {
 	if len(rrs) < 3 {
 		return "", nil, false, fmt.Errorf("%d records", len(rrs))
 	}
@@ -819,7 +816,7 @@ func applyIXFR(records []string, from uint32, rrs []dns.RR) (string, []string, b
 	if serial != first.Serial {
 		return "", nil, false, fmt.Errorf("the differences end at %d, not %d", serial, first.Serial)
 	}
-	return first.String(), expand(have), false, nil
+	return first.String(), propExpand(have), false, nil
 }
 
 // propRun is what a run of either source shares: its server and logs.
@@ -934,7 +931,7 @@ func TestFileSourceMatchesScratch(t *testing.T) {
 							continue
 						}
 						bad := m.clone()
-						bad.zones[o].policies[badPolicyName] = p
+						bad.zones[o].policies[srcBadPolicyName] = p
 						before := run.srv.snap.Load()
 						ts.write(bad.yaml())
 						var ce *ConfigError
@@ -966,9 +963,9 @@ func TestFileSourceMatchesScratch(t *testing.T) {
 	}
 }
 
-// storeRun drives a store with API writes, mirroring in stored what it
+// propStoreRun drives a store with API writes, mirroring in stored what it
 // holds.
-type storeRun struct {
+type propStoreRun struct {
 	*propRun
 	c      *propCheck
 	rng    *rand.Rand
@@ -977,9 +974,13 @@ type storeRun struct {
 	stored *srcModel
 	rev    int64            // the store's revision
 	last   map[string]int64 // the revision of each zone's last write
+	// resyncing is the server asked to read the store whole again, and
+	// resyncs how many times it had read it before.
+	resyncing *Server
+	resyncs   float64
 }
 
-func (r *storeRun) revision() int64 {
+func (r *propStoreRun) revision() int64 {
 	r.t.Helper()
 	rev, err := r.st.Revision(context.Background())
 	if err != nil {
@@ -990,7 +991,7 @@ func (r *storeRun) revision() int64 {
 
 // write runs one API write to zone o that must store something (or,
 // unchanged, nothing) and notes its revision.
-func (r *storeRun) write(o, what string, unchanged bool, f func(ctx context.Context) error) {
+func (r *propStoreRun) write(o, what string, unchanged bool, f func(ctx context.Context) error) {
 	r.t.Helper()
 	if err := f(context.Background()); err != nil {
 		r.c.fatalf("%s: %v", what, err)
@@ -1006,13 +1007,13 @@ func (r *storeRun) write(o, what string, unchanged bool, f func(ctx context.Cont
 	}
 }
 
-func servicePut(o, name string, s *srcService) *store.Object {
-	return &store.Object{Metadata: store.Metadata{Name: name, Zone: strings.TrimSuffix(o, "."), Labels: s.labels}, Spec: json.RawMessage(jsonObject(s.fields()))}
+func srcServiceObject(o, name string, s *srcService) *store.Object {
+	return &store.Object{Metadata: store.Metadata{Name: name, Zone: strings.TrimSuffix(o, "."), Labels: s.labels}, Spec: json.RawMessage(srcJSON(s.fields()))}
 }
 
 // sync writes to the store what differs between what it holds and want,
 // in a random order, some services in batches.
-func (r *storeRun) sync(want *srcModel) {
+func (r *propStoreRun) sync(want *srcModel) {
 	r.t.Helper()
 	origins := slices.Sorted(maps.Keys(r.stored.zones))
 	for o := range want.zones {
@@ -1034,7 +1035,7 @@ func (r *storeRun) sync(want *srcModel) {
 			r.write(o, "delete zone "+o, false, func(ctx context.Context) error { _, err := r.st.DeleteZone(ctx, zone, ""); return err })
 			continue
 		}
-		if spec := jsonObject(w.fields()); have == nil || jsonObject(have.fields()) != spec {
+		if spec := srcJSON(w.fields()); have == nil || srcJSON(have.fields()) != spec {
 			r.write(o, "put zone "+o, false, func(ctx context.Context) error {
 				_, _, err := r.st.PutZone(ctx, zone, &store.Object{Spec: json.RawMessage(spec)})
 				return err
@@ -1055,7 +1056,7 @@ func (r *storeRun) sync(want *srcModel) {
 			writes = append(writes, func() {
 				var objs []*store.Object
 				for _, name := range batch {
-					objs = append(objs, servicePut(o, name, w.services[name]))
+					objs = append(objs, srcServiceObject(o, name, w.services[name]))
 				}
 				r.write(o, fmt.Sprintf("put services %v", batch), false, func(ctx context.Context) error {
 					res, err := r.st.PutServices(ctx, zone, objs)
@@ -1070,7 +1071,7 @@ func (r *storeRun) sync(want *srcModel) {
 		for _, name := range changed {
 			writes = append(writes, func() {
 				r.write(o, "put service "+name, false, func(ctx context.Context) error {
-					_, _, err := r.st.PutService(ctx, zone, name, servicePut(o, name, w.services[name]))
+					_, _, err := r.st.PutService(ctx, zone, name, srcServiceObject(o, name, w.services[name]))
 					return err
 				})
 			})
@@ -1084,7 +1085,7 @@ func (r *storeRun) sync(want *srcModel) {
 		}
 		for _, name := range slices.Sorted(maps.Keys(w.policies)) {
 			if p := have.policies[name]; p == nil || *p != *w.policies[name] {
-				spec := jsonObject(w.policies[name].fields())
+				spec := srcJSON(w.policies[name].fields())
 				writes = append(writes, func() {
 					r.write(o, "put policy "+name, false, func(ctx context.Context) error {
 						_, _, err := r.st.PutPolicy(ctx, zone, name, &store.Object{Spec: json.RawMessage(spec)})
@@ -1110,14 +1111,14 @@ func (r *storeRun) sync(want *srcModel) {
 
 // extras are writes that must change nothing: a service or zone written
 // again as stored, a policy that makes a service invalid (refused).
-func (r *storeRun) extras() []string {
+func (r *propStoreRun) extras() []string {
 	r.t.Helper()
 	var ops []string
 	origins := slices.Sorted(maps.Keys(r.stored.zones))
 	o := origins[r.rng.IntN(len(origins))]
 	z, zone := r.stored.zones[o], strings.TrimSuffix(o, ".")
 	if r.rng.IntN(4) == 0 {
-		spec := jsonObject(z.fields())
+		spec := srcJSON(z.fields())
 		r.write(o, "put zone "+o+" unchanged", true, func(ctx context.Context) error {
 			_, created, err := r.st.PutZone(ctx, zone, &store.Object{Spec: json.RawMessage(spec)})
 			if err == nil && created {
@@ -1130,14 +1131,14 @@ func (r *storeRun) extras() []string {
 	if names := slices.Sorted(maps.Keys(z.services)); len(names) > 0 && r.rng.IntN(4) == 0 {
 		name := names[r.rng.IntN(len(names))]
 		r.write(o, "put service "+name+" unchanged", true, func(ctx context.Context) error {
-			_, _, err := r.st.PutService(ctx, zone, name, servicePut(o, name, z.services[name]))
+			_, _, err := r.st.PutService(ctx, zone, name, srcServiceObject(o, name, z.services[name]))
 			return err
 		})
 		ops = append(ops, "unchanged "+name)
 	}
 	if p, ok := z.badPolicy(); ok && r.rng.IntN(8) == 0 {
 		r.write(o, "put policy bad", true, func(ctx context.Context) error {
-			_, _, err := r.st.PutPolicy(ctx, zone, badPolicyName, &store.Object{Spec: json.RawMessage(jsonObject(p.fields()))})
+			_, _, err := r.st.PutPolicy(ctx, zone, srcBadPolicyName, &store.Object{Spec: json.RawMessage(srcJSON(p.fields()))})
 			if err == nil {
 				return errors.New("a policy that makes a service invalid was stored")
 			}
@@ -1148,7 +1149,7 @@ func (r *storeRun) extras() []string {
 	return ops
 }
 
-func (r *storeRun) open() {
+func (r *propStoreRun) open() {
 	st, err := store.Open(context.Background(), store.Options{Location: r.dir, History: 100})
 	if err != nil {
 		r.t.Fatal(err)
@@ -1156,15 +1157,24 @@ func (r *storeRun) open() {
 	r.st = st
 }
 
-func (r *storeRun) startServer() {
+func (r *propStoreRun) startServer() {
 	r.t.Helper()
 	r.start(Options{Store: r.st, StorePing: time.Second})
 	r.c.last = nil
 }
 
-// caughtUp waits until the server serves the store's revision.
-func (r *storeRun) caughtUp() *snapshot {
+// caughtUp waits until the server serves the store's revision, and has
+// read the store whole again if asked to.
+func (r *propStoreRun) caughtUp() *snapshot {
 	r.t.Helper()
+	if r.resyncing == r.srv {
+		for deadline := time.Now().Add(20 * time.Second); testCounter(r.t, r.srv.feed.resyncs) <= r.resyncs || r.srv.Ready() != nil; time.Sleep(2 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				r.c.fatalf("the store was not read again after a SIGHUP (%v)", r.srv.Ready())
+			}
+		}
+	}
+	r.resyncing = nil
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		snap := r.srv.snap.Load()
 		if snap.storeRev >= r.rev {
@@ -1194,7 +1204,7 @@ func TestStoreSourceMatchesScratch(t *testing.T) {
 	for seed := range uint64(seeds) {
 		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 13))
-			r := &storeRun{propRun: newPropRun(t), rng: rng, dir: t.TempDir(), stored: &srcModel{zones: map[string]*srcZone{}}, last: map[string]int64{}}
+			r := &propStoreRun{propRun: newPropRun(t), rng: rng, dir: t.TempDir(), stored: &srcModel{zones: map[string]*srcZone{}}, last: map[string]int64{}}
 			r.open()
 			r.after = func() { r.st.Close() }
 			r.c = newPropCheck(t, rng, true)
@@ -1237,7 +1247,10 @@ func TestStoreSourceMatchesScratch(t *testing.T) {
 					ops = append(ops, "down")
 				}
 				if rng.IntN(8) == 0 && r.srv != nil {
-					r.srv.Reload() // reads the whole store again, beside the writes
+					// SIGHUP: the whole store is read again, beside the
+					// writes.
+					r.resyncing, r.resyncs = r.srv, testCounter(t, r.srv.feed.resyncs)
+					r.srv.Reload()
 					ops = append(ops, "resync")
 				}
 				r.sync(m)
