@@ -31,52 +31,76 @@ func main() {
 		fmt.Fprintln(os.Stderr, "fleetgen: -format is yaml or json")
 		os.Exit(2)
 	}
+	f := fleet{n: *n, change: *change, origin: *origin, policies: *policies}
 	w := bufio.NewWriter(os.Stdout)
-	json := *format == "json"
-	if json {
-		fmt.Fprintf(w, `{"zones":[{"origin":%q,"ttl":300,"nameservers":["ns1.example.net."],"transfer":{"allow":["127.0.0.1"]},`, *origin)
-		if *policies {
-			w.WriteString(`"policies":[` +
-				`{"name":"retries","targetRef":{"kind":"Zone"},"default":{"methodConfig":[{"name":[{}],"waitForReady":true}]}},` +
-				`{"name":"payments","targetRef":{"kind":"Service","labels":{"team":"payments"}},"default":{"loadBalancingConfig":[{"round_robin":{}}]}},` +
-				`{"name":"svc7-slow","targetRef":{"kind":"Service","name":"svc7"},"default":{"methodConfig":[{"name":[{}],"timeout":"30s"}]}}],`)
-		}
-		w.WriteString("\"services\":[\n")
+	if *format == "json" {
+		f.writeJSON(w)
 	} else {
-		fmt.Fprintf(w, "zones:\n  - origin: %s\n    ttl: 300\n    nameservers: [ns1.example.net.]\n    transfer: {allow: [127.0.0.1]}\n", *origin)
-		if *policies {
-			w.WriteString(`    policies:
+		f.writeYAML(w)
+	}
+	if err := w.Flush(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// fleet is the config fleetgen writes: zone origin with n services, and
+// the policies when policies is set.
+type fleet struct {
+	n, change int
+	origin    string
+	policies  bool
+}
+
+// timeout is the timeout of service i's method config.
+func (f fleet) timeout(i int) string {
+	if i == f.change {
+		return "2s"
+	}
+	return "1s"
+}
+
+// payments reports whether service i carries the label team: payments,
+// which a policy selects.
+func (f fleet) payments(i int) bool { return f.policies && i%10 == 0 }
+
+func (f fleet) writeJSON(w *bufio.Writer) {
+	fmt.Fprintf(w, `{"zones":[{"origin":%q,"ttl":300,"nameservers":["ns1.example.net."],"transfer":{"allow":["127.0.0.1"]},`, f.origin)
+	if f.policies {
+		w.WriteString(`"policies":[` +
+			`{"name":"retries","targetRef":{"kind":"Zone"},"default":{"methodConfig":[{"name":[{}],"waitForReady":true}]}},` +
+			`{"name":"payments","targetRef":{"kind":"Service","labels":{"team":"payments"}},"default":{"loadBalancingConfig":[{"round_robin":{}}]}},` +
+			`{"name":"svc7-slow","targetRef":{"kind":"Service","name":"svc7"},"default":{"methodConfig":[{"name":[{}],"timeout":"30s"}]}}],`)
+	}
+	w.WriteString("\"services\":[\n")
+	for i := range f.n {
+		sep := ","
+		if i == f.n-1 {
+			sep = ""
+		}
+		l := ""
+		if f.payments(i) {
+			l = `"labels":{"team":"payments"},`
+		}
+		fmt.Fprintf(w, `{"name":"svc%d",%s"addresses":["10.%d.%d.%d"],"serviceConfig":{"methodConfig":[{"name":[{"service":"fleet.v1.Service%d"}],"timeout":"%s","retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]}}%s`+"\n",
+			i, l, i>>16, i>>8&0xff, i&0xff, i, f.timeout(i), sep)
+	}
+	w.WriteString("]}]}\n")
+}
+
+func (f fleet) writeYAML(w *bufio.Writer) {
+	fmt.Fprintf(w, "zones:\n  - origin: %s\n    ttl: 300\n    nameservers: [ns1.example.net.]\n    transfer: {allow: [127.0.0.1]}\n", f.origin)
+	if f.policies {
+		w.WriteString(`    policies:
       - {name: retries, targetRef: {kind: Zone}, default: {methodConfig: [{name: [{}], waitForReady: true}]}}
       - {name: payments, targetRef: {kind: Service, labels: {team: payments}}, default: {loadBalancingConfig: [{round_robin: {}}]}}
       - {name: svc7-slow, targetRef: {kind: Service, name: svc7}, default: {methodConfig: [{name: [{}], timeout: 30s}]}}
 `)
-		}
-		w.WriteString("    services:\n")
 	}
-	for i := range *n {
-		timeout := "1s"
-		if i == *change {
-			timeout = "2s"
-		}
-		labels := ""
-		if *policies && i%10 == 0 {
-			labels = "payments"
-		}
-		if json {
-			sep := ","
-			if i == *n-1 {
-				sep = ""
-			}
-			l := ""
-			if labels != "" {
-				l = `"labels":{"team":"payments"},`
-			}
-			fmt.Fprintf(w, `{"name":"svc%d",%s"addresses":["10.%d.%d.%d"],"serviceConfig":{"methodConfig":[{"name":[{"service":"fleet.v1.Service%d"}],"timeout":"%s","retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["UNAVAILABLE"]}}]}}%s`+"\n",
-				i, l, i>>16, i>>8&0xff, i&0xff, i, timeout, sep)
-			continue
-		}
+	w.WriteString("    services:\n")
+	for i := range f.n {
 		fmt.Fprintf(w, "      - name: svc%d\n", i)
-		if labels != "" {
+		if f.payments(i) {
 			w.WriteString("        labels: {team: payments}\n")
 		}
 		fmt.Fprintf(w, `        addresses: [10.%d.%d.%d]
@@ -85,13 +109,6 @@ func main() {
             - name: [{service: fleet.v1.Service%d}]
               timeout: %s
               retryPolicy: {maxAttempts: 3, initialBackoff: 0.1s, maxBackoff: 1s, backoffMultiplier: 2, retryableStatusCodes: [UNAVAILABLE]}
-`, i>>16, i>>8&0xff, i&0xff, i, timeout)
-	}
-	if json {
-		w.WriteString("]}]}\n")
-	}
-	if err := w.Flush(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+`, i>>16, i>>8&0xff, i&0xff, i, f.timeout(i))
 	}
 }

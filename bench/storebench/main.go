@@ -61,52 +61,85 @@ func main() {
 		*loc = filepath.Join(tmp, "store")
 	}
 	dnsAddr, admin := freeAddr(), freeAddr()
-	cmd := exec.Command(*bin, "serve", "--store", *loc, "--listen", dnsAddr, "--admin", admin, "--log-level", "warn", "--history", "10000")
-	var logs bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if f := os.Getenv("STOREBENCH_SERVE_LOG"); f != "" { // serve's log, for a look at GC (GODEBUG=gctrace=1)
-		lf, err := os.Create(f)
+	logs, stop := startServe(*bin, *loc, dnsAddr, admin)
+	defer stop()
+	c := &client{base: "http://" + admin, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *load + 4}, Timeout: 60 * time.Second}}
+	c.waitReady(logs)
+	if code, b := c.do("PUT", "/v1/zones/fleet.test", `{"spec":{"ttl":300,"nameservers":["ns1.example.net."]}}`); code != 200 && code != 201 {
+		fail(fmt.Sprintf("PUT zone: %d %s", code, b))
+	}
+	c.loadServices(*loc, *n, *load)
+	// Wait until DNS serves the last one.
+	waitTXT(dnsAddr, *n-1, "fleet.v1.Service", 60*time.Second)
+
+	// Values no earlier run wrote: a PUT of what is stored already writes
+	// nothing.
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	m := &measure{c: c, rng: rng, epoch: 10 + rng.IntN(100000), n: *n, samples: *samples}
+	lastRV := m.puts()
+	m.gets()
+	m.lists(lastRV)
+	m.dnsDelays(dnsAddr)
+}
+
+// startServe starts bin serving the store at loc, DNS on dnsAddr and the
+// admin API on admin. It returns serve's log, unless
+// STOREBENCH_SERVE_LOG names a file for it (for a look at GC with
+// GODEBUG=gctrace=1), and how to stop it.
+func startServe(bin, loc, dnsAddr, admin string) (logs *bytes.Buffer, stop func()) {
+	cmd := exec.Command(bin, "serve", "--store", loc, "--listen", dnsAddr, "--admin", admin, "--log-level", "warn", "--history", "10000")
+	logs = new(bytes.Buffer)
+	cmd.Stdout, cmd.Stderr = logs, logs
+	var lf *os.File
+	if f := os.Getenv("STOREBENCH_SERVE_LOG"); f != "" {
+		var err error
+		lf, err = os.Create(f)
 		check(err)
-		defer lf.Close()
 		cmd.Stdout, cmd.Stderr = lf, lf
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // gone with us, even on fail
 	check(cmd.Start())
-	defer func() {
+	return logs, func() {
 		cmd.Process.Signal(os.Interrupt)
 		cmd.Wait()
-	}()
-	c := &client{base: "http://" + admin, hc: &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: *load + 4}, Timeout: 60 * time.Second}}
+		if lf != nil {
+			lf.Close()
+		}
+	}
+}
+
+// waitReady waits up to 30 s for serve to be ready; logs is its log.
+func (c *client) waitReady(logs *bytes.Buffer) {
 	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
 		if resp, err := c.hc.Get(c.base + "/readyz"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				break
+				return
 			}
 		}
 		if time.Since(start) > 30*time.Second {
 			fail("serve not ready in 30s:\n" + logs.String())
 		}
 	}
-	if code, b := c.do("PUT", "/v1/zones/fleet.test", `{"spec":{"ttl":300,"nameservers":["ns1.example.net."]}}`); code != 200 && code != 201 {
-		fail(fmt.Sprintf("PUT zone: %d %s", code, b))
-	}
+}
 
-	// Load, unless a store given with -store holds the services already.
+// loadServices writes the n services of the zone with load clients at
+// once, unless the store at loc, given with -store, holds them already.
+func (c *client) loadServices(loc string, n, load int) {
 	start := time.Now()
 	var next atomic.Int64
-	if code, _ := c.do("GET", svcPath(*n-1), ""); code == 200 {
-		fmt.Printf("store %s: holds the %d services already\n", *loc, *n)
-		next.Store(int64(*n))
+	if code, _ := c.do("GET", svcPath(n-1), ""); code == 200 {
+		fmt.Printf("store %s: holds the %d services already\n", loc, n)
+		next.Store(int64(n))
 	}
 	var wg sync.WaitGroup
-	for range *load {
+	for range load {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for {
 				i := int(next.Add(1)) - 1
-				if i >= *n {
+				if i >= n {
 					return
 				}
 				if code, b := c.do("PUT", svcPath(i), spec(i, "1s")); code != 201 && code != 200 {
@@ -117,28 +150,34 @@ func main() {
 	}
 	wg.Wait()
 	took := time.Since(start)
-	fmt.Printf("store %s: loaded %d services with %d clients in %v (%.0f writes/s)\n", *loc, *n, *load, took.Round(time.Millisecond), float64(*n)/took.Seconds())
-	// Wait until DNS serves the last one.
-	waitTXT(dnsAddr, *n-1, "fleet.v1.Service", 60*time.Second)
+	fmt.Printf("store %s: loaded %d services with %d clients in %v (%.0f writes/s)\n", loc, n, load, took.Round(time.Millisecond), float64(n)/took.Seconds())
+}
 
-	// Values no earlier run wrote: a PUT of what is stored already writes
-	// nothing.
-	run := time.Now().UnixNano()
-	rng := rand.New(rand.NewPCG(uint64(run), 2))
-	epoch := 10 + rng.IntN(100000)
-	report := func(name string, d []time.Duration) {
-		slices.Sort(d)
-		fmt.Printf("%-5s p50 %7.2f ms   p99 %7.2f ms   max %7.2f ms   (%d samples)\n", name,
-			ms(d[len(d)/2]), ms(d[len(d)*99/100]), ms(d[len(d)-1]), len(d))
-	}
+// measure measures the requests of one kind after another, each on
+// services drawn by rng among the n of the zone, samples times (a quarter
+// of that for lists and DNS). epoch makes the values written new.
+type measure struct {
+	c          *client
+	rng        *rand.Rand
+	epoch      int
+	n, samples int
+}
 
-	// PUT.
+// report prints the percentiles of the latencies d of requests name.
+func report(name string, d []time.Duration) {
+	slices.Sort(d)
+	fmt.Printf("%-5s p50 %7.2f ms   p99 %7.2f ms   max %7.2f ms   (%d samples)\n", name,
+		ms(d[len(d)/2]), ms(d[len(d)*99/100]), ms(d[len(d)-1]), len(d))
+}
+
+// puts measures PUTs and returns the resourceVersion of the last.
+func (m *measure) puts() string {
 	var puts []time.Duration
 	var lastRV string
-	for k := range *samples {
-		i := rng.IntN(*n)
+	for k := range m.samples {
+		i := m.rng.IntN(m.n)
 		t0 := time.Now()
-		code, b := c.do("PUT", svcPath(i), spec(i, fmt.Sprintf("%d.%03ds", epoch+k/1000, k%1000)))
+		code, b := m.c.do("PUT", svcPath(i), spec(i, fmt.Sprintf("%d.%03ds", m.epoch+k/1000, k%1000)))
 		puts = append(puts, time.Since(t0))
 		if code != 200 {
 			fail(fmt.Sprintf("PUT: %d %s", code, b))
@@ -146,66 +185,82 @@ func main() {
 		lastRV = rvOf(b)
 	}
 	report("PUT", puts)
+	return lastRV
+}
 
-	// GET.
+// gets measures GETs.
+func (m *measure) gets() {
 	var gets []time.Duration
-	for range *samples {
-		i := rng.IntN(*n)
+	for range m.samples {
+		i := m.rng.IntN(m.n)
 		t0 := time.Now()
-		code, b := c.do("GET", svcPath(i), "")
+		code, b := m.c.do("GET", svcPath(i), "")
 		gets = append(gets, time.Since(t0))
 		if code != 200 {
 			fail(fmt.Sprintf("GET: %d %s", code, b))
 		}
 	}
 	report("GET", gets)
+}
 
-	// LIST: the first page, NotOlderThan the last version written; PAGE:
-	// the pages after it.
+// lists measures LIST, the first page NotOlderThan lastRV, the last
+// version written, and PAGE, the pages after it.
+func (m *measure) lists(lastRV string) {
 	var lists, pages []time.Duration
-	listSamples := max(*samples/4, 10)
-	for range listSamples {
+	for range max(m.samples/4, 10) {
 		t0 := time.Now()
-		code, b := c.do("GET", "/v1/zones/fleet.test/services?limit=500&resourceVersionMatch=NotOlderThan&resourceVersion="+lastRV, "")
+		code, b := m.c.do("GET", "/v1/zones/fleet.test/services?limit=500&resourceVersionMatch=NotOlderThan&resourceVersion="+lastRV, "")
 		lists = append(lists, time.Since(t0))
 		if code != 200 {
 			fail(fmt.Sprintf("LIST: %d %.300s", code, b))
 		}
-		var l struct {
-			Metadata struct{ Continue string } `json:"metadata"`
-			Items    []json.RawMessage         `json:"items"`
-		}
+		var l listPage
 		check(json.Unmarshal(b, &l))
 		if len(l.Items) != 500 {
 			fail(fmt.Sprintf("LIST: %d items", len(l.Items)))
 		}
 		// A few pages further on.
-		cont := l.Metadata.Continue
-		for range 3 {
-			if cont == "" {
-				break
-			}
-			t0 := time.Now()
-			code, b := c.do("GET", "/v1/zones/fleet.test/services?limit=500&continue="+url.QueryEscape(cont), "")
-			pages = append(pages, time.Since(t0))
-			if code != 200 {
-				fail(fmt.Sprintf("PAGE: %d %.300s", code, b))
-			}
-			l.Metadata.Continue = ""
-			check(json.Unmarshal(b, &l))
-			cont = l.Metadata.Continue
-		}
+		pages = append(pages, m.nextPages(l.Metadata.Continue, 3)...)
 	}
 	report("LIST", lists)
 	report("PAGE", pages)
+}
 
-	// Write to DNS answer.
+// listPage is what the measures read of a page of a list.
+type listPage struct {
+	Metadata struct{ Continue string } `json:"metadata"`
+	Items    []json.RawMessage         `json:"items"`
+}
+
+// nextPages reads up to count pages from the continue token cont on, and
+// returns how long each took.
+func (m *measure) nextPages(cont string, count int) []time.Duration {
+	var pages []time.Duration
+	for range count {
+		if cont == "" {
+			break
+		}
+		t0 := time.Now()
+		code, b := m.c.do("GET", "/v1/zones/fleet.test/services?limit=500&continue="+url.QueryEscape(cont), "")
+		pages = append(pages, time.Since(t0))
+		if code != 200 {
+			fail(fmt.Sprintf("PAGE: %d %.300s", code, b))
+		}
+		var l listPage
+		check(json.Unmarshal(b, &l))
+		cont = l.Metadata.Continue
+	}
+	return pages
+}
+
+// dnsDelays measures the delay from an acknowledged PUT to its TXT
+// answer from the DNS server at dnsAddr.
+func (m *measure) dnsDelays(dnsAddr string) {
 	var delays []time.Duration
-	dnsSamples := max(*samples/4, 10)
-	for k := range dnsSamples {
-		i := rng.IntN(*n)
-		marker := fmt.Sprintf("%d%04d.5s", epoch, k)
-		code, b := c.do("PUT", svcPath(i), spec(i, marker))
+	for k := range max(m.samples/4, 10) {
+		i := m.rng.IntN(m.n)
+		marker := fmt.Sprintf("%d%04d.5s", m.epoch, k)
+		code, b := m.c.do("PUT", svcPath(i), spec(i, marker))
 		acked := time.Now()
 		if code != 200 {
 			fail(fmt.Sprintf("PUT: %d %s", code, b))
