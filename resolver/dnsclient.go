@@ -193,37 +193,10 @@ func (c *dnsClient) lookup(ctx context.Context, name string, qtype uint16) (*ans
 // for its end, so the caller asks again for next.
 func parseAnswer(r *message, name string, qtype uint16, hops *int) (a *answer, next string, err error) {
 	a = &answer{name: name}
-	minTTL := func(ttl uint32) {
-		d := time.Duration(ttl) * time.Second
-		if !a.hasTTL || d < a.ttl {
-			a.ttl, a.hasTTL = d, true
-		}
-	}
 	cur := name
 	followed := false
 	for {
-		found := false
-		var alias string
-		for i := range r.answers {
-			rr := &r.answers[i]
-			if rr.class != classINET || !strings.EqualFold(rr.name, cur) {
-				continue
-			}
-			switch {
-			case rr.rtype == qtype:
-				switch qtype {
-				case typeA, typeAAAA:
-					a.addrs = append(a.addrs, rr.addr)
-				case typeTXT:
-					a.txt = append(a.txt, rr.txt)
-				}
-				minTTL(rr.ttl)
-				found = true
-			case rr.rtype == typeCNAME && qtype != typeCNAME && alias == "":
-				alias = strings.ToLower(rr.alias)
-				minTTL(rr.ttl)
-			}
-		}
+		found, alias := a.addRecordsAt(r, cur, qtype)
 		if found || alias == "" {
 			break
 		}
@@ -238,21 +211,63 @@ func parseAnswer(r *message, name string, qtype uint16, hops *int) (a *answer, n
 		return a, "", nil
 	}
 	a.nxdomain = r.rcode == rcodeNameError
-	hasSOA := false
-	for _, rr := range r.authorities {
-		if rr.rtype == typeSOA {
-			// RFC 2308 §5: negative answers are cached for the smaller of
-			// the SOA's TTL and its MINIMUM field.
-			minTTL(min(rr.ttl, rr.minimum))
-			hasSOA = true
-		}
-	}
+	hasSOA := a.addNegativeTTL(r)
 	if followed && !a.nxdomain && !hasSOA && !r.recursionAvail {
 		// An authoritative server gave the alias and nothing about its
 		// target: the target is elsewhere, ask for it.
 		return a, cur, nil
 	}
 	return a, "", nil
+}
+
+// addRecordsAt adds to a the records of qtype at name cur in r's answer
+// section, and reports whether there was one; if not, alias is the first
+// alias (CNAME) of cur there, to follow, or "".
+func (a *answer) addRecordsAt(r *message, cur string, qtype uint16) (found bool, alias string) {
+	for i := range r.answers {
+		rr := &r.answers[i]
+		if rr.class != classINET || !strings.EqualFold(rr.name, cur) {
+			continue
+		}
+		switch {
+		case rr.rtype == qtype:
+			switch qtype {
+			case typeA, typeAAAA:
+				a.addrs = append(a.addrs, rr.addr)
+			case typeTXT:
+				a.txt = append(a.txt, rr.txt)
+			}
+			a.lowerTTL(rr.ttl)
+			found = true
+		case rr.rtype == typeCNAME && qtype != typeCNAME && alias == "":
+			alias = strings.ToLower(rr.alias)
+			a.lowerTTL(rr.ttl)
+		}
+	}
+	return found, alias
+}
+
+// addNegativeTTL gives a, a negative answer, the TTL of the SOA records in
+// r's authority section, and reports whether there was one. RFC 2308 §5:
+// negative answers are cached for the smaller of the SOA's TTL and its
+// MINIMUM field.
+func (a *answer) addNegativeTTL(r *message) (hasSOA bool) {
+	for _, rr := range r.authorities {
+		if rr.rtype == typeSOA {
+			a.lowerTTL(min(rr.ttl, rr.minimum))
+			hasSOA = true
+		}
+	}
+	return hasSOA
+}
+
+// lowerTTL makes a's TTL that of a record or alias of TTL ttl seconds
+// when it is shorter, or when a has none yet.
+func (a *answer) lowerTTL(ttl uint32) {
+	d := time.Duration(ttl) * time.Second
+	if !a.hasTTL || d < a.ttl {
+		a.ttl, a.hasTTL = d, true
+	}
 }
 
 // classINET is the Internet class.

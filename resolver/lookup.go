@@ -51,11 +51,7 @@ func LookupConfig(ctx context.Context, nameserver, host string) (*ConfigRecords,
 	if err != nil {
 		return nil, err
 	}
-	out := &ConfigRecords{Owner: owner, Name: a.name, NXDomain: a.nxdomain, TTL: a.ttl, Server: a.server, TCP: a.tcp}
-	if recs := a.txt; len(recs) > 0 {
-		out.Records = recs
-	}
-	return out, nil
+	return configRecords(owner, a), nil
 }
 
 // LookupTarget asks for the TXT records of a channel's target,
@@ -97,40 +93,58 @@ func lookupTarget(ctx context.Context, target string, o Options, net transport) 
 		return nil, err
 	}
 	client := dnsClient{servers: lc.servers, timeout: lc.timeout, attempts: lc.attempts, rotate: lc.rotate, next: new(atomic.Uint32), net: net}
-	name := ""
-	if lc.hostsFile != "" {
-		// As the resolver: a hosts file that cannot be read is passed over.
-		if addrs, err := lookupHosts(lc.hostsFile, tg.host); err == nil && len(addrs) > 0 {
-			name = fqdn(tg.host)
-		}
-	}
-	if name == "" && len(lc.names) == 1 {
-		// One name to try: its records, whether or not it has addresses.
-		name = lc.names[0]
-	}
-	for i := 0; name == "" && i < len(lc.names); i++ {
-		got := map[uint16]lookupResult{}
-		found := false
-		for _, qt := range []uint16{typeA, typeAAAA} {
-			a, err := client.lookup(ctx, lc.names[i], qt)
-			got[qt] = lookupResult{qt, a, err}
-			found = found || (err == nil && len(a.addrs) > 0)
-		}
-		switch {
-		case found:
-			name = lc.names[i]
-		case !searchOn(got[typeA], got[typeAAAA], i == len(lc.names)-1):
-			return nil, addressError(lc.names, lc.names[i], c.ResolvConf, got)
-		}
+	name, err := addressName(ctx, &client, lc, tg.host, c.ResolvConf)
+	if err != nil {
+		return nil, err
 	}
 	owner := fqdn(sc.OwnerPrefix + strings.TrimSuffix(name, "."))
 	a, err := client.lookup(ctx, owner, typeTXT)
 	if err != nil {
 		return nil, err
 	}
+	return configRecords(owner, a), nil
+}
+
+// addressName is the name at which a resolver finds the addresses of
+// host, as lc says: the host as written when the hosts file lists it, the
+// one name to ask when there is one, else the first name of the search
+// list that has addresses. The error is the resolver's when it stops
+// searching with none (see searchOn); resolvConf names the file of the
+// search list.
+func addressName(ctx context.Context, client *dnsClient, lc *lookupConf, host, resolvConf string) (string, error) {
+	if lc.hostsFile != "" {
+		// As the resolver: a hosts file that cannot be read is passed over.
+		if addrs, err := lookupHosts(lc.hostsFile, host); err == nil && len(addrs) > 0 {
+			return fqdn(host), nil
+		}
+	}
+	if len(lc.names) == 1 {
+		// One name to try: its records, whether or not it has addresses.
+		return lc.names[0], nil
+	}
+	for i, name := range lc.names {
+		got := map[uint16]lookupResult{}
+		found := false
+		for _, qt := range []uint16{typeA, typeAAAA} {
+			a, err := client.lookup(ctx, name, qt)
+			got[qt] = lookupResult{qt, a, err}
+			found = found || (err == nil && len(a.addrs) > 0)
+		}
+		switch {
+		case found:
+			return name, nil
+		case !searchOn(got[typeA], got[typeAAAA], i == len(lc.names)-1):
+			return "", addressError(lc.names, name, resolvConf, got)
+		}
+	}
+	return "", nil
+}
+
+// configRecords is the result of the lookup of owner's TXT records, a.
+func configRecords(owner string, a *answer) *ConfigRecords {
 	out := &ConfigRecords{Owner: owner, Name: a.name, NXDomain: a.nxdomain, TTL: a.ttl, Server: a.server, TCP: a.tcp}
 	if len(a.txt) > 0 {
 		out.Records = a.txt
 	}
-	return out, nil
+	return out
 }

@@ -174,7 +174,7 @@ func (o Options) resolve() (*config, error) {
 	if c.hostname == "" {
 		c.hostname, c.hostnameErr = processHostname()
 	}
-	for _, step := range []func() error{c.resolveTimers, c.resolveNameservers, c.resolveParams, c.resolveDefaultConfig} {
+	for _, step := range []func() error{c.resolveTimers, c.resolveBackoff, c.resolveNameservers, c.resolveParams, c.resolveDefaultConfig} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -191,8 +191,8 @@ func (o Options) resolve() (*config, error) {
 	return c, nil
 }
 
-// resolveTimers applies the defaults of the durations, attempts and
-// backoff, and checks them.
+// resolveTimers applies the defaults of the durations and attempts, and
+// checks them.
 func (c *config) resolveTimers() error {
 	c.timeoutSet, c.attemptsSet = c.QueryTimeout != 0, c.Attempts != 0
 	onlyMax := c.MinRefresh == 0 && c.MaxRefresh > 0
@@ -227,6 +227,11 @@ func (c *config) resolveTimers() error {
 	if c.Attempts == 0 {
 		c.Attempts = DefaultAttempts
 	}
+	return nil
+}
+
+// resolveBackoff applies the default backoff, and checks it.
+func (c *config) resolveBackoff() error {
 	if c.Backoff == (backoff.Config{}) {
 		c.Backoff = backoff.DefaultConfig
 	}

@@ -74,45 +74,18 @@ func parseResolvConf(text []byte, defaultDomain func() string) *resolvConf {
 		}
 		switch f[0] {
 		case "nameserver":
-			if len(f) < 2 || len(rc.servers) >= maxNameservers {
-				continue
-			}
-			// An address, without a port; zoned IPv6 addresses are not
-			// supported.
-			switch ip, err := netip.ParseAddr(f[1]); {
-			case err != nil:
-				rc.skipped = append(rc.skipped, f[1]+" (not an IP address)")
-			case ip.Zone() != "":
-				rc.skipped = append(rc.skipped, f[1]+" (zoned IPv6 addresses are not supported)")
-			default:
-				rc.servers = append(rc.servers, net.JoinHostPort(ip.Unmap().String(), dnsPort))
+			if len(f) > 1 {
+				rc.addNameserver(f[1])
 			}
 		case "domain":
 			if len(f) > 1 {
 				rc.search, searchSet = []string{fqdn(f[1])}, true
 			}
 		case "search":
-			rc.search, searchSet = nil, true
-			for _, s := range f[1:] {
-				if s = fqdn(s); s != "." {
-					rc.search = append(rc.search, s)
-				}
-			}
+			rc.setSearch(f[1:])
+			searchSet = true
 		case "options":
-			for _, o := range f[1:] {
-				name, val, _ := strings.Cut(o, ":")
-				n, err := strconv.Atoi(val)
-				switch {
-				case name == "ndots" && err == nil:
-					rc.ndots = min(max(n, 0), 15)
-				case name == "timeout" && err == nil:
-					rc.timeout = time.Duration(max(n, 1)) * time.Second
-				case name == "attempts" && err == nil:
-					rc.attempts = max(n, 1)
-				case o == "rotate":
-					rc.rotate = true
-				}
-			}
+			rc.setOptions(f[1:])
 		}
 	}
 	if !searchSet {
@@ -121,6 +94,53 @@ func parseResolvConf(text []byte, defaultDomain func() string) *resolvConf {
 		}
 	}
 	return rc
+}
+
+// addNameserver adds the address of a nameserver line, without a port, to
+// the first maxNameservers. Zoned IPv6 addresses are not supported.
+func (rc *resolvConf) addNameserver(addr string) {
+	if len(rc.servers) >= maxNameservers {
+		return
+	}
+	switch ip, err := netip.ParseAddr(addr); {
+	case err != nil:
+		rc.skipped = append(rc.skipped, addr+" (not an IP address)")
+	case ip.Zone() != "":
+		rc.skipped = append(rc.skipped, addr+" (zoned IPv6 addresses are not supported)")
+	default:
+		rc.servers = append(rc.servers, net.JoinHostPort(ip.Unmap().String(), dnsPort))
+	}
+}
+
+// setSearch makes the domains of a search line the search list, which a
+// later line replaces.
+func (rc *resolvConf) setSearch(domains []string) {
+	rc.search = nil
+	for _, s := range domains {
+		if s = fqdn(s); s != "." {
+			rc.search = append(rc.search, s)
+		}
+	}
+}
+
+// setOptions applies the options of an options line that the resolver
+// follows, ndots, timeout, attempts and rotate, and passes over the
+// others.
+func (rc *resolvConf) setOptions(opts []string) {
+	for _, o := range opts {
+		name, val, _ := strings.Cut(o, ":")
+		n, err := strconv.Atoi(val)
+		switch {
+		case name == "ndots" && err == nil:
+			rc.ndots = min(max(n, 0), 15)
+		case name == "timeout" && err == nil:
+			rc.timeout = time.Duration(max(n, 1)) * time.Second
+		case name == "attempts" && err == nil:
+			rc.attempts = max(n, 1)
+		case o == "rotate":
+			rc.rotate = true
+		}
+	}
 }
 
 // nameList is the list of names a host is asked as, in order, as glibc's

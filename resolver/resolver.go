@@ -380,33 +380,9 @@ func (d *dnsResolver) noAddresses(got map[uint16]lookupResult) {
 // finish records what a complete resolution found, and returns the
 // refresh interval and whether to retry with backoff.
 func (d *dnsResolver) finish(r *resolution) (time.Duration, bool) {
-	for _, qt := range []uint16{typeA, typeAAAA} {
-		if lr := r.got[qt]; lr.err == nil {
-			if d.famAddrs == nil {
-				d.famAddrs = map[uint16][]string{}
-			}
-			d.famAddrs[qt] = d.familyAddresses(lr.ans)
-		}
-	}
-	ttl, known := time.Duration(0), false
-	for _, lr := range r.got {
-		if lr.err == nil && lr.ans.hasTTL && (!known || lr.ans.ttl < ttl) {
-			ttl, known = lr.ans.ttl, true
-		}
-	}
-	var lastErr error
-	switch {
-	case r.out.ev.kind == evLookupFailed || r.out.ev.kind == evInvalid:
-		// Also when it made the channel refuse the update: the record's
-		// problem is what the application needs to see.
-		lastErr = r.out.ev.err
-	case r.updateErr != nil:
-		lastErr = fmt.Errorf("the channel refused the update: %w", r.updateErr)
-	}
-	a, aaaa := r.got[typeA], r.got[typeAAAA]
-	if lastErr == nil {
-		lastErr = cmp.Or(a.err, aaaa.err, d.headerGap)
-	}
+	d.keepAddresses(r.got)
+	ttl, known := shortestTTL(r.got)
+	lastErr := d.lastError(r)
 	d.setState(func(s *State) {
 		s.TTL, s.Resolved, s.LastError = ttl, time.Now(), lastErr
 	})
@@ -414,9 +390,52 @@ func (d *dnsResolver) finish(r *resolution) (time.Duration, bool) {
 	// on a new channel), or failed lookups of both address families are
 	// retried with backoff; a failed lookup of one family alone is not: the
 	// other one serves, and the failed one keeps its last addresses.
+	a, aaaa := r.got[typeA], r.got[typeAAAA]
 	failed := r.updateErr != nil || (d.wantConfig && r.got[typeTXT].err != nil) ||
 		(a.err != nil && aaaa.err != nil) // served from last time's addresses
 	return d.cfg.refresh(ttl, known), failed
+}
+
+// keepAddresses keeps the addresses of each family whose lookup in got
+// answered, for a later resolution whose lookup of it fails (see
+// addresses).
+func (d *dnsResolver) keepAddresses(got map[uint16]lookupResult) {
+	for _, qt := range []uint16{typeA, typeAAAA} {
+		if lr := got[qt]; lr.err == nil {
+			if d.famAddrs == nil {
+				d.famAddrs = map[uint16][]string{}
+			}
+			d.famAddrs[qt] = d.familyAddresses(lr.ans)
+		}
+	}
+}
+
+// shortestTTL is the shortest TTL of the answers in got, and whether one
+// of them had a TTL.
+func shortestTTL(got map[uint16]lookupResult) (ttl time.Duration, known bool) {
+	for _, lr := range got {
+		if lr.err == nil && lr.ans.hasTTL && (!known || lr.ans.ttl < ttl) {
+			ttl, known = lr.ans.ttl, true
+		}
+	}
+	return ttl, known
+}
+
+// lastError is the State.LastError a complete resolution r leaves: the
+// record's problem, else the channel's refusal of the update, else a
+// failed address lookup, else the header rules the channel cannot apply
+// (headerGap).
+func (d *dnsResolver) lastError(r *resolution) error {
+	var err error
+	switch {
+	case r.out.ev.kind == evLookupFailed || r.out.ev.kind == evInvalid:
+		// Also when it made the channel refuse the update: the record's
+		// problem is what the application needs to see.
+		err = r.out.ev.err
+	case r.updateErr != nil:
+		err = fmt.Errorf("the channel refused the update: %w", r.updateErr)
+	}
+	return cmp.Or(err, r.got[typeA].err, r.got[typeAAAA].err, d.headerGap)
 }
 
 // addresses lists the addresses found so far, A records first. A family

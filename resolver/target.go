@@ -53,27 +53,17 @@ func parseTarget(authority, endpoint string) (target, error) {
 	if endpoint == "" {
 		return t, fmt.Errorf("dnsconfig target has no host: write dnsconfig:///HOST[:PORT]")
 	}
-	host, port := endpoint, DefaultPort
 	if strings.Contains(endpoint, "%") {
 		return t, fmt.Errorf("dnsconfig target host %q: zoned IPv6 addresses are not supported", endpoint)
 	}
 	if ip, ok := bareIP(endpoint); ok {
 		// A bare IP literal: IPv4, or IPv6 with or without brackets.
-		t.ip, t.host, t.port = ip.Unmap(), ip.Unmap().String(), port
+		t.ip, t.host, t.port = ip.Unmap(), ip.Unmap().String(), DefaultPort
 		return t, nil
 	}
-	if inner, ok := strings.CutPrefix(endpoint, "["); ok {
-		if ip, err := netip.ParseAddr(strings.TrimSuffix(inner, "]")); err == nil && ip.Is4() {
-			return t, fmt.Errorf("dnsconfig target %q: brackets are for IPv6 addresses; write %s", endpoint, ip)
-		}
-	}
-	if h, p, err := net.SplitHostPort(endpoint); err == nil {
-		host, port = h, p
-	} else if strings.HasPrefix(endpoint, "[") || strings.Count(endpoint, ":") > 0 {
-		return t, fmt.Errorf("dnsconfig target host %q: %v; write HOST, HOST:PORT or [IPv6]:PORT", endpoint, err)
-	}
-	if err := checkPort(port); err != nil {
-		return t, fmt.Errorf("dnsconfig target %q: %v", endpoint, err)
+	host, port, err := splitEndpoint(endpoint)
+	if err != nil {
+		return t, err
 	}
 	t.port = canonicalPort(port)
 	if host == "" {
@@ -92,6 +82,26 @@ func parseTarget(authority, endpoint string) (target, error) {
 	}
 	t.host = host
 	return t, nil
+}
+
+// splitEndpoint splits an endpoint that is not a bare IP literal into its
+// host and its port, DefaultPort when it has none, and checks the port.
+func splitEndpoint(endpoint string) (host, port string, err error) {
+	if inner, ok := strings.CutPrefix(endpoint, "["); ok {
+		if ip, err := netip.ParseAddr(strings.TrimSuffix(inner, "]")); err == nil && ip.Is4() {
+			return "", "", fmt.Errorf("dnsconfig target %q: brackets are for IPv6 addresses; write %s", endpoint, ip)
+		}
+	}
+	host, port = endpoint, DefaultPort
+	if h, p, err := net.SplitHostPort(endpoint); err == nil {
+		host, port = h, p
+	} else if strings.HasPrefix(endpoint, "[") || strings.Count(endpoint, ":") > 0 {
+		return "", "", fmt.Errorf("dnsconfig target host %q: %v; write HOST, HOST:PORT or [IPv6]:PORT", endpoint, err)
+	}
+	if err := checkPort(port); err != nil {
+		return "", "", fmt.Errorf("dnsconfig target %q: %v", endpoint, err)
+	}
+	return host, port, nil
 }
 
 // addr returns the address gRPC dials for ip.

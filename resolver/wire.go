@@ -354,6 +354,7 @@ func readSection(r *wireReader, count uint16) ([]record, error) {
 // readData reads the data of the record types the resolver uses; data is
 // msg[start:start+len(data)], as names in it may point into msg.
 func (rr *record) readData(msg []byte, start int, data []byte) error {
+	var err error
 	switch rr.rtype {
 	case typeA:
 		if len(data) != 4 {
@@ -366,42 +367,58 @@ func (rr *record) readData(msg []byte, start int, data []byte) error {
 		}
 		rr.addr = netip.AddrFrom16([16]byte(data))
 	case typeTXT:
-		for i := 0; i < len(data); {
-			l := int(data[i])
-			if i+1+l > len(data) {
-				return errShort
-			}
-			rr.txt = append(rr.txt, string(data[i+1:i+1+l]))
-			i += 1 + l
-		}
-		if len(rr.txt) == 0 {
-			return errors.New("no strings")
-		}
+		rr.txt, err = txtStrings(data)
 	case typeCNAME:
-		name, end, err := readName(msg, start)
-		if err != nil {
-			return err
-		}
-		if end != start+len(data) {
-			return errors.New("data longer than the name")
-		}
-		rr.alias = name
+		rr.alias, err = cnameTarget(msg, start, len(data))
 	case typeSOA:
-		r := &wireReader{msg: msg[:start+len(data)], off: start}
-		if _, err := r.name(); err != nil { // MNAME
-			return err
-		}
-		if _, err := r.name(); err != nil { // RNAME
-			return err
-		}
-		if _, err := r.bytes(16); err != nil { // SERIAL REFRESH RETRY EXPIRE
-			return err
-		}
-		minimum, err := r.u32()
-		if err != nil {
-			return err
-		}
-		rr.minimum = minimum
+		rr.minimum, err = soaMinimum(msg, start, len(data))
 	}
-	return nil
+	return err
+}
+
+// txtStrings reads the data of a TXT record: one string at least, each
+// after its length byte.
+func txtStrings(data []byte) ([]string, error) {
+	var txt []string
+	for i := 0; i < len(data); {
+		l := int(data[i])
+		if i+1+l > len(data) {
+			return nil, errShort
+		}
+		txt = append(txt, string(data[i+1:i+1+l]))
+		i += 1 + l
+	}
+	if len(txt) == 0 {
+		return nil, errors.New("no strings")
+	}
+	return txt, nil
+}
+
+// cnameTarget reads the data of a CNAME record, msg[start:start+n], which
+// is a name and nothing else.
+func cnameTarget(msg []byte, start, n int) (string, error) {
+	name, end, err := readName(msg, start)
+	if err != nil {
+		return "", err
+	}
+	if end != start+n {
+		return "", errors.New("data longer than the name")
+	}
+	return name, nil
+}
+
+// soaMinimum reads the MINIMUM field of the data of an SOA record,
+// msg[start:start+n].
+func soaMinimum(msg []byte, start, n int) (uint32, error) {
+	r := &wireReader{msg: msg[:start+n], off: start}
+	if _, err := r.name(); err != nil { // MNAME
+		return 0, err
+	}
+	if _, err := r.name(); err != nil { // RNAME
+		return 0, err
+	}
+	if _, err := r.bytes(16); err != nil { // SERIAL REFRESH RETRY EXPIRE
+		return 0, err
+	}
+	return r.u32()
 }

@@ -45,55 +45,23 @@ const (
 // and the unusual spellings the text uses.
 func parseDurationParts(s string) (sec, nanos int64, form durationForm, err error) {
 	orig := s
-	if len(s) == 0 || s[len(s)-1] != 's' || (len(s) > 1 && (s[len(s)-2] < '0' || s[len(s)-2] > '9') && s[len(s)-2] != '.') {
-		if d, err := time.ParseDuration(s); err == nil {
-			return 0, 0, 0, fmt.Errorf("%q is not a duration: durations are seconds with an \"s\" suffix; write %q", orig, formatDuration(d))
-		}
-		return 0, 0, 0, fmt.Errorf("%q is not a duration: write seconds with an \"s\" suffix, like \"1.5s\"", orig)
+	if !hasSecondsSuffix(s) {
+		return 0, 0, 0, notSecondsError(orig)
 	}
-	s = s[:len(s)-1]
-	neg := false
-	if len(s) > 0 && (s[0] == '-' || s[0] == '+') {
-		neg = s[0] == '-'
-		if !neg {
-			form |= formPlus
-		}
-		s = s[1:]
-	}
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		if sec > maxDurationSeconds {
-			break
-		}
-		sec = sec*10 + int64(s[i]-'0')
-		i++
-	}
-	intDigits := i
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++ // digits beyond the range; reported below
-		intDigits = i
-	}
+	s, neg, form := cutDurationSign(s[:len(s)-1])
+	sec, i := durationSeconds(s)
 	if sec > maxDurationSeconds {
 		return 0, 0, 0, fmt.Errorf("duration %q is out of range: at most %d seconds", orig, int64(maxDurationSeconds))
 	}
-	fracDigits := 0
+	intDigits, fracDigits := i, 0
 	if i < len(s) && s[i] == '.' {
-		i++
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			if fracDigits < 9 {
-				nanos = nanos*10 + int64(s[i]-'0')
-			}
-			fracDigits++
-			i++
-		}
+		nanos, fracDigits = durationNanos(s[i+1:])
+		i += 1 + fracDigits
 		if fracDigits > 9 {
 			return 0, 0, 0, fmt.Errorf("duration %q has %d fraction digits: at most 9 (nanoseconds) are allowed", orig, fracDigits)
 		}
 		if fracDigits == 0 {
 			form |= formBarePoint
-		}
-		for d := fracDigits; d < 9; d++ {
-			nanos *= 10
 		}
 	}
 	if intDigits == 0 {
@@ -109,6 +77,68 @@ func parseDurationParts(s string) (sec, nanos int64, form durationForm, err erro
 		sec, nanos = -sec, -nanos
 	}
 	return sec, nanos, form, nil
+}
+
+// hasSecondsSuffix reports whether s ends in an 's' after a digit, a point
+// or nothing: "1s", "1.s", "s". Other units, "1ms" or "1m", do not.
+func hasSecondsSuffix(s string) bool {
+	n := len(s)
+	return n > 0 && s[n-1] == 's' && (n == 1 || isDigit(s[n-2]) || s[n-2] == '.')
+}
+
+// notSecondsError is the error for a duration without the 's' of seconds.
+// When Go reads it as a duration of other units, the error gives it in
+// seconds.
+func notSecondsError(s string) error {
+	if d, err := time.ParseDuration(s); err == nil {
+		return fmt.Errorf("%q is not a duration: durations are seconds with an \"s\" suffix; write %q", s, formatDuration(d))
+	}
+	return fmt.Errorf("%q is not a duration: write seconds with an \"s\" suffix, like \"1.5s\"", s)
+}
+
+// cutDurationSign returns s without its sign, whether the sign was '-',
+// and formPlus when it was '+'.
+func cutDurationSign(s string) (rest string, neg bool, form durationForm) {
+	if len(s) == 0 {
+		return s, false, 0
+	}
+	switch s[0] {
+	case '-':
+		return s[1:], true, 0
+	case '+':
+		return s[1:], false, formPlus
+	}
+	return s, false, 0
+}
+
+// durationSeconds reads the decimal seconds at the start of s and returns
+// them and the offset after their digits. Once the value passes
+// maxDurationSeconds it reads no more digits into it, so that it cannot
+// overflow: the caller refuses it.
+func durationSeconds(s string) (sec int64, end int) {
+	for end < len(s) && isDigit(s[end]) {
+		if sec <= maxDurationSeconds {
+			sec = sec*10 + int64(s[end]-'0')
+		}
+		end++
+	}
+	return sec, end
+}
+
+// durationNanos reads the fraction digits at the start of frac, after the
+// point, and returns the nanoseconds of the first nine and the number of
+// digits.
+func durationNanos(frac string) (nanos int64, digits int) {
+	for digits < len(frac) && isDigit(frac[digits]) {
+		if digits < 9 {
+			nanos = nanos*10 + int64(frac[digits]-'0')
+		}
+		digits++
+	}
+	for d := digits; d < 9; d++ {
+		nanos *= 10
+	}
+	return nanos, digits
 }
 
 // formatDuration writes d in the JSON form of google.protobuf.Duration

@@ -92,51 +92,19 @@ func parseSingleConstraint(c *checker, v int32) *constraints.Expr {
 	ok := true
 	hasKey := false
 	c.members(v, func(k, val int32) {
+		fieldOK := false
 		switch {
 		case t.Is(k, "key"):
 			hasKey = true
-			if !c.want(val, jtree.String, code, "constraint.key") {
-				ok = false
-				return
-			}
-			if e.Key = t.Str(val); e.Key == "" {
-				c.report(val, code, "constraint.key must not be empty: name a dynamic parameter, like \"env\"")
-				ok = false
-			}
+			fieldOK = constraintKey(c, e, val)
 		case t.Is(k, "value"):
-			if e.Op != 0 {
-				c.report(k, code, "a constraint sets either value or exists, not both")
-				ok = false
-				return
-			}
-			e.Op = constraints.Value
-			if !c.want(val, jtree.String, code, "constraint.value") {
-				ok = false
-				return
-			}
-			if e.Value = t.Str(val); e.Value == "" {
-				c.report(val, code, "constraint.value must not be empty; to match a key sent with any value, use \"exists\":{}")
-				ok = false
-			}
+			fieldOK = constraintValue(c, e, k, val)
 		case t.Is(k, "exists"):
-			if e.Op != 0 {
-				c.report(k, code, "a constraint sets either value or exists, not both")
-				ok = false
-				return
-			}
-			e.Op = constraints.Exists
-			if !c.want(val, jtree.Object, code, "constraint.exists") {
-				ok = false
-				return
-			}
-			if t.Nodes[val].Len != 0 {
-				c.report(val, code, "constraint.exists takes no fields: write \"exists\":{}")
-				ok = false
-			}
+			fieldOK = constraintExists(c, e, k, val)
 		default:
 			unknownConstraintField(c, k)
-			ok = false
 		}
+		ok = ok && fieldOK
 	})
 	if !hasKey {
 		c.report(v, code, "the constraint has no key: write {\"key\":\"env\",\"value\":\"prod\"} or {\"key\":\"env\",\"exists\":{}}")
@@ -150,6 +118,65 @@ func parseSingleConstraint(c *checker, v int32) *constraints.Expr {
 		return nil
 	}
 	return e
+}
+
+// constraintKey reads constraint.key, val, into e, and reports false when
+// it reported a problem.
+func constraintKey(c *checker, e *constraints.Expr, val int32) bool {
+	const code = codeDynParamsConstraint
+	if !c.want(val, jtree.String, code, "constraint.key") {
+		return false
+	}
+	if e.Key = c.t.Str(val); e.Key == "" {
+		c.report(val, code, "constraint.key must not be empty: name a dynamic parameter, like \"env\"")
+		return false
+	}
+	return true
+}
+
+// constraintValue reads constraint.value, member k with value val, into
+// e, and reports false when it reported a problem.
+func constraintValue(c *checker, e *constraints.Expr, k, val int32) bool {
+	const code = codeDynParamsConstraint
+	if !constraintOp(c, e, k, constraints.Value) {
+		return false
+	}
+	if !c.want(val, jtree.String, code, "constraint.value") {
+		return false
+	}
+	if e.Value = c.t.Str(val); e.Value == "" {
+		c.report(val, code, "constraint.value must not be empty; to match a key sent with any value, use \"exists\":{}")
+		return false
+	}
+	return true
+}
+
+// constraintExists reads constraint.exists, member k with value val, into
+// e, and reports false when it reported a problem.
+func constraintExists(c *checker, e *constraints.Expr, k, val int32) bool {
+	const code = codeDynParamsConstraint
+	if !constraintOp(c, e, k, constraints.Exists) {
+		return false
+	}
+	if !c.want(val, jtree.Object, code, "constraint.exists") {
+		return false
+	}
+	if c.t.Nodes[val].Len != 0 {
+		c.report(val, code, "constraint.exists takes no fields: write \"exists\":{}")
+		return false
+	}
+	return true
+}
+
+// constraintOp sets the test of e, which member k (value or exists) names,
+// and reports false when the other one set it already.
+func constraintOp(c *checker, e *constraints.Expr, k int32, op constraints.Op) bool {
+	if e.Op != 0 {
+		c.report(k, codeDynParamsConstraint, "a constraint sets either value or exists, not both")
+		return false
+	}
+	e.Op = op
+	return true
 }
 
 // unknownConstraintField reports member k of a constraint, which is none

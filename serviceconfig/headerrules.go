@@ -75,35 +75,47 @@ func ParseHeaderRules(config []byte) (*HeaderRules, error) {
 		return hr, nil
 	}
 	for mc := t.Nodes[mcs].First; mc >= 0; mc = t.Nodes[mc].Next {
-		if t.Nodes[mc].Kind != jtree.Object {
-			continue
-		}
-		var e headerEntry
-		if he := t.Get(mc, "headerExtraction"); he >= 0 && t.Nodes[he].Kind == jtree.Array {
-			e.set = true
-			for r := t.Nodes[he].First; r >= 0; r = t.Nodes[r].Next {
-				if rule, ok := headerRule(t, r); ok {
-					e.rules = append(e.rules, rule)
-				}
-			}
-		}
-		names := t.Get(mc, "name")
-		if names < 0 || t.Nodes[names].Kind != jtree.Array {
-			continue
-		}
-		for n := t.Nodes[names].First; n >= 0; n = t.Nodes[n].Next {
-			if t.Nodes[n].Kind != jtree.Object {
-				continue
-			}
-			service, method := strField(t, n, "service"), strField(t, n, "method")
-			key := ""
-			if service != "" {
-				key = "/" + service + "/" + method
-			}
-			hr.entries[key] = e
+		if t.Nodes[mc].Kind == jtree.Object {
+			hr.addNames(t, mc, methodHeaderEntry(t, mc))
 		}
 	}
 	return hr, nil
+}
+
+// methodHeaderEntry reads the headerExtraction rules of the method config
+// mc, leaving out those that are not valid.
+func methodHeaderEntry(t *jtree.Tree, mc int32) headerEntry {
+	var e headerEntry
+	he := t.Get(mc, "headerExtraction")
+	if he < 0 || t.Nodes[he].Kind != jtree.Array {
+		return e
+	}
+	e.set = true
+	for r := t.Nodes[he].First; r >= 0; r = t.Nodes[r].Next {
+		if rule, ok := headerRule(t, r); ok {
+			e.rules = append(e.rules, rule)
+		}
+	}
+	return e
+}
+
+// addNames files e under the key of each name of the method config mc.
+func (hr *HeaderRules) addNames(t *jtree.Tree, mc int32, e headerEntry) {
+	names := t.Get(mc, "name")
+	if names < 0 || t.Nodes[names].Kind != jtree.Array {
+		return
+	}
+	for n := t.Nodes[names].First; n >= 0; n = t.Nodes[n].Next {
+		if t.Nodes[n].Kind != jtree.Object {
+			continue
+		}
+		service, method := strField(t, n, "service"), strField(t, n, "method")
+		key := ""
+		if service != "" {
+			key = "/" + service + "/" + method
+		}
+		hr.entries[key] = e
+	}
 }
 
 func strField(t *jtree.Tree, obj int32, key string) string {

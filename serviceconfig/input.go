@@ -184,35 +184,21 @@ func (p *presentation) start(r int) int {
 // escapes, optionally after "owner [ttl] [class] TXT". ';' starts a comment.
 func parsePresentation(text []byte) (*presentation, *Diagnostic) {
 	p := &presentation{}
-	var strs []string
-	var offs [][]int
-	var quoted []bool
-	start := -1
+	var rec pendingRecord
 	depth := 0
-	flush := func() {
-		if len(strs) > 0 {
-			strs, offs = dropZonePrefix(strs, offs, quoted)
-			p.records = append(p.records, strs)
-			p.offs = append(p.offs, offs)
-			p.recordOff = append(p.recordOff, start)
-		}
-		strs, offs, quoted, start = nil, nil, nil, -1
-	}
 	i := 0
 	for i < len(text) {
 		c := text[i]
 		switch {
 		case c == '\n':
 			if depth == 0 {
-				flush()
+				rec.flushTo(p)
 			}
 			i++
 		case c == ' ' || c == '\t' || c == '\r':
 			i++
 		case c == ';':
-			for i < len(text) && text[i] != '\n' {
-				i++
-			}
+			i = commentEnd(text, i)
 		case c == '(':
 			depth++
 			i++
@@ -223,22 +209,58 @@ func parsePresentation(text []byte) (*presentation, *Diagnostic) {
 			depth--
 			i++
 		default:
-			if start < 0 {
-				start = i
-			}
 			str, o, next, bad := readCharString(text, i)
 			if bad != nil {
 				return nil, bad
 			}
-			strs, offs, quoted = append(strs, string(str)), append(offs, o), append(quoted, c == '"')
+			rec.add(str, o, c == '"', i)
 			i = next
 		}
 	}
 	if depth != 0 {
 		return nil, txtSyntax(len(text), "unbalanced '(': add the closing ')'")
 	}
-	flush()
+	rec.flushTo(p)
 	return p, nil
+}
+
+// pendingRecord is the record parsePresentation is reading: its strings,
+// the text offset of each of their bytes, whether each was quoted, and
+// the text offset of the first.
+type pendingRecord struct {
+	strs   []string
+	offs   [][]int
+	quoted []bool
+	start  int
+}
+
+// add adds string s, read at text offset at, to the record.
+func (r *pendingRecord) add(s []byte, offs []int, quoted bool, at int) {
+	if len(r.strs) == 0 {
+		r.start = at
+	}
+	r.strs, r.offs, r.quoted = append(r.strs, string(s)), append(r.offs, offs), append(r.quoted, quoted)
+}
+
+// flushTo ends the record: it adds it to p, without its zone file prefix,
+// unless it has no string, and starts the next.
+func (r *pendingRecord) flushTo(p *presentation) {
+	if len(r.strs) > 0 {
+		strs, offs := dropZonePrefix(r.strs, r.offs, r.quoted)
+		p.records = append(p.records, strs)
+		p.offs = append(p.offs, offs)
+		p.recordOff = append(p.recordOff, r.start)
+	}
+	*r = pendingRecord{}
+}
+
+// commentEnd is the offset of the end of the comment that starts at i: the
+// end of its line, or of the text.
+func commentEnd(text []byte, i int) int {
+	if j := bytes.IndexByte(text[i:], '\n'); j >= 0 {
+		return i + j
+	}
+	return len(text)
 }
 
 // readCharString reads the <character-string> that starts at text[i],
@@ -261,29 +283,50 @@ func readCharString(text []byte, i int) (s []byte, offs []int, next int, bad *Di
 		switch {
 		case isQuoted && c == '"':
 			return s, offs, i + 1, nil
-		case !isQuoted && (c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == ';' || c == '(' || c == ')' || c == '"'):
+		case !isQuoted && endsUnquoted(c):
 			return s, offs, i, nil
 		case isQuoted && c == '\n':
 			return nil, nil, i, txtSyntax(tokStart, "unterminated quoted string: add the closing '\"' before the end of the line")
 		case c != '\\':
 			s, offs = append(s, c), append(offs, i)
 			i++
-		case i+1 >= len(text):
-			return nil, nil, i, txtSyntax(i, "a '\\' at the end of the input escapes nothing")
-		case !isDigit(text[i+1]):
-			s, offs = append(s, text[i+1]), append(offs, i)
-			i += 2
-		case i+4 > len(text) || !isDigit(text[i+2]) || !isDigit(text[i+3]):
-			return nil, nil, i, txtSyntax(i, "\\DDD escapes need three decimal digits")
 		default:
-			v, _ := strconv.Atoi(string(text[i+1 : i+4]))
-			if v > 255 {
-				return nil, nil, i, txtSyntax(i, "\\%s is not a byte: \\DDD escapes go up to \\255", text[i+1:i+4])
+			b, n, bad := readEscape(text, i)
+			if bad != nil {
+				return nil, nil, i, bad
 			}
-			s, offs = append(s, byte(v)), append(offs, i)
-			i += 4
+			s, offs = append(s, b), append(offs, i)
+			i += n
 		}
 	}
+}
+
+// endsUnquoted reports whether c ends an unquoted <character-string>.
+func endsUnquoted(c byte) bool {
+	switch c {
+	case ' ', '\t', '\r', '\n', ';', '(', ')', '"':
+		return true
+	}
+	return false
+}
+
+// readEscape reads the escape whose '\' is at text[i], \X for the byte X
+// or \DDD for the byte of decimal value DDD, and returns the byte and the
+// length of the escape.
+func readEscape(text []byte, i int) (byte, int, *Diagnostic) {
+	switch {
+	case i+1 >= len(text):
+		return 0, 0, txtSyntax(i, "a '\\' at the end of the input escapes nothing")
+	case !isDigit(text[i+1]):
+		return text[i+1], 2, nil
+	case i+4 > len(text) || !isDigit(text[i+2]) || !isDigit(text[i+3]):
+		return 0, 0, txtSyntax(i, "\\DDD escapes need three decimal digits")
+	}
+	v, _ := strconv.Atoi(string(text[i+1 : i+4]))
+	if v > 255 {
+		return 0, 0, txtSyntax(i, "\\%s is not a byte: \\DDD escapes go up to \\255", text[i+1:i+4])
+	}
+	return byte(v), 4, nil
 }
 
 func txtSyntax(off int, format string, args ...any) *Diagnostic {

@@ -316,40 +316,26 @@ var ownPolicyNames = [...]struct {
 func reportNoKnownPolicy(c *checker, v int32, l lbList) {
 	t := c.t
 	var names []string
-	var users client
-	var own []string
-	spec := ""
+	var own ownPolicies
 	for e := t.Nodes[v].First; e >= 0; e = t.Nodes[e].Next {
 		if t.Nodes[e].Kind != jtree.Object || t.Nodes[e].Len != 1 {
 			continue
 		}
 		n := t.Str(t.Nodes[e].First)
 		names = append(names, n)
-		for _, o := range ownPolicyNames {
-			if o.name == n && o.who&l.clients&^users != 0 && l.allowed == nil {
-				users |= o.who & l.clients
-				theirs := "its own, not the spec's " + o.spec
-				if o.spec == "" {
-					theirs = "its own, not one of the spec"
-				}
-				own = append(own, o.who.String()+" "+o.who.verb("has", "have")+" a policy named \""+n+"\" ("+theirs+") and "+o.who.verb("uses", "use")+" that entry")
-				if spec == "" {
-					spec = o.spec
-				}
-			}
-		}
+		own.note(n, l)
 	}
 	known := usableNames
 	if l.allowed != nil {
 		known = l.allowed
 	}
-	rest := l.clients &^ users
+	rest := l.clients &^ own.users
 	fallback := rest & l.fallback
 	var what []string
 	if r := rest &^ fallback; r != 0 {
 		what = append(what, r.String()+" "+r.verb("rejects", "reject")+" the whole config")
 	}
-	what = append(what, own...)
+	what = append(what, own.uses...)
 	if fallback != 0 {
 		what = append(what, fallback.String()+" "+fallback.verb("uses", "use")+" "+l.fallbackTo+" instead")
 	}
@@ -358,8 +344,8 @@ func reportNoKnownPolicy(c *checker, v int32, l lbList) {
 		of = "it allows"
 	}
 	msg := l.what + " names no policy " + of + " (" + strings.Join(quoteAll(names), ", ") + "), so the config is invalid: " + strings.Join(what, "; ")
-	if spec != "" {
-		c.report(v, codeLBNoKnownPolicy, "%s; write the spec's %q, with its fields", msg, spec)
+	if own.spec != "" {
+		c.report(v, codeLBNoKnownPolicy, "%s; write the spec's %q, with its fields", msg, own.spec)
 		return
 	}
 	for _, n := range names {
@@ -369,6 +355,35 @@ func reportNoKnownPolicy(c *checker, v int32, l lbList) {
 		}
 	}
 	c.report(v, codeLBNoKnownPolicy, "%s; name a policy they have, such as {\"round_robin\":{}} (%s)", msg, strings.Join(known, ", "))
+}
+
+// ownPolicies is what reportNoKnownPolicy learns of the clients that have
+// a policy of a list under a name of their own (ownPolicyNames): which
+// clients, a sentence on each such entry, and the spec's name for the
+// first.
+type ownPolicies struct {
+	users client
+	uses  []string
+	spec  string
+}
+
+// note adds what the clients of l that no entry before took do with an
+// entry naming policy n.
+func (o *ownPolicies) note(n string, l lbList) {
+	for _, p := range ownPolicyNames {
+		if p.name != n || p.who&l.clients&^o.users == 0 || l.allowed != nil {
+			continue
+		}
+		o.users |= p.who & l.clients
+		theirs := "its own, not the spec's " + p.spec
+		if p.spec == "" {
+			theirs = "its own, not one of the spec"
+		}
+		o.uses = append(o.uses, p.who.String()+" "+p.who.verb("has", "have")+" a policy named \""+n+"\" ("+theirs+") and "+p.who.verb("uses", "use")+" that entry")
+		if o.spec == "" {
+			o.spec = p.spec
+		}
+	}
 }
 
 // reportUnsupported says which clients implement none of the policies of a
@@ -435,9 +450,16 @@ func validateLBPolicy(c *checker, v int32, moot bool) {
 		c.report(v, codeLBPolicy, "loadBalancingPolicy %s names %s, which needs a config: clients reject it here; use \"loadBalancingConfig\":[{%q:{...}}]", t.Raw(v), p.name, p.name)
 		return
 	}
-	if moot {
-		return
+	if !moot {
+		lbPolicyCompat(c, v, name, lower, p)
 	}
+}
+
+// lbPolicyCompat says how each client reads loadBalancingPolicy v, name,
+// which names p (lower is name lower-cased): grpc-go as written, falling
+// back to pick_first; C-core and grpc-java lower-cased, rejecting a
+// policy they lack; grpc-js not at all.
+func lbPolicyCompat(c *checker, v int32, name, lower string, p *lbPolicy) {
 	var reject client
 	var notes []string
 	if name != lower {
@@ -465,7 +487,7 @@ func validateLBPolicy(c *checker, v int32, moot bool) {
 	if name != lower && lower != "pick_first" {
 		fix = "write \"" + lower + "\", or better " + fix[len("write "):]
 	}
-	c.refuse(v, codeLBPolicyCompat, reject, "loadBalancingPolicy %s is valid, but %s; %s", t.Raw(v), strings.Join(notes, "; "), fix)
+	c.refuse(v, codeLBPolicyCompat, reject, "loadBalancingPolicy %s is valid, but %s; %s", c.t.Raw(v), strings.Join(notes, "; "), fix)
 }
 
 // lbPolicyUnspecified is the zero value of service_config.proto's enum

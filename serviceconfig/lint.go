@@ -212,11 +212,7 @@ func lintParsed(value []byte, k Kind, opts LintOptions, strs []string) (Diagnost
 		t = new(jtree.Tree)
 	}
 	if err := t.Reset(value); err != nil {
-		ds := Diagnostics{syntaxDiagnostic(err)}
-		if je := err.(*jtree.Error); je.Other >= 0 {
-			ds[0].related = je.Other + 1
-		}
-		return ds, nil
+		return syntaxDiagnostics(err), nil
 	}
 	var ds Diagnostics
 	if t.NonASCII >= 0 {
@@ -228,28 +224,10 @@ func lintParsed(value []byte, k Kind, opts LintOptions, strs []string) (Diagnost
 	c.quiet = opts.quiet
 	f := &lintFacts{t: t}
 	var spans [][2]int
-	if k == KindChoices {
-		ch := parseChoices(c)
-		spans = validateChoiceConfigs(c, ch)
-		lintChoiceList(c, ch)
-		if !c.diags.HasErrors() {
-			lintVariants(c, ch)
-		}
-		f.ch = ch
-	} else {
-		validateServiceConfig(c, 0)
-		spans = [][2]int{{0, len(c.diags)}}
-	}
+	f.ch, spans = runRules(c, k)
 	f.shortFractions, f.nullMembers = c.shortFractions, c.nullMembers
 	f.complete = c.omitted < 0 && len(c.caseFields) == 0 && !c.diags.HasErrors()
-	f.goRejects = make([]bool, len(spans))
-	for i, s := range spans {
-		for _, d := range c.diags[s[0]:s[1]] {
-			if d.Severity == Error || d.refusedBy&clientGo != 0 {
-				f.goRejects[i] = true
-			}
-		}
-	}
+	f.goRejects = goRejectsBySpan(c.diags, spans)
 	// Past the cap the Go rules only count, and the schema's findings
 	// there, covered by no listed diagnostic, add to the count: the layer
 	// is left out only when nothing was left out.
@@ -261,14 +239,63 @@ func lintParsed(value []byte, k Kind, opts LintOptions, strs []string) (Diagnost
 	// Publish sizes the record as it publishes it, and drops these; they
 	// are needed only when they would change what the cap leaves out.
 	if !opts.publishing || len(ds) >= MaxDiagnostics || c.omitted >= 0 {
-		if len(strs) == 0 && k == KindChoices {
-			strs = EncodeTXT(t.AppendCompact(nil, 0))
-		} else if len(strs) == 0 {
-			strs = EncodeTXT(wrapConfig(t.AppendCompact(nil, 0)))
-		}
-		ds = append(ds, sizeDiagnostics(opts.Owner, strs)...)
+		ds = append(ds, sizeDiagnostics(opts.Owner, servedStrings(t, k, strs))...)
 	}
 	return ds, f
+}
+
+// syntaxDiagnostics is the diagnostic of a value that is not JSON. That of
+// a duplicate member names the first copy too.
+func syntaxDiagnostics(err error) Diagnostics {
+	ds := Diagnostics{syntaxDiagnostic(err)}
+	if je := err.(*jtree.Error); je.Other >= 0 {
+		ds[0].related = je.Other + 1
+	}
+	return ds
+}
+
+// runRules applies the rules to the value c checks, of kind k. It returns
+// the choices read (nil for a bare service config) and where each choice's
+// diagnostics are in c.diags (the config's, for a bare config).
+func runRules(c *checker, k Kind) (*Choices, [][2]int) {
+	if k != KindChoices {
+		validateServiceConfig(c, 0)
+		return nil, [][2]int{{0, len(c.diags)}}
+	}
+	ch := parseChoices(c)
+	spans := validateChoiceConfigs(c, ch)
+	lintChoiceList(c, ch)
+	if !c.diags.HasErrors() {
+		lintVariants(c, ch)
+	}
+	return ch, spans
+}
+
+// goRejectsBySpan tells, for each span of diags, whether it holds an error
+// or a warning naming grpc-go among the clients that refuse the config.
+func goRejectsBySpan(diags Diagnostics, spans [][2]int) []bool {
+	rejects := make([]bool, len(spans))
+	for i, s := range spans {
+		for _, d := range diags[s[0]:s[1]] {
+			if d.Severity == Error || d.refusedBy&clientGo != 0 {
+				rejects[i] = true
+			}
+		}
+	}
+	return rejects
+}
+
+// servedStrings is strs, the TXT strings the value of t came in, or when
+// there are none the strings that serve it: a bare service config as the
+// one choice of a list.
+func servedStrings(t *jtree.Tree, k Kind, strs []string) []string {
+	switch {
+	case len(strs) > 0:
+		return strs
+	case k == KindChoices:
+		return EncodeTXT(t.AppendCompact(nil, 0))
+	}
+	return EncodeTXT(wrapConfig(t.AppendCompact(nil, 0)))
 }
 
 // validateChoiceConfigs validates the service config of every choice, with
@@ -293,32 +320,8 @@ func validateChoiceConfigs(c *checker, ch *Choices) [][2]int {
 // lintChoiceList adds the checks that look at the list as a whole.
 func lintChoiceList(c *checker, ch *Choices) {
 	t := c.t
-	// Our extension key is unknown to every other gRPC client: say once what
-	// each of them does with it.
-	for i := range ch.List {
-		if v := t.Get(ch.List[i].node, keyDynamicParameterConstraints); v >= 0 {
-			c.pushIdx(ch.List[i].elem)
-			k := keyNodeOf(t, ch.List[i].node, v)
-			c.pushKey(k)
-			c.report(k, codeChoiceExtensionKey, "dynamicParameterConstraints is an extension only our resolver reads: grpc-java and grpc-js reject the whole record because of the unknown key when they come to this choice (they check the choices up to the first that matches them), and grpc-go and C-core ignore it, so they may pick a variant meant for other clients; serve such records only to clients that use our resolver")
-			c.pop()
-			c.pop()
-			break
-		}
-	}
-	catchAll := false
-	for i := range ch.List {
-		x := &ch.List[i]
-		if x.matchesEveryone() {
-			catchAll = true
-		}
-	}
-	if !catchAll && len(ch.List) > 0 {
-		last := ch.List[len(ch.List)-1].node
-		c.pushIdx(len(ch.List) - 1)
-		c.refuse(last, codeChoicesNoCatchAll, clientGo|clientJS, "no choice matches every client: a client that matches none gets no config from this record, and grpc-go and grpc-js then fail the channel (UNAVAILABLE) while our resolver, C-core and grpc-java use the channel's default config; end the list with a choice without criteria, like {\"serviceConfig\":{}}")
-		c.pop()
-	}
+	reportExtensionKey(c, ch)
+	reportNoCatchAll(c, ch)
 	for i := range ch.List {
 		x := &ch.List[i]
 		c.pushIdx(x.elem)
@@ -328,36 +331,86 @@ func lintChoiceList(c *checker, ch *Choices) {
 			c.report(v, codeChoicePercentageZero, "percentage 0 matches no client (buckets run from 1 to 100), so choice %d is never used; raise it or remove the choice", i)
 			c.pop()
 		}
-		for _, key := range []string{keyClientLanguage, keyClientHostname} {
-			if v := t.Get(x.node, key); v >= 0 && t.Nodes[v].Kind == jtree.Array && t.Nodes[v].Len == 0 {
-				// gRFC A2 matches all; so do C-core's current resolver and
-				// grpc-java (1.41, measured). grpc-go and grpc-js match
-				// none, and fail the channel when no later choice takes
-				// them; C-core 1.51 (grpcio, measured) matched none too.
-				var who client
-				if !ch.laterCatchAll(i) {
-					who = clientGo | clientJS
-				}
-				c.pushKey(keyNodeOf(t, x.node, v))
-				c.refuse(v, codeChoiceEmptyList, who, "an empty %s list matches every client under gRFC A2 (grpc-java and C-core's current resolver agree; C-core 1.51 matched none), but grpc-go and grpc-js match none (and fail the channel when no later choice matches them): remove the field to match every client", key)
-				c.pop()
-			}
+		reportEmptyCriteria(c, ch, i)
+		reportLanguageCase(c, x)
+		c.pop()
+	}
+}
+
+// reportExtensionKey says once what each gRPC client other than ours does
+// with our extension key, which is unknown to them.
+func reportExtensionKey(c *checker, ch *Choices) {
+	t := c.t
+	for i := range ch.List {
+		if v := t.Get(ch.List[i].node, keyDynamicParameterConstraints); v >= 0 {
+			c.pushIdx(ch.List[i].elem)
+			k := keyNodeOf(t, ch.List[i].node, v)
+			c.pushKey(k)
+			c.report(k, codeChoiceExtensionKey, "dynamicParameterConstraints is an extension only our resolver reads: grpc-java and grpc-js reject the whole record because of the unknown key when they come to this choice (they check the choices up to the first that matches them), and grpc-go and C-core ignore it, so they may pick a variant meant for other clients; serve such records only to clients that use our resolver")
+			c.pop()
+			c.pop()
+			return
 		}
-		if v := t.Get(x.node, keyClientLanguage); v >= 0 && t.Nodes[v].Kind == jtree.Array {
-			goVariant, exactGO := int32(-1), false
-			for e := t.Nodes[v].First; e >= 0; e = t.Nodes[e].Next {
-				if t.Is(e, "GO") {
-					exactGO = true
-				} else if t.EqualFoldASCII(e, "go") {
-					goVariant = e
-				}
-			}
-			if goVariant >= 0 && !exactGO {
-				c.pushKey(keyNodeOf(t, x.node, v))
-				c.report(goVariant, codeChoiceLanguageCase, "clientLanguage %s is case-insensitive under gRFC A2, but grpc-go only matches \"GO\": write \"GO\" (our resolver and other clients match either)", t.Raw(goVariant))
-				c.pop()
-			}
+	}
+}
+
+// reportNoCatchAll reports a list in which no choice matches every client.
+func reportNoCatchAll(c *checker, ch *Choices) {
+	for i := range ch.List {
+		if ch.List[i].matchesEveryone() {
+			return
 		}
+	}
+	if len(ch.List) == 0 {
+		return
+	}
+	last := ch.List[len(ch.List)-1].node
+	c.pushIdx(len(ch.List) - 1)
+	c.refuse(last, codeChoicesNoCatchAll, clientGo|clientJS, "no choice matches every client: a client that matches none gets no config from this record, and grpc-go and grpc-js then fail the channel (UNAVAILABLE) while our resolver, C-core and grpc-java use the channel's default config; end the list with a choice without criteria, like {\"serviceConfig\":{}}")
+	c.pop()
+}
+
+// reportEmptyCriteria reports the empty clientLanguage and clientHostname
+// lists of choice i, which clients read in two ways.
+func reportEmptyCriteria(c *checker, ch *Choices, i int) {
+	t := c.t
+	x := &ch.List[i]
+	for _, key := range []string{keyClientLanguage, keyClientHostname} {
+		if v := t.Get(x.node, key); v >= 0 && t.Nodes[v].Kind == jtree.Array && t.Nodes[v].Len == 0 {
+			// gRFC A2 matches all; so do C-core's current resolver and
+			// grpc-java (1.41, measured). grpc-go and grpc-js match
+			// none, and fail the channel when no later choice takes
+			// them; C-core 1.51 (grpcio, measured) matched none too.
+			var who client
+			if !ch.laterCatchAll(i) {
+				who = clientGo | clientJS
+			}
+			c.pushKey(keyNodeOf(t, x.node, v))
+			c.refuse(v, codeChoiceEmptyList, who, "an empty %s list matches every client under gRFC A2 (grpc-java and C-core's current resolver agree; C-core 1.51 matched none), but grpc-go and grpc-js match none (and fail the channel when no later choice matches them): remove the field to match every client", key)
+			c.pop()
+		}
+	}
+}
+
+// reportLanguageCase reports a clientLanguage list of choice x that names
+// Go in a case other than "GO" and not in that case too.
+func reportLanguageCase(c *checker, x *Choice) {
+	t := c.t
+	v := t.Get(x.node, keyClientLanguage)
+	if v < 0 || t.Nodes[v].Kind != jtree.Array {
+		return
+	}
+	goVariant, exactGO := int32(-1), false
+	for e := t.Nodes[v].First; e >= 0; e = t.Nodes[e].Next {
+		if t.Is(e, "GO") {
+			exactGO = true
+		} else if t.EqualFoldASCII(e, "go") {
+			goVariant = e
+		}
+	}
+	if goVariant >= 0 && !exactGO {
+		c.pushKey(keyNodeOf(t, x.node, v))
+		c.report(goVariant, codeChoiceLanguageCase, "clientLanguage %s is case-insensitive under gRFC A2, but grpc-go only matches \"GO\": write \"GO\" (our resolver and other clients match either)", t.Raw(goVariant))
 		c.pop()
 	}
 }
@@ -445,32 +498,14 @@ func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagno
 // reports strings too long for TXT, a second config record, and an
 // attribute spelt, or cut across strings, in a way some clients miss.
 func configRecord(records [][]string, p *presentation) (pick recordPick, other, others int, ds Diagnostics) {
-	for r, strs := range records {
-		for s, str := range strs {
-			if len(str) > maxStringLen {
-				off := -1
-				if p != nil {
-					off = p.offs[r][s][0]
-				}
-				ds = append(ds, Diagnostic{Severity: codeTXTStringTooLong.severity(), Code: codeTXTStringTooLong.String(), Offset: off,
-					Message: fmt.Sprintf("string %d of record %d is %d bytes long: a TXT string holds at most %d; split it into several strings (clients join them)", s, r, len(str), maxStringLen)})
-			}
-		}
-	}
+	ds = longStrings(records, p)
 	pick = pickRecord(records)
 	other, others = -1, len(records)
 	if pick.found >= 0 {
 		others -= 1 + len(pick.extra)
 	}
-	// The first record that holds no config: pick.extra is in order.
-	for r, e := 0, 0; r < len(records) && other < 0 && others > 0; r++ {
-		switch {
-		case r == pick.found:
-		case e < len(pick.extra) && pick.extra[e] == r:
-			e++
-		default:
-			other = r
-		}
+	if others > 0 {
+		other = firstOtherRecord(len(records), pick)
 	}
 	if pick.found < 0 {
 		return pick, other, others, ds
@@ -492,6 +527,42 @@ func configRecord(records [][]string, p *presentation) (pick recordPick, other, 
 			Message: fmt.Sprintf("records %d and %d both start with grpc_config=: the clients disagree on which to use (C-core and grpc-js read the first, grpc-java joins their choice lists, grpc-go fails to parse them), so the config is invalid; publish exactly one", pick.found, r)})
 	}
 	return pick, other, others, ds
+}
+
+// longStrings reports the strings of records too long for TXT.
+func longStrings(records [][]string, p *presentation) Diagnostics {
+	var ds Diagnostics
+	for r, strs := range records {
+		for s, str := range strs {
+			if len(str) <= maxStringLen {
+				continue
+			}
+			off := -1
+			if p != nil {
+				off = p.offs[r][s][0]
+			}
+			ds = append(ds, Diagnostic{Severity: codeTXTStringTooLong.severity(), Code: codeTXTStringTooLong.String(), Offset: off,
+				Message: fmt.Sprintf("string %d of record %d is %d bytes long: a TXT string holds at most %d; split it into several strings (clients join them)", s, r, len(str), maxStringLen)})
+		}
+	}
+	return ds
+}
+
+// firstOtherRecord is the first of n records that holds no config: it is
+// neither pick.found nor one of pick.extra, which is in order. It is -1
+// when there is none.
+func firstOtherRecord(n int, pick recordPick) int {
+	e := 0
+	for r := 0; r < n; r++ {
+		switch {
+		case r == pick.found:
+		case e < len(pick.extra) && pick.extra[e] == r:
+			e++
+		default:
+			return r
+		}
+	}
+	return -1
 }
 
 // recordBytes joins the strings of record r after the first skip bytes

@@ -3,6 +3,7 @@ package serviceconfig
 import (
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 )
@@ -42,25 +43,8 @@ type number struct {
 // in grpc-js). Problems are reported with code; ok is false when the value
 // is not a number of kind k.
 func (c *checker) protoNumber(v int32, what string, code diagCode, k numKind, strict client) (n number, ok bool) {
-	t := c.t
-	var raw string
-	switch t.Nodes[v].Kind {
-	case jtree.Number:
-		raw = string(t.Raw(v))
-	case jtree.String:
-		raw = t.Str(v)
-		if !isJSONNumber(raw) {
-			c.report(v, code, "%s must be a number, not %s", what, describeKind(t, v))
-			return n, false
-		}
-		if strict&clientGo != 0 {
-			c.goText = append(c.goText, rewrite{v, goNumberText(raw, k)})
-		}
-		if strict != 0 {
-			c.refuse(v, codeNumberString, strict, "%s is written as a string, %s: proto3 JSON allows it and C-core and grpc-java 1.43 and later read it, but %s %s the whole config (so does grpc-java before 1.43); drop the quotes", what, t.Raw(v), strict, strict.verb("rejects", "reject"))
-		}
-	default:
-		c.report(v, code, "%s must be a number, not %s", what, describeKind(t, v))
+	raw, ok := c.numberText(v, what, code, k, strict)
+	if !ok {
 		return n, false
 	}
 	f, err := strconv.ParseFloat(raw, 64)
@@ -73,48 +57,88 @@ func (c *checker) protoNumber(v int32, what string, code diagCode, k numKind, st
 		n.whole = f == math.Trunc(f) && !math.IsInf(f, 0)
 		return n, true
 	}
-	plain := true
-	for i := 0; i < len(raw); i++ {
-		if raw[i] == '.' || raw[i] == 'e' || raw[i] == 'E' {
-			plain = false
-			break
-		}
-	}
-	if !plain {
-		if f != math.Trunc(f) || math.IsInf(f, 0) {
-			c.report(v, code, "%s must be a whole number, not %s", what, excerptString(raw))
-			return n, false
-		}
-		if t.Nodes[v].Kind == jtree.Number {
-			c.goText = append(c.goText, rewrite{v, strconv.FormatFloat(f, 'f', -1, 64)})
-		}
-		c.refuse(v, codeNumberForm, clientGo|clientCore, "%s %s is a whole number written with a fraction or exponent: proto3 JSON allows it, but grpc-go and C-core reject the whole config; write %s", what, excerptString(raw), strconv.FormatFloat(f, 'f', -1, 64))
+	plain := !strings.ContainsAny(raw, ".eE")
+	if !plain && !c.wholeWithFraction(v, what, code, raw, f) {
+		return n, false
 	}
 	n.whole = true
-	switch {
-	case f >= math.MaxInt64:
-		n.i = math.MaxInt64
-	case f <= math.MinInt64:
-		n.i = math.MinInt64
-	case plain:
-		n.i, _ = strconv.ParseInt(raw, 10, 64)
-	default:
-		n.i = int64(f)
-	}
-	var lo, hi float64
-	switch k {
-	case numUint32:
-		lo, hi = 0, math.MaxUint32
-	case numUint64:
-		lo, hi = 0, math.MaxUint64
-	case numInt64:
-		lo, hi = math.MinInt64, math.MaxInt64
-	}
+	n.i = saturatedInt(f, raw, plain)
+	lo, hi := intRange(k)
 	if f < lo || f > hi {
 		c.report(v, code, "%s %s is out of range for its proto type (%s to %s)", what, excerptString(raw), strconv.FormatFloat(lo, 'f', -1, 64), strconv.FormatFloat(hi, 'f', -1, 64))
 		return n, false
 	}
 	return n, true
+}
+
+// numberText is the text of number field v: that of a JSON number, or of
+// a string that holds one, which the clients of strict refuse (see
+// protoNumber). ok is false when v is neither, which is reported.
+func (c *checker) numberText(v int32, what string, code diagCode, k numKind, strict client) (raw string, ok bool) {
+	t := c.t
+	switch t.Nodes[v].Kind {
+	case jtree.Number:
+		return string(t.Raw(v)), true
+	case jtree.String:
+		raw = t.Str(v)
+		if !isJSONNumber(raw) {
+			break
+		}
+		if strict&clientGo != 0 {
+			c.goText = append(c.goText, rewrite{v, goNumberText(raw, k)})
+		}
+		if strict != 0 {
+			c.refuse(v, codeNumberString, strict, "%s is written as a string, %s: proto3 JSON allows it and C-core and grpc-java 1.43 and later read it, but %s %s the whole config (so does grpc-java before 1.43); drop the quotes", what, t.Raw(v), strict, strict.verb("rejects", "reject"))
+		}
+		return raw, true
+	}
+	c.report(v, code, "%s must be a number, not %s", what, describeKind(t, v))
+	return "", false
+}
+
+// wholeWithFraction checks the value f of integer field v, written raw
+// with a fraction or exponent: proto3 JSON takes it when it is whole, but
+// grpc-go and C-core refuse the form. It reports false when f is not
+// whole.
+func (c *checker) wholeWithFraction(v int32, what string, code diagCode, raw string, f float64) bool {
+	if f != math.Trunc(f) || math.IsInf(f, 0) {
+		c.report(v, code, "%s must be a whole number, not %s", what, excerptString(raw))
+		return false
+	}
+	if c.t.Nodes[v].Kind == jtree.Number {
+		c.goText = append(c.goText, rewrite{v, strconv.FormatFloat(f, 'f', -1, 64)})
+	}
+	c.refuse(v, codeNumberForm, clientGo|clientCore, "%s %s is a whole number written with a fraction or exponent: proto3 JSON allows it, but grpc-go and C-core reject the whole config; write %s", what, excerptString(raw), strconv.FormatFloat(f, 'f', -1, 64))
+	return true
+}
+
+// saturatedInt is the whole number f, saturated to the int64 range. When
+// raw is plain decimal digits it is read from them, exactly where f
+// rounds.
+func saturatedInt(f float64, raw string, plain bool) int64 {
+	switch {
+	case f >= math.MaxInt64:
+		return math.MaxInt64
+	case f <= math.MinInt64:
+		return math.MinInt64
+	case plain:
+		i, _ := strconv.ParseInt(raw, 10, 64)
+		return i
+	}
+	return int64(f)
+}
+
+// intRange is the range of values of the integer kind k.
+func intRange(k numKind) (lo, hi float64) {
+	switch k {
+	case numUint32:
+		return 0, math.MaxUint32
+	case numUint64:
+		return 0, math.MaxUint64
+	case numInt64:
+		return math.MinInt64, math.MaxInt64
+	}
+	return 0, 0
 }
 
 // goNumberText is the JSON number grpc-go reads for the string form of a
@@ -139,20 +163,11 @@ func isJSONNumber(s string) bool {
 	if i < len(s) && s[i] == '-' {
 		i++
 	}
-	start := i
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	if i == start || (s[start] == '0' && i-start > 1) {
+	if i = integerEnd(s, i); i < 0 {
 		return false
 	}
 	if i < len(s) && s[i] == '.' {
-		i++
-		d := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = oneOrMoreDigits(s, i+1); i < 0 {
 			return false
 		}
 	}
@@ -161,15 +176,39 @@ func isJSONNumber(s string) bool {
 		if i < len(s) && (s[i] == '+' || s[i] == '-') {
 			i++
 		}
-		d := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == d {
+		if i = oneOrMoreDigits(s, i); i < 0 {
 			return false
 		}
 	}
 	return i == len(s)
+}
+
+// integerEnd is the offset after the integer part of a JSON number at i,
+// or -1 when it has no digit or starts with a 0 followed by others.
+func integerEnd(s string, i int) int {
+	end := digitsEnd(s, i)
+	if end == i || (s[i] == '0' && end-i > 1) {
+		return -1
+	}
+	return end
+}
+
+// digitsEnd is the offset of the first byte of s at or after i that is not
+// a decimal digit.
+func digitsEnd(s string, i int) int {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// oneOrMoreDigits is the offset after the decimal digits of s at i, or -1
+// when there is none.
+func oneOrMoreDigits(s string, i int) int {
+	if end := digitsEnd(s, i); end > i {
+		return end
+	}
+	return -1
 }
 
 // fields calls f for each member of the proto message obj, with the

@@ -88,22 +88,7 @@ type Record struct {
 func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 	r := src.read(opts)
 	defer r.release()
-	out := make(Diagnostics, 0, len(r.ds))
-	for _, d := range r.ds {
-		switch {
-		case d.Code == codeDurationFraction.String() && opts.NineDigitDurations:
-			continue // rewritten below
-		case d.Code == codeNullValue.String() && opts.OmitNulls:
-			continue // left out below
-		case isSizeCode(d.Code):
-			continue // sized below, on the record as published
-		case d.suggestion != "" && !opts.AllowMisspelledFields:
-			d.Severity, d.Code = codeMisspelledField.severity(), codeMisspelledField.String()
-			d.Message = strings.TrimSuffix(d.Message, "; gRPC clients ignore it") +
-				"; gRPC clients would ignore it and drop the value silently, so it is not published: correct the name"
-		}
-		out = append(out, d)
-	}
+	out := publishedDiagnostics(r.ds, opts)
 	if out.HasErrors() || r.ch == nil {
 		return nil, out
 	}
@@ -129,6 +114,29 @@ func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 		}
 	}
 	return &Record{Value: value, TXT: txt}, out
+}
+
+// publishedDiagnostics is what Publish reports of lint's diagnostics, ds:
+// without those of what it rewrites, leaves out or sizes anew as opts say,
+// and with a misspelled field refused unless opts allow it.
+func publishedDiagnostics(ds Diagnostics, opts PublishOptions) Diagnostics {
+	out := make(Diagnostics, 0, len(ds))
+	for _, d := range ds {
+		switch {
+		case d.Code == codeDurationFraction.String() && opts.NineDigitDurations:
+			continue // rewritten by published
+		case d.Code == codeNullValue.String() && opts.OmitNulls:
+			continue // left out by published
+		case isSizeCode(d.Code):
+			continue // sized by Publish, on the record as published
+		case d.suggestion != "" && !opts.AllowMisspelledFields:
+			d.Severity, d.Code = codeMisspelledField.severity(), codeMisspelledField.String()
+			d.Message = strings.TrimSuffix(d.Message, "; gRPC clients ignore it") +
+				"; gRPC clients would ignore it and drop the value silently, so it is not published: correct the name"
+		}
+		out = append(out, d)
+	}
+	return out
 }
 
 // published is the choice list's compact form rewritten as opts says, or

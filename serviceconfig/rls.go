@@ -65,35 +65,11 @@ func checkRouteLookupConfig(c *checker, rlc int32) {
 			// Used by HTTP proxies, not gRPC clients, which ignore it.
 			c.want(v, jtree.Array, codeLBPolicyConfig, what+".httpKeybuilders")
 		}},
-		{"lookupService", func(c *checker, v int32) {
-			// "must be set and must parse as a target URI".
-			if !c.want(v, jtree.String, codeLBPolicyConfig, what+".lookupService") {
-				return
-			}
-			s := t.Str(v)
-			if s == "" {
-				c.report(v, codeLBPolicyConfig, "%s.lookupService must not be empty: write the lookup service's target, like \"rls.example.com:443\"", what)
-				return
-			}
-			lookupScheme(c, v, s)
-		}},
+		{"lookupService", checkLookupService},
 		{"lookupServiceTimeout", durationField(what+".lookupServiceTimeout", clientCore)},
 		{"maxAge", durationField(what+".maxAge", clientCore)},
 		{"staleAge", durationField(what+".staleAge", clientCore)},
-		{"cacheSizeBytes", func(c *checker, v int32) {
-			// An int64, which proto3 JSON writes as a string. rls_config.proto:
-			// "If this field is omitted or set to zero, a client default will
-			// be used"; grpc-go and C-core require it greater than 0 (the RLS
-			// design), grpc-java takes an absent one as the default.
-			n, ok := c.protoNumber(v, what+".cacheSizeBytes", codeLBPolicyConfig, numInt64, 0)
-			switch {
-			case ok && n.i < 0:
-				c.report(v, codeLBPolicyConfig, "%s.cacheSizeBytes must not be negative, not %s", what, t.Raw(v))
-			case ok && n.i == 0:
-				who := clientGo | clientCore | clientJava
-				c.refuse(v, codeProtoDefaultValue, who, "%s.cacheSizeBytes is 0, which rls_config.proto reads as the client default, but %s reject the whole config; set the cache size in bytes, like \"1048576\"", what, who)
-			}
-		}},
+		{"cacheSizeBytes", checkCacheSizeBytes},
 		{"validTargets", func(c *checker, v int32) {
 			if c.want(v, jtree.Array, codeLBPolicyConfig, what+".validTargets") {
 				c.elements(v, func(_ int, e int32) { c.want(e, jtree.String, codeLBPolicyConfig, "a validTargets entry") })
@@ -114,6 +90,38 @@ func checkRouteLookupConfig(c *checker, rlc int32) {
 	// "if stale_age is set, then max_age must also be set".
 	if c.field(rlc, "staleAge") >= 0 && c.field(rlc, "maxAge") < 0 {
 		c.report(rlc, codeLBPolicyConfig, "%s sets staleAge without maxAge: set maxAge too (staleAge only shortens it)", what)
+	}
+}
+
+// checkLookupService checks routeLookupConfig.lookupService: "must be set
+// and must parse as a target URI".
+func checkLookupService(c *checker, v int32) {
+	const what = rlsName + ".routeLookupConfig"
+	if !c.want(v, jtree.String, codeLBPolicyConfig, what+".lookupService") {
+		return
+	}
+	s := c.t.Str(v)
+	if s == "" {
+		c.report(v, codeLBPolicyConfig, "%s.lookupService must not be empty: write the lookup service's target, like \"rls.example.com:443\"", what)
+		return
+	}
+	lookupScheme(c, v, s)
+}
+
+// checkCacheSizeBytes checks routeLookupConfig.cacheSizeBytes, an int64,
+// which proto3 JSON writes as a string. rls_config.proto: "If this field
+// is omitted or set to zero, a client default will be used"; grpc-go and
+// C-core require it greater than 0 (the RLS design), grpc-java takes an
+// absent one as the default.
+func checkCacheSizeBytes(c *checker, v int32) {
+	const what = rlsName + ".routeLookupConfig"
+	n, ok := c.protoNumber(v, what+".cacheSizeBytes", codeLBPolicyConfig, numInt64, 0)
+	switch {
+	case ok && n.i < 0:
+		c.report(v, codeLBPolicyConfig, "%s.cacheSizeBytes must not be negative, not %s", what, c.t.Raw(v))
+	case ok && n.i == 0:
+		who := clientGo | clientCore | clientJava
+		c.refuse(v, codeProtoDefaultValue, who, "%s.cacheSizeBytes is 0, which rls_config.proto reads as the client default, but %s reject the whole config; set the cache size in bytes, like \"1048576\"", what, who)
 	}
 }
 

@@ -260,35 +260,45 @@ func parseDecimal(s []byte) decimal {
 	if d.neg = s[0] == '-'; d.neg {
 		s = s[1:]
 	}
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
+	i := decimalDigitsEnd(s, 0)
 	d.intPart = s[:i]
 	if i < len(s) && s[i] == '.' {
-		j := i + 1
-		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-			j++
-		}
+		j := decimalDigitsEnd(s, i+1)
 		d.frac, i = s[i+1:j], j
 	}
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
-		i++
-		eneg := false
-		if i < len(s) && (s[i] == '+' || s[i] == '-') {
-			eneg = s[i] == '-'
-			i++
-		}
-		for ; i < len(s); i++ {
-			if d.exp < 1e9 {
-				d.exp = d.exp*10 + int(s[i]-'0')
-			}
-		}
-		if eneg {
-			d.exp = -d.exp
-		}
+		d.exp = decimalExponent(s[i+1:])
 	}
 	return d
+}
+
+// decimalDigitsEnd is the offset of the first byte of s at or after i that
+// is not a decimal digit.
+func decimalDigitsEnd(s []byte, i int) int {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
+// decimalExponent reads the exponent of a JSON number, s after its 'e',
+// saturated beyond ±1e9.
+func decimalExponent(s []byte) int {
+	neg := false
+	if len(s) > 0 && (s[0] == '+' || s[0] == '-') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	exp := 0
+	for _, c := range s {
+		if exp < 1e9 {
+			exp = exp*10 + int(c-'0')
+		}
+	}
+	if neg {
+		return -exp
+	}
+	return exp
 }
 
 // digit is the k-th digit of the integer and fraction digits together.
@@ -299,24 +309,32 @@ func (d decimal) digit(k int) byte {
 	return d.frac[k-len(d.intPart)]
 }
 
-// standIn writes the short number schemaNumber describes.
-func (d decimal) standIn() string {
-	// The value is 0.D × 10^point, D the significant digits without
-	// leading or trailing zeros.
+// significant returns where the significant digits of d start, among its
+// integer and fraction digits together, and how many there are: leading
+// and trailing zeros left out. sig is 0 when d is zero.
+func (d decimal) significant() (lead, sig int) {
 	total := len(d.intPart) + len(d.frac)
-	lead := 0
 	for lead < total && d.digit(lead) == '0' {
 		lead++
 	}
 	if lead == total {
-		return "0"
+		return lead, 0
 	}
 	last := total - 1
 	for d.digit(last) == '0' {
 		last--
 	}
+	return lead, last - lead + 1
+}
+
+// standIn writes the short number schemaNumber describes.
+func (d decimal) standIn() string {
+	// The value is 0.D × 10^point, D the significant digits.
+	lead, sig := d.significant()
+	if sig == 0 {
+		return "0"
+	}
 	point := len(d.intPart) + d.exp - lead
-	sig := last - lead + 1
 	sign := ""
 	if d.neg {
 		sign = "-"

@@ -37,10 +37,7 @@ func validateServiceConfig(c *checker, v int32) {
 	var lbPolicyKey, lbConfig int32 = -1, -1
 	names := make(map[string]int32)
 	// A non-empty loadBalancingConfig makes loadBalancingPolicy moot.
-	lbSet := false
-	if l := c.field(v, "loadBalancingConfig"); l >= 0 && t.Nodes[l].Kind == jtree.Array && t.Nodes[l].Len > 0 {
-		lbSet = true
-	}
+	lbSet := nonEmptyList(t, c.field(v, "loadBalancingConfig"))
 	c.fields(v, func(k, val int32) {
 		switch {
 		case t.Is(k, "loadBalancingConfig"):
@@ -53,45 +50,62 @@ func validateServiceConfig(c *checker, v int32) {
 			lbPolicyKey = k
 			validateLBPolicy(c, val, lbSet)
 		case t.Is(k, "methodConfig"):
-			if !c.want(val, jtree.Array, codeMethodConfig, "methodConfig") {
-				return
+			if c.want(val, jtree.Array, codeMethodConfig, "methodConfig") {
+				c.elements(val, func(_ int, mc int32) { validateMethodConfig(c, mc, names) })
 			}
-			c.elements(val, func(_ int, mc int32) { validateMethodConfig(c, mc, names) })
 		case t.Is(k, "retryThrottling"):
 			validateRetryThrottling(c, val)
 		case t.Is(k, "healthCheckConfig"):
-			// gRFC A17: HealthCheckConfig {StringValue service_name}.
-			if c.want(val, jtree.Object, codeHealthCheckConfig, "healthCheckConfig") {
-				c.fields(val, func(k2, v2 int32) {
-					if t.Is(k2, "serviceName") {
-						c.want(v2, jtree.String, codeHealthCheckConfig, "healthCheckConfig.serviceName")
-						return
-					}
-					c.unknownField(k2, codeUnknownField, "healthCheckConfig", []string{"serviceName"})
-				})
-			}
+			validateHealthCheckConfig(c, val)
 		case t.Is(k, "connectionScaling"):
-			// gRFC A105: ConnectionScaling {UInt32Value
-			// max_connections_per_subchannel}; read by C-core only.
-			if c.want(val, jtree.Object, codeWrongType, "connectionScaling") {
-				c.fields(val, func(k2, v2 int32) {
-					if t.Is(k2, "maxConnectionsPerSubchannel") {
-						c.protoNumber(v2, "connectionScaling.maxConnectionsPerSubchannel", codeWrongType, numUint32, 0)
-						return
-					}
-					c.unknownField(k2, codeUnknownField, "connectionScaling", []string{"maxConnectionsPerSubchannel"})
-				})
-			}
+			validateConnectionScaling(c, val)
 		default:
 			c.unknownField(k, codeUnknownField, "the service config", serviceConfigFields)
 		}
 	})
 	// An empty loadBalancingConfig is unset, and the policy then counts.
-	if lbPolicyKey >= 0 && lbConfig >= 0 && t.Nodes[lbConfig].Kind == jtree.Array && t.Nodes[lbConfig].Len > 0 {
+	if lbPolicyKey >= 0 && nonEmptyList(t, lbConfig) {
 		c.pushKey(lbPolicyKey)
 		c.report(lbPolicyKey, codeLBPolicyIgnored, "loadBalancingPolicy is ignored because loadBalancingConfig is also set; remove one of them")
 		c.pop()
 	}
+}
+
+// nonEmptyList reports whether v is a JSON array with an element; v is -1
+// for a field that is absent.
+func nonEmptyList(t *jtree.Tree, v int32) bool {
+	return v >= 0 && t.Nodes[v].Kind == jtree.Array && t.Nodes[v].Len > 0
+}
+
+// validateHealthCheckConfig checks healthCheckConfig, gRFC A17's
+// HealthCheckConfig {StringValue service_name}.
+func validateHealthCheckConfig(c *checker, v int32) {
+	if !c.want(v, jtree.Object, codeHealthCheckConfig, "healthCheckConfig") {
+		return
+	}
+	c.fields(v, func(k, val int32) {
+		if c.t.Is(k, "serviceName") {
+			c.want(val, jtree.String, codeHealthCheckConfig, "healthCheckConfig.serviceName")
+			return
+		}
+		c.unknownField(k, codeUnknownField, "healthCheckConfig", []string{"serviceName"})
+	})
+}
+
+// validateConnectionScaling checks connectionScaling, gRFC A105's
+// ConnectionScaling {UInt32Value max_connections_per_subchannel}, which
+// C-core alone reads.
+func validateConnectionScaling(c *checker, v int32) {
+	if !c.want(v, jtree.Object, codeWrongType, "connectionScaling") {
+		return
+	}
+	c.fields(v, func(k, val int32) {
+		if c.t.Is(k, "maxConnectionsPerSubchannel") {
+			c.protoNumber(val, "connectionScaling.maxConnectionsPerSubchannel", codeWrongType, numUint32, 0)
+			return
+		}
+		c.unknownField(k, codeUnknownField, "connectionScaling", []string{"maxConnectionsPerSubchannel"})
+	})
 }
 
 var methodConfigFields = []string{"name", "waitForReady", "timeout", "maxRequestMessageBytes", "maxResponseMessageBytes", "retryPolicy", "hedgingPolicy", "headerExtraction"}
@@ -148,67 +162,75 @@ func validateMethodConfig(c *checker, mc int32, names map[string]int32) {
 // (service_config.proto: "Each name entry must be unique across the entire
 // ServiceConfig").
 func validateNames(c *checker, v int32, names map[string]int32) {
-	t := c.t
 	if !c.want(v, jtree.Array, codeMethodName, "methodConfig name") {
 		return
 	}
-	if t.Nodes[v].Len == 0 {
+	if c.t.Nodes[v].Len == 0 {
 		c.report(v, codeMethodNameMissing, "the name list is empty, so this methodConfig applies to no call; add [{}] to make it the default for every method")
 	}
-	c.elements(v, func(_ int, n int32) {
-		if !c.want(n, jtree.Object, codeMethodName, "a methodConfig name") {
-			return
-		}
-		service, method := "", ""
-		serviceNode, methodNode := int32(-1), int32(-1)
-		ok := true
-		// service_config.proto: "In JSON representation, value \"\", value
-		// `null`, and not present are the same".
-		c.fields(n, func(k, val int32) {
-			switch {
-			case t.Is(k, "service"):
-				if ok = ok && c.want(val, jtree.String, codeMethodName, "service"); ok {
-					service, serviceNode = t.Str(val), val
-				}
-			case t.Is(k, "method"):
-				if ok = ok && c.want(val, jtree.String, codeMethodName, "method"); ok {
-					method, methodNode = t.Str(val), val
-				}
-			default:
-				c.unknownField(k, codeUnknownField, "a methodConfig name", []string{"service", "method"})
+	c.elements(v, func(_ int, n int32) { validateName(c, n, names) })
+}
+
+// validateName checks one name n of a methodConfig name list and records
+// it in names (see validateNames).
+func validateName(c *checker, n int32, names map[string]int32) {
+	t := c.t
+	if !c.want(n, jtree.Object, codeMethodName, "a methodConfig name") {
+		return
+	}
+	service, method := "", ""
+	serviceNode, methodNode := int32(-1), int32(-1)
+	ok := true
+	// service_config.proto: "In JSON representation, value \"\", value
+	// `null`, and not present are the same".
+	c.fields(n, func(k, val int32) {
+		switch {
+		case t.Is(k, "service"):
+			if ok = ok && c.want(val, jtree.String, codeMethodName, "service"); ok {
+				service, serviceNode = t.Str(val), val
 			}
-		})
-		if !ok {
-			return
-		}
-		if service == "" && method != "" {
-			// "If the 'service' field is empty, the 'method' field must be
-			// empty".
-			c.report(methodNode, codeMethodName, "method %q is named without a service: set \"service\" too (a method name alone matches nothing)", method)
-			return
-		}
-		// A '/' is legal in the spec but builds a path no call has.
-		if strings.Contains(service, "/") {
-			c.report(serviceNode, codeMethodNameSlash, "service %q contains '/', so the name matches no call: write the fully-qualified service name, like \"pkg.Service\", and the method separately", service)
-		} else if strings.Contains(method, "/") {
-			c.report(methodNode, codeMethodNameSlash, "method %q contains '/', so the name matches no call: write the method name alone, like \"Get\"", method)
-		}
-		// The joined path, as grpc-go keys names: {"a/b","c"} and {"a","b/c"}
-		// are one name to it, which it refuses twice.
-		key := service + "/" + method
-		if _, dup := names[key]; dup {
-			what := fmt.Sprintf("method %s/%s", service, method)
-			switch {
-			case service == "":
-				what = "the default for all methods ({} or {\"service\":\"\"})"
-			case method == "":
-				what = fmt.Sprintf("the default for service %s", service)
+		case t.Is(k, "method"):
+			if ok = ok && c.want(val, jtree.String, codeMethodName, "method"); ok {
+				method, methodNode = t.Str(val), val
 			}
-			c.report(n, codeMethodNameDuplicate, "%s is named by more than one methodConfig entry; a name may appear only once in the whole service config", what)
-			return
+		default:
+			c.unknownField(k, codeUnknownField, "a methodConfig name", []string{"service", "method"})
 		}
-		names[key] = n
 	})
+	if !ok {
+		return
+	}
+	if service == "" && method != "" {
+		// "If the 'service' field is empty, the 'method' field must be
+		// empty".
+		c.report(methodNode, codeMethodName, "method %q is named without a service: set \"service\" too (a method name alone matches nothing)", method)
+		return
+	}
+	// A '/' is legal in the spec but builds a path no call has.
+	if strings.Contains(service, "/") {
+		c.report(serviceNode, codeMethodNameSlash, "service %q contains '/', so the name matches no call: write the fully-qualified service name, like \"pkg.Service\", and the method separately", service)
+	} else if strings.Contains(method, "/") {
+		c.report(methodNode, codeMethodNameSlash, "method %q contains '/', so the name matches no call: write the method name alone, like \"Get\"", method)
+	}
+	// The joined path, as grpc-go keys names: {"a/b","c"} and {"a","b/c"}
+	// are one name to it, which it refuses twice.
+	key := service + "/" + method
+	if _, dup := names[key]; dup {
+		c.report(n, codeMethodNameDuplicate, "%s is named by more than one methodConfig entry; a name may appear only once in the whole service config", describeMethodName(service, method))
+		return
+	}
+	names[key] = n
+}
+
+// describeMethodName says which calls a methodConfig name applies to.
+func describeMethodName(service, method string) string {
+	switch {
+	case service == "":
+		return "the default for all methods ({} or {\"service\":\"\"})"
+	case method == "":
+		return fmt.Sprintf("the default for service %s", service)
+	}
+	return fmt.Sprintf("method %s/%s", service, method)
 }
 
 // durationValue is a parsed google.protobuf.Duration.
@@ -435,51 +457,64 @@ func statusCodes(c *checker, v int32, name string, code diagCode, retry bool) in
 	c.elements(v, func(_ int, e int32) {
 		switch t.Nodes[e].Kind {
 		case jtree.Number:
-			n, ok := t.Int(e)
-			if !ok || n < 0 || n > 16 {
-				c.report(e, codeStatusCode, "%s is not a gRPC status code: numbers run from 0 (OK) to 16 (UNAUTHENTICATED)", t.Raw(e))
-				return
-			}
-			if n == 0 {
-				c.refuse(e, codeStatusCodeOK, clientJava, "status code 0 (OK) in %s: gRFC A6 allows it, but a call that ends OK is never retried, and grpc-java rejects the whole config; remove it", name)
-				return
-			}
-			if numberRefusers != 0 {
-				c.refuse(e, codeStatusCodeNumber, numberRefusers, "status code %s is written as a number: gRFC A6 allows it, but C-core reads only names and rejects the whole config; write %q", t.Raw(e), statusCodeNames[n])
-			}
+			statusCodeNumber(c, e, name, numberRefusers)
 		case jtree.String:
-			s := t.Str(e)
-			for _, n := range statusCodeNames {
-				if s == n {
-					if n == "OK" {
-						c.refuse(e, codeStatusCodeOK, clientJava, "status code \"OK\" in %s: gRFC A6 allows it, but a call that ends OK is never retried, and grpc-java rejects the whole config; remove it", name)
-					}
-					return
-				}
-			}
-			for _, n := range statusCodeNames {
-				if strings.EqualFold(s, n) {
-					c.caseCodes = append(c.caseCodes, rewrite{e, n})
-					c.refuse(e, codeStatusCodeCase, caseRefusers, "status code %q is not upper-case: gRFC A6 allows any case, but %s %s the whole config (grpc-js accepts it); write %q", s, caseRefusers, caseRefusers.verb("rejects", "reject"), n)
-					return
-				}
-			}
-			if c.full(codeStatusCode) {
-				c.report(e, codeStatusCode, "") // counted only: skip the suggestion
-				return
-			}
-			msg := fmt.Sprintf("%q is not a gRPC status code name", s)
-			if sug := Suggest(s, statusCodeNames); sug != "" {
-				msg += fmt.Sprintf(": did you mean %q?", sug)
-			} else {
-				msg += " (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, …)"
-			}
-			c.report(e, codeStatusCode, "%s", msg)
+			statusCodeName(c, e, name, caseRefusers)
 		default:
 			c.report(e, codeStatusCode, "a status code must be a name like \"UNAVAILABLE\" or a number, not %s", describeKind(t, e))
 		}
 	})
 	return int(t.Nodes[v].Len)
+}
+
+// statusCodeNumber checks status code e of list name, written as a
+// number, which the clients of refusers do not read.
+func statusCodeNumber(c *checker, e int32, name string, refusers client) {
+	t := c.t
+	n, ok := t.Int(e)
+	if !ok || n < 0 || n > 16 {
+		c.report(e, codeStatusCode, "%s is not a gRPC status code: numbers run from 0 (OK) to 16 (UNAUTHENTICATED)", t.Raw(e))
+		return
+	}
+	if n == 0 {
+		c.refuse(e, codeStatusCodeOK, clientJava, "status code 0 (OK) in %s: gRFC A6 allows it, but a call that ends OK is never retried, and grpc-java rejects the whole config; remove it", name)
+		return
+	}
+	if refusers != 0 {
+		c.refuse(e, codeStatusCodeNumber, refusers, "status code %s is written as a number: gRFC A6 allows it, but C-core reads only names and rejects the whole config; write %q", t.Raw(e), statusCodeNames[n])
+	}
+}
+
+// statusCodeName checks status code e of list name, written as a name,
+// which the clients of caseRefusers read only in upper case.
+func statusCodeName(c *checker, e int32, name string, caseRefusers client) {
+	s := c.t.Str(e)
+	for _, n := range statusCodeNames {
+		if s == n {
+			if n == "OK" {
+				c.refuse(e, codeStatusCodeOK, clientJava, "status code \"OK\" in %s: gRFC A6 allows it, but a call that ends OK is never retried, and grpc-java rejects the whole config; remove it", name)
+			}
+			return
+		}
+	}
+	for _, n := range statusCodeNames {
+		if strings.EqualFold(s, n) {
+			c.caseCodes = append(c.caseCodes, rewrite{e, n})
+			c.refuse(e, codeStatusCodeCase, caseRefusers, "status code %q is not upper-case: gRFC A6 allows any case, but %s %s the whole config (grpc-js accepts it); write %q", s, caseRefusers, caseRefusers.verb("rejects", "reject"), n)
+			return
+		}
+	}
+	if c.full(codeStatusCode) {
+		c.report(e, codeStatusCode, "") // counted only: skip the suggestion
+		return
+	}
+	msg := fmt.Sprintf("%q is not a gRPC status code name", s)
+	if sug := Suggest(s, statusCodeNames); sug != "" {
+		msg += fmt.Sprintf(": did you mean %q?", sug)
+	} else {
+		msg += " (UNAVAILABLE, DEADLINE_EXCEEDED, RESOURCE_EXHAUSTED, …)"
+	}
+	c.report(e, codeStatusCode, "%s", msg)
 }
 
 // validateRetryThrottling applies gRFC A6's "Validation of retryThrottling".

@@ -107,61 +107,89 @@ func (sp *space) absent(key int) int { return len(sp.values[key]) + 1 }
 
 func newSpace(list []Choice) *space {
 	sp := &space{langIndex: map[string]int{}, hostIndex: map[string]int{}, keyIndex: map[string]int{}, steps: analysisBudget}
-	keyIndex := sp.keyIndex
-	addKey := func(k string) int {
-		ki, ok := keyIndex[k]
-		if !ok {
-			ki = len(sp.keys)
-			keyIndex[k] = ki
-			sp.keys = append(sp.keys, k)
-			sp.values = append(sp.values, nil)
-			sp.valueIndex = append(sp.valueIndex, map[string]int{})
-		}
-		return ki
-	}
-	var pcts []int
-	seenPct := map[int]bool{}
 	for i := range list {
-		ch := &list[i]
-		for _, l := range ch.ClientLanguage {
-			if l := strings.ToLower(l); !hasIndex(sp.langIndex, l) {
-				sp.langIndex[l] = len(sp.langs)
-				sp.langs = append(sp.langs, l)
-			}
-		}
-		for _, h := range ch.ClientHostname {
-			if !hasIndex(sp.hostIndex, h) {
-				sp.hostIndex[h] = len(sp.hosts)
-				sp.hosts = append(sp.hosts, h)
-			}
-		}
-		if ch.Percentage > 0 && ch.Percentage < 100 && !seenPct[ch.Percentage] {
-			seenPct[ch.Percentage] = true
-			pcts = append(pcts, ch.Percentage)
-		}
-		if ch.Constraints != nil {
-			// Map order is random; sorted keys keep the witnesses lint
-			// prints the same from run to run.
-			values := ch.Constraints.Values()
-			for _, k := range slices.Sorted(maps.Keys(values)) {
-				ki := addKey(k)
-				for _, v := range values[k] {
-					if !hasIndex(sp.valueIndex[ki], v) {
-						sp.valueIndex[ki][v] = len(sp.values[ki])
-						sp.values[ki] = append(sp.values[ki], v)
-					}
-				}
-			}
-			for _, k := range ch.Constraints.Keys() {
-				addKey(k)
-			}
-		}
+		sp.addCriteria(&list[i])
 	}
-	slices.Sort(pcts)
-	sp.buckets = append(pcts, 100)
+	sp.buckets = bucketBounds(list)
 	for i := range list {
 		sp.choices = append(sp.choices, sp.compile(i, &list[i]))
 	}
+	sp.addDims()
+	return sp
+}
+
+// addCriteria indexes the languages, hostnames and parameters that choice
+// ch names, after those of the choices before it.
+func (sp *space) addCriteria(ch *Choice) {
+	for _, l := range ch.ClientLanguage {
+		if l := strings.ToLower(l); !hasIndex(sp.langIndex, l) {
+			sp.langIndex[l] = len(sp.langs)
+			sp.langs = append(sp.langs, l)
+		}
+	}
+	for _, h := range ch.ClientHostname {
+		if !hasIndex(sp.hostIndex, h) {
+			sp.hostIndex[h] = len(sp.hosts)
+			sp.hosts = append(sp.hosts, h)
+		}
+	}
+	if ch.Constraints != nil {
+		sp.addParams(ch.Constraints)
+	}
+}
+
+// addParams indexes the keys that e tests and the values it compares them
+// with.
+func (sp *space) addParams(e *constraints.Expr) {
+	// Map order is random; sorted keys keep the witnesses lint prints the
+	// same from run to run.
+	values := e.Values()
+	for _, k := range slices.Sorted(maps.Keys(values)) {
+		ki := sp.addKey(k)
+		for _, v := range values[k] {
+			if !hasIndex(sp.valueIndex[ki], v) {
+				sp.valueIndex[ki][v] = len(sp.values[ki])
+				sp.values[ki] = append(sp.values[ki], v)
+			}
+		}
+	}
+	for _, k := range e.Keys() {
+		sp.addKey(k)
+	}
+}
+
+// addKey returns the index of parameter key k, indexing it if it is new.
+func (sp *space) addKey(k string) int {
+	ki, ok := sp.keyIndex[k]
+	if !ok {
+		ki = len(sp.keys)
+		sp.keyIndex[k] = ki
+		sp.keys = append(sp.keys, k)
+		sp.values = append(sp.values, nil)
+		sp.valueIndex = append(sp.valueIndex, map[string]int{})
+	}
+	return ki
+}
+
+// bucketBounds are the upper bounds of the percentage buckets that the
+// choices of list tell apart: their percentages between 0 and 100, sorted,
+// and 100.
+func bucketBounds(list []Choice) []int {
+	var pcts []int
+	seen := map[int]bool{}
+	for i := range list {
+		if p := list[i].Percentage; p > 0 && p < 100 && !seen[p] {
+			seen[p] = true
+			pcts = append(pcts, p)
+		}
+	}
+	slices.Sort(pcts)
+	return append(pcts, 100)
+}
+
+// addDims lays out the dimensions of the space: language, hostname and
+// bucket, then a parameter's for each key.
+func (sp *space) addDims() {
 	sp.dims = append(sp.dims,
 		dimension{kind: dimLang, size: len(sp.langs) + 1},
 		dimension{kind: dimHost, size: len(sp.hosts) + 1},
@@ -176,7 +204,6 @@ func newSpace(list []Choice) *space {
 			sp.params = append(sp.params, i)
 		}
 	}
-	return sp
 }
 
 func hasIndex(m map[string]int, s string) bool {

@@ -65,6 +65,40 @@ func (s *Store) PutServices(ctx context.Context, zone string, objs []*Object) (*
 	if err != nil {
 		return nil, err
 	}
+	items, err := checkBatch(z, objs)
+	if err != nil {
+		return nil, err
+	}
+	res := &BatchResult{}
+	todo := items
+	for range maxRetries {
+		zc, zkv, ps, err := s.zoneConfig(ctx, z)
+		if err != nil {
+			return nil, s.batchError(err, res)
+		}
+		if err := s.validateBatch(zc, z, todo, items); err != nil {
+			return nil, s.batchError(err, res)
+		}
+		if err := s.readCurrent(ctx, z, todo); err != nil {
+			return nil, s.batchError(err, res)
+		}
+		write, err := changedItems(z, todo, res)
+		if err != nil {
+			return nil, s.batchError(err, res)
+		}
+		if todo, err = s.writeBatch(ctx, z, zkv, ps, write, res); err != nil {
+			return nil, s.batchError(err, res)
+		}
+		if len(todo) == 0 {
+			return res, nil
+		}
+	}
+	return nil, s.batchError(conflict("services of zone %s, or the zone, kept changing while the batch was written; try again", z), res)
+}
+
+// checkBatch checks the items of a batch of services of zone z, each on
+// its own, and against the others: each names its service, once.
+func checkBatch(z string, objs []*Object) ([]*batchItem, error) {
 	items := make([]*batchItem, len(objs))
 	seen := make(map[string]int, len(objs))
 	for i, obj := range objs {
@@ -85,68 +119,70 @@ func (s *Store) PutServices(ctx context.Context, zone string, objs []*Object) (*
 		}
 		items[i] = it
 	}
-	res := &BatchResult{}
-	todo := items
-	for range maxRetries {
-		zc, zkv, ps, err := s.zoneConfig(ctx, z)
-		if err != nil {
-			return nil, s.batchError(err, res)
+	return items, nil
+}
+
+// changedItems checks the preconditions of todo, whose stored services
+// are read, and returns the items that change their service. It counts
+// the others in res, as unchanged.
+func changedItems(z string, todo []*batchItem, res *BatchResult) ([]*batchItem, error) {
+	var write []*batchItem
+	for _, it := range todo {
+		if e := checkPrecondition(it.cur, it.want, "service "+it.name+" of zone "+z); e != nil {
+			return nil, e
 		}
-		if err := s.validateBatch(zc, z, todo, items); err != nil {
-			return nil, s.batchError(err, res)
+		if it.cur != nil && bytes.Equal(it.cur.value, it.value) {
+			res.Unchanged++
+			continue
 		}
-		if err := s.readCurrent(ctx, z, todo); err != nil {
-			return nil, s.batchError(err, res)
-		}
-		var write []*batchItem
-		for _, it := range todo {
-			if e := checkPrecondition(it.cur, it.want, "service "+it.name+" of zone "+z); e != nil {
-				return nil, s.batchError(e, res)
-			}
-			switch {
-			case it.cur != nil && bytes.Equal(it.cur.value, it.value):
-				res.Unchanged++
-			default:
-				write = append(write, it)
-			}
-		}
-		todo = nil
-		for len(write) > 0 {
-			n := s.chunk(write)
-			chunk := write[:n]
-			t := &txn{cmps: []cmp{{key: zoneKey(z), modRev: zkv.modRev}, {key: policyMarkerKey(z), modRev: ps.marker}}}
-			for _, it := range chunk {
-				key := serviceKey(z, it.name)
-				t.cmps = append(t.cmps, cmp{key: key, modRev: modRev(it.cur)})
-				t.puts = append(t.puts, kvPut{key, it.value})
-			}
-			t.puts = append(t.puts, kvPut{markerKey(z), nil})
-			r, err := s.b.txn(ctx, t)
-			if err != nil {
-				return nil, s.batchError(s.internal(err), res)
-			}
-			if !r.ok {
-				// The zone, its policies or an item changed meanwhile: what
-				// is left is checked again against the store as it is now.
-				todo = write
-				break
-			}
-			for _, it := range chunk {
-				if _, existed := r.prev[serviceKey(z, it.name)]; existed {
-					res.Configured++
-				} else {
-					res.Created++
-				}
-			}
-			res.Transactions++
-			res.ResourceVersion = FormatRV(r.rev)
-			write = write[n:]
-		}
-		if len(todo) == 0 {
-			return res, nil
-		}
+		write = append(write, it)
 	}
-	return nil, s.batchError(conflict("services of zone %s, or the zone, kept changing while the batch was written; try again", z), res)
+	return write, nil
+}
+
+// writeBatch writes the items of write in transactions of as many as the
+// store allows (see chunk), each on the condition that zone z, as zkv, its
+// policies, as ps, and the services of its items are as read, and counts
+// what each did in res. When a condition fails it returns the items not
+// yet written, to be checked again against the store as it is now.
+func (s *Store) writeBatch(ctx context.Context, z string, zkv *kv, ps *zonePolicies, write []*batchItem, res *BatchResult) ([]*batchItem, error) {
+	for len(write) > 0 {
+		n := s.chunk(write)
+		chunk := write[:n]
+		r, err := s.b.txn(ctx, batchTxn(z, zkv, ps, chunk))
+		if err != nil {
+			return nil, s.internal(err)
+		}
+		if !r.ok {
+			// The zone, its policies or an item changed meanwhile.
+			return write, nil
+		}
+		for _, it := range chunk {
+			if _, existed := r.prev[serviceKey(z, it.name)]; existed {
+				res.Configured++
+			} else {
+				res.Created++
+			}
+		}
+		res.Transactions++
+		res.ResourceVersion = FormatRV(r.rev)
+		write = write[n:]
+	}
+	return nil, nil
+}
+
+// batchTxn is the transaction that writes the services of chunk to zone
+// z, on the condition that the zone, as zkv, its policies, as ps, and
+// those services are as read.
+func batchTxn(z string, zkv *kv, ps *zonePolicies, chunk []*batchItem) *txn {
+	t := &txn{cmps: []cmp{{key: zoneKey(z), modRev: zkv.modRev}, {key: policyMarkerKey(z), modRev: ps.marker}}}
+	for _, it := range chunk {
+		key := serviceKey(z, it.name)
+		t.cmps = append(t.cmps, cmp{key: key, modRev: modRev(it.cur)})
+		t.puts = append(t.puts, kvPut{key, it.value})
+	}
+	t.puts = append(t.puts, kvPut{markerKey(z), nil})
+	return t
 }
 
 // serviceValue checks what a PUT of service name of zone z carries and

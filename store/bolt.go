@@ -212,11 +212,12 @@ func readRev(tx *bolt.Tx, at int64) (int64, error) {
 }
 
 func (b *boltBackend) rangeKeys(_ context.Context, prefix, from string, limit int, at int64) (kvs []kv, more bool, read int64, err error) {
+	p := rangePage{limit: limit}
 	if limit > 0 {
-		kvs = make([]kv, 0, min(limit, 4096))
+		p.kvs = make([]kv, 0, min(limit, 4096))
 	}
 	err = b.db.View(func(tx *bolt.Tx) error {
-		if read, err = readRev(tx, at); err != nil {
+		if p.read, err = readRev(tx, at); err != nil {
 			return err
 		}
 		start := prefix
@@ -224,41 +225,56 @@ func (b *boltBackend) rangeKeys(_ context.Context, prefix, from string, limit in
 			start = from
 		}
 		c := tx.Bucket(bucketKV).Cursor()
-		// A page of 500 keys reads 500 or more versions: nothing is
-		// allocated per version, only per key kept (its name and value).
-		var group []byte
-		var best version
-		var found bool
-		flush := func() bool { // false: stop
-			if found && !best.deleted {
-				if limit > 0 && len(kvs) == limit {
-					more = true
-					return false
-				}
-				kvs = append(kvs, kv{key: string(group), value: bytes.Clone(best.value), modRev: best.rev, createRev: best.createRev})
-			}
-			found = false
-			return true
-		}
 		for k, v := c.Seek([]byte(start)); k != nil && bytes.HasPrefix(k, []byte(prefix)); k, v = c.Next() {
 			key, rev, ok := splitVersionBytes(k)
 			if !ok || string(key) < from {
 				continue // from is a key, not a version: "k\x00" is the one after k
 			}
-			if group == nil || !bytes.Equal(key, group) {
-				if !flush() {
+			if p.group == nil || !bytes.Equal(key, p.group) {
+				if !p.flush() {
 					return nil
 				}
-				group = key // valid for the transaction, like k
+				p.group = key // valid for the transaction, like k
 			}
-			if rev <= read {
-				best, found = decodeVersion(rev, v), true
+			if rev <= p.read {
+				p.best, p.found = decodeVersion(rev, v), true
 			}
 		}
-		flush()
+		p.flush()
 		return nil
 	})
-	return kvs, more, read, err
+	return p.kvs, p.more, p.read, err
+}
+
+// rangePage is a page of keys that rangeKeys reads: the newest version
+// at or before read of each key, unless it is a deletion, up to limit
+// keys (none when 0). A page of 500 keys reads 500 or more versions:
+// nothing is allocated per version, only per key kept (its name and
+// value).
+type rangePage struct {
+	limit int
+	read  int64
+	kvs   []kv
+	more  bool // keys are left past the limit
+	// group is the key whose versions are being read, and best the newest
+	// of them at or before read, if found.
+	group []byte
+	best  version
+	found bool
+}
+
+// flush ends the versions of group: it keeps the key unless its version
+// is a deletion. It reports false, with more set, when the page is full.
+func (p *rangePage) flush() bool {
+	if p.found && !p.best.deleted {
+		if p.limit > 0 && len(p.kvs) == p.limit {
+			p.more = true
+			return false
+		}
+		p.kvs = append(p.kvs, kv{key: string(p.group), value: bytes.Clone(p.best.value), modRev: p.best.rev, createRev: p.best.createRev})
+	}
+	p.found = false
+	return true
 }
 
 // latest returns the newest version of key in tx, if any.
@@ -312,71 +328,25 @@ func newestUnder(c *bolt.Cursor, prefix string) int64 {
 func (b *boltBackend) txn(_ context.Context, t *txn) (txnResult, error) {
 	var res txnResult
 	err := b.db.Update(func(tx *bolt.Tx) error {
-		meta, kvb, logb := tx.Bucket(bucketMeta), tx.Bucket(bucketKV), tx.Bucket(bucketLog)
+		meta, kvb := tx.Bucket(bucketMeta), tx.Bucket(bucketKV)
 		cur := getU64(meta, "rev")
 		res = txnResult{rev: cur, prev: map[string]kv{}}
 		c := kvb.Cursor()
-		for _, cm := range t.cmps {
-			if cm.empty {
-				if anyLive(c, cm.key) {
-					return nil
-				}
-				continue
-			}
-			if cm.notAfter > 0 {
-				if newestUnder(c, cm.key) > cm.notAfter {
-					return nil
-				}
-				continue
-			}
-			v, ok := latest(c, cm.key)
-			live := ok && !v.deleted
-			switch {
-			case cm.modRev == -1 && !live,
-				cm.modRev == 0 && live,
-				cm.modRev > 0 && (!live || v.rev != cm.modRev):
-				return nil
-			}
+		if !cmpsHold(c, t.cmps) {
+			return nil
 		}
 		rev := cur + 1
-		var keys []string
-		for _, key := range t.dels {
-			v, ok := latest(c, key)
-			if !ok || v.deleted {
-				continue
-			}
-			res.prev[key] = kv{key: key, value: bytes.Clone(v.value), modRev: v.rev, createRev: v.createRev}
-			if err := kvb.Put(versionKey(key, rev), encodeVersion(true, v.createRev, v.value)); err != nil {
-				return err
-			}
-			keys = append(keys, key)
-		}
-		for _, p := range t.puts {
-			createRev := rev
-			if v, ok := latest(c, p.key); ok && !v.deleted {
-				createRev = v.createRev
-				res.prev[p.key] = kv{key: p.key, value: bytes.Clone(v.value), modRev: v.rev, createRev: v.createRev}
-			}
-			if err := kvb.Put(versionKey(p.key, rev), encodeVersion(false, createRev, p.value)); err != nil {
-				return err
-			}
-			keys = append(keys, p.key)
+		keys, err := writeVersions(kvb, c, t, rev, res.prev)
+		if err != nil {
+			return err
 		}
 		if len(keys) == 0 {
 			// Nothing to do (deleting what does not exist): no revision.
 			res.ok = true
 			return nil
 		}
-		if err := logb.Put(revKey(rev), []byte(strings.Join(keys, "\x00"))); err != nil {
+		if err := b.logRevision(tx, rev, keys); err != nil {
 			return err
-		}
-		if err := putU64(meta, "rev", rev); err != nil {
-			return err
-		}
-		if b.history > 0 && rev-b.history > getU64(meta, "compact") {
-			if err := compactTx(tx, rev-b.history); err != nil {
-				return err
-			}
 		}
 		res.ok, res.rev = true, rev
 		return nil
@@ -391,6 +361,84 @@ func (b *boltBackend) txn(_ context.Context, t *txn) (txnResult, error) {
 		b.mu.Unlock()
 	}
 	return res, nil
+}
+
+// cmpsHold reports whether every comparison of a transaction holds in the
+// store as c reads it.
+func cmpsHold(c *bolt.Cursor, cmps []cmp) bool {
+	for _, cm := range cmps {
+		if !cmpHolds(c, cm) {
+			return false
+		}
+	}
+	return true
+}
+
+// cmpHolds reports whether comparison cm holds in the store as c reads it.
+func cmpHolds(c *bolt.Cursor, cm cmp) bool {
+	switch {
+	case cm.empty:
+		return !anyLive(c, cm.key)
+	case cm.notAfter > 0:
+		return newestUnder(c, cm.key) <= cm.notAfter
+	}
+	v, ok := latest(c, cm.key)
+	live := ok && !v.deleted
+	switch {
+	case cm.modRev == -1:
+		return live
+	case cm.modRev == 0:
+		return !live
+	case cm.modRev > 0:
+		return live && v.rev == cm.modRev
+	}
+	return true
+}
+
+// writeVersions writes, at revision rev, a deletion of each key of t.dels
+// that is live and a version of each key of t.puts, notes in prev the
+// versions they replace, and returns the keys written.
+func writeVersions(kvb *bolt.Bucket, c *bolt.Cursor, t *txn, rev int64, prev map[string]kv) ([]string, error) {
+	var keys []string
+	for _, key := range t.dels {
+		v, ok := latest(c, key)
+		if !ok || v.deleted {
+			continue
+		}
+		prev[key] = kv{key: key, value: bytes.Clone(v.value), modRev: v.rev, createRev: v.createRev}
+		if err := kvb.Put(versionKey(key, rev), encodeVersion(true, v.createRev, v.value)); err != nil {
+			return nil, err
+		}
+		keys = append(keys, key)
+	}
+	for _, p := range t.puts {
+		createRev := rev
+		if v, ok := latest(c, p.key); ok && !v.deleted {
+			createRev = v.createRev
+			prev[p.key] = kv{key: p.key, value: bytes.Clone(v.value), modRev: v.rev, createRev: v.createRev}
+		}
+		if err := kvb.Put(versionKey(p.key, rev), encodeVersion(false, createRev, p.value)); err != nil {
+			return nil, err
+		}
+		keys = append(keys, p.key)
+	}
+	return keys, nil
+}
+
+// logRevision makes rev, which wrote keys, the latest revision, and
+// compacts the versions the history no longer keeps.
+func (b *boltBackend) logRevision(tx *bolt.Tx, rev int64, keys []string) error {
+	meta := tx.Bucket(bucketMeta)
+	if err := tx.Bucket(bucketLog).Put(revKey(rev), []byte(strings.Join(keys, "\x00"))); err != nil {
+		return err
+	}
+	if err := putU64(meta, "rev", rev); err != nil {
+		return err
+	}
+	if b.history > 0 && rev-b.history > getU64(meta, "compact") {
+		return compactTx(tx, rev-b.history)
+	}
+	return nil
 }
 
 // advance moves the latest revision to rev unless a transaction that
@@ -412,8 +460,23 @@ func (b *boltBackend) advance(rev int64) bool {
 // each key changed since the last compaction, the versions older than its
 // newest at or before to, and that one too when it is a deletion.
 func compactTx(tx *bolt.Tx, to int64) error {
-	meta, kvb, logb := tx.Bucket(bucketMeta), tx.Bucket(bucketKV), tx.Bucket(bucketLog)
-	from := getU64(meta, "compact")
+	meta, kvb := tx.Bucket(bucketMeta), tx.Bucket(bucketKV)
+	touched, err := trimLog(tx.Bucket(bucketLog), getU64(meta, "compact"), to)
+	if err != nil {
+		return err
+	}
+	c := kvb.Cursor()
+	for key := range touched {
+		if err := compactKey(kvb, c, key, to); err != nil {
+			return err
+		}
+	}
+	return putU64(meta, "compact", to)
+}
+
+// trimLog deletes the entries of the revisions after from up to to from
+// the log, and returns the keys they changed.
+func trimLog(logb *bolt.Bucket, from, to int64) (map[string]bool, error) {
 	lc := logb.Cursor()
 	touched := map[string]bool{}
 	var logKeys [][]byte
@@ -425,34 +488,37 @@ func compactTx(tx *bolt.Tx, to int64) error {
 	}
 	for _, k := range logKeys {
 		if err := logb.Delete(k); err != nil {
+			return nil, err
+		}
+	}
+	return touched, nil
+}
+
+// compactKey deletes the versions of key older than its newest at or
+// before to, and that one too when it is a deletion.
+func compactKey(kvb *bolt.Bucket, c *bolt.Cursor, key string, to int64) error {
+	var old [][]byte
+	var last []byte
+	lastDeleted := false
+	for k, v := c.Seek(versionKey(key, 0)); k != nil; k, v = c.Next() {
+		group, rev, ok := splitVersion(k)
+		if !ok || group != key || rev > to {
+			break
+		}
+		if last != nil {
+			old = append(old, last)
+		}
+		last, lastDeleted = bytes.Clone(k), decodeVersion(rev, v).deleted
+	}
+	if last != nil && lastDeleted {
+		old = append(old, last)
+	}
+	for _, k := range old {
+		if err := kvb.Delete(k); err != nil {
 			return err
 		}
 	}
-	c := kvb.Cursor()
-	for key := range touched {
-		var old [][]byte
-		var last []byte
-		lastDeleted := false
-		for k, v := c.Seek(versionKey(key, 0)); k != nil; k, v = c.Next() {
-			group, rev, ok := splitVersion(k)
-			if !ok || group != key || rev > to {
-				break
-			}
-			if last != nil {
-				old = append(old, last)
-			}
-			last, lastDeleted = bytes.Clone(k), decodeVersion(rev, v).deleted
-		}
-		if last != nil && lastDeleted {
-			old = append(old, last)
-		}
-		for _, k := range old {
-			if err := kvb.Delete(k); err != nil {
-				return err
-			}
-		}
-	}
-	return putU64(meta, "compact", to)
+	return nil
 }
 
 // maxWatchRevs bounds the revisions one watch batch reads.
@@ -468,35 +534,9 @@ func (b *boltBackend) watch(ctx context.Context, prefix string, after int64) <-c
 			b.mu.Unlock()
 			var bt batch
 			err := b.db.View(func(tx *bolt.Tx) error {
-				meta := tx.Bucket(bucketMeta)
-				cur, compact := getU64(meta, "rev"), getU64(meta, "compact")
-				if after < compact {
-					return errCompacted
-				}
-				upTo := min(cur, after+maxWatchRevs)
-				bt.rev = upTo
-				lc, kc := tx.Bucket(bucketLog).Cursor(), tx.Bucket(bucketKV)
-				for k, v := lc.Seek(revKey(after + 1)); k != nil; k, v = lc.Next() {
-					rev := int64(binary.BigEndian.Uint64(k))
-					if rev > upTo {
-						break
-					}
-					for _, key := range strings.Split(string(v), "\x00") {
-						if !strings.HasPrefix(key, prefix) {
-							continue
-						}
-						raw := kc.Get(versionKey(key, rev))
-						if raw == nil {
-							continue
-						}
-						ver := decodeVersion(rev, raw)
-						bt.events = append(bt.events, change{
-							kv:      kv{key: key, value: bytes.Clone(ver.value), modRev: rev, createRev: ver.createRev},
-							deleted: ver.deleted, created: !ver.deleted && ver.createRev == rev,
-						})
-					}
-				}
-				return nil
+				var err error
+				bt, err = watchBatch(tx, prefix, after)
+				return err
 			})
 			if err != nil {
 				select {
@@ -524,6 +564,40 @@ func (b *boltBackend) watch(ctx context.Context, prefix string, after int64) <-c
 		}
 	}()
 	return out
+}
+
+// watchBatch reads from tx the changes to keys with prefix in the
+// revisions after after, up to maxWatchRevs of them.
+func watchBatch(tx *bolt.Tx, prefix string, after int64) (batch, error) {
+	meta := tx.Bucket(bucketMeta)
+	cur, compact := getU64(meta, "rev"), getU64(meta, "compact")
+	if after < compact {
+		return batch{}, errCompacted
+	}
+	upTo := min(cur, after+maxWatchRevs)
+	bt := batch{rev: upTo}
+	lc, kc := tx.Bucket(bucketLog).Cursor(), tx.Bucket(bucketKV)
+	for k, v := lc.Seek(revKey(after + 1)); k != nil; k, v = lc.Next() {
+		rev := int64(binary.BigEndian.Uint64(k))
+		if rev > upTo {
+			break
+		}
+		for _, key := range strings.Split(string(v), "\x00") {
+			if !strings.HasPrefix(key, prefix) {
+				continue
+			}
+			raw := kc.Get(versionKey(key, rev))
+			if raw == nil {
+				continue
+			}
+			ver := decodeVersion(rev, raw)
+			bt.events = append(bt.events, change{
+				kv:      kv{key: key, value: bytes.Clone(ver.value), modRev: rev, createRev: ver.createRev},
+				deleted: ver.deleted, created: !ver.deleted && ver.createRev == rev,
+			})
+		}
+	}
+	return bt, nil
 }
 
 func (b *boltBackend) requestProgress(context.Context) {}

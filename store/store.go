@@ -200,10 +200,24 @@ func splitStored(v []byte) (meta, spec []byte, ok bool) {
 	if !bytes.HasPrefix(v, []byte(head)) || len(v) < len(head)+len(mid)+3 || v[len(v)-1] != '}' {
 		return nil, nil, false
 	}
-	// The end of the metadata object: depth and strings followed byte by
-	// byte (an escaped quote does not end a string).
+	end := containerEnd(v, len(head))
+	if end < 0 {
+		return nil, nil, false // the metadata is not an object
+	}
+	rest := v[end+1:]
+	if !bytes.HasPrefix(rest, []byte(mid)) {
+		return nil, nil, false
+	}
+	return v[len(head) : end+1], rest[len(mid) : len(rest)-1], true
+}
+
+// containerEnd is the offset of the '}' or ']' that closes the object or
+// array at v[i], found by following depth and strings byte by byte (an
+// escaped quote does not end a string); or -1 when v[i] starts neither,
+// or v ends first.
+func containerEnd(v []byte, i int) int {
 	depth, inString, escaped := 0, false, false
-	for i := len(head); i < len(v); i++ {
+	for ; i < len(v); i++ {
 		c := v[i]
 		switch {
 		case inString:
@@ -223,18 +237,14 @@ func splitStored(v []byte) (meta, spec []byte, ok bool) {
 		case c == '}' || c == ']':
 			depth--
 			if depth == 0 {
-				rest := v[i+1:]
-				if !bytes.HasPrefix(rest, []byte(mid)) {
-					return nil, nil, false
-				}
-				return v[len(head) : i+1], rest[len(mid) : len(rest)-1], true
+				return i
 			}
 		}
 		if depth <= 0 {
-			return nil, nil, false // the metadata is not an object
+			return -1
 		}
 	}
-	return nil, nil, false
+	return -1
 }
 
 // internal turns a backend error into an API error.
@@ -420,94 +430,130 @@ const maxRetries = 8
 // obj.Metadata.ResourceVersion makes the write conditional. created says
 // whether the zone is new.
 func (s *Store) PutZone(ctx context.Context, zone string, obj *Object) (out *Object, created bool, err error) {
-	name, err := zoneName(zone)
+	w, err := s.checkZoneWrite(zone, obj)
 	if err != nil {
 		return nil, false, err
-	}
-	if err := sameName(obj, name, ""); err != nil {
-		return nil, false, err
-	}
-	want, err := precondition(putPrecondition, obj.Metadata.ResourceVersion)
-	if err != nil {
-		return nil, false, err
-	}
-	value, err := body(obj, "zone "+name, name, "")
-	if err != nil {
-		return nil, false, err
-	}
-	var st stored
-	json.Unmarshal(value, &st)
-	base, ds := model.ValidateZone(origin(name), st.Spec, s.opts.Keys)
-	if base == nil {
-		return nil, false, invalid("the spec of zone "+name, ds)
 	}
 	for range maxRetries {
-		cur, err := s.getKey(ctx, zoneKey(name), "")
+		cur, err := s.getKey(ctx, zoneKey(w.name), "")
 		if err != nil {
 			return nil, false, err
 		}
-		if e := checkPrecondition(cur, want, "zone "+name); e != nil {
+		if e := checkPrecondition(cur, w.want, "zone "+w.name); e != nil {
 			return nil, false, e
 		}
-		if cur != nil && bytes.Equal(cur.value, value) {
+		if cur != nil && bytes.Equal(cur.value, w.value) {
 			o, err := decode(*cur)
 			return o, false, err // nothing changed: no new version
 		}
-		zonesAt, bad, err := s.checkNesting(ctx, name)
+		t, err := s.zoneTxn(ctx, w, cur)
 		if err != nil {
 			return nil, false, err
-		}
-		if bad != nil {
-			return nil, false, bad
-		}
-		// The zone's settings are its services' defaults, under its
-		// policies: every service must still be valid, and the services
-		// and policies stay unchanged until the zone is written.
-		ps, err := s.readPolicies(ctx, name)
-		if err != nil {
-			return nil, false, err
-		}
-		if err := ps.usable(""); err != nil {
-			return nil, false, err
-		}
-		zc, err := base.WithPolicies(ps.list())
-		if err != nil {
-			return nil, false, s.internal(err)
-		}
-		rev, bad, err := s.checkServices(ctx, name, zc, nil)
-		if err != nil {
-			return nil, false, err
-		}
-		if bad != nil {
-			bad.Message = fmt.Sprintf("zone %s: its services would be invalid with this spec (the zone's settings are their defaults): nothing was stored; fix the zone's spec or the services", name)
-			return nil, false, bad
-		}
-		t := &txn{puts: []kvPut{{zoneKey(name), value}, {markerKey(name), nil}},
-			cmps: []cmp{{key: zoneKey(name), modRev: modRev(cur)}, {key: policyMarkerKey(name), modRev: ps.marker}}}
-		if rev > 0 {
-			t.cmps = append(t.cmps, cmp{key: servicePrefix(name), notAfter: rev})
-		}
-		if cur == nil {
-			// A new zone: no zone may have been created since the zones
-			// were read, here or through another replica, or the two
-			// could nest. (A replaced zone nests nothing new: a zone
-			// created meanwhile compared the zones itself.)
-			if zonesAt > 0 {
-				t.cmps = append(t.cmps, cmp{key: zoneKey(""), notAfter: zonesAt})
-			} else {
-				t.cmps = append(t.cmps, cmp{key: zoneKey(""), empty: true})
-			}
 		}
 		res, err := s.b.txn(ctx, t)
 		if err != nil {
 			return nil, false, s.internal(err)
 		}
 		if res.ok {
-			_, existed := res.prev[zoneKey(name)]
-			return &Object{Metadata: Metadata{Name: name, Labels: obj.Metadata.Labels, ResourceVersion: FormatRV(res.rev)}, Spec: st.Spec}, !existed, nil
+			_, existed := res.prev[zoneKey(w.name)]
+			return &Object{Metadata: Metadata{Name: w.name, Labels: obj.Metadata.Labels, ResourceVersion: FormatRV(res.rev)}, Spec: w.spec}, !existed, nil
 		}
 	}
-	return nil, false, conflict("zone %s kept changing while it was written; try again", name)
+	return nil, false, conflict("zone %s kept changing while it was written; try again", w.name)
+}
+
+// zoneWrite is a request to put a zone, checked on its own.
+type zoneWrite struct {
+	name  string
+	want  int64  // precondition, 0 for none
+	value []byte // as stored
+	spec  json.RawMessage
+	// base is the zone's config, without its policies.
+	base *model.Zone
+}
+
+// checkZoneWrite checks a PUT of zone with obj on its own: the name, the
+// precondition and the spec.
+func (s *Store) checkZoneWrite(zone string, obj *Object) (*zoneWrite, error) {
+	name, err := zoneName(zone)
+	if err != nil {
+		return nil, err
+	}
+	if err := sameName(obj, name, ""); err != nil {
+		return nil, err
+	}
+	want, err := precondition(putPrecondition, obj.Metadata.ResourceVersion)
+	if err != nil {
+		return nil, err
+	}
+	value, err := body(obj, "zone "+name, name, "")
+	if err != nil {
+		return nil, err
+	}
+	var st stored
+	json.Unmarshal(value, &st)
+	base, ds := model.ValidateZone(origin(name), st.Spec, s.opts.Keys)
+	if base == nil {
+		return nil, invalid("the spec of zone "+name, ds)
+	}
+	return &zoneWrite{name: name, want: want, value: value, spec: st.Spec, base: base}, nil
+}
+
+// zoneTxn checks zone w, which replaces cur (nil: a new zone), against the
+// store: it nests in no zone and holds none, and its services stay valid
+// under its policies. It returns the transaction that writes it on the
+// condition that none of these changed since they were read.
+func (s *Store) zoneTxn(ctx context.Context, w *zoneWrite, cur *kv) (*txn, error) {
+	zonesAt, bad, err := s.checkNesting(ctx, w.name)
+	if err != nil {
+		return nil, err
+	}
+	if bad != nil {
+		return nil, bad
+	}
+	// The zone's settings are its services' defaults, under its
+	// policies: every service must still be valid, and the services
+	// and policies stay unchanged until the zone is written.
+	ps, err := s.readPolicies(ctx, w.name)
+	if err != nil {
+		return nil, err
+	}
+	if err := ps.usable(""); err != nil {
+		return nil, err
+	}
+	zc, err := w.base.WithPolicies(ps.list())
+	if err != nil {
+		return nil, s.internal(err)
+	}
+	rev, bad, err := s.checkServices(ctx, w.name, zc, nil)
+	if err != nil {
+		return nil, err
+	}
+	if bad != nil {
+		bad.Message = fmt.Sprintf("zone %s: its services would be invalid with this spec (the zone's settings are their defaults): nothing was stored; fix the zone's spec or the services", w.name)
+		return nil, bad
+	}
+	t := &txn{puts: []kvPut{{zoneKey(w.name), w.value}, {markerKey(w.name), nil}},
+		cmps: []cmp{{key: zoneKey(w.name), modRev: modRev(cur)}, {key: policyMarkerKey(w.name), modRev: ps.marker}}}
+	if rev > 0 {
+		t.cmps = append(t.cmps, cmp{key: servicePrefix(w.name), notAfter: rev})
+	}
+	if cur == nil {
+		t.cmps = append(t.cmps, noZoneSince(zonesAt))
+	}
+	return t, nil
+}
+
+// noZoneSince is the condition of the write of a new zone: no zone was
+// created since the zones were read at revision zonesAt (0: there was
+// none), here or through another replica, or the two could nest. (A
+// replaced zone nests nothing new: a zone created meanwhile compared the
+// zones itself.)
+func noZoneSince(zonesAt int64) cmp {
+	if zonesAt > 0 {
+		return cmp{key: zoneKey(""), notAfter: zonesAt}
+	}
+	return cmp{key: zoneKey(""), empty: true}
 }
 
 // checkNesting reads the zones of the store and returns the revision they
@@ -850,17 +896,7 @@ func (s *Store) plan(ctx context.Context, o ListOptions, prefix string) (readPla
 		return readPlan{}, badRequest("resourceVersionMatch %q is not supported: use NotOlderThan or Exact", o.ResourceVersionMatch)
 	}
 	if o.Continue != "" {
-		if o.ResourceVersion != "" {
-			return readPlan{}, badRequest("specifying resourceVersion is not allowed when using continue: the continue token holds the version of the list")
-		}
-		if o.ResourceVersionMatch != "" {
-			return readPlan{}, badRequest("resourceVersionMatch is forbidden when continue is provided: the continue token holds the version of the list")
-		}
-		rv, start, err := decodeContinue(o.Continue, prefix)
-		if err != nil {
-			return readPlan{}, err
-		}
-		return readPlan{at: rv, from: start}, nil
+		return continuePlan(o, prefix)
 	}
 	if o.ResourceVersion == "" {
 		if o.ResourceVersionMatch != "" {
@@ -872,6 +908,28 @@ func (s *Store) plan(ctx context.Context, o ListOptions, prefix string) (readPla
 	if err != nil {
 		return readPlan{}, err
 	}
+	return s.versionPlan(ctx, o, rv)
+}
+
+// continuePlan is the plan of the next page of a list, which its continue
+// token says alone.
+func continuePlan(o ListOptions, prefix string) (readPlan, error) {
+	if o.ResourceVersion != "" {
+		return readPlan{}, badRequest("specifying resourceVersion is not allowed when using continue: the continue token holds the version of the list")
+	}
+	if o.ResourceVersionMatch != "" {
+		return readPlan{}, badRequest("resourceVersionMatch is forbidden when continue is provided: the continue token holds the version of the list")
+	}
+	rv, start, err := decodeContinue(o.Continue, prefix)
+	if err != nil {
+		return readPlan{}, err
+	}
+	return readPlan{at: rv, from: start}, nil
+}
+
+// versionPlan is the plan of a list at resourceVersion rv, as its
+// resourceVersionMatch says or, without one, the legacy rules.
+func (s *Store) versionPlan(ctx context.Context, o ListOptions, rv int64) (readPlan, error) {
 	match := o.ResourceVersionMatch
 	if match == "" { // the legacy rules
 		switch {

@@ -42,103 +42,134 @@ type bookmarkMeta struct {
 }
 
 func (s *Store) watch(ctx context.Context, prefix, rv string) (<-chan Event, error) {
-	var start int64
-	var initial []*Object
+	initial, start, err := s.watchStart(ctx, prefix, rv)
+	if err != nil {
+		return nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	changes := s.b.watch(wctx, prefix, start)
+	w := &watcher{s: s, ctx: ctx, wctx: wctx, out: make(chan Event, 64)}
+	go func() {
+		defer cancel()
+		defer close(w.out)
+		for _, o := range initial {
+			if !w.send(Event{Type: Added, Object: o}) {
+				return
+			}
+		}
+		if initial != nil || rv == "" || rv == "0" {
+			if !w.send(Event{Type: Bookmark, Object: bookmarkObject{bookmarkMeta{FormatRV(start), map[string]string{initialEventsEnd: "true"}}}}) {
+				return
+			}
+		}
+		w.stream(changes, start)
+	}()
+	return w.out, nil
+}
+
+// watchStart reads where a watch from rv starts: for "" or "0" the
+// objects under prefix (read consistently for "", see WatchServices) and
+// the revision they were read at, else revision rv, which must not be
+// compacted.
+func (s *Store) watchStart(ctx context.Context, prefix, rv string) ([]*Object, int64, error) {
 	if rv == "" || rv == "0" {
 		o := ListOptions{}
 		if rv == "0" {
 			o.ResourceVersion = "0"
 		}
-		var err error
-		if initial, start, err = s.listAll(ctx, prefix, o); err != nil {
-			return nil, err
-		}
-	} else {
-		v, err := ParseRV(rv)
-		if err != nil {
-			return nil, err
-		}
-		if err := s.waitFor(ctx, v); err != nil {
-			return nil, err
-		}
-		if _, _, _, err := s.b.rangeKeys(ctx, prefix, "", 1, v); err != nil {
-			if errors.Is(err, errCompacted) {
-				return nil, gone("too old resource version: %d was compacted (the store keeps the last --history versions); watch without resourceVersion to start from the current state", v)
-			}
-			return nil, s.internal(err)
-		}
-		start = v
+		return s.listAll(ctx, prefix, o)
 	}
-	wctx, cancel := context.WithCancel(ctx)
-	changes := s.b.watch(wctx, prefix, start)
-	out := make(chan Event, 64)
-	go func() {
-		defer cancel()
-		defer close(out)
-		send := func(e Event) bool {
-			select {
-			case out <- e:
-				return true
-			case <-ctx.Done():
-				return false
-			}
+	v, err := ParseRV(rv)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := s.waitFor(ctx, v); err != nil {
+		return nil, 0, err
+	}
+	if _, _, _, err := s.b.rangeKeys(ctx, prefix, "", 1, v); err != nil {
+		if errors.Is(err, errCompacted) {
+			return nil, 0, gone("too old resource version: %d was compacted (the store keeps the last --history versions); watch without resourceVersion to start from the current state", v)
 		}
-		for _, o := range initial {
-			if !send(Event{Type: Added, Object: o}) {
+		return nil, 0, s.internal(err)
+	}
+	return nil, v, nil
+}
+
+// watcher sends the events of one watch to out until ctx, the watch's,
+// ends; wctx is that of the backend's watch under it.
+type watcher struct {
+	s         *Store
+	ctx, wctx context.Context
+	out       chan Event
+}
+
+// send sends e, and reports false when the watch ended first.
+func (w *watcher) send(e Event) bool {
+	select {
+	case w.out <- e:
+		return true
+	case <-w.ctx.Done():
+		return false
+	}
+}
+
+// stream sends the changes after revision last, and a BOOKMARK every
+// Options.BookmarkInterval, until the watch ends.
+func (w *watcher) stream(changes <-chan batch, last int64) {
+	tick := time.NewTicker(w.s.opts.BookmarkInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-tick.C:
+			w.s.b.requestProgress(w.wctx)
+			if !w.send(Event{Type: Bookmark, Object: bookmarkObject{bookmarkMeta{ResourceVersion: FormatRV(last)}}}) {
 				return
 			}
-		}
-		last := start
-		if initial != nil || rv == "" || rv == "0" {
-			if !send(Event{Type: Bookmark, Object: bookmarkObject{bookmarkMeta{FormatRV(start), map[string]string{initialEventsEnd: "true"}}}}) {
+		case b, ok := <-changes:
+			if !ok || !w.sendBatch(b, last) {
 				return
 			}
+			last = max(last, b.rev)
 		}
-		tick := time.NewTicker(s.opts.BookmarkInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-tick.C:
-				s.b.requestProgress(wctx)
-				if !send(Event{Type: Bookmark, Object: bookmarkObject{bookmarkMeta{ResourceVersion: FormatRV(last)}}}) {
-					return
-				}
-			case b, ok := <-changes:
-				if !ok {
-					return
-				}
-				if b.err != nil {
-					e := s.internal(b.err)
-					if errors.Is(b.err, errCompacted) {
-						e = errorf(http.StatusGone, ReasonGone, "too old resource version: %d was compacted while the watch was behind; watch again without resourceVersion", last)
-					}
-					send(Event{Type: ErrorEvent, Object: e})
-					return
-				}
-				for _, c := range b.events {
-					obj, err := decode(c.kv)
-					if err != nil {
-						send(Event{Type: ErrorEvent, Object: s.internal(err)})
-						return
-					}
-					t := Modified
-					switch {
-					case c.deleted:
-						t = Deleted
-					case c.created:
-						t = Added
-					}
-					if !send(Event{Type: t, Object: obj}) {
-						return
-					}
-				}
-				last = max(last, b.rev)
-			}
+	}
+}
+
+// sendBatch sends the events of b, or the error that ends the watch
+// (last is the revision sent last). It reports false when the watch
+// ended.
+func (w *watcher) sendBatch(b batch, last int64) bool {
+	if b.err != nil {
+		e := w.s.internal(b.err)
+		if errors.Is(b.err, errCompacted) {
+			e = errorf(http.StatusGone, ReasonGone, "too old resource version: %d was compacted while the watch was behind; watch again without resourceVersion", last)
 		}
-	}()
-	return out, nil
+		w.send(Event{Type: ErrorEvent, Object: e})
+		return false
+	}
+	for _, c := range b.events {
+		obj, err := decode(c.kv)
+		if err != nil {
+			w.send(Event{Type: ErrorEvent, Object: w.s.internal(err)})
+			return false
+		}
+		if !w.send(Event{Type: eventType(c), Object: obj}) {
+			return false
+		}
+	}
+	return true
+}
+
+// eventType is the type of the event of change c.
+func eventType(c change) EventType {
+	switch {
+	case c.deleted:
+		return Deleted
+	case c.created:
+		return Added
+	}
+	return Modified
 }
 
 // listAll reads every object under prefix at one revision, in pages.

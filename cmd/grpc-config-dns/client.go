@@ -354,81 +354,118 @@ func (c *client) put(ctx context.Context, zone, name string, o *store.Object) pu
 // publishSpecs puts the zones of a publisher config, then their policies,
 // then their services in batches (store.PutServices), and reports each.
 func (c *client) publishSpecs(ctx context.Context, specs *model.Specs, quiet bool) error {
-	failed, worst := 0, exitInvalid
-	report := func(r putResult) {
-		if r.err != nil {
-			failed++
-			var ee *exitError
-			if errors.As(c.fail(r.what, r.err), &ee) && ee.code == exitUsage {
-				worst = exitUsage
-			}
-			return
-		}
-		if !quiet || r.action != "unchanged" {
-			fmt.Fprintf(c.e.stdout, "%s %s (version %s)\n", r.what, r.action, r.obj.Metadata.ResourceVersion)
-		}
-	}
-	counts := map[string]int{}
+	t := &publishTally{c: c, quiet: quiet, worst: exitInvalid, counts: map[string]int{}}
 	for _, z := range specs.Zones {
-		r := c.put(ctx, z.Name, "", &store.Object{Metadata: store.Metadata{Name: z.Name}, Spec: z.Spec})
-		report(r)
-		if r.err != nil {
-			var ae *apiError
-			if !errors.As(r.err, &ae) {
-				return r.err
-			}
-			continue
-		}
-		counts[r.action]++
-		// Policies before services: a service may need a policy's
-		// values to be valid.
-		for _, p := range z.Policies {
-			r := c.put(ctx, z.Name, policyArg+p.Name, &store.Object{Kind: store.PolicyKind, Metadata: store.Metadata{Name: p.Name, Zone: z.Name}, Spec: p.Spec})
-			report(r)
-			var ae *apiError
-			if r.err != nil && !errors.As(r.err, &ae) {
-				return r.err
-			}
-			if r.err == nil {
-				counts[r.action]++
-			}
-		}
-		for len(z.Services) > 0 {
-			n := batchLen(z.Services)
-			r, err := c.putBatch(ctx, z.Name, z.Services[:n])
-			if err != nil {
-				var ae *apiError
-				if !errors.As(err, &ae) {
-					return err
-				}
-				failed += n
-				if ae.e.Stored != nil {
-					failed -= ae.e.Stored.Created + ae.e.Stored.Configured
-					counts["created"] += ae.e.Stored.Created
-					counts["configured"] += ae.e.Stored.Configured
-				}
-				c.fail(fmt.Sprintf("services/%s (%s to %s)", z.Name, z.Services[0].Name, z.Services[n-1].Name), err)
-				if ae.e.Code >= 500 || ae.e.Code == http.StatusUnauthorized {
-					worst = exitUsage
-				}
-			} else {
-				counts["created"] += r.Created
-				counts["configured"] += r.Configured
-				counts["unchanged"] += r.Unchanged
-				if !quiet || r.Created+r.Configured > 0 {
-					fmt.Fprintf(c.e.stdout, "services/%s %s to %s: %d created, %d configured, %d unchanged (version %s)\n",
-						z.Name, z.Services[0].Name, z.Services[n-1].Name, r.Created, r.Configured, r.Unchanged, orDash(r.ResourceVersion))
-				}
-			}
-			z.Services = z.Services[n:]
+		if err := t.publishZone(ctx, z); err != nil {
+			return err
 		}
 	}
 	if len(specs.Keys) > 0 {
 		fmt.Fprintf(c.e.stderr, "note: the config's %d TSIG keys are not stored (they are secrets): give them to serve with --config FILE holding tsigKeys:\n", len(specs.Keys))
 	}
-	fmt.Fprintf(c.e.stderr, "%d created, %d configured, %d unchanged, %d refused\n", counts["created"], counts["configured"], counts["unchanged"], failed)
-	if failed > 0 {
-		return &exitError{code: worst}
+	fmt.Fprintf(c.e.stderr, "%d created, %d configured, %d unchanged, %d refused\n", t.counts["created"], t.counts["configured"], t.counts["unchanged"], t.failed)
+	if t.failed > 0 {
+		return &exitError{code: t.worst}
+	}
+	return nil
+}
+
+// publishTally is what publishSpecs did so far: the objects it put, by
+// action, those refused, and the exit status they make.
+type publishTally struct {
+	c      *client
+	quiet  bool // report only what changed
+	counts map[string]int
+	failed int
+	worst  int
+}
+
+// report reports the put r and counts it.
+func (t *publishTally) report(r putResult) {
+	if r.err != nil {
+		t.failed++
+		var ee *exitError
+		if errors.As(t.c.fail(r.what, r.err), &ee) && ee.code == exitUsage {
+			t.worst = exitUsage
+		}
+		return
+	}
+	if !t.quiet || r.action != "unchanged" {
+		fmt.Fprintf(t.c.e.stdout, "%s %s (version %s)\n", r.what, r.action, r.obj.Metadata.ResourceVersion)
+	}
+}
+
+// publishZone puts zone z, then its policies, then its services in
+// batches. Its error, one that is not the API's answer, ends the publish.
+func (t *publishTally) publishZone(ctx context.Context, z model.ZoneSpec) error {
+	c := t.c
+	r := c.put(ctx, z.Name, "", &store.Object{Metadata: store.Metadata{Name: z.Name}, Spec: z.Spec})
+	t.report(r)
+	if r.err != nil {
+		var ae *apiError
+		if !errors.As(r.err, &ae) {
+			return r.err
+		}
+		return nil
+	}
+	t.counts[r.action]++
+	// Policies before services: a service may need a policy's values to
+	// be valid.
+	for _, p := range z.Policies {
+		r := c.put(ctx, z.Name, policyArg+p.Name, &store.Object{Kind: store.PolicyKind, Metadata: store.Metadata{Name: p.Name, Zone: z.Name}, Spec: p.Spec})
+		t.report(r)
+		var ae *apiError
+		if r.err != nil && !errors.As(r.err, &ae) {
+			return r.err
+		}
+		if r.err == nil {
+			t.counts[r.action]++
+		}
+	}
+	for svcs := z.Services; len(svcs) > 0; {
+		n := batchLen(svcs)
+		if err := t.publishBatch(ctx, z.Name, svcs[:n]); err != nil {
+			return err
+		}
+		svcs = svcs[n:]
+	}
+	return nil
+}
+
+// publishBatch puts svcs, services of zone, in one batch, and reports it.
+// Its error, one that is not the API's answer, ends the publish.
+func (t *publishTally) publishBatch(ctx context.Context, zone string, svcs []model.ServiceSpec) error {
+	r, err := t.c.putBatch(ctx, zone, svcs)
+	if err != nil {
+		return t.batchRefused(zone, svcs, err)
+	}
+	t.counts["created"] += r.Created
+	t.counts["configured"] += r.Configured
+	t.counts["unchanged"] += r.Unchanged
+	if !t.quiet || r.Created+r.Configured > 0 {
+		fmt.Fprintf(t.c.e.stdout, "services/%s %s to %s: %d created, %d configured, %d unchanged (version %s)\n",
+			zone, svcs[0].Name, svcs[len(svcs)-1].Name, r.Created, r.Configured, r.Unchanged, orDash(r.ResourceVersion))
+	}
+	return nil
+}
+
+// batchRefused reports the batch of svcs that the API refused with err,
+// and counts it, less what the API stored of it before. An err that is
+// not the API's answer is returned, to end the publish.
+func (t *publishTally) batchRefused(zone string, svcs []model.ServiceSpec, err error) error {
+	var ae *apiError
+	if !errors.As(err, &ae) {
+		return err
+	}
+	t.failed += len(svcs)
+	if st := ae.e.Stored; st != nil {
+		t.failed -= st.Created + st.Configured
+		t.counts["created"] += st.Created
+		t.counts["configured"] += st.Configured
+	}
+	t.c.fail(fmt.Sprintf("services/%s (%s to %s)", zone, svcs[0].Name, svcs[len(svcs)-1].Name), err)
+	if ae.e.Code >= 500 || ae.e.Code == http.StatusUnauthorized {
+		t.worst = exitUsage
 	}
 	return nil
 }
@@ -585,52 +622,78 @@ or connection error.`,
 				}
 				objs[0].Metadata.ResourceVersion = ifVersion
 			}
-			var out []*store.Object
-			failed := false
-			for _, o := range objs {
-				zone, name := o.Metadata.Zone, o.Metadata.Name
-				switch {
-				case o.Kind == store.PolicyKind:
-					name = policyArg + name
-				case o.Kind != "":
-					return &exitError{code: exitInvalid, err: fmt.Errorf("%s: kind %q: objects are zones and services (no kind) and policies (kind: Policy)", args[0], o.Kind)}
-				case zone == "":
-					zone, name = name, ""
-				}
-				r := c.put(context.Background(), zone, name, o)
-				if r.err != nil {
-					if err := c.fail(r.what, r.err); err != nil {
-						var ee *exitError
-						if !errors.As(err, &ee) || ee.code != exitInvalid {
-							return err
-						}
-					}
-					failed = true
-					continue
-				}
-				out = append(out, r.obj)
-				if c.output == "table" {
-					fmt.Fprintf(e.stdout, "%s %s (version %s)\n", r.what, r.action, r.obj.Metadata.ResourceVersion)
-				}
-			}
-			if c.output != "table" {
-				var v any = out
-				if len(out) == 1 {
-					v = out[0]
-				}
-				if err := c.print(v, out); err != nil {
-					return err
-				}
-			}
-			if failed {
-				return &exitError{code: exitInvalid}
-			}
-			return nil
+			return c.publishObjects(args[0], objs)
 		},
 	}
 	cmd.Flags().StringVar(&ifVersion, "if-version", "", "publish only if the object is still at this resourceVersion")
 	cf.add(cmd, true)
 	return cmd
+}
+
+// publishObjects puts objs, read from file, and prints them. An object
+// refused as invalid is reported and the others are put; the exit status
+// says so.
+func (c *client) publishObjects(file string, objs []*store.Object) error {
+	var out []*store.Object
+	failed := false
+	for _, o := range objs {
+		zone, name, err := objectPlace(file, o)
+		if err != nil {
+			return err
+		}
+		r := c.put(context.Background(), zone, name, o)
+		if r.err != nil {
+			if err := c.failPut(r); err != nil {
+				return err
+			}
+			failed = true
+			continue
+		}
+		out = append(out, r.obj)
+		if c.output == "table" {
+			fmt.Fprintf(c.e.stdout, "%s %s (version %s)\n", r.what, r.action, r.obj.Metadata.ResourceVersion)
+		}
+	}
+	if c.output != "table" {
+		var v any = out
+		if len(out) == 1 {
+			v = out[0]
+		}
+		if err := c.print(v, out); err != nil {
+			return err
+		}
+	}
+	if failed {
+		return &exitError{code: exitInvalid}
+	}
+	return nil
+}
+
+// objectPlace is where object o, read from file, is put: the zone and the
+// name under it (policy/NAME for a policy, "" for the zone itself).
+func objectPlace(file string, o *store.Object) (zone, name string, err error) {
+	zone, name = o.Metadata.Zone, o.Metadata.Name
+	switch {
+	case o.Kind == store.PolicyKind:
+		name = policyArg + name
+	case o.Kind != "":
+		return "", "", &exitError{code: exitInvalid, err: fmt.Errorf("%s: kind %q: objects are zones and services (no kind) and policies (kind: Policy)", file, o.Kind)}
+	case zone == "":
+		zone, name = name, ""
+	}
+	return zone, name, nil
+}
+
+// failPut reports the put r, which failed, and returns the error that ends
+// the command, or nil when the object was refused as invalid and the
+// others are still put.
+func (c *client) failPut(r putResult) error {
+	err := c.fail(r.what, r.err)
+	var ee *exitError
+	if err == nil || errors.As(err, &ee) && ee.code == exitInvalid {
+		return nil
+	}
+	return err
 }
 
 // parseObjects reads objects (YAML documents, a JSON object or a JSON
@@ -650,34 +713,55 @@ func parseObjects(text []byte) ([]*store.Object, bool, error) {
 		if doc == nil {
 			continue
 		}
-		items := []any{doc}
-		switch d := doc.(type) {
-		case map[string]any:
-			if _, ok := d["zones"]; ok && i == 0 {
-				return nil, true, nil
-			}
-			if list, ok := d["items"].([]any); ok {
-				items = list
-			}
-		case []any:
-			items = d
+		items, isConfig := documentItems(doc, i)
+		if isConfig {
+			return nil, true, nil
 		}
-		for _, it := range items {
-			b, err := json.Marshal(it)
-			if err != nil {
-				return nil, false, fmt.Errorf("document %d: %v", i+1, err)
-			}
-			var o store.Object
-			if err := json.Unmarshal(b, &o); err != nil || o.Metadata.Name == "" || len(o.Spec) == 0 {
-				return nil, false, fmt.Errorf("document %d is not an object {metadata: {name: …, zone: …}, spec: {…}} nor a publisher config (zones: …)", i+1)
-			}
-			out = append(out, &o)
+		objs, err := decodeObjects(items, i)
+		if err != nil {
+			return nil, false, err
 		}
+		out = append(out, objs...)
 	}
 	if len(out) == 0 {
 		return nil, false, errors.New("no object in the file")
 	}
 	return out, false, nil
+}
+
+// documentItems returns the items of document i, doc: the objects of a
+// list, or of an object with items, or doc itself. isConfig is set when
+// the first document is a publisher config (zones: …).
+func documentItems(doc any, i int) (items []any, isConfig bool) {
+	switch d := doc.(type) {
+	case map[string]any:
+		if _, ok := d["zones"]; ok && i == 0 {
+			return nil, true
+		}
+		if list, ok := d["items"].([]any); ok {
+			return list, false
+		}
+	case []any:
+		return d, false
+	}
+	return []any{doc}, false
+}
+
+// decodeObjects decodes items, of document i, as objects.
+func decodeObjects(items []any, i int) ([]*store.Object, error) {
+	var out []*store.Object
+	for _, it := range items {
+		b, err := json.Marshal(it)
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %v", i+1, err)
+		}
+		var o store.Object
+		if err := json.Unmarshal(b, &o); err != nil || o.Metadata.Name == "" || len(o.Spec) == 0 {
+			return nil, fmt.Errorf("document %d is not an object {metadata: {name: …, zone: …}, spec: {…}} nor a publisher config (zones: …)", i+1)
+		}
+		out = append(out, &o)
+	}
+	return out, nil
 }
 
 func getCmd(e *env) *cobra.Command {
@@ -873,20 +957,31 @@ func (c *client) watch(ctx context.Context, path string) error {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != 200 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-		var e store.Error
-		if json.Unmarshal(b, &e) != nil || e.Code == 0 {
-			e = store.Error{Code: resp.StatusCode, Message: strings.TrimSpace(string(b))}
-		}
-		return c.fail("watch", &apiError{&e})
+		return c.watchRefused(resp)
 	}
+	return c.printEvents(ctx, resp.Body)
+}
+
+// watchRefused reports the answer of a server that refused a watch.
+func (c *client) watchRefused(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	var e store.Error
+	if json.Unmarshal(b, &e) != nil || e.Code == 0 {
+		e = store.Error{Code: resp.StatusCode, Message: strings.TrimSpace(string(b))}
+	}
+	return c.fail("watch", &apiError{&e})
+}
+
+// printEvents prints the events of a watch, read from body, as they come,
+// until the watch or ctx ends.
+func (c *client) printEvents(ctx context.Context, body io.Reader) error {
 	// Events are printed as they come, so the columns have fixed widths
 	// (a tabwriter aligns only what it holds).
 	const row = "%-9s %-24s %-24s %s\n"
 	if c.output == "table" {
 		fmt.Fprintf(c.e.stdout, row, "EVENT", "ZONE", "NAME", "VERSION")
 	}
-	sc := bufio.NewScanner(resp.Body)
+	sc := bufio.NewScanner(body)
 	sc.Buffer(nil, 4<<20)
 	for sc.Scan() {
 		var ev struct {

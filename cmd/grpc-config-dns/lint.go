@@ -76,39 +76,26 @@ func (e *env) lint(args []string, format string, strict bool) error {
 	report := lintReport{Inputs: []lintInput{}}
 	code := exitOK
 	for _, arg := range args {
-		ds, kind, err := e.lintOne(arg)
+		in, kind, err := e.lintEntry(arg, strict)
 		if err != nil {
 			var ee *exitError
-			if errors.As(err, &ee) && ee.code == exitUsage {
-				fmt.Fprintf(e.stderr, "grpc-config-dns: %v\n", ee.err)
-				code = exitUsage
-				// The JSON report lists every input, so a script can
-				// tell which one could not be read.
-				report.Inputs = append(report.Inputs, lintInput{Input: displayName(arg), Valid: false,
-					Diagnostics: []lintDiagnostic{{Severity: sc.Error.String(), Code: "input-unreadable", Message: ee.err.Error()}}})
-				continue
+			if !errors.As(err, &ee) || ee.code != exitUsage {
+				return err
 			}
-			return err
+			fmt.Fprintf(e.stderr, "grpc-config-dns: %v\n", ee.err)
+			code = exitUsage
+			// The JSON report lists every input, so a script can tell
+			// which one could not be read.
+			report.Inputs = append(report.Inputs, lintInput{Input: displayName(arg), Valid: false,
+				Diagnostics: []lintDiagnostic{{Severity: sc.Error.String(), Code: "input-unreadable", Message: ee.err.Error()}}})
+			continue
 		}
-		name := displayName(arg)
-		valid := !ds.HasErrors() && !(strict && len(ds) > 0)
-		if !valid && code == exitOK {
+		if !in.Valid && code == exitOK {
 			code = exitInvalid
-		}
-		in := lintInput{Input: name, Valid: valid, Diagnostics: []lintDiagnostic{}}
-		for _, d := range ds {
-			// --strict changes the verdict and the exit status, not what
-			// each diagnostic is.
-			in.Diagnostics = append(in.Diagnostics, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column})
 		}
 		report.Inputs = append(report.Inputs, in)
 		if format == "text" {
-			for _, d := range in.Diagnostics {
-				fmt.Fprintln(e.stdout, formatDiagnostic(name, d))
-			}
-			if len(in.Diagnostics) == 0 {
-				fmt.Fprintf(e.stderr, "%s: ok (%s)\n", name, kind)
-			}
+			e.printLintText(in, kind)
 		}
 	}
 	if format == "json" {
@@ -122,6 +109,33 @@ func (e *env) lint(args []string, format string, strict bool) error {
 		return &exitError{code: code}
 	}
 	return nil
+}
+
+// lintEntry lints input arg and returns its entry in the report, and the
+// kind of value it holds. With strict (--strict) a warning makes the
+// input invalid: that changes the verdict and the exit status, not what
+// each diagnostic is.
+func (e *env) lintEntry(arg string, strict bool) (lintInput, sc.Kind, error) {
+	ds, kind, err := e.lintOne(arg)
+	if err != nil {
+		return lintInput{}, kind, err
+	}
+	in := lintInput{Input: displayName(arg), Valid: !ds.HasErrors() && !(strict && len(ds) > 0), Diagnostics: []lintDiagnostic{}}
+	for _, d := range ds {
+		in.Diagnostics = append(in.Diagnostics, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column})
+	}
+	return in, kind, nil
+}
+
+// printLintText prints the diagnostics of the input in, compiler-style,
+// or that it is a valid value of kind.
+func (e *env) printLintText(in lintInput, kind sc.Kind) {
+	for _, d := range in.Diagnostics {
+		fmt.Fprintln(e.stdout, formatDiagnostic(in.Input, d))
+	}
+	if len(in.Diagnostics) == 0 {
+		fmt.Fprintf(e.stderr, "%s: ok (%s)\n", in.Input, kind)
+	}
 }
 
 func displayName(arg string) string {

@@ -154,20 +154,9 @@ func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel 
 		log.Info("metrics", "url", base+"/metrics", "ui", base+"/ui/", "healthz", base+"/healthz", "readyz", base+"/readyz")
 	}
 	hc.ready.Store(true)
-	for sig := range sigs {
-		if sig == syscall.SIGHUP {
-			log.Info("SIGHUP: reloading")
-			srv.Reload() // logs its own outcome
-			continue
-		}
-		log.Info("stopping", "signal", sig.String())
-		break
-	}
+	awaitStop(sigs, srv, log, "SIGHUP: reloading")
 	hc.ready.Store(false)
-	if lameDuck > 0 {
-		log.Info("lame duck: /readyz unready, still answering DNS", "for", lameDuck.String())
-		time.Sleep(lameDuck)
-	}
+	lameDuckWait(log, lameDuck)
 	ctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
 	if hs != nil {
@@ -178,6 +167,30 @@ func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel 
 	}
 	log.Info("stopped")
 	return nil
+}
+
+// awaitStop reloads srv on each SIGHUP of sigs, logged as hup, until
+// another signal asks it to stop.
+func awaitStop(sigs <-chan os.Signal, srv *dnspub.Server, log *slog.Logger, hup string) {
+	for sig := range sigs {
+		if sig == syscall.SIGHUP {
+			log.Info(hup)
+			srv.Reload() // logs its own outcome
+			continue
+		}
+		log.Info("stopping", "signal", sig.String())
+		return
+	}
+}
+
+// lameDuckWait keeps the server answering DNS for lameDuck, --lame-duck,
+// while /readyz says it is not ready, so that a load balancer takes it
+// out before it stops.
+func lameDuckWait(log *slog.Logger, lameDuck time.Duration) {
+	if lameDuck > 0 {
+		log.Info("lame duck: /readyz unready, still answering DNS", "for", lameDuck.String())
+		time.Sleep(lameDuck)
+	}
 }
 
 // loadError is the error serve exits with when the config cannot be

@@ -54,42 +54,13 @@ func (e *env) serveStore(sf storeFlags, configFile, listen, metricsAddr, logForm
 	if err != nil {
 		return err
 	}
-	var tokens []string
-	switch {
-	case sf.tokenFile != "":
-		if tokens, err = api.ReadTokens(sf.tokenFile); err != nil {
-			return usageErr("%v", err)
-		}
-	case !isLoopback(sf.admin):
-		return usageErr("--admin %s accepts connections from other machines: give --admin-token-file with the bearer tokens that may use the admin API (or listen on 127.0.0.1)", sf.admin)
+	tokens, tlsConfig, err := adminAccess(sf, log)
+	if err != nil {
+		return err
 	}
-	if (sf.tlsCert == "") != (sf.tlsKey == "") {
-		return usageErr("--admin-tls-cert and --admin-tls-key go together")
-	}
-	var tlsConfig *tls.Config
-	if sf.tlsCert != "" {
-		cert, err := tls.LoadX509KeyPair(sf.tlsCert, sf.tlsKey)
-		if err != nil {
-			return usageErr("admin TLS: %v", err)
-		}
-		tlsConfig = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	} else if len(tokens) > 0 && !isLoopback(sf.admin) {
-		log.Warn("the admin API's bearer tokens travel in clear text: give --admin-tls-cert and --admin-tls-key, or keep the network trusted", "admin", sf.admin)
-	}
-	settings := &model.Config{}
-	if configFile != "" {
-		text, err := os.ReadFile(configFile)
-		if err != nil {
-			return usageErr("%v", err)
-		}
-		cfg, ds := model.ParseSettings(text)
-		for _, d := range ds {
-			fmt.Fprintln(e.stderr, formatDiagnostic(configFile, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
-		}
-		if cfg == nil {
-			return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: not serving", configFile)}
-		}
-		settings = cfg
+	settings, err := e.readSettings(configFile)
+	if err != nil {
+		return err
 	}
 
 	reg := prometheus.NewRegistry()
@@ -138,6 +109,81 @@ func (e *env) serveStore(sf storeFlags, configFile, listen, metricsAddr, logForm
 		stop(context.Background())
 		return listenError("--admin", sf.admin, err)
 	}
+	serveAdmin(admin, tlsConfig, log, sf.store, len(tokens) > 0)
+	hs, err := serveStoreMetrics(metricsAddr, reg, hc, log)
+	if err != nil {
+		admin.Close()
+		stop(context.Background())
+		return err
+	}
+	awaitStop(sigs, srv, log, "SIGHUP: reading the store again")
+	hc.ready.Store(false)
+	lameDuckWait(log, lameDuck)
+	ctx, cancel = context.WithTimeout(context.Background(), grace)
+	defer cancel()
+	admin.Shutdown(ctx)
+	if hs != nil {
+		hs.Shutdown(ctx)
+	}
+	stop(ctx)
+	log.Info("stopped")
+	return nil
+}
+
+// adminAccess reads the bearer tokens and the TLS certificate of the
+// admin API that sf names. Tokens are required beyond loopback, and said
+// to travel in clear text there without TLS.
+func adminAccess(sf storeFlags, log *slog.Logger) ([]string, *tls.Config, error) {
+	var tokens []string
+	var err error
+	switch {
+	case sf.tokenFile != "":
+		if tokens, err = api.ReadTokens(sf.tokenFile); err != nil {
+			return nil, nil, usageErr("%v", err)
+		}
+	case !isLoopback(sf.admin):
+		return nil, nil, usageErr("--admin %s accepts connections from other machines: give --admin-token-file with the bearer tokens that may use the admin API (or listen on 127.0.0.1)", sf.admin)
+	}
+	if (sf.tlsCert == "") != (sf.tlsKey == "") {
+		return nil, nil, usageErr("--admin-tls-cert and --admin-tls-key go together")
+	}
+	if sf.tlsCert == "" {
+		if len(tokens) > 0 && !isLoopback(sf.admin) {
+			log.Warn("the admin API's bearer tokens travel in clear text: give --admin-tls-cert and --admin-tls-key, or keep the network trusted", "admin", sf.admin)
+		}
+		return tokens, nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(sf.tlsCert, sf.tlsKey)
+	if err != nil {
+		return nil, nil, usageErr("admin TLS: %v", err)
+	}
+	return tokens, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}, nil
+}
+
+// readSettings reads the server settings and TSIG keys of a store's
+// publisher, --config configFile; none when it is not given.
+func (e *env) readSettings(configFile string) (*model.Config, error) {
+	if configFile == "" {
+		return &model.Config{}, nil
+	}
+	text, err := os.ReadFile(configFile)
+	if err != nil {
+		return nil, usageErr("%v", err)
+	}
+	cfg, ds := model.ParseSettings(text)
+	for _, d := range ds {
+		fmt.Fprintln(e.stderr, formatDiagnostic(configFile, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
+	}
+	if cfg == nil {
+		return nil, &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: not serving", configFile)}
+	}
+	return cfg, nil
+}
+
+// serveAdmin serves the admin API on admin, over TLS when tlsConfig is
+// set, and logs where, with the store it serves and whether it requires
+// tokens (auth).
+func serveAdmin(admin *httpserve.Server, tlsConfig *tls.Config, log *slog.Logger, storeLoc string, auth bool) {
 	// TLS handshake failures and the like go to the log, as warnings.
 	admin.ErrorLog = slog.NewLogLogger(log.Handler(), slog.LevelWarn)
 	scheme := "http"
@@ -156,43 +202,25 @@ func (e *env) serveStore(sf storeFlags, configFile, listen, metricsAddr, logForm
 			log.Error("admin API stopped", "err", err)
 		}
 	}()
-	log.Info("admin API", "url", scheme+"://"+admin.Addr().String(), "ui", scheme+"://"+admin.Addr().String()+"/ui/", "store", redact(sf.store), "auth", len(tokens) > 0)
-	var hs *httpserve.Server
-	if metricsAddr != "" {
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		hc.register(mux)
-		if hs, err = httpserve.Listen(metricsAddr, mux, httpserve.Limits{MaxConns: 16}); err != nil {
-			admin.Close()
-			stop(context.Background())
-			return listenError("--metrics", metricsAddr, err)
-		}
-		go hs.Serve()
-		log.Info("metrics", "url", "http://"+hs.Addr().String()+"/metrics")
+	log.Info("admin API", "url", scheme+"://"+admin.Addr().String(), "ui", scheme+"://"+admin.Addr().String()+"/ui/", "store", redact(storeLoc), "auth", auth)
+}
+
+// serveStoreMetrics serves the metrics of reg and the probes of hc at
+// addr, --metrics; it returns a nil server when addr is empty.
+func serveStoreMetrics(addr string, reg *prometheus.Registry, hc *health, log *slog.Logger) (*httpserve.Server, error) {
+	if addr == "" {
+		return nil, nil
 	}
-	for sig := range sigs {
-		if sig == syscall.SIGHUP {
-			log.Info("SIGHUP: reading the store again")
-			srv.Reload()
-			continue
-		}
-		log.Info("stopping", "signal", sig.String())
-		break
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	hc.register(mux)
+	hs, err := httpserve.Listen(addr, mux, httpserve.Limits{MaxConns: 16})
+	if err != nil {
+		return nil, listenError("--metrics", addr, err)
 	}
-	hc.ready.Store(false)
-	if lameDuck > 0 {
-		log.Info("lame duck: /readyz unready, still answering DNS", "for", lameDuck.String())
-		time.Sleep(lameDuck)
-	}
-	ctx, cancel = context.WithTimeout(context.Background(), grace)
-	defer cancel()
-	admin.Shutdown(ctx)
-	if hs != nil {
-		hs.Shutdown(ctx)
-	}
-	stop(ctx)
-	log.Info("stopped")
-	return nil
+	go hs.Serve()
+	log.Info("metrics", "url", "http://"+hs.Addr().String()+"/metrics")
+	return hs, nil
 }
 
 // redact hides credentials in a store URL for logs.

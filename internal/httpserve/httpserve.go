@@ -327,43 +327,70 @@ func (l *listener) headerDue() {
 // be closed.
 func (l *listener) victimLocked(now time.Time, force bool) (*conn, time.Duration) {
 	var victim *conn
-	var vr int
-	var vt time.Time
+	var vs standing
 	var wait time.Duration
 	for c := range l.conns {
-		var r int
-		var t time.Time
-		switch c.state {
-		case http.StateNew:
-			if left := c.graceLeft(now); left > 0 && !force {
+		if c.state == http.StateNew && !force {
+			if left := c.graceLeft(now); left > 0 {
 				if wait == 0 || left < wait {
 					wait = left
 				}
 				continue
 			}
-			r, t = 0, c.accepted
-		case http.StateIdle:
-			r, t = 1, c.since
-			if c.authenticated.Load() {
-				r = 3
-			}
-		case http.StateActive:
-			if c.authenticated.Load() {
-				continue
-			}
-			r, t = 2, c.since
-		default:
+		}
+		s, ok := c.standing()
+		if !ok {
 			continue
 		}
-		if victim == nil || r < vr || r == vr && t.Before(vt) {
-			victim, vr, vt = c, r, t
+		if victim == nil || s.before(vs) {
+			victim, vs = c, s
 		}
 	}
-	if wait > 0 && (victim == nil || vr > 0) {
+	if wait > 0 && (victim == nil || vs.rank > rankUnproven) {
 		// One in its grace goes before any proven one.
 		return nil, wait
 	}
 	return victim, 0
+}
+
+// The ranks of connections in the order in which they give way to a new
+// one (see Listen), first to last.
+const (
+	rankUnproven  = iota // has not sent a complete request header
+	rankIdle             // idle, not authenticated
+	rankActive           // in a request, not authenticated
+	rankAdminIdle        // idle, authenticated
+)
+
+// standing is where a connection stands in the order in which connections
+// give way: by rank, then the longest in its state first.
+type standing struct {
+	rank  int
+	since time.Time
+}
+
+func (s standing) before(o standing) bool {
+	return s.rank < o.rank || s.rank == o.rank && s.since.Before(o.since)
+}
+
+// standing is c's standing, or false when c may not be closed: it is in
+// an authenticated request, or closing.
+func (c *conn) standing() (standing, bool) {
+	switch c.state {
+	case http.StateNew:
+		return standing{rankUnproven, c.accepted}, true
+	case http.StateIdle:
+		if c.authenticated.Load() {
+			return standing{rankAdminIdle, c.since}, true
+		}
+		return standing{rankIdle, c.since}, true
+	case http.StateActive:
+		if c.authenticated.Load() {
+			return standing{}, false
+		}
+		return standing{rankActive, c.since}, true
+	}
+	return standing{}, false
 }
 
 // closeLocked closes c and frees its slot.

@@ -281,28 +281,20 @@ func (p *parser) number() int32 {
 		flags |= flagNeg
 		i++
 	}
-	switch {
-	case i < len(s) && s[i] == '0':
-		i++
-	case i < len(s) && s[i] >= '1' && s[i] <= '9':
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-	default:
+	end := integerEnd(s, i)
+	if end == i {
 		p.fail(i, "json-syntax", "invalid number: expected a digit")
 		return -1
 	}
+	i = end
 	if i < len(s) && s[i] == '.' {
 		flags |= flagFrac
 		i++
-		j := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == j {
+		if end = skipDigits(s, i); end == i {
 			p.fail(i, "json-syntax", "invalid number: expected a digit after the decimal point")
 			return -1
 		}
+		i = end
 	}
 	if i < len(s) && (s[i] == 'e' || s[i] == 'E') {
 		flags |= flagFrac
@@ -310,14 +302,11 @@ func (p *parser) number() int32 {
 		if i < len(s) && (s[i] == '+' || s[i] == '-') {
 			i++
 		}
-		j := i
-		for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-			i++
-		}
-		if i == j {
+		if end = skipDigits(s, i); end == i {
 			p.fail(i, "json-syntax", "invalid number: expected a digit in the exponent")
 			return -1
 		}
+		i = end
 	}
 	p.pos = i
 	n := p.add(Number, start)
@@ -326,20 +315,33 @@ func (p *parser) number() int32 {
 	return n
 }
 
+// integerEnd returns the offset after the integer part of a number at i, a
+// lone 0 or digits that do not start with 0, or i if there is no digit.
+// A 0 followed by digits ends after the 0, and the digits then fail the
+// parse as text after a value.
+func integerEnd(s []byte, i int) int {
+	if i < len(s) && s[i] == '0' {
+		return i + 1
+	}
+	return skipDigits(s, i)
+}
+
+// skipDigits returns the offset of the first byte at or after i that is
+// not a decimal digit.
+func skipDigits(s []byte, i int) int {
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
+}
+
 // str scans a string starting at the opening quote and records whether it
 // holds escapes. It validates escapes and UTF-8.
 func (p *parser) str(n int32) {
 	s := p.src
 	i := p.pos + 1
 	for {
-		// Fast path over plain ASCII.
-		for i < len(s) {
-			c := s[i]
-			if c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
-				break
-			}
-			i++
-		}
+		i = plainEnd(s, i)
 		if i >= len(s) {
 			p.fail(p.pos, "json-syntax", "unterminated string: missing closing '\"'")
 			p.pos = len(s)
@@ -388,6 +390,19 @@ func (p *parser) str(n int32) {
 			i += size
 		}
 	}
+}
+
+// plainEnd is the offset of the first byte of s at or after i that a
+// string's scan must look at: a quote, a backslash, a control character
+// or a non-ASCII byte. It is the fast path over plain ASCII, and inlines
+// into str.
+func plainEnd(s []byte, i int) int {
+	for ; i < len(s); i++ {
+		if c := s[i]; c == '"' || c == '\\' || c < 0x20 || c >= 0x80 {
+			break
+		}
+	}
+	return i
 }
 
 func isHex4(b []byte) bool {
@@ -470,11 +485,7 @@ func (p *parser) object(depth int) int32 {
 	for {
 		p.skipWS()
 		if p.pos >= len(p.src) || p.src[p.pos] != '"' {
-			msg := fmt.Sprintf("unexpected %s: expected a member name in double quotes", p.describe(p.pos))
-			if p.pos < len(p.src) && p.src[p.pos] == '}' {
-				msg = "trailing comma before '}': remove it"
-			}
-			p.fail(p.pos, "json-syntax", msg)
+			p.failMemberName()
 			return -1
 		}
 		k := p.add(String, p.pos)
@@ -521,6 +532,16 @@ func (p *parser) object(depth int) int32 {
 			return -1
 		}
 	}
+}
+
+// failMemberName reports what stands where an object's member name should.
+// A '}' there follows a comma, which JSON does not allow before it.
+func (p *parser) failMemberName() {
+	if p.pos < len(p.src) && p.src[p.pos] == '}' {
+		p.fail(p.pos, "json-syntax", "trailing comma before '}': remove it")
+		return
+	}
+	p.fail(p.pos, "json-syntax", fmt.Sprintf("unexpected %s: expected a member name in double quotes", p.describe(p.pos)))
 }
 
 // checkDuplicates rejects an object with two equal member names. gRPC

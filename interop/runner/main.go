@@ -60,32 +60,13 @@ func main() {
 
 	s := &suite{node: *node, python: *python, java: *java, javaCP: *javaCP, hold: *hold}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
-	for _, c := range strings.Split(*only, ",") {
-		if !slices.Contains(clients, c) {
-			fatalf("-clients: unknown client %q (want %s)", c, strings.Join(clients, ", "))
-		}
-		s.clients = append(s.clients, c)
-	}
-	if slices.Contains(s.clients, grpcJava) {
-		if err := javaUsable(*javaCP); err != nil {
-			fatalf("grpc-java: %v; or leave it out with -clients %s", err, strings.Join(slices.DeleteFunc(slices.Clone(clients), func(c string) bool { return c == grpcJava }), ","))
-		}
-	}
+	s.clients = chosenClients(*only, *javaCP)
 	go s.teardownOnSignal()
 	code := s.run()
 	// The table is written (and compared) only from a run whose every check
 	// passed, with every client.
 	if code == 0 && s.failed == 0 && !s.hold && len(s.clients) == len(clients) {
-		table := s.table()
-		if *readme != "" {
-			if err := writeTable(*readme, table); err != nil {
-				fatalf("%v", err)
-			}
-			fmt.Printf("wrote the compatibility table to %s\n", *readme)
-		}
-		if *check != "" {
-			s.checkReadme(*check, table)
-		}
+		s.recordTable(*readme, *check)
 	} else if *check != "" && !s.hold {
 		s.check(false, "README table: not compared, since the run did not pass with every client")
 	}
@@ -102,6 +83,40 @@ func main() {
 		os.Exit(1)
 	}
 	os.Exit(code)
+}
+
+// chosenClients is the clients of -clients, only; grpc-java's classpath,
+// javaCP, must then be usable.
+func chosenClients(only, javaCP string) []string {
+	var chosen []string
+	for _, c := range strings.Split(only, ",") {
+		if !slices.Contains(clients, c) {
+			fatalf("-clients: unknown client %q (want %s)", c, strings.Join(clients, ", "))
+		}
+		chosen = append(chosen, c)
+	}
+	if slices.Contains(chosen, grpcJava) {
+		if err := javaUsable(javaCP); err != nil {
+			fatalf("grpc-java: %v; or leave it out with -clients %s", err, strings.Join(slices.DeleteFunc(slices.Clone(clients), func(c string) bool { return c == grpcJava }), ","))
+		}
+	}
+	return chosen
+}
+
+// recordTable writes this run's compatibility table into the README
+// readme, and compares it with that of the README check; either may be
+// "" for none.
+func (s *suite) recordTable(readme, check string) {
+	table := s.table()
+	if readme != "" {
+		if err := writeTable(readme, table); err != nil {
+			fatalf("%v", err)
+		}
+		fmt.Printf("wrote the compatibility table to %s\n", readme)
+	}
+	if check != "" {
+		s.checkReadme(check, table)
+	}
 }
 
 // suiteBudget is how long the suite may take in CI (issue 17): past it,
@@ -212,15 +227,9 @@ func (s *suite) run() int {
 	s.versions = map[string]string{}
 	s.changeDelay = map[string]string{}
 
-	fmt.Println("== building grpc-config-dns and the grpc-go client")
-	s.bin = filepath.Join(s.dir, "grpc-config-dns")
-	s.goclient = filepath.Join(s.dir, "goclient")
-	for _, b := range [][2]string{{s.bin, "./cmd/grpc-config-dns"}, {s.goclient, "./interop/goclient"}} {
-		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
-			return setupFailed("go build %s: %v\n%s", b[1], err, out)
-		}
+	if err := s.build(); err != nil {
+		return setupFailed("%v", err)
 	}
-
 	stop, err := s.startBackend()
 	if err != nil {
 		return setupFailed("backend: %v", err)
@@ -232,19 +241,7 @@ func (s *suite) run() int {
 	}
 	defer foreign.Close()
 	s.foreignAddr = foreign.Addr
-	for _, c := range cases {
-		if c.Foreign == nil {
-			continue
-		}
-		name := c.Host + "." + zoneName
-		foreign.SetAddrs(name, 30, "127.0.0.1", "::1")
-		var recs [][]string
-		for _, r := range c.Foreign {
-			recs = append(recs, splitTXT(r))
-		}
-		foreign.SetTXT(sc.OwnerPrefix+name, 30, recs...)
-		foreign.SetTXT(name, 30, recs...) // grpc-js asks the bare host
-	}
+	serveForeignCases(foreign)
 	defer s.stopPublisher()
 	if err := s.startPublisher(); err != nil {
 		return setupFailed("publisher: %v", err)
@@ -258,13 +255,7 @@ func (s *suite) run() int {
 	}
 
 	if s.hold {
-		for _, c := range cases {
-			t := s.target(c)
-			fmt.Printf("%-16s dns://%s/%s:%d\n", c.Host, t.NS, t.Host, s.port)
-		}
-		if s.javaDNS != nil {
-			fmt.Printf("grpc-java asks %s (resolv.conf %s, hosts file %s): dns:///HOST:%d\n", s.javaDNS.addr, s.javaResolv, s.javaHosts, s.port)
-		}
+		s.printTargets()
 		<-s.ctx.Done()
 		return 0
 	}
@@ -283,6 +274,50 @@ func (s *suite) run() int {
 	fmt.Println("== a config published while the channels run")
 	s.watchChange()
 	return 0
+}
+
+// build builds grpc-config-dns and the grpc-go client into the scratch
+// directory.
+func (s *suite) build() error {
+	fmt.Println("== building grpc-config-dns and the grpc-go client")
+	s.bin = filepath.Join(s.dir, "grpc-config-dns")
+	s.goclient = filepath.Join(s.dir, "goclient")
+	for _, b := range [][2]string{{s.bin, "./cmd/grpc-config-dns"}, {s.goclient, "./interop/goclient"}} {
+		if out, err := exec.Command("go", "build", "-o", b[0], b[1]).CombinedOutput(); err != nil {
+			return fmt.Errorf("go build %s: %v\n%s", b[1], err, out)
+		}
+	}
+	return nil
+}
+
+// serveForeignCases serves the records of the cases published elsewhere
+// than by our publisher, and their hosts' addresses, from foreign.
+func serveForeignCases(foreign *dnstest.Server) {
+	for _, c := range cases {
+		if c.Foreign == nil {
+			continue
+		}
+		name := c.Host + "." + zoneName
+		foreign.SetAddrs(name, 30, "127.0.0.1", "::1")
+		var recs [][]string
+		for _, r := range c.Foreign {
+			recs = append(recs, splitTXT(r))
+		}
+		foreign.SetTXT(sc.OwnerPrefix+name, 30, recs...)
+		foreign.SetTXT(name, 30, recs...) // grpc-js asks the bare host
+	}
+}
+
+// printTargets prints the target of every case, and what grpc-java asks,
+// for running a client by hand (-hold).
+func (s *suite) printTargets() {
+	for _, c := range cases {
+		t := s.target(c)
+		fmt.Printf("%-16s dns://%s/%s:%d\n", c.Host, t.NS, t.Host, s.port)
+	}
+	if s.javaDNS != nil {
+		fmt.Printf("grpc-java asks %s (resolv.conf %s, hosts file %s): dns:///HOST:%d\n", s.javaDNS.addr, s.javaResolv, s.javaHosts, s.port)
+	}
 }
 
 // splitTXT cuts a record's text into the strings of at most 255 bytes a
@@ -743,67 +778,97 @@ func (s *suite) assertCases(client string) {
 // watchChange starts a channel per client on a name without a record,
 // publishes a config for it, and measures when each channel applies it.
 func (s *suite) watchChange() {
-	type watcher struct {
-		client string
-		cmd    *exec.Cmd
-		events chan map[string]string
-		done   chan struct{} // the reader finished
-	}
 	ctx, cancel := context.WithTimeout(s.ctx, time.Minute)
 	defer cancel()
-	var ws []*watcher
+	var ws []*changeWatcher
 	for _, client := range s.clients {
-		w := &watcher{client: client, cmd: s.clientCmd(ctx, client), events: make(chan map[string]string, 64), done: make(chan struct{})}
-		w.cmd.Stdin = bytes.NewReader(s.request("watch", []target{s.target(change)}))
-		stdout, err := w.cmd.StdoutPipe()
-		if err == nil {
-			err = w.cmd.Start()
+		if w := s.startWatcher(ctx, client); w != nil {
+			ws = append(ws, w)
 		}
-		if !s.check(err == nil, "%s change: the client started: %v", client, err) {
-			continue
-		}
-		go func() {
-			defer close(w.done)
-			sc := bufio.NewScanner(stdout)
-			for sc.Scan() {
-				var ev map[string]string
-				if json.Unmarshal(sc.Bytes(), &ev) == nil {
-					select {
-					case w.events <- ev:
-					default: // nobody reads that many events
-					}
-				}
-			}
-			close(w.events)
-		}()
-		ws = append(ws, w)
 	}
-	next := func(w *watcher, limit time.Duration) map[string]string {
-		select {
-		case ev, ok := <-w.events:
-			if ok {
-				return ev
-			}
-		case <-time.After(limit):
-		}
-		return map[string]string{"event": "none"}
-	}
-	var ready []*watcher
+	var ready []*changeWatcher
 	for _, w := range ws {
-		ev := next(w, 30*time.Second)
+		ev := w.next(30 * time.Second)
 		if s.check(ev["event"] == "ready", "%s change: the channel works before the change (%s %s)", w.client, ev["event"], ev["detail"]) {
 			ready = append(ready, w)
 		}
 	}
+	if !s.publishChange() {
+		ready = nil
+	}
+	published := time.Now()
+	var wg sync.WaitGroup
+	for _, w := range ready {
+		wg.Go(func() { s.assertApplied(w, published) })
+	}
+	wg.Wait()
+	for _, w := range ws {
+		_ = w.cmd.Process.Kill()
+		<-w.done // os/exec: read all of StdoutPipe before Wait
+		_ = w.cmd.Wait()
+	}
+}
+
+// changeWatcher is a client's channel on the change case, and the events
+// it prints.
+type changeWatcher struct {
+	client string
+	cmd    *exec.Cmd
+	events chan map[string]string
+	done   chan struct{} // the reader finished
+}
+
+// startWatcher starts client's channel on the change case, or reports
+// why it could not and returns nil.
+func (s *suite) startWatcher(ctx context.Context, client string) *changeWatcher {
+	w := &changeWatcher{client: client, cmd: s.clientCmd(ctx, client), events: make(chan map[string]string, 64), done: make(chan struct{})}
+	w.cmd.Stdin = bytes.NewReader(s.request("watch", []target{s.target(change)}))
+	stdout, err := w.cmd.StdoutPipe()
+	if err == nil {
+		err = w.cmd.Start()
+	}
+	if !s.check(err == nil, "%s change: the client started: %v", client, err) {
+		return nil
+	}
+	go func() {
+		defer close(w.done)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			var ev map[string]string
+			if json.Unmarshal(sc.Bytes(), &ev) == nil {
+				select {
+				case w.events <- ev:
+				default: // nobody reads that many events
+				}
+			}
+		}
+		close(w.events)
+	}()
+	return w
+}
+
+// next is the channel's next event, or an event "none" when it prints
+// none within limit.
+func (w *changeWatcher) next(limit time.Duration) map[string]string {
+	select {
+	case ev, ok := <-w.events:
+		if ok {
+			return ev
+		}
+	case <-time.After(limit):
+	}
+	return map[string]string{"event": "none"}
+}
+
+// publishChange publishes the change case's config and waits until the
+// publisher serves its record: the clock of the change starts then, not
+// when the publisher is told to reload. It reports whether it did.
+func (s *suite) publishChange() bool {
 	err := os.WriteFile(s.config, []byte(publisherConfig(true)), 0o644)
 	if err == nil {
 		err = s.serve.Process.Signal(syscall.SIGHUP)
 	}
-	if !s.check(err == nil, "change: the new config is written and the publisher told to reload: %v", err) {
-		ready = nil
-	}
-	// The clock starts when the publisher serves the record, not when it
-	// is told to reload.
+	told := s.check(err == nil, "change: the new config is written and the publisher told to reload: %v", err)
 	owner := sc.OwnerPrefix + change.Host + "." + zoneName
 	served := false
 	for deadline := time.Now().Add(5 * time.Second); err == nil && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
@@ -812,40 +877,33 @@ func (s *suite) watchChange() {
 			break
 		}
 	}
-	if !s.check(served, "change: the publisher serves the new record at %s within 5 s of the reload", owner) {
-		ready = nil
+	served = s.check(served, "change: the publisher serves the new record at %s within 5 s of the reload", owner)
+	return told && served
+}
+
+// assertApplied checks when w's channel applies the config published at
+// published, and notes it for the table.
+func (s *suite) assertApplied(w *changeWatcher, published time.Time) {
+	ev := w.next(20 * time.Second)
+	delay := time.Since(published)
+	got := ev["event"] == "applied"
+	inTTL := got && delay <= (changeTTL+1)*time.Second
+	cell := "not applied within 12 s"
+	if inTTL {
+		cell = "applied within the TTL"
+	} else if got {
+		cell = "applied after the TTL"
 	}
-	published := time.Now()
-	var wg sync.WaitGroup
-	for _, w := range ready {
-		wg.Go(func() {
-			ev := next(w, 20*time.Second)
-			delay := time.Since(published)
-			got := ev["event"] == "applied"
-			cell := "not applied within 12 s"
-			if got && delay <= (changeTTL+1)*time.Second {
-				cell = "applied within the TTL"
-			} else if got {
-				cell = "applied after the TTL"
-			}
-			s.mu.Lock()
-			s.changeDelay[w.client] = cell
-			s.mu.Unlock()
-			measured := fmt.Sprintf("%s (%.1f s after the change)", cell, delay.Seconds())
-			if !got {
-				measured = cell
-			}
-			if w.client == ours {
-				s.check(got && delay <= (changeTTL+1)*time.Second, "%s change: the running channel applies the new config within the TTL of %d s (+1 s): %s", w.client, changeTTL, measured)
-			} else {
-				s.check(got == changeWant[w.client], "%s change: %s (want applied=%v)", w.client, measured, changeWant[w.client])
-			}
-		})
+	s.mu.Lock()
+	s.changeDelay[w.client] = cell
+	s.mu.Unlock()
+	measured := fmt.Sprintf("%s (%.1f s after the change)", cell, delay.Seconds())
+	if !got {
+		measured = cell
 	}
-	wg.Wait()
-	for _, w := range ws {
-		_ = w.cmd.Process.Kill()
-		<-w.done // os/exec: read all of StdoutPipe before Wait
-		_ = w.cmd.Wait()
+	if w.client == ours {
+		s.check(inTTL, "%s change: the running channel applies the new config within the TTL of %d s (+1 s): %s", w.client, changeTTL, measured)
+	} else {
+		s.check(got == changeWant[w.client], "%s change: %s (want applied=%v)", w.client, measured, changeWant[w.client])
 	}
 }

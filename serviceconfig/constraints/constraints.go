@@ -55,6 +55,7 @@ func (e *Expr) Match(params map[string]string) bool {
 	case Value, Exists:
 		return e.leaf(params)
 	case And:
+		// The common case, tested in place: an Or costs a call more.
 		for _, a := range e.Args {
 			switch a.Op {
 			case Value:
@@ -73,25 +74,31 @@ func (e *Expr) Match(params map[string]string) bool {
 		}
 		return true
 	case Or:
-		for _, a := range e.Args {
-			switch a.Op {
-			case Value:
-				if v, ok := params[a.Key]; ok && v == a.Value {
-					return true
-				}
-			case Exists:
-				if _, ok := params[a.Key]; ok {
-					return true
-				}
-			default:
-				if a.Match(params) {
-					return true
-				}
-			}
-		}
-		return false
+		return anyMatches(e.Args, params)
 	case Not:
 		return !e.Args[0].Match(params)
+	}
+	return false
+}
+
+// anyMatches reports whether params satisfy some expression of args, the
+// arguments of an Or.
+func anyMatches(args []*Expr, params map[string]string) bool {
+	for _, a := range args {
+		switch a.Op {
+		case Value:
+			if v, ok := params[a.Key]; ok && v == a.Value {
+				return true
+			}
+		case Exists:
+			if _, ok := params[a.Key]; ok {
+				return true
+			}
+		default:
+			if a.Match(params) {
+				return true
+			}
+		}
 	}
 	return false
 }

@@ -250,53 +250,75 @@ func (r *reader) policy() *Policy {
 
 func (r *reader) targetRef(obj int32, path string) TargetRef {
 	var ref TargetRef
-	var kindNode, nameNode, labelsNode int32 = -1, -1, -1
+	m := refMembers{kind: -1, name: -1, labels: -1}
 	kind := ""
 	if !r.members(obj, path, "targetRef", []string{"kind", "name", "labels"}, func(key string, v int32, sub string) {
 		switch key {
 		case "kind":
-			kindNode = v
+			m.kind = v
 			kind, _ = r.str(v, sub, "targetRef.kind")
 		case "name":
-			nameNode = v
-			if s, ok := r.str(v, sub, "targetRef.name"); ok {
-				if s == "" {
-					r.fail(v, sub, CodeTargetRef, "targetRef.name is empty: name the service, like \"echo\"")
-				}
-				ref.Name = s
-			}
+			m.name = v
+			ref.Name = r.targetName(v, sub)
 		case "labels":
-			labelsNode = v
+			m.labels = v
 			ref.Labels = r.labels(v, sub)
 		}
 	}) {
 		return ref
 	}
 	switch {
-	case kindNode < 0:
+	case m.kind < 0:
 		r.fail(obj, path, CodeTargetRef, `targetRef has no kind: write "kind": "Zone" (every service of the zone) or "kind": "Service" (with "name" or "labels")`)
 	case kind == "Zone":
 		ref.Kind = KindZone
-		if nameNode >= 0 || labelsNode >= 0 {
+		if m.name >= 0 || m.labels >= 0 {
 			r.fail(obj, path, CodeTargetRef, `a targetRef of kind Zone selects every service of the zone: remove "name" and "labels", or make it "kind": "Service"`)
 		}
-	case kind == "Service" && nameNode >= 0 && labelsNode >= 0:
-		r.fail(labelsNode, path+"/labels", CodeTargetRef, `a targetRef of kind Service has either "name" or "labels", not both: write two policies`)
-	case kind == "Service" && nameNode >= 0:
-		ref.Kind = KindName
-	case kind == "Service" && labelsNode >= 0:
-		ref.Kind = KindLabels
-		if len(ref.Labels) == 0 && r.t.Nodes[labelsNode].Kind == jtree.Object {
-			r.fail(labelsNode, path+"/labels", CodeTargetRef, `targetRef.labels is empty, which would select every service: use "kind": "Zone" for that`)
-		}
 	case kind == "Service":
-		r.fail(obj, path, CodeTargetRef, `a targetRef of kind Service needs "name" (one service) or "labels" (the services carrying them)`)
+		ref.Kind = r.serviceRefKind(obj, path, m, ref.Labels)
 	default:
-		if kindNode >= 0 && r.t.Nodes[kindNode].Kind == jtree.String {
-			r.fail(kindNode, path+"/kind", CodeTargetRef, "targetRef.kind %q is not a kind: use Zone or Service", kind)
+		if r.t.Nodes[m.kind].Kind == jtree.String {
+			r.fail(m.kind, path+"/kind", CodeTargetRef, "targetRef.kind %q is not a kind: use Zone or Service", kind)
 		}
 	}
 	return ref
+}
+
+// refMembers are the nodes of the members of a targetRef, -1 for those
+// absent.
+type refMembers struct{ kind, name, labels int32 }
+
+// targetName reads targetRef.name, v, or "" when it is not a string.
+func (r *reader) targetName(v int32, path string) string {
+	s, ok := r.str(v, path, "targetRef.name")
+	if !ok {
+		return ""
+	}
+	if s == "" {
+		r.fail(v, path, CodeTargetRef, "targetRef.name is empty: name the service, like \"echo\"")
+	}
+	return s
+}
+
+// serviceRefKind is the kind of the targetRef of kind Service obj, with
+// members m and labels read: KindName or KindLabels, or 0 when it has
+// both or neither.
+func (r *reader) serviceRefKind(obj int32, path string, m refMembers, labels map[string]string) Kind {
+	switch {
+	case m.name >= 0 && m.labels >= 0:
+		r.fail(m.labels, path+"/labels", CodeTargetRef, `a targetRef of kind Service has either "name" or "labels", not both: write two policies`)
+	case m.name >= 0:
+		return KindName
+	case m.labels >= 0:
+		if len(labels) == 0 && r.t.Nodes[m.labels].Kind == jtree.Object {
+			r.fail(m.labels, path+"/labels", CodeTargetRef, `targetRef.labels is empty, which would select every service: use "kind": "Zone" for that`)
+		}
+		return KindLabels
+	default:
+		r.fail(obj, path, CodeTargetRef, `a targetRef of kind Service needs "name" (one service) or "labels" (the services carrying them)`)
+	}
+	return 0
 }
 
 func (r *reader) labels(obj int32, path string) map[string]string {

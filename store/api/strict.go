@@ -94,45 +94,70 @@ func (k *keyChecker) walk(sh *shape, ptr string, depth int) error {
 	}
 	switch tok {
 	case json.Delim('['):
-		elem := data
-		if sh.elem != nil {
-			elem = sh.elem
-		}
-		for i := 0; k.dec.More(); i++ {
-			if err := k.walk(elem, ptr+"/"+strconv.Itoa(i), depth+1); err != nil {
-				return err
-			}
-		}
+		err = k.walkArray(sh, ptr, depth)
 	case json.Delim('{'):
-		seen := map[string]bool{}
-		for k.dec.More() {
-			tok, err := k.dec.Token()
-			if err != nil {
-				return err
-			}
-			key, _ := tok.(string)
-			at := ptr + "/" + pointerToken(key)
-			child := data
-			if f, ok := sh.fields[key]; ok {
-				child = f
-			}
-			switch name := foldedField(sh.fields, key); {
-			case k.first != nil:
-			case seen[key]:
-				k.first = badBody("the key %q is given twice at %s in the body: decoders disagree on which copy counts, so the API takes neither; give it once", key, at)
-			case name != "" && name != key:
-				k.first = badBody("the key %q at %s is not a field: field names are case-sensitive, and %q would be read as %q by some decoders and ignored by others; write %q", key, at, key, name, name)
-			}
-			seen[key] = true
-			if err := k.walk(child, at, depth+1); err != nil {
-				return err
-			}
-		}
+		err = k.walkObject(sh, ptr, depth)
 	default:
 		return nil // a scalar
 	}
+	if err != nil {
+		return err
+	}
 	_, err = k.dec.Token() // the closing delimiter
 	return err
+}
+
+// walkArray reads the elements of the array at ptr, whose '[' was read.
+func (k *keyChecker) walkArray(sh *shape, ptr string, depth int) error {
+	elem := data
+	if sh.elem != nil {
+		elem = sh.elem
+	}
+	for i := 0; k.dec.More(); i++ {
+		if err := k.walk(elem, ptr+"/"+strconv.Itoa(i), depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// walkObject reads the members of the object at ptr, whose '{' was read,
+// and notes the first key refused.
+func (k *keyChecker) walkObject(sh *shape, ptr string, depth int) error {
+	seen := map[string]bool{}
+	for k.dec.More() {
+		tok, err := k.dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string)
+		at := ptr + "/" + pointerToken(key)
+		child := data
+		if f, ok := sh.fields[key]; ok {
+			child = f
+		}
+		if k.first == nil {
+			k.first = refusedKey(sh, seen, key, at)
+		}
+		seen[key] = true
+		if err := k.walk(child, at, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// refusedKey is the error of key, at JSON pointer at, in an object of
+// shape sh whose keys before it are seen, or nil when the key is
+// accepted.
+func refusedKey(sh *shape, seen map[string]bool, key, at string) *store.Error {
+	if seen[key] {
+		return badBody("the key %q is given twice at %s in the body: decoders disagree on which copy counts, so the API takes neither; give it once", key, at)
+	}
+	if name := foldedField(sh.fields, key); name != "" && name != key {
+		return badBody("the key %q at %s is not a field: field names are case-sensitive, and %q would be read as %q by some decoders and ignored by others; write %q", key, at, key, name, name)
+	}
+	return nil
 }
 
 // foldedField returns the field that key is, in its case or another
