@@ -332,6 +332,28 @@ func TestEvictionOrder(t *testing.T) {
 		t.Fatal("a connection that asked was closed for a newcomer while one that never asked was open")
 	}
 	waitFor(t, "two connections waiting", allWaiting(2))
+	// The server stamps a connection idle when its goroutine waits again,
+	// which a busy machine can delay past the next query's answer: ask
+	// again until asked's wait began after first's.
+	idleOf := func(peer string) int64 {
+		ts.connMu.Lock()
+		defer ts.connMu.Unlock()
+		for c := range ts.conns {
+			if strings.HasPrefix(c.RemoteAddr().String(), peer+":") {
+				return c.idleSince.Load()
+			}
+		}
+		return 0
+	}
+	for range 20 {
+		if idleOf("127.0.0.11") > idleOf("127.0.0.13") {
+			break
+		}
+		if !works(t, asked) {
+			t.Fatal("a connection that asked was closed")
+		}
+		waitFor(t, "two connections waiting", allWaiting(2))
+	}
 	second := dialFrom(t, "127.0.0.14", ts.addr)
 	if !works(t, second) {
 		t.Fatal("the second newcomer was refused")
