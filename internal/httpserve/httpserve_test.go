@@ -355,7 +355,16 @@ func flood(t *testing.T, s *Server, n int) func() int64 {
 			defer wg.Done()
 			buf := make([]byte, 1)
 			for {
-				c, err := net.Dial("tcp", s.Addr().String())
+				// Stop is checked before every dial: under pressure the
+				// server closes each new connection within the read
+				// deadline below, so a client that only looked for it
+				// after a timeout would redial forever.
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				c, err := net.DialTimeout("tcp", s.Addr().String(), time.Second)
 				if err != nil {
 					select {
 					case <-stop:
