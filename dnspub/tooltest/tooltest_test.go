@@ -527,7 +527,7 @@ func TestBINDSecondaryFollowsAPI(t *testing.T) {
 
 	cfg := filepath.Join(dir, "publisher.yaml")
 	os.WriteFile(cfg, []byte(pubConfigPadded(namedAddr, "192.0.2.1", 10)), 0o644)
-	if out := run(t, bin, "import", "--config", cfg, "--server", server); !strings.Contains(out, "service/example.test/echo created") {
+	if out := run(t, bin, "import", "--config", cfg, "--server", server); !strings.Contains(out, "services/example.test echo to huge: 3 created") {
 		t.Fatalf("import:\n%s", out)
 	}
 
