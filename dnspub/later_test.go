@@ -42,14 +42,13 @@ func deferred(ts *testServer) bool { return ts.snap.Load().table.Deferred() }
 // each query, then all at once in the background, with the same bytes,
 // version and serial.
 func TestFirstStartAnswersBeforeBuilding(t *testing.T) {
-	completeGate = make(chan struct{})
-	defer func() { completeGate = nil }()
-	ts := startServer(t, laterConfig(2100, "1s"), nil)
+	gate := make(chan struct{})
+	ts := startServerWith(t, laterConfig(2100, "1s"), nil, func(s *Server) { s.completeGate = gate })
 	if !deferred(ts) {
 		t.Fatal("a first start of 2100 services built every answer before serving")
 	}
 	before, version, serial := laterAnswers(ts), ts.snap.Load().version, ts.serial()
-	close(completeGate)
+	close(gate)
 	waitFor(t, "the answers built", func() bool { return !deferred(ts) })
 	if after := laterAnswers(ts); !equalStrings(before, after) {
 		t.Fatal("the answers built for each query differ from those built at once")
@@ -65,9 +64,8 @@ func TestFirstStartAnswersBeforeBuilding(t *testing.T) {
 // A reload before the answers are built builds them first, and serves
 // its change.
 func TestReloadBeforeBuilding(t *testing.T) {
-	completeGate = make(chan struct{})
-	defer func() { completeGate = nil }()
-	ts := startServer(t, laterConfig(2100, "1s"), nil)
+	gate := make(chan struct{})
+	ts := startServerWith(t, laterConfig(2100, "1s"), nil, func(s *Server) { s.completeGate = gate })
 	if !deferred(ts) {
 		t.Fatal("a first start of 2100 services built every answer before serving")
 	}
@@ -84,7 +82,7 @@ func TestReloadBeforeBuilding(t *testing.T) {
 			t.Fatalf("%s after the reload: %v", name, r.Answer)
 		}
 	}
-	close(completeGate)
+	close(gate)
 }
 
 // What a first load leaves for later waits until the server answers:

@@ -157,6 +157,10 @@ type Server struct {
 	laterMu sync.Mutex
 	started bool
 	later   []func()
+	// completeGate, when set between New and Start, holds the build of
+	// the answers a first start left for later until it is closed: tests
+	// ask what is answered before they are built.
+	completeGate chan struct{}
 
 	// limiter keeps logs of unauthenticated, spoofable events bounded.
 	limiter *logLimiter
@@ -507,10 +511,9 @@ func (s *Server) publish(cfg *model.Config, name, why string, large bool, start 
 	}
 	s.snap.Store(next)
 	if next.table.Deferred() {
-		gate := completeGate
 		s.afterStart(func() {
-			if gate != nil {
-				<-gate
+			if s.completeGate != nil {
+				<-s.completeGate
 			}
 			s.completeTable()
 		})
@@ -553,11 +556,6 @@ func (s *Server) completeTable() {
 	defer s.reloadMu.Unlock()
 	s.completeLocked()
 }
-
-// completeGate, when set, holds the build of the answers a first start
-// left for later until it is closed (tests: to ask what is answered
-// before they are built).
-var completeGate chan struct{}
 
 // completeLocked is completeTable with reloadMu held.
 func (s *Server) completeLocked() {

@@ -24,8 +24,6 @@ import (
 // names below and beside them, in mixed case, of every type, over UDP
 // with and without EDNS and over TCP.
 func TestLaterAnswersAsBuilt(t *testing.T) {
-	defer func(n int) { laterAbove = n }(laterAbove)
-	laterAbove = 0
 	texts := []string{testConfig}
 	seeds := uint64(8)
 	if raceEnabled {
@@ -73,7 +71,7 @@ func sameAnswersLater(t *testing.T, zs []*zone.Zone, chs []*zone.Change, maxUDP 
 	t.Helper()
 	now, _ := New(Options{MaxUDPSize: maxUDP})
 	later, _ := New(Options{MaxUDPSize: maxUDP})
-	ne, le := now.Edit(), later.Edit()
+	ne, le := now.Edit(), editLater(later)
 	for i, z := range zs {
 		if err := ne.SetZone(z, chs[i]); err != nil {
 			t.Fatal(err)
@@ -142,12 +140,10 @@ func TestLaterOnlyWhenSafe(t *testing.T) {
 
 	e := mustNew(t).Edit()
 	if err := e.SetZoneLater(fleet, ch); err != nil || left(e.Table()) {
-		t.Fatalf("a zone of %d records, below laterAbove (%d), was left for later (err %v)", fleet.Len(), laterAbove, err)
+		t.Fatalf("a zone of %d records, below %d, was left for later (err %v)", fleet.Len(), defaultLaterAbove, err)
 	}
 
-	defer func(n int) { laterAbove = n }(laterAbove)
-	laterAbove = 0
-	e = mustNew(t).Edit()
+	e = editLater(mustNew(t))
 	if err := e.SetZoneLater(fleet, ch); err != nil {
 		t.Fatal(err)
 	}
@@ -171,12 +167,12 @@ func TestLaterOnlyWhenSafe(t *testing.T) {
 	}
 	// A zone the table holds already is built at once, as is one whose
 	// change is not from nothing.
-	e = done.Edit()
+	e = editLater(done)
 	again, ach := zone.Update(nil, cfg.Zones[0])
 	if err := e.SetZoneLater(again.WithSerial(3), ach); err != nil || left(e.Table()) {
 		t.Errorf("a zone the table holds was left for later (err %v)", err)
 	}
-	e = mustNew(t).Edit()
+	e = editLater(mustNew(t))
 	if err := e.SetZoneLater(next.WithSerial(2), nch); err != nil || left(e.Table()) {
 		t.Errorf("a zone changed from another version was left for later (err %v)", err)
 	}
@@ -194,10 +190,18 @@ func TestLaterOnlyWhenSafe(t *testing.T) {
 	}
 	big, bch := zone.Update(nil, bigCfg.Zones[0])
 	errNow := mustNew(t).Edit().SetZone(big.WithSerial(1), bch)
-	errLater := mustNew(t).Edit().SetZoneLater(big.WithSerial(1), bch)
+	errLater := editLater(mustNew(t)).SetZoneLater(big.WithSerial(1), bch)
 	if errNow == nil || errLater == nil || errNow.Error() != errLater.Error() {
 		t.Errorf("an answer too large: SetZone says %v, SetZoneLater %v", errNow, errLater)
 	}
+}
+
+// editLater is t.Edit(), with SetZoneLater leaving zones of any size for
+// later.
+func editLater(t *Table) *Editor {
+	e := t.Edit()
+	e.laterAbove = 0
+	return e
 }
 
 func mustNew(t testing.TB) *Table {
@@ -243,9 +247,7 @@ func FuzzRespondLater(f *testing.F) {
 	if cfg == nil {
 		f.Fatal(ds)
 	}
-	defer func(n int) { laterAbove = n }(laterAbove)
-	laterAbove = 0
-	now, later := mustNew(f).Edit(), mustNew(f).Edit()
+	now, later := mustNew(f).Edit(), editLater(mustNew(f))
 	for i, zc := range cfg.Zones {
 		z, ch := zone.Update(nil, zc)
 		z = z.WithSerial(uint32(100 + i))

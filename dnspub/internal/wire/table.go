@@ -168,6 +168,10 @@ type Editor struct {
 	maxUDP int
 	// workers bounds the goroutines that build answers; 0 is GOMAXPROCS.
 	workers int
+	// laterAbove and compactAbove are the thresholds of SetZoneLater and
+	// of compacting nodes (defaultLaterAbove, defaultCompactAbove): fields,
+	// so that a test can build small zones the way large ones are built.
+	laterAbove, compactAbove int
 }
 
 // procs is how many goroutines build answers at once.
@@ -180,7 +184,8 @@ func (e *Editor) procs() int {
 
 // Edit starts the next version of t.
 func (t *Table) Edit() *Editor {
-	return &Editor{nodes: t.nodes.Edit(), zones: maps.Clone(t.zones), maxUDP: t.maxUDP}
+	return &Editor{nodes: t.nodes.Edit(), zones: maps.Clone(t.zones), maxUDP: t.maxUDP,
+		laterAbove: defaultLaterAbove, compactAbove: defaultCompactAbove}
 }
 
 // SetZone puts version z of a zone in the table. ch is what zone.Update
@@ -203,7 +208,7 @@ func (e *Editor) SetZone(z *zone.Zone, ch *zone.Change) error {
 	if err != nil {
 		return err
 	}
-	if len(out) >= compactAbove {
+	if len(out) >= e.compactAbove {
 		// A part per core, each into allocations of its own.
 		parts := min(e.procs(), max(len(out)/4096, 1))
 		var wg sync.WaitGroup
@@ -279,7 +284,7 @@ func (e *Editor) SetZoneLater(z *zone.Zone, ch *zone.Change) error {
 		return err
 	}
 	bound, ok := ch.AnswerBound()
-	if !ok || z.Len() < laterAbove || e.zones[originKey] != nil ||
+	if !ok || z.Len() < e.laterAbove || e.zones[originKey] != nil ||
 		headerLen+maxQuestionLen+bound+optRRLen > MaxTCPSize {
 		return e.SetZone(z, ch)
 	}
@@ -296,9 +301,10 @@ func (e *Editor) SetZoneLater(z *zone.Zone, ch *zone.Change) error {
 	return nil
 }
 
-// laterAbove is the number of records past which SetZoneLater leaves a
-// zone's answers for later (a variable for tests).
-var laterAbove = 4096
+// defaultLaterAbove is the number of records past which SetZoneLater
+// leaves a zone's answers for later: below it, building them all takes
+// less than a few milliseconds.
+const defaultLaterAbove = 4096
 
 // maxQuestionLen is the longest question section: a name of 255 bytes,
 // its type and class.
@@ -505,9 +511,9 @@ func compactNodes(out []built) {
 	}
 }
 
-// compactAbove is the number of names built at once past which their
-// nodes are compacted (a variable for tests).
-var compactAbove = 256
+// defaultCompactAbove is the number of names built at once past which
+// their nodes are compacted into shared allocations.
+const defaultCompactAbove = 256
 
 // RemoveZone takes z, a version of a zone the table holds, out of it.
 func (e *Editor) RemoveZone(z *zone.Zone) {
