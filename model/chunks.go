@@ -437,8 +437,8 @@ func comparePos(a, b textPos) int {
 	return cmp.Compare(a.col, b.col)
 }
 
-// worker returns a doc for reading part of d's text alone: the same text
-// and settings, diagnostics of its own. With a scratch (nil for none), it
+// worker returns a doc for reading part of d's text alone: the same text,
+// settings and limits, diagnostics of its own. With a scratch (nil for none), it
 // is the scratch's, valid until its next use, and lends toJSON its
 // buffers.
 func (d *doc) worker(scratch *yamlScratch) *doc {
@@ -450,7 +450,7 @@ func (d *doc) worker(scratch *yamlScratch) *doc {
 	} else {
 		w = new(doc)
 	}
-	*w = doc{src: d.src, idx: d.idx, sigLen: d.sigLen, scratch: scratch, ds: w.ds[:0]}
+	*w = doc{src: d.src, idx: d.idx, sigLen: d.sigLen, lim: d.lim, scratch: scratch, ds: w.ds[:0]}
 	return w
 }
 
@@ -617,7 +617,7 @@ func (d *doc) readItems(b *block, z *Zone, todo []int, results []*itemResult, pa
 	// send per item parks and wakes a worker 100 000 times on a fleet.
 	var taken atomic.Int64
 	const grab = 16
-	keeping := len(todo) >= compactAbove
+	keeping := len(todo) >= d.lim.compactAbove
 	for range min(runtime.GOMAXPROCS(0), max(len(todo)/64, 1)) {
 		wg.Go(func() {
 			var scratch yamlScratch
@@ -725,9 +725,9 @@ func (k *keeper) str(v string) string {
 }
 
 // compactAbove is the number of items read at once past which a keeper
-// moves them (a reload that reads a few has no garbage to speak of); a
-// variable for tests.
-var compactAbove = 256
+// moves them (a reload that reads a few has no garbage to speak of): the
+// default of readLimits.compactAbove.
+const compactAbove = 256
 
 // itemCache holds item readings across parses, by zone context: those
 // of the last parse, and those being made by the current one.
@@ -735,7 +735,7 @@ type itemCache struct {
 	last, next map[string]*zoneItems
 	sum        func([]byte) itemSum
 	// jsonBytes is what the parse converted to JSON in all (see
-	// maxExpansion), set when it read items.
+	// readLimits.maxExpansion), set when it read items.
 	jsonBytes int
 	// serial, when set, is called as parse starts a step that runs on
 	// one core (ParseSum hashes the text on another).
@@ -807,6 +807,9 @@ type Parser struct {
 	items map[string]*zoneItems
 	// seed keys the sums items are kept by.
 	seed [2]maphash.Seed
+	// lim, when set (by tests, lower), replaces defaultLimits: a Parser
+	// is used as its zero value.
+	lim readLimits
 }
 
 // Parse is the package's Parse, with the Parser's memory.
@@ -839,7 +842,7 @@ func (p *Parser) parse(text []byte, hashed bool) (cfg *Config, ds sc.Diagnostics
 		p.seed = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 	}
 	c := &itemCache{last: p.items, next: make(map[string]*zoneItems, len(p.items)), sum: p.sum, serial: serial}
-	cfg, ds, _ = parse(text, c)
+	cfg, ds, _ = parse(text, c, p.limits())
 	p.items = c.next
 	return cfg, ds, sum
 }
@@ -847,6 +850,14 @@ func (p *Parser) parse(text []byte, hashed bool) (cfg *Config, ds sc.Diagnostics
 // sum is the key an item's reading is kept by: two keyed hashes of its
 // text, 128 bits, so that two texts share one only by chance, which no
 // text can be written to force (the seeds are the process's secrets).
+// limits returns the limits p reads with.
+func (p *Parser) limits() readLimits {
+	if p.lim == (readLimits{}) {
+		return defaultLimits()
+	}
+	return p.lim
+}
+
 func (p *Parser) sum(t []byte) itemSum {
 	return itemSum{maphash.Bytes(p.seed[0], t), maphash.Bytes(p.seed[1], t)}
 }

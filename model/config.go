@@ -276,7 +276,7 @@ func (t *Transfer) Allowed(addr netip.Addr) bool {
 // most sc.MaxDiagnostics diagnostics are listed: the cost of Parse is
 // linear in the text and bounded, whatever the text.
 func Parse(text []byte) (*Config, sc.Diagnostics) {
-	cfg, ds, _ := parse(text, nil)
+	cfg, ds, _ := parse(text, nil, defaultLimits())
 	return cfg, ds
 }
 
@@ -301,10 +301,10 @@ func ParseSettings(text []byte) (*Config, sc.Diagnostics) {
 	return cfg, ds
 }
 
-// parse is Parse, with a cache of item readings (nil for none). It
-// returns the services lists it read item by item too, nil when it read
-// the text whole.
-func parse(text []byte, cache *itemCache) (*Config, sc.Diagnostics, map[textPos]*block) {
+// parse is Parse, with a cache of item readings (nil for none), within
+// lim. It returns the services lists it read item by item too, nil when
+// it read the text whole.
+func parse(text []byte, cache *itemCache, lim readLimits) (*Config, sc.Diagnostics, map[textPos]*block) {
 	if len(text) > MaxConfigSize {
 		return nil, tooLargeDiag(fmt.Sprintf("the config is %d bytes, more than the %d (64 MiB) the publisher reads", len(text), MaxConfigSize)), nil
 	}
@@ -316,7 +316,7 @@ func parse(text []byte, cache *itemCache) (*Config, sc.Diagnostics, map[textPos]
 	// counted theirs when they were read); read whole, by the text's.
 	skeleton, blocks, ok := cutServices(text)
 	if ok && len(blocks) > 0 {
-		cfg, ds, err := parseDoc(text, skeleton, blocks, cache)
+		cfg, ds, err := parseDoc(text, skeleton, blocks, cache, lim)
 		switch err {
 		case nil:
 			return cfg, ds, blocks
@@ -328,7 +328,7 @@ func parse(text []byte, cache *itemCache) (*Config, sc.Diagnostics, map[textPos]
 	if n := nodeEstimateParallel(text); n > MaxConfigNodes {
 		return nil, tooLargeDiag(tooManyNodes(n)), nil
 	}
-	cfg, ds, _ := parseDoc(text, text, nil, nil)
+	cfg, ds, _ := parseDoc(text, text, nil, nil, lim)
 	return cfg, ds, nil
 }
 
@@ -339,10 +339,10 @@ func tooLargeDiag(why string) sc.Diagnostics {
 }
 
 // parseDoc reads text, whose YAML is skeleton (text itself, or text with
-// the items of blocks blanked out, read separately).
-func parseDoc(text, skeleton []byte, blocks map[textPos]*block, cache *itemCache) (*Config, sc.Diagnostics, error) {
+// the items of blocks blanked out, read separately), within lim.
+func parseDoc(text, skeleton []byte, blocks map[textPos]*block, cache *itemCache, lim readLimits) (*Config, sc.Diagnostics, error) {
 	d := newDoc(text)
-	d.blocks, d.cache = blocks, cache
+	d.blocks, d.cache, d.lim = blocks, cache, lim
 	if blocks != nil {
 		d.nodes = nodeEstimateParallel(skeleton)
 		if d.nodes > MaxConfigNodes {

@@ -30,15 +30,28 @@ const (
 	MaxConfigNodes = 12_000_000
 )
 
-// What aliases and merge keys may make of a config: the JSON of every
-// service config converted, in bytes, and the members merge keys copy.
-// Each use of an alias is converted and checked again, so without a bound
-// a small file could make the publisher check gigabytes. Variables for
-// tests only.
-var (
-	maxExpansion   = MaxConfigSize
-	maxMergedPairs = MaxConfigNodes
-)
+// readLimits are the thresholds a doc reads a config with. Each doc
+// carries its own, rather than the package holding them, so that a test
+// can lower them for the texts it reads (to reach them with a few
+// kilobytes) without changing what any other reading, in parallel tests
+// too, is held to.
+type readLimits struct {
+	// maxExpansion and maxMergedPairs bound what aliases and merge keys
+	// may make of a config: the JSON of every service config converted,
+	// in bytes, and the members merge keys copy. Each use of an alias is
+	// converted and checked again, so without a bound a small file could
+	// make the publisher check gigabytes.
+	maxExpansion, maxMergedPairs int
+	// compactAbove is the number of items read at once past which their
+	// readings are moved by a keeper (see compactAbove, the constant).
+	compactAbove int
+}
+
+// defaultLimits are the limits every reading outside tests has: a config
+// may expand to no more than the largest it may be written as.
+func defaultLimits() readLimits {
+	return readLimits{maxExpansion: MaxConfigSize, maxMergedPairs: MaxConfigNodes, compactAbove: compactAbove}
+}
 
 // tooLarge says why text is beyond the limits, or "".
 func tooLarge(text []byte) string {

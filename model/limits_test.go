@@ -193,8 +193,8 @@ func TestNodeEstimateInParts(t *testing.T) {
 // Aliases and merge keys expand a small file: what they make counts
 // against the limits, and the config is refused past them.
 func TestAliasExpansionBounded(t *testing.T) {
-	defer func(e, m int) { maxExpansion, maxMergedPairs = e, m }(maxExpansion, maxMergedPairs)
-	maxExpansion, maxMergedPairs = 64<<10, 10_000
+	lim := defaultLimits()
+	lim.maxExpansion, lim.maxMergedPairs = 64<<10, 10_000
 
 	var b strings.Builder
 	b.WriteString("shared: &cfg\n  methodConfig:\n")
@@ -209,7 +209,7 @@ func TestAliasExpansionBounded(t *testing.T) {
 	for i := range 30 {
 		fmt.Fprintf(&b, "      - name: s%d\n        serviceConfig: *cfg\n", i)
 	}
-	_, ds := Parse([]byte(b.String()))
+	_, ds, _ := parse([]byte(b.String()), nil, lim)
 	if !slices.Contains(codesOf(ds), "config-too-large") || !strings.Contains(fmt.Sprint(ds), "bytes of JSON") {
 		t.Errorf("30 uses of an 8 KB alias under a 64 KB budget: got %v", codesOf(ds))
 	}
@@ -223,7 +223,7 @@ func TestAliasExpansionBounded(t *testing.T) {
 	for i := range 20 {
 		fmt.Fprintf(&b, "  - <<: *keys\n    origin: z%d.test.\n", i)
 	}
-	_, ds = Parse([]byte(b.String()))
+	_, ds, _ = parse([]byte(b.String()), nil, lim)
 	if !slices.Contains(codesOf(ds), "config-too-large") || !strings.Contains(fmt.Sprint(ds), "merge keys") {
 		t.Errorf("20 merges of 1000 keys under a budget of 10 000: got %v", codesOf(ds))
 	}

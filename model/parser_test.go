@@ -11,8 +11,9 @@ import (
 	"testing"
 )
 
-// parseBoth reads text with p and with Parse, and fails unless they agree
-// on the config and every diagnostic. It reports how many of the
+// parseBoth reads text with p and with Parse (within p's limits, which a
+// test may lower), and fails unless they agree on the config and every
+// diagnostic. It reports how many of the
 // config's services p kept from the texts it read before (the very same
 // *Service).
 func parseBoth(t testing.TB, p *Parser, text []byte) (kept int) {
@@ -26,9 +27,10 @@ func parseBoth(t testing.TB, p *Parser, text []byte) (kept int) {
 			}
 		}
 	}
+	lim := p.limits()
 	p.mu.Unlock()
 	got, gds := p.Parse(text)
-	want, wds := Parse(text)
+	want, wds, _ := parse(text, nil, lim) // Parse, within lim
 	if !reflect.DeepEqual(got, want) || !reflect.DeepEqual(gds, wds) {
 		t.Fatalf("the Parser's reading differs from Parse's for\n%s\nParser: %v\nParse:  %v", text, gds, wds)
 	}
@@ -115,11 +117,11 @@ func between(s, from, to string) string {
 func TestParserProperty(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var kept, services int
-	defer func(n int) { compactAbove = n }(compactAbove)
 	for round := range 20 {
 		// Odd rounds compact what they read, as for a large config.
-		compactAbove = []int{256, 1}[round%2]
 		var p Parser
+		p.lim = defaultLimits()
+		p.lim.compactAbove = []int{compactAbove, 1}[round%2]
 		cfg := newRandomConfig(rng, 3, 12)
 		for range 40 {
 			cfg.edit(rng)
@@ -271,7 +273,7 @@ func TestCompactedServicesAreShared(t *testing.T) {
 	if c1 == nil {
 		t.Fatal(ds)
 	}
-	whole, _, _ := parseDoc(text, text, nil, nil) // no items, no compaction
+	whole, _, _ := parseDoc(text, text, nil, nil, defaultLimits()) // no items, no compaction
 	if !reflect.DeepEqual(c1, whole) {
 		t.Fatal("the compacted config differs from the one read whole")
 	}
@@ -310,12 +312,12 @@ func TestParserOtherLineBreaks(t *testing.T) {
 }
 
 // TestParserJSONTotal: an edit that takes the JSON the config's service
-// configs make past maxExpansion is refused, though most of it is kept
-// readings (found by review).
+// configs make past the limit (lowered to 300 bytes) is refused, though
+// most of it is kept readings (found by review).
 func TestParserJSONTotal(t *testing.T) {
-	defer func(n int) { maxExpansion = n }(maxExpansion)
-	maxExpansion = 300
 	var p Parser
+	p.lim = defaultLimits()
+	p.lim.maxExpansion = 300
 	base := "zones:\n  - origin: a.test.\n    nameservers: [ns.x.]\n    services:\n" +
 		"      - name: s1\n        serviceConfig: {loadBalancingPolicy: round_robin}\n" +
 		"      - name: s2\n        serviceConfig: {loadBalancingPolicy: round_robin}\n" +
@@ -323,10 +325,19 @@ func TestParserJSONTotal(t *testing.T) {
 	parseBoth(t, &p, []byte(base))
 	big := strings.Replace(base, "      - name: s2\n        serviceConfig: {loadBalancingPolicy: round_robin}\n",
 		"      - name: s2\n        serviceConfig: {methodConfig: [{name: [{service: "+strings.Repeat("x", 200)+"}]}]}\n", 1)
-	if cfg, _ := Parse([]byte(big)); cfg != nil {
+	if cfg, _, _ := parse([]byte(big), nil, p.lim); cfg != nil {
 		t.Fatal("the test needs a config Parse refuses")
 	}
 	parseBoth(t, &p, []byte(big))
+	// A service whose JSON alone passes the limit, in the last list read
+	// item by item: only the doc that reads the item can find it too
+	// much, so it must read within the Parser's limits too.
+	alone := strings.Replace(base[:strings.Index(base, "  - origin: b.test.")], "{loadBalancingPolicy: round_robin}\n",
+		"{methodConfig: [{name: [{service: "+strings.Repeat("x", 300)+"}, {service: y}]}]}\n", 1)
+	if cfg, _, _ := parse([]byte(alone), nil, p.lim); cfg != nil {
+		t.Error("an item's JSON past the limit is accepted")
+	}
+	parseBoth(t, &p, []byte(alone))
 }
 
 // ParseSum is Parse, and the text's SHA-256, on every path: a first

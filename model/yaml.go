@@ -30,7 +30,7 @@ type doc struct {
 	errors         int
 	shown, omitted [2]int
 	// jsonBytes and mergedPairs count what aliases and merge keys made of
-	// the config (see maxExpansion); expanded is set once it is too much.
+	// the config (see readLimits); expanded is set once it is too much.
 	jsonBytes, mergedPairs int
 	// nodes is the estimate of the YAML values read or to be read, of a
 	// text cut into items (see parse).
@@ -54,10 +54,12 @@ type doc struct {
 	// scratch, set for reading one service, lends toJSON its buffers:
 	// what it returns is valid until the scratch reads the next service.
 	scratch *yamlScratch
+	// lim are the limits d reads within.
+	lim readLimits
 }
 
 func newDoc(src []byte) *doc {
-	return &doc{src: src, idx: &textIndex{}}
+	return &doc{src: src, idx: &textIndex{}, lim: defaultLimits()}
 }
 
 // textIndex places positions in a text: where its lines start, and the
@@ -363,8 +365,8 @@ type pair struct{ k, v *yaml.Node }
 // pairs returns the members of mapping n, expanding YAML merge keys
 // ("<<: *defaults"): keys written in n win over merged ones, and earlier
 // merge sources over later ones. What merges copy counts against
-// maxExpansion: past it, merge keys are no longer expanded, and the
-// config is refused.
+// d.lim.maxMergedPairs: past it, merge keys are no longer expanded, and
+// the config is refused.
 func (d *doc) pairs(n *yaml.Node) []pair {
 	merges := false
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -393,8 +395,8 @@ func (d *doc) pairs(n *yaml.Node) []pair {
 		return out[start:len(out):len(out)]
 	}
 	ps := mergedPairs(n, map[*yaml.Node]bool{})
-	if d.mergedPairs += len(ps); d.mergedPairs > maxMergedPairs {
-		d.tooExpanded(n, fmt.Sprintf("merge keys (<<) copy more than %d keys in total", maxMergedPairs))
+	if d.mergedPairs += len(ps); d.mergedPairs > d.lim.maxMergedPairs {
+		d.tooExpanded(n, fmt.Sprintf("merge keys (<<) copy more than %d keys in total", d.lim.maxMergedPairs))
 	}
 	return ps
 }
@@ -402,7 +404,7 @@ func (d *doc) pairs(n *yaml.Node) []pair {
 func isMerge(k *yaml.Node) bool { return k.Kind == yaml.ScalarNode && k.Tag == "!!merge" }
 
 // tooExpanded refuses a config whose aliases and merge keys expand past
-// maxExpansion, once.
+// d.lim, once.
 func (d *doc) tooExpanded(n *yaml.Node, what string) {
 	if d.expanded {
 		return
@@ -797,9 +799,9 @@ func (c *converter) value(n *yaml.Node, depth int) {
 		c.fail(orig, codeYAMLValue, "the value expands to more than %d bytes of JSON (through aliases?): a TXT record holds at most 64 KiB", maxJSONSize)
 		return
 	}
-	if c.d.jsonBytes+len(c.j.text) > maxExpansion {
+	if c.d.jsonBytes+len(c.j.text) > c.d.lim.maxExpansion {
 		c.ok = false
-		c.d.tooExpanded(orig, fmt.Sprintf("the service configs make more than %d bytes of JSON together (through aliases?)", maxExpansion))
+		c.d.tooExpanded(orig, fmt.Sprintf("the service configs make more than %d bytes of JSON together (through aliases?)", c.d.lim.maxExpansion))
 		return
 	}
 	c.mark(orig)
