@@ -189,7 +189,7 @@ func cmpOr(a, b string) string {
 // ("own/path" for the service's own config), in merge order.
 func originsOf(r *Result) map[string]string {
 	got := map[string]string{}
-	for _, f := range r.Fields {
+	for _, f := range r.Fields() {
 		var ws []string
 		for _, o := range f.Origins {
 			ws = append(ws, cmpOr(o.Policy, "own")+o.Path)
@@ -339,7 +339,7 @@ func TestShuffledPoliciesSameResults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			js, _ := json.Marshal(r.Fields)
+			js, _ := json.Marshal(r.Fields())
 			fmt.Fprintf(&b, "%s %s %s\n", tg.Name, r.JSON, js)
 		}
 		return b.String()
