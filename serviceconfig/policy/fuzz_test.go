@@ -36,8 +36,16 @@ func FuzzParse(f *testing.F) {
 			t.Fatal(err)
 		}
 		target := Target{Name: p.TargetRef.Name, Labels: p.TargetRef.Labels}
-		if r, err := s.StackFor(target).Apply([]byte(`[{"serviceConfig":{"methodConfig":[{"name":[{}]}]}},{"serviceConfig":{}}]`), true); err != nil || len(r.JSON) == 0 {
-			t.Fatalf("Apply: %v", err)
+		for _, own := range []string{
+			`[{"serviceConfig":{"methodConfig":[{"name":[{}]}]}},{"serviceConfig":{}}]`,
+			// Two entries of one name: the second merges into the first.
+			`[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"1s"},{"name":[{"service":""}],"waitForReady":true,"timeout":"2s"}],"retryThrottling":{"maxTokens":3}}}]`,
+		} {
+			r, err := s.StackFor(target).Apply([]byte(own), true)
+			if err != nil || len(r.JSON) == 0 {
+				t.Fatalf("Apply: %v", err)
+			}
+			sameTracked(t, r)
 		}
 	})
 }

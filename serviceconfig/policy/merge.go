@@ -77,16 +77,29 @@ func (v *value) appendJSON(dst []byte) []byte {
 	return append(dst, v.raw...)
 }
 
-// clone copies v deeply; scalars' text is shared (never written).
-func (v *value) clone() *value {
-	c := &value{kind: v.kind, raw: v.raw, keys: slices.Clone(v.keys), from: slices.Clone(v.from)}
+// clone copies v deeply, and who set its values when track is set;
+// scalars' text is shared (never written).
+func (v *value) clone(track bool) *value {
+	c := &value{kind: v.kind, raw: v.raw, keys: slices.Clone(v.keys)}
+	if track {
+		c.from = slices.Clone(v.from)
+	}
 	if v.elems != nil {
 		c.elems = make([]*value, len(v.elems))
 		for i, e := range v.elems {
-			c.elems[i] = e.clone()
+			c.elems[i] = e.clone(track)
 		}
 	}
 	return c
+}
+
+// take is how a merge takes v, set by o over what history set: stamped
+// when it tracks who set what, else v itself.
+func (v *value) take(o Origin, history []Origin, track bool) *value {
+	if !track {
+		return v
+	}
+	return v.stamped(o, history)
 }
 
 // stamped copies v with every value's origins set to history, then o at
@@ -121,27 +134,32 @@ func (v *value) member(key string) int {
 // src's own path), into dst, which it owns. The rules, everywhere:
 // objects merge key by key; at the top of a service config, methodConfig
 // entries merge by their name list; any other value replaces the one
-// below, and keeps the history of who set it.
-func mergeLayer(dst, src *value, o Origin, configRoot bool) {
-	dst.from = append(dst.from, o)
+// below, and keeps the history of who set it. Who set what is recorded
+// only when track is set.
+func mergeLayer(dst, src *value, o Origin, configRoot, track bool) {
+	if track {
+		dst.from = append(dst.from, o)
+	}
 	for si, key := range src.keys {
 		so := o
-		so.Path = o.Path + "/" + escape(key)
+		if track {
+			so.Path = o.Path + "/" + escape(key)
+		}
 		sv := src.elems[si]
 		di := dst.member(key)
 		switch {
 		case di < 0:
 			dst.keys = append(dst.keys, key)
-			dst.elems = append(dst.elems, sv.stamped(so, nil))
+			dst.elems = append(dst.elems, sv.take(so, nil, track))
 		case sv.kind == jtree.Object && dst.elems[di].kind == jtree.Object:
-			mergeLayer(dst.elems[di], sv, so, false)
+			mergeLayer(dst.elems[di], sv, so, false, track)
 		case configRoot && key == "methodConfig" && sv.kind == jtree.Array && dst.elems[di].kind == jtree.Array:
-			mergeMethodConfig(dst.elems[di], sv, so)
+			mergeMethodConfig(dst.elems[di], sv, so, track)
 		default:
 			// The replaced value's origins are every layer that set
 			// something in it, in merge order (merging appends to the
 			// origins of every value on the way).
-			dst.elems[di] = sv.stamped(so, dst.elems[di].from)
+			dst.elems[di] = sv.take(so, dst.elems[di].from, track)
 		}
 	}
 }
@@ -149,8 +167,10 @@ func mergeLayer(dst, src *value, o Origin, configRoot bool) {
 // mergeMethodConfig merges a layer's methodConfig list into dst's: an
 // entry whose name list names the same methods as an entry below merges
 // into it key by key; any other entry is added.
-func mergeMethodConfig(dst, src *value, o Origin) {
-	dst.from = append(dst.from, o)
+func mergeMethodConfig(dst, src *value, o Origin, track bool) {
+	if track {
+		dst.from = append(dst.from, o)
+	}
 	index := map[string]int{}
 	for i, e := range dst.elems {
 		if k, ok := methodKey(e); ok {
@@ -161,16 +181,18 @@ func mergeMethodConfig(dst, src *value, o Origin) {
 	}
 	for si, e := range src.elems {
 		so := o
-		so.Path = o.Path + "/" + strconv.Itoa(si)
+		if track {
+			so.Path = o.Path + "/" + strconv.Itoa(si)
+		}
 		k, ok := methodKey(e)
 		if di, found := index[k]; ok && found && dst.elems[di].kind == jtree.Object {
-			mergeLayer(dst.elems[di], e, so, false)
+			mergeLayer(dst.elems[di], e, so, false, track)
 			continue
 		}
 		if ok {
 			index[k] = len(dst.elems)
 		}
-		dst.elems = append(dst.elems, e.stamped(so, nil))
+		dst.elems = append(dst.elems, e.take(so, nil, track))
 	}
 }
 

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"bytes"
 	"github.com/grpc-config-dns/grpc-config-dns/internal/cputime"
 
 	"encoding/json"
@@ -41,7 +42,17 @@ func apply(t testing.TB, st *Stack, own string) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
+	sameTracked(t, r)
 	return r
+}
+
+// sameTracked fails t unless r's config is the one its merge that records
+// who set what makes.
+func sameTracked(t testing.TB, r *Result) {
+	t.Helper()
+	if tracked := r.tracked().appendJSON(nil); !bytes.Equal(tracked, r.JSON) {
+		t.Fatalf("Apply gives %s; with who set what recorded, %s", r.JSON, tracked)
+	}
 }
 
 func winner(r *Result, path string) string {
@@ -339,6 +350,7 @@ func TestShuffledPoliciesSameResults(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			sameTracked(t, r)
 			js, _ := json.Marshal(r.Fields())
 			fmt.Fprintf(&b, "%s %s %s\n", tg.Name, r.JSON, js)
 		}

@@ -172,7 +172,7 @@ type Stack struct {
 func newStack(sel []*Policy) *Stack {
 	st := &Stack{Policies: sel, merged: &value{kind: jtree.Object}}
 	for _, p := range sel {
-		mergeLayer(st.merged, p.def, Origin{Policy: p.Name, Kind: p.TargetRef.Kind}, true)
+		mergeLayer(st.merged, p.def, Origin{Policy: p.Name, Kind: p.TargetRef.Kind}, true, true)
 	}
 	st.merged.from = nil // the root is every layer's; say so only for fields
 	return st
@@ -189,59 +189,87 @@ type Result struct {
 	// JSON is the final config: a choice list when the service's own
 	// config was one, else a service config object. Compact.
 	JSON []byte
-	root *value
+
+	// Who set each value is found again on demand (tracked): a publisher
+	// applies a stack to every service and asks it only of a config it
+	// refuses, and keeping it made Apply twice as costly.
+	st      *Stack
+	own     []byte
+	choices bool
+	root    *value
+}
+
+// tracked is the final config with the layers that set each value.
+func (r *Result) tracked() *value {
+	if r.root == nil {
+		r.root, _ = r.st.apply(r.own, r.choices, true)
+	}
+	return r.root
 }
 
 // Fields lists every leaf of the final config (scalars, empty objects
-// and lists) with the layers that set it, in merge order. It is made on
-// demand: a publisher applies a stack to every service and asks this of
-// none (it was a quarter of Apply's cost).
-func (r *Result) Fields() []Field { return r.root.fields("", nil) }
+// and lists) with the layers that set it, in merge order.
+func (r *Result) Fields() []Field { return r.tracked().fields("", nil) }
 
 // Origins returns the layers that set the value at JSON pointer path of
 // the final config, or of the nearest value above it that exists.
-func (r *Result) Origins(path string) []Origin { return r.root.at(path).from }
+func (r *Result) Origins(path string) []Origin { return r.tracked().at(path).from }
 
 // Apply merges the stack under own, the service's own config: a service
 // config object, or (choices) a list of choices, into each of whose
 // serviceConfig the stack merges. own must be JSON; values of other
-// types are left for validation to report.
+// types are left for validation to report. Fields and Origins read own
+// again: it must not change while r is in use. A Result is not safe for
+// concurrent use.
 func (st *Stack) Apply(own []byte, choices bool) (*Result, error) {
+	root, err := st.apply(own, choices, false)
+	if err != nil {
+		return nil, err
+	}
+	return &Result{JSON: root.appendJSON(nil), st: st, own: own, choices: choices}, nil
+}
+
+// apply is Apply's merge, recording who set each value when track is set.
+// Without it, own's values are taken into the result as they are: own is
+// the last layer, so nothing merges into them after.
+func (st *Stack) apply(own []byte, choices, track bool) (*value, error) {
 	t, err := jtree.Parse(own)
 	if err != nil {
 		return nil, fmt.Errorf("the service's own config is not JSON: %w", err)
 	}
 	src := fromTree(t, 0)
 	self := Origin{Kind: Own}
-	var root *value
 	switch {
 	case !choices && src.kind == jtree.Object:
-		root = st.withOwn(src, self)
+		return st.withOwn(src, self, track), nil
 	case choices && src.kind == jtree.Array:
-		root = src.stamped(self, nil)
+		root := src.take(self, nil, track)
 		for i, c := range src.elems {
 			j := c.member("serviceConfig")
 			if c.kind != jtree.Object || j < 0 || c.elems[j].kind != jtree.Object {
 				continue
 			}
 			o := self
-			o.Path = fmt.Sprintf("/%d/serviceConfig", i)
-			root.elems[i].elems[j] = st.withOwn(c.elems[j], o)
+			if track {
+				o.Path = fmt.Sprintf("/%d/serviceConfig", i)
+			}
+			root.elems[i].elems[j] = st.withOwn(c.elems[j], o, track)
 		}
-	default:
-		root = src.stamped(self, nil)
+		return root, nil
 	}
-	return &Result{JSON: root.appendJSON(nil), root: root}, nil
+	return src.take(self, nil, track), nil
 }
 
-func (st *Stack) withOwn(own *value, o Origin) *value {
+func (st *Stack) withOwn(own *value, o Origin, track bool) *value {
 	var v *value
 	if st == nil {
 		v = &value{kind: jtree.Object}
 	} else {
-		v = st.merged.clone()
+		v = st.merged.clone(track)
 	}
-	mergeLayer(v, own, o, true)
-	v.from = []Origin{o}
+	mergeLayer(v, own, o, true, track)
+	if track {
+		v.from = []Origin{o}
+	}
 	return v
 }
