@@ -16,7 +16,15 @@ func AppendString(dst []byte, s string) []byte {
 		return append(dst, '\\', 'u', hex[r>>12&0xf], hex[r>>8&0xf], hex[r>>4&0xf], hex[r&0xf])
 	}
 	dst = append(dst, '"')
-	for _, r := range s {
+	// Most strings (keys, names, durations) are printable ASCII without
+	// quotes or backslashes: copied as they are, up to the first byte
+	// that is not.
+	plain := 0
+	for plain < len(s) && s[plain] >= 0x20 && s[plain] < 0x7f && s[plain] != '"' && s[plain] != '\\' {
+		plain++
+	}
+	dst = append(dst, s[:plain]...)
+	for _, r := range s[plain:] {
 		switch {
 		case r == '"' || r == '\\':
 			dst = append(dst, '\\', byte(r))
