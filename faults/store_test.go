@@ -449,9 +449,19 @@ func TestStoreNestedZones(t *testing.T) {
 		t.Fatal(err)
 	}
 	answering(t, addr, "test.")
-	before := dnsView(t, addr)
-	if !strings.Contains(before, "svc.V1") {
-		t.Fatalf("the service below example.test is not served:\n%s", before)
+	// The zone answers before its service does: wait until the service is
+	// served and two views in a row agree (one view asks several
+	// questions, and the service's version may land between them).
+	var before string
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		before = dnsView(t, addr)
+		if strings.Contains(before, "svc.V1") && dnsView(t, addr) == before {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the service below example.test is not served, or its answers keep changing:\n%s", before)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 	_, code, err := s.put("/v1/zones/example.test", storeZone)
 	refusedNested(t, code, err, "example.test.", "test.")
