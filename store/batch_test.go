@@ -109,3 +109,67 @@ func TestBatchChunks(t *testing.T) {
 		}
 	})
 }
+
+// TestSnapshotPages: a snapshot of more objects than a page reads
+// (1 000) has every object once, in key order, with its spec, none that
+// was deleted, and the revision it was read at.
+func TestSnapshotPages(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Location: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, zone := range []string{"a.test", "example.test"} {
+		if _, _, err := s.PutZone(ctx, zone, &Object{Spec: json.RawMessage(testZoneSpec)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 2500
+	if _, err := s.PutServices(ctx, "example.test", batchItems(n)); err != nil {
+		t.Fatal(err)
+	}
+	deleted := map[string]bool{}
+	for _, i := range []int{0, 999, 1000, 2499} {
+		name := fmt.Sprintf("s%d", i)
+		if _, err := s.DeleteService(ctx, "example.test", name, ""); err != nil {
+			t.Fatal(err)
+		}
+		deleted[name] = true
+	}
+	rev, err := s.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, at, err := s.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if at != rev {
+		t.Errorf("read at revision %d, the store is at %d", at, rev)
+	}
+	zones, last := 0, ""
+	seen := map[string]bool{}
+	for _, it := range items {
+		switch it.Kind {
+		case KindZone:
+			zones++
+		case KindService:
+			if it.Name <= last {
+				t.Fatalf("service %s after %s: not in key order", it.Name, last)
+			}
+			last = it.Name
+			var i int
+			if _, err := fmt.Sscanf(it.Name, "s%d", &i); err != nil || deleted[it.Name] || seen[it.Name] {
+				t.Fatalf("service %q: deleted, seen twice or never written", it.Name)
+			}
+			seen[it.Name] = true
+			if string(it.Spec) != string(batchSpec(i)) {
+				t.Fatalf("service %s: spec %s, wrote %s", it.Name, it.Spec, batchSpec(i))
+			}
+		}
+	}
+	if zones != 2 || len(seen) != n-len(deleted) {
+		t.Fatalf("%d zones and %d services in the snapshot, want 2 and %d", zones, len(seen), n-len(deleted))
+	}
+}

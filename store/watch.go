@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -251,7 +253,14 @@ func itemOf(k kv, deleted bool) (Item, bool) {
 // Snapshot reads every zone, service and marker at one revision (the
 // latest, read consistently), and returns them with that revision.
 func (s *Store) Snapshot(ctx context.Context) ([]Item, int64, error) {
-	var out []Item
+	// Each page is decoded while the next is read, on as many cores as
+	// there are: a start reads every object, and decoding them one after
+	// the other held back the first validation by a tenth of a second at
+	// 100 000 services.
+	var pages []*[]Item
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	busy := make(chan struct{}, runtime.GOMAXPROCS(0))
 	var at int64
 	from := ""
 	for {
@@ -260,19 +269,37 @@ func (s *Store) Snapshot(ctx context.Context) ([]Item, int64, error) {
 			return nil, 0, err
 		}
 		at = read
-		for _, k := range kvs {
-			if it, ok := itemOf(k, false); ok {
-				out = append(out, it)
+		page := new([]Item)
+		pages = append(pages, page)
+		busy <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-busy }()
+			items := make([]Item, 0, len(kvs))
+			for _, k := range kvs {
+				if it, ok := itemOf(k, false); ok {
+					items = append(items, it)
+				}
 			}
-		}
+			*page = items
+		})
 		if !more || len(kvs) == 0 {
-			if r, ok := s.b.(releaser); ok {
-				r.release()
-			}
-			return out, at, nil
+			break
 		}
 		from = kvs[len(kvs)-1].key + "\x00"
 	}
+	wg.Wait()
+	if r, ok := s.b.(releaser); ok {
+		r.release()
+	}
+	var n int
+	for _, p := range pages {
+		n += len(*p)
+	}
+	out := make([]Item, 0, n)
+	for _, p := range pages {
+		out = append(out, *p...)
+	}
+	return out, at, nil
 }
 
 // releaser is a backend whose reads map memory that it can give back
