@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 )
 
 // runCLI runs the CLI in-process, as a user would from a shell.
@@ -33,6 +34,26 @@ func TestServeStoreRefusesFileFlags(t *testing.T) {
 		code, _, errs := runCLI(t, "serve", "--store", t.TempDir(), flag, "x")
 		if code != exitUsage || !strings.Contains(errs, flag+" is for --config files") {
 			t.Errorf("serve --store %s x: exit %d\n%s", flag, code, errs)
+		}
+	}
+}
+
+// TestJSONLogDurations: a JSON log record gives a duration in seconds,
+// with the unit in its key (issue 32: "took":4059000 was nanoseconds that
+// a reader had to know); the text format keeps Go's form.
+func TestJSONLogDurations(t *testing.T) {
+	for format, want := range map[string]string{
+		"json": `"msg":"config loaded","took_seconds":0.004059,"zones":1}`,
+		"text": `msg="config loaded" took=4.059ms zones=1`,
+	} {
+		var b bytes.Buffer
+		log, err := newLogger(&env{stderr: &b}, format, "info")
+		if err != nil {
+			t.Fatal(err)
+		}
+		log.Info("config loaded", "took", 4059*time.Microsecond, "zones", 1)
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("%s: %s, want %s", format, b.String(), want)
 		}
 	}
 }

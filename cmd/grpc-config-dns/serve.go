@@ -95,21 +95,10 @@ or listen error.`,
 }
 
 func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel string, grace, lameDuck time.Duration, queryLog bool) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
-		return usageErr("--log-level must be debug, info, warn or error, not %q", logLevel)
+	log, err := newLogger(e, logFormat, logLevel)
+	if err != nil {
+		return err
 	}
-	hopts := &slog.HandlerOptions{Level: level}
-	var h slog.Handler
-	switch logFormat {
-	case "text":
-		h = slog.NewTextHandler(e.stderr, hopts)
-	case "json":
-		h = slog.NewJSONHandler(e.stderr, hopts)
-	default:
-		return usageErr("--log-format must be text or json, not %q", logFormat)
-	}
-	log := slog.New(h)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfoGauge())

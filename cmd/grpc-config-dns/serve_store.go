@@ -241,7 +241,19 @@ func newLogger(e *env, logFormat, logLevel string) (*slog.Logger, error) {
 	case "text":
 		return slog.New(slog.NewTextHandler(e.stderr, hopts)), nil
 	case "json":
+		hopts.ReplaceAttr = secondsAttr
 		return slog.New(slog.NewJSONHandler(e.stderr, hopts)), nil
 	}
 	return nil, usageErr("--log-format must be text or json, not %q", logFormat)
+}
+
+// secondsAttr writes a duration of a JSON log record as seconds, with the
+// unit in its key ("took_seconds":0.004059): slog's JSON handler writes
+// bare nanoseconds ("took":4059000), which a reader has to know. The text
+// format keeps Go's "took=4.059ms".
+func secondsAttr(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.Float64(a.Key+"_seconds", a.Value.Duration().Seconds())
+	}
+	return a
 }
