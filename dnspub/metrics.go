@@ -53,6 +53,8 @@ func rcodeIndex(r int) int {
 }
 
 type queryStats struct {
+	// queries counts the queries no zone answered (zone=""); a zone's
+	// are in its zoneStats.
 	queries   [nProto][nQtype][nRcode]atomic.Uint64
 	truncated [nProto]atomic.Uint64
 	dropped   [nProto]atomic.Uint64
@@ -96,9 +98,25 @@ func (h *histogram) snapshot(bounds []float64) (map[float64]uint64, uint64) {
 	return out, n + h.counts[len(bounds)].Load()
 }
 
-// zoneStats are the histograms of one zone, by transport.
+// zoneStats are the histograms of one zone, by transport, and its query
+// counters.
 type zoneStats struct {
 	size, duration [nProto]histogram
+	// queries maps a queryKey to its counter (*atomic.Uint64): made for
+	// the types and codes a zone is asked and answers, as a zone's array
+	// of every one would take 37 KB, and a publisher may serve thousands.
+	queries sync.Map
+}
+
+// queryKey is a query counter's proto, type index and rcode index.
+func queryKey(proto, t, r int) int { return (proto*nQtype+t)*nRcode + r }
+
+func (z *zoneStats) counter(key int) *atomic.Uint64 {
+	if c, ok := z.queries.Load(key); ok {
+		return c.(*atomic.Uint64)
+	}
+	c, _ := z.queries.LoadOrStore(key, new(atomic.Uint64))
+	return c.(*atomic.Uint64)
 }
 
 func (s *queryStats) zone(origin string) *zoneStats {
@@ -109,26 +127,26 @@ func (s *queryStats) zone(origin string) *zoneStats {
 	return z.(*zoneStats)
 }
 
-// observe records an answered query's response size and the time it took
-// in its zone's histograms (queries no zone answered have none).
-func (s *queryStats) observe(proto int, r *wire.Result, size int, took time.Duration) {
-	if r.Zone == "" || r.Action == wire.Drop {
-		return
-	}
-	z := s.zone(r.Zone)
-	z.size[proto].observe(sizeBuckets, float64(size), uint64(size))
-	z.duration[proto].observe(durationBuckets, took.Seconds(), uint64(took))
-}
-
-func (s *queryStats) count(proto int, r *wire.Result) {
+// record counts a query by its zone, type and response code, and records
+// its response's size and the time it took in its zone's histograms
+// (queries no zone answered have none).
+func (s *queryStats) record(proto int, r *wire.Result, size int, took time.Duration) {
 	if r.Action == wire.Drop {
 		s.dropped[proto].Add(1)
 		return
 	}
-	s.queries[proto][qtypeIndex(r.Query.QType)][rcodeIndex(r.Rcode)].Add(1)
 	if r.Truncated {
 		s.truncated[proto].Add(1)
 	}
+	t, rc := qtypeIndex(r.Query.QType), rcodeIndex(r.Rcode)
+	if r.Zone == "" {
+		s.queries[proto][t][rc].Add(1)
+		return
+	}
+	z := s.zone(r.Zone)
+	z.counter(queryKey(proto, t, rc)).Add(1)
+	z.size[proto].observe(sizeBuckets, float64(size), uint64(size))
+	z.duration[proto].observe(durationBuckets, took.Seconds(), uint64(took))
 }
 
 const (
@@ -215,7 +233,7 @@ func newMetrics(serials func() map[string]uint32) *metrics {
 
 var (
 	queriesDesc = prometheus.NewDesc(ns+"_queries_total",
-		"Queries answered, by transport, query type and response code.", []string{"proto", "qtype", "rcode"}, nil)
+		"Queries answered, by zone (\"\" for none), transport, query type and response code.", []string{"zone", "proto", "qtype", "rcode"}, nil)
 	truncatedDesc = prometheus.NewDesc(ns+"_truncated_total",
 		"Responses sent with TC=1 because the answer did not fit the client's buffer.", []string{"proto"}, nil)
 	droppedDesc = prometheus.NewDesc(ns+"_dropped_total",
@@ -226,12 +244,13 @@ var (
 		"Size of the responses sent, by zone and transport.", []string{"zone", "proto"}, nil)
 	durationDesc = prometheus.NewDesc(ns+"_request_duration_seconds",
 		"Time from a query read to its response built, by zone and transport (transfers and signed messages included).", []string{"zone", "proto"}, nil)
-	// alwaysCounted are the query counters present from the start, at
-	// zero, so that alerts on them work before the first query.
+	// alwaysCounted are the query counters of each zone present from the
+	// start, at zero (over UDP), so that alerts on them work before the
+	// first query.
 	alwaysCounted = []struct {
 		qtype uint16
 		rcode int
-	}{{dns.TypeA, 0}, {dns.TypeAAAA, 0}, {dns.TypeTXT, 0}, {dns.TypeTXT, 3}, {dns.TypeSOA, 0}, {dns.TypeA, 5}}
+	}{{dns.TypeA, 0}, {dns.TypeAAAA, 0}, {dns.TypeTXT, 0}, {dns.TypeTXT, 3}, {dns.TypeSOA, 0}}
 )
 
 // register adds the metrics to r.
@@ -259,8 +278,10 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	for p := range nProto {
 		for t := range nQtype {
 			for r := range nRcode {
-				if v := m.stats.queries[p][t][r].Load(); v > 0 || always(t, r) {
-					ch <- prometheus.MustNewConstMetric(queriesDesc, prometheus.CounterValue, float64(v), protoLabels[p], qtypeLabel(t), rcodeLabels[r])
+				// Of the queries no zone answered, REFUSED is there from the
+				// start: an alert on names asked outside the zones.
+				if v := m.stats.queries[p][t][r].Load(); v > 0 || p == protoUDP && t == qtypeIndex(dns.TypeA) && r == rcodeIndex(wire.RcodeRefused) {
+					ch <- prometheus.MustNewConstMetric(queriesDesc, prometheus.CounterValue, float64(v), "", protoLabels[p], qtypeLabel(t), rcodeLabels[r])
 				}
 			}
 		}
@@ -273,6 +294,20 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	m.stats.zones.Range(func(k, v any) bool {
 		z := v.(*zoneStats)
+		zone := k.(string)
+		counted := map[int]bool{}
+		z.queries.Range(func(k, v any) bool {
+			key := k.(int)
+			counted[key] = true
+			p, t, r := key/(nQtype*nRcode), key/nRcode%nQtype, key%nRcode
+			ch <- prometheus.MustNewConstMetric(queriesDesc, prometheus.CounterValue, float64(v.(*atomic.Uint64).Load()), zone, protoLabels[p], qtypeLabel(t), rcodeLabels[r])
+			return true
+		})
+		for _, a := range alwaysCounted {
+			if key := queryKey(protoUDP, qtypeIndex(a.qtype), rcodeIndex(a.rcode)); !counted[key] {
+				ch <- prometheus.MustNewConstMetric(queriesDesc, prometheus.CounterValue, 0, zone, protoLabels[protoUDP], dns.TypeToString[a.qtype], rcodeLabels[rcodeIndex(a.rcode)])
+			}
+		}
 		for p := range nProto {
 			b, n := z.size[p].snapshot(sizeBuckets)
 			ch <- prometheus.MustNewConstHistogram(sizeDesc, n, float64(z.size[p].sum.Load()), b, k.(string), protoLabels[p])
@@ -281,17 +316,6 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		return true
 	})
-}
-
-// always reports whether the query counter of type index t and rcode
-// index r is exported even at zero.
-func always(t, r int) bool {
-	for _, a := range alwaysCounted {
-		if qtypeIndex(a.qtype) == t && rcodeIndex(a.rcode) == r {
-			return true
-		}
-	}
-	return false
 }
 
 // transferResults are the results a transfer is counted with that exist

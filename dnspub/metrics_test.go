@@ -46,7 +46,9 @@ func TestMetricsStartAtZero(t *testing.T) {
 		`grpc_config_dns_notifies_total{result="timeout"}`,
 		`grpc_config_dns_tsig_failures_total{error="BADSIG"}`,
 		`grpc_config_dns_tcp_refused_total{limit="total"}`,
-		`grpc_config_dns_queries_total{proto="udp",qtype="TXT",rcode="NOERROR"}`,
+		`grpc_config_dns_queries_total{proto="udp",qtype="TXT",rcode="NOERROR",zone="example.test."}`,
+		`grpc_config_dns_queries_total{proto="udp",qtype="TXT",rcode="NXDOMAIN",zone="example.test."}`,
+		`grpc_config_dns_queries_total{proto="udp",qtype="A",rcode="REFUSED",zone=""}`,
 		`grpc_config_dns_response_size_bytes_count{proto="udp",zone="example.test."}`,
 		`grpc_config_dns_request_duration_seconds_count{proto="tcp",zone="example.test."}`,
 	} {
@@ -80,24 +82,27 @@ func TestMetrics(t *testing.T) {
 	ts.Reload()
 	m := gather(t, reg)
 	for key, want := range map[string]float64{
-		`grpc_config_dns_queries_total{proto="udp",qtype="A",rcode="NOERROR"}`:    3,
-		`grpc_config_dns_queries_total{proto="tcp",qtype="TXT",rcode="NXDOMAIN"}`: 1,
-		`grpc_config_dns_queries_total{proto="udp",qtype="A",rcode="REFUSED"}`:    1,
-		`grpc_config_dns_queries_total{proto="tcp",qtype="AXFR",rcode="NOERROR"}`: 1,
-		`grpc_config_dns_truncated_total{proto="udp"}`:                            1,
-		`grpc_config_dns_transfers_total{result="ok",type="axfr"}`:                1,
-		`grpc_config_dns_reloads_total{result="accepted"}`:                        1,
-		`grpc_config_dns_reloads_total{result="rejected"}`:                        1,
-		`grpc_config_dns_config_last_reload_successful`:                           0,
-		`grpc_config_dns_zone_serial{zone="example.test."}`:                       float64(ts.serial()),
+		`grpc_config_dns_queries_total{proto="udp",qtype="A",rcode="NOERROR",zone="example.test."}`:    3,
+		`grpc_config_dns_queries_total{proto="tcp",qtype="TXT",rcode="NXDOMAIN",zone="example.test."}`: 1,
+		`grpc_config_dns_queries_total{proto="udp",qtype="A",rcode="REFUSED",zone=""}`:                 1,
+		`grpc_config_dns_queries_total{proto="tcp",qtype="AXFR",rcode="NOERROR",zone="example.test."}`: 1,
+		// Series with no query are not made up.
+		`grpc_config_dns_queries_total{proto="udp",qtype="A",rcode="NOERROR",zone=""}`: -1,
+		`grpc_config_dns_truncated_total{proto="udp"}`:                                 1,
+		`grpc_config_dns_transfers_total{result="ok",type="axfr"}`:                     1,
+		`grpc_config_dns_reloads_total{result="accepted"}`:                             1,
+		`grpc_config_dns_reloads_total{result="rejected"}`:                             1,
+		`grpc_config_dns_config_last_reload_successful`:                                0,
+		`grpc_config_dns_zone_serial{zone="example.test."}`:                            float64(ts.serial()),
 		// Per zone: the three A queries and the big TXT over UDP, the
-		// NXDOMAIN over TCP; the REFUSED one has no zone, and transfers
-		// are counted by transfers_total.
+		// NXDOMAIN and the transfer over TCP; the REFUSED one has no zone.
 		`grpc_config_dns_response_size_bytes_count{proto="udp",zone="example.test."}`:            4,
 		`grpc_config_dns_request_duration_seconds_count{proto="udp",zone="example.test."}`:       4,
-		`grpc_config_dns_response_size_bytes_bucket{proto="tcp",zone="example.test.",le="+Inf"}`: 1,
+		`grpc_config_dns_response_size_bytes_bucket{proto="tcp",zone="example.test.",le="+Inf"}`: 2,
 	} {
-		if got, ok := m[key]; !ok || got != want {
+		if got, ok := m[key]; want < 0 && ok {
+			t.Errorf("%s = %v, want no such series", key, got)
+		} else if want >= 0 && (!ok || got != want) {
 			t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)
 		}
 	}

@@ -262,9 +262,8 @@ func (s *Server) serveConn(c *tcpConn) {
 			c.SetWriteDeadline(time.Now().Add(time.Minute))
 			resp, r = s.slow(snap, out, msg[:n], r, true, from, bw)
 		}
-		s.metrics.stats.count(protoTCP, &r)
 		took := time.Since(start)
-		s.metrics.stats.observe(protoTCP, &r, len(resp), took)
+		s.metrics.stats.record(protoTCP, &r, len(resp), took)
 		if s.opts.QueryLog != nil {
 			s.logQuery(protoTCP, from, msg[:n], &r, len(resp), took)
 		}

@@ -125,9 +125,8 @@ func (s *Server) handleUDP(out, msg []byte, from netip.Addr) ([]byte, bool) {
 	if r.Action == wire.Transfer || r.Action == wire.Signed {
 		resp, r = s.slow(snap, out, msg, r, false, from, nil)
 	}
-	s.metrics.stats.count(protoUDP, &r)
 	took := time.Since(start)
-	s.metrics.stats.observe(protoUDP, &r, len(resp), took)
+	s.metrics.stats.record(protoUDP, &r, len(resp), took)
 	if s.opts.QueryLog != nil {
 		s.logQuery(protoUDP, from, msg, &r, len(resp), took)
 	}

@@ -265,6 +265,9 @@ func (s *Server) transfer(snap *snapshot, out []byte, req *dns.Msg, chain tsigCh
 		kind = "ixfr"
 	}
 	ze := snap.zones[origin]
+	if ze != nil {
+		r.Zone = ze.cfg.Origin // counted with the zone's queries
+	}
 	refuse := func(rcode int, why string) ([]byte, wire.Result) {
 		if ok, n := s.limiter.allow("transfer-refused"); ok {
 			s.log.Warn("zone transfer refused", "zone", origin, "type", strings.ToUpper(kind), "peer", from, "why", why, "similar_suppressed", n)
