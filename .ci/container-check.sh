@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The container image, built and run offline: the Dockerfile's final stage
-# FROM scratch, from a static binary built here (--build-arg BIN=prebuilt;
+# FROM scratch, from a static binary built here (--target prebuilt;
 # nothing to pull), with Debian's buildah on its own vfs storage under a
 # temporary directory. Checks the image's user and command, runs `version`
 # in it, runs `serve` in it as user 65532 on a loopback port, asks dig and
@@ -80,11 +80,30 @@ fail() {
 	exit 1
 }
 
+# The documented build (docker build / buildah bud -t grpc-config-dns .)
+# cannot finish here: it pulls the golang image. It must get that far,
+# every stage resolved (buildah 1.28 took a stage chosen by a build arg
+# in FROM for an image's short name, and failed before any pull).
+if "${B[@]}" bud --isolation chroot -f "$PWD/Dockerfile" -t "$image-default" . >"$work/default.log" 2>&1; then
+	echo "container-check: the default build finished (a registry was reachable)"
+	"${B[@]}" rmi -f "$image-default" >/dev/null 2>&1
+elif grep -q 'docker.io/library/golang:1.26' "$work/default.log" && ! grep -qi 'short-name' "$work/default.log"; then
+	echo "container-check: the default build resolved its stages and stopped pulling docker.io/library/golang:1.26 (offline)"
+else
+	cat "$work/default.log" >&2
+	fail "the documented build (buildah bud -t grpc-config-dns .) failed before pulling its golang image"
+fi
+
 # The context: a static binary and the empty state directory.
 mkdir -p "$work/ctx/state"
 CGO_ENABLED=0 go build -trimpath -o "$work/ctx/grpc-config-dns" ./cmd/grpc-config-dns
-"${B[@]}" bud --quiet --isolation chroot --build-arg BIN=prebuilt -f "$PWD/Dockerfile" -t "$image" "$work/ctx" >/dev/null ||
-	fail "buildah bud --build-arg BIN=prebuilt failed (it must not pull anything: is a stage other than scratch used?)"
+"${B[@]}" bud --quiet --isolation chroot --target prebuilt --build-arg VERSION=v0.0.0-ci --build-arg REVISION=$$ \
+	-f "$PWD/Dockerfile" -t "$image" "$work/ctx" >/dev/null ||
+	fail "buildah bud --target prebuilt failed (it must not pull anything: is a stage other than scratch used?)"
+
+labels=$("${B[@]}" inspect --format '{{index .OCIv1.Config.Labels "org.opencontainers.image.version"}} {{index .OCIv1.Config.Labels "org.opencontainers.image.revision"}} {{index .OCIv1.Config.Labels "org.opencontainers.image.source"}}' "$image")
+[[ $labels == "v0.0.0-ci $$ https://github.com/grpc-config-dns/grpc-config-dns" ]] ||
+	fail "the image's OCI labels (version, revision, source) are '$labels'"
 
 user=$("${B[@]}" inspect --format '{{.OCIv1.Config.User}}' "$image")
 cmd=$("${B[@]}" inspect --format '{{.OCIv1.Config.Entrypoint}} {{.OCIv1.Config.Cmd}}' "$image")
