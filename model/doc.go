@@ -1,5 +1,5 @@
 // Package model is the domain model of what the publisher serves: zones,
-// their services and policies, and the publisher's settings (DESIGN.md §6),
+// their services and policies, and the publisher's settings (docs/publisher.md, docs/architecture.md),
 // with their validation and their inspection. Both ends read it: dnspub
 // serves what it describes, and store checks the objects written to it,
 // so that a zone, a service or a policy is judged by one set of rules

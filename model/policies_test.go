@@ -80,7 +80,7 @@ func TestPoliciesMergeIntoPublishedRecords(t *testing.T) {
 }
 
 // A policy's default may hold a headerExtraction rule (our extension,
-// DESIGN.md §5): it reaches the published record of every service the
+// docs/headers.md): it reaches the published record of every service the
 // policy selects, merged into the service's own methodConfig entry for the
 // same method, and a client reading the record finds the rule.
 func TestPolicyHeaderExtractionIsPublished(t *testing.T) {

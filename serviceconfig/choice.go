@@ -56,8 +56,8 @@ const (
 
 var choiceKeys = []string{keyClientLanguage, keyPercentage, keyClientHostname, keyServiceConfig, keyDynamicParameterConstraints}
 
-// ParseChoices parses a grpc_config value strictly, as gRFC A2 and DESIGN.md
-// §4 say: any unknown or duplicate key, a percentage that is not an integer
+// ParseChoices parses a grpc_config value strictly, as gRFC A2 and our
+// semantics (README, "Semantics") say: any unknown or duplicate key, a percentage that is not an integer
 // from 0 to 100, or a missing serviceConfig makes the whole value invalid.
 // The service configs inside are checked to be JSON objects but not
 // validated; a client validates only the one it chooses ([Choices.Validate]).

@@ -10,7 +10,7 @@ import (
 var headerExtractionFields = []string{"payloadFieldName", "delimiterCharacter", "numElementsToKeep", "headerName"}
 
 // validateHeaderExtraction checks the per-method headerExtraction list of
-// the "metadata from request payload" design (our extension, DESIGN.md §5).
+// the "metadata from request payload" design (our extension, docs/headers.md).
 func validateHeaderExtraction(c *checker, v int32) {
 	if !c.want(v, jtree.Array, codeHeaderExtraction, "headerExtraction") {
 		return

@@ -1,6 +1,6 @@
 // Package store keeps the zones, services and policies that `serve
 // --store` publishes, versioned as Kubernetes versions its objects
-// (DESIGN.md §7.1, docs/store.md): every accepted write gets a new
+// (docs/store.md): every accepted write gets a new
 // resourceVersion, strictly greater than every earlier one; reads, lists
 // and watches are at a version; a write can require the version it read.
 //

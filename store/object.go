@@ -10,7 +10,7 @@ import (
 )
 
 // Object is a zone or a service, shaped as Kubernetes shapes its objects
-// (DESIGN.md §7.1).
+// (docs/store.md).
 type Object struct {
 	// Kind is "Policy" for a policy, empty for zones and services.
 	Kind     string          `json:"kind,omitempty"`

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// The CLI's public contract (DESIGN.md §7): exit codes, the JSON report,
+// The CLI's public contract (docs/architecture.md, "Semantics and the public contract"): exit codes, the JSON report,
 // the text format, and what encode publishes.
 
 func runStdin(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {

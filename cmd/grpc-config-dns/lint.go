@@ -49,7 +49,7 @@ warning); 2 usage or I/O error.`,
 	return cmd
 }
 
-// lintReport is the JSON output of lint (DESIGN.md §7).
+// lintReport is the JSON output of lint (the public contract: docs/architecture.md).
 type lintReport struct {
 	Inputs []lintInput `json:"inputs"`
 }
@@ -145,7 +145,7 @@ func displayName(arg string) string {
 	return arg
 }
 
-// formatDiagnostic writes a diagnostic compiler-style (DESIGN.md §7):
+// formatDiagnostic writes a diagnostic compiler-style (the public contract: docs/architecture.md):
 // FILE:LINE:COL: severity: message (at JSON pointer) [code]. Inputs read
 // from DNS have no lines: their diagnostics are NAME: severity: ….
 func formatDiagnostic(name string, d lintDiagnostic) string {

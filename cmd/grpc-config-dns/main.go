@@ -15,7 +15,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes are part of the public contract (DESIGN.md §7).
+// Exit codes are part of the public contract (docs/architecture.md, "Semantics and the public contract").
 const (
 	exitOK      = 0
 	exitInvalid = 1

@@ -223,7 +223,7 @@ func TestServeAddressInUseNamesTheFlag(t *testing.T) {
 func TestServeDefaultAddressBesideMDNS(t *testing.T) {
 	const def = "127.0.0.1:1053"
 	if f := serveCmd(&env{}).Flags().Lookup("listen"); f.DefValue != def {
-		t.Fatalf("serve --listen defaults to %s, want %s (DESIGN.md §7)", f.DefValue, def)
+		t.Fatalf("serve --listen defaults to %s, want %s (the public contract: docs/architecture.md)", f.DefValue, def)
 	}
 	// Another test run may hold the port: that is not what this test is about.
 	if u, err := net.ListenPacket("udp", def); err != nil {

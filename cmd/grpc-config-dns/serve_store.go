@@ -25,7 +25,7 @@ import (
 	"github.com/grpc-config-dns/grpc-config-dns/store/api"
 )
 
-// storeFlags are serve's flags for store mode (DESIGN.md §7.1).
+// storeFlags are serve's flags for store mode (docs/store.md).
 type storeFlags struct {
 	store, admin, tokenFile, tlsCert, tlsKey string
 	history                                  int64

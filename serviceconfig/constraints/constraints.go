@@ -4,7 +4,7 @@
 // exact-value and exists tests combined with AND, OR and NOT.
 //
 // A choice of a grpc_config record may carry such an expression in its
-// dynamicParameterConstraints field (our extension, DESIGN.md §5): the
+// dynamicParameterConstraints field (our extension, README "Dynamic parameters"): the
 // whole list of variants is one cacheable DNS answer, and each client picks
 // the one its parameters match. Keys an expression does not mention never
 // prevent a match.

@@ -1,4 +1,4 @@
-// Package api is the admin HTTP API of a store (DESIGN.md §7.1): zones
+// Package api is the admin HTTP API of a store (docs/store.md): zones
 // and services as Kubernetes-shaped JSON objects, with resourceVersion
 // preconditions, lists with limit/continue and resourceVersionMatch, and
 // watches, as kube-apiserver serves them.
