@@ -163,8 +163,11 @@ type metrics struct {
 	// unchanged), in Unix seconds.
 	lastReloadTime prometheus.Gauge
 	transfers      *prometheus.CounterVec
-	notifies       *prometheus.CounterVec
-	tcpConns       prometheus.Gauge
+	// transferred and transferredTime are the serial last sent to each
+	// peer in a transfer over TCP, by zone, and when.
+	transferred, transferredTime *prometheus.GaugeVec
+	notifies                     *prometheus.CounterVec
+	tcpConns                     prometheus.Gauge
 	// tcpRefused counts connections closed at once, by the limit hit.
 	tcpRefused *prometheus.CounterVec
 	// tcpEvicted counts idle connections closed to admit a new one.
@@ -192,6 +195,12 @@ func newMetrics(serials func() map[string]uint32) *metrics {
 		transfers: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "transfers_total",
 			Help: "Zone transfers served, by type (axfr; ixfr incremental; ixfr_full when the asked serial was too old; ixfr_current when the client was up to date) and result."},
 			[]string{"type", "result"}),
+		transferred: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "transferred_serial",
+			Help: "The SOA serial last sent to each peer in a zone transfer over TCP, by zone and peer address."},
+			[]string{"zone", "peer"}),
+		transferredTime: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "transferred_timestamp_seconds",
+			Help: "When each peer last received a zone transfer over TCP (Unix seconds), by zone and peer address."},
+			[]string{"zone", "peer"}),
 		notifies: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "notifies_total",
 			Help: "NOTIFY messages sent to secondaries, by result (acked; refused by the secondary; bad_reply, a reply that does not acknowledge it; timeout; error)."},
 			[]string{"result"}),
@@ -255,7 +264,7 @@ var (
 
 // register adds the metrics to r.
 func (m *metrics) register(r prometheus.Registerer) error {
-	for _, c := range []prometheus.Collector{m.reloads, m.lastReload, m.lastReloadTime, m.transfers, m.notifies, m.tcpConns, m.tcpRefused, m.tcpEvicted, m.tsigFailures, m.stateErrors, m} {
+	for _, c := range []prometheus.Collector{m.reloads, m.lastReload, m.lastReloadTime, m.transfers, m.transferred, m.transferredTime, m.notifies, m.tcpConns, m.tcpRefused, m.tcpEvicted, m.tsigFailures, m.stateErrors, m} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

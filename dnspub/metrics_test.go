@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
@@ -126,4 +127,59 @@ func TestQueryLog(t *testing.T) {
 			t.Errorf("query log %q lacks %q", got, want)
 		}
 	}
+}
+
+// TestSecondaryGauges: a secondary that stops answering NOTIFY is seen
+// behind, more every second, by the gauge the documented alert watches
+// (grpc_config_dns_secondary_unacknowledged_seconds > 600); one that
+// answers is at the serial served, behind by 0, again after a change;
+// and a transfer over TCP records the serial its peer received.
+func TestSecondaryGauges(t *testing.T) {
+	lagging, acking := startSecondary(t, 1<<30), startSecondary(t, 0)
+	reg := prometheus.NewRegistry()
+	config := func(address string) string {
+		return strings.Replace(baseConfig(`allow: [127.0.0.1], notify: ["`+lagging.addr+`", "`+acking.addr+`"]`), "192.0.2.1,", address+",", 1)
+	}
+	ts := startServerWith(t, config("192.0.2.1"), func(o *Options) { o.Registerer = reg }, func(s *Server) {
+		s.notifier.timeout = 50 * time.Millisecond
+		s.notifier.minBackoff = 10 * time.Millisecond
+	})
+	key := func(name, secondary string) string {
+		return `grpc_config_dns_secondary_` + name + `{secondary="` + secondary + `",zone="example.test."}`
+	}
+	waitFor(t, "the answering secondary's acknowledgement", func() bool {
+		return gather(t, reg)[key("acknowledged_serial", acking.addr)] == float64(ts.serial())
+	})
+	time.Sleep(300 * time.Millisecond)
+	m := gather(t, reg)
+	if behind := m[key("unacknowledged_seconds", lagging.addr)]; behind < 0.3 {
+		t.Errorf("the secondary that answers no NOTIFY is behind by %vs, want >= 0.3s (since the start)", behind)
+	}
+	if _, ok := m[key("acknowledged_serial", lagging.addr)]; ok {
+		t.Error("the secondary that answers no NOTIFY has an acknowledged serial")
+	}
+	if behind, ok := m[key("unacknowledged_seconds", acking.addr)]; !ok || behind != 0 {
+		t.Errorf("the answering secondary is behind by %v (present %v), want 0", behind, ok)
+	}
+
+	first := m[key("unacknowledged_seconds", lagging.addr)]
+	ts.write(config("192.0.2.9"))
+	if err := ts.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the acknowledgement of the new serial", func() bool {
+		return gather(t, reg)[key("acknowledged_serial", acking.addr)] == float64(ts.serial())
+	})
+	if behind := gather(t, reg)[key("unacknowledged_seconds", lagging.addr)]; behind <= first {
+		t.Errorf("the lagging secondary's time behind went from %v to %v after a change: it counts from the first serial it missed", first, behind)
+	}
+
+	if _, err := transferIn(t, ts.addr, axfrQuery(), ""); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the transfer's gauges", func() bool {
+		m := gather(t, reg)
+		return m[`grpc_config_dns_transferred_serial{peer="127.0.0.1",zone="example.test."}`] == float64(ts.serial()) &&
+			m[`grpc_config_dns_transferred_timestamp_seconds{peer="127.0.0.1",zone="example.test."}`] > 1e9
+	})
 }

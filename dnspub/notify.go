@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/miekg/dns"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
@@ -47,6 +48,13 @@ type notifyTarget struct {
 	soa  *dns.SOA
 	tsig *model.Key
 	gen  uint64 // bumped on every new serial
+	// announced is when the latest serial was announced; behindSince,
+	// when not zero, is since when the secondary has had a serial to
+	// learn that it has not acknowledged; acked is the last serial it
+	// acknowledged (hasAcked: any). They are the secondary's gauges.
+	announced, behindSince time.Time
+	acked                  uint32
+	hasAcked               bool
 }
 
 func newNotifier(log *slog.Logger, m *metrics) *notifier {
@@ -109,6 +117,10 @@ func (t *notifyTarget) announce(soa *dns.SOA, key *model.Key) {
 	t.mu.Lock()
 	t.soa, t.tsig = soa, key
 	t.gen++
+	t.announced = time.Now()
+	if t.behindSince.IsZero() {
+		t.behindSince = t.announced
+	}
 	t.mu.Unlock()
 	select {
 	case t.wake <- struct{}{}:
@@ -120,6 +132,20 @@ func (t *notifyTarget) current() (*dns.SOA, *model.Key, uint64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.soa, t.tsig, t.gen
+}
+
+// acknowledged records that the secondary acknowledged soa, the serial of
+// version gen: it is behind no more, unless a newer serial was announced
+// meanwhile (then since that one).
+func (t *notifyTarget) acknowledged(soa *dns.SOA, gen uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.acked, t.hasAcked = soa.Serial, true
+	if gen == t.gen {
+		t.behindSince = time.Time{}
+	} else {
+		t.behindSince = t.announced
+	}
 }
 
 func (n *notifier) run(t *notifyTarget) {
@@ -142,6 +168,9 @@ func (n *notifier) run(t *notifyTarget) {
 				}
 				result := n.send(t.key, soa, key)
 				n.m.notifies.WithLabelValues(result).Inc()
+				if result == "acked" {
+					t.acknowledged(soa, gen)
+				}
 				if result == "acked" || result == "refused" {
 					if _, _, g := t.current(); g == gen {
 						break
@@ -209,4 +238,42 @@ func notAnAck(m, r *dns.Msg, key *model.Key) string {
 		return "unsigned reply to a NOTIFY signed with " + key.Name
 	}
 	return ""
+}
+
+var (
+	secondaryAckedDesc = prometheus.NewDesc(ns+"_secondary_acknowledged_serial",
+		"The last SOA serial each secondary (a zone's transfer.notify) acknowledged a NOTIFY for.", []string{"zone", "secondary"}, nil)
+	secondaryBehindDesc = prometheus.NewDesc(ns+"_secondary_unacknowledged_seconds",
+		"How long each secondary (a zone's transfer.notify) has had a serial of the zone to learn that it has not acknowledged (NOTIFY not answered, or refused); 0 when it acknowledged the serial served.", []string{"zone", "secondary"}, nil)
+)
+
+// Describe and Collect make the notifier the collector of the
+// secondaries' gauges.
+func (n *notifier) Describe(ch chan<- *prometheus.Desc) {
+	ch <- secondaryAckedDesc
+	ch <- secondaryBehindDesc
+}
+
+func (n *notifier) Collect(ch chan<- prometheus.Metric) {
+	n.mu.Lock()
+	targets := make([]*notifyTarget, 0, len(n.targets))
+	for _, t := range n.targets {
+		targets = append(targets, t)
+	}
+	n.mu.Unlock()
+	now := time.Now()
+	for _, t := range targets {
+		t.mu.Lock()
+		acked, hasAcked, since := t.acked, t.hasAcked, t.behindSince
+		t.mu.Unlock()
+		zone, secondary := t.key.zone, t.key.addr.String()
+		if hasAcked {
+			ch <- prometheus.MustNewConstMetric(secondaryAckedDesc, prometheus.GaugeValue, float64(acked), zone, secondary)
+		}
+		behind := 0.0
+		if !since.IsZero() {
+			behind = now.Sub(since).Seconds()
+		}
+		ch <- prometheus.MustNewConstMetric(secondaryBehindDesc, prometheus.GaugeValue, behind, zone, secondary)
+	}
 }

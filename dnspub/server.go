@@ -285,8 +285,12 @@ func newServer(opts Options) (*Server, error) {
 		}
 		s.feed = newFeed(opts.Store, opts.Keys)
 	}
+	s.notifier = newNotifier(s.log, s.metrics)
 	if opts.Registerer != nil {
 		if err := s.metrics.register(opts.Registerer); err != nil {
+			return nil, err
+		}
+		if err := opts.Registerer.Register(s.notifier); err != nil {
 			return nil, err
 		}
 		if s.feed != nil {
@@ -301,7 +305,6 @@ func newServer(opts Options) (*Server, error) {
 	if s.serials, err = loadSerials(opts.StateFile); err != nil {
 		return nil, err
 	}
-	s.notifier = newNotifier(s.log, s.metrics)
 	return s, nil
 }
 

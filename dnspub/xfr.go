@@ -396,6 +396,10 @@ func (s *Server) sendTransfer(snap *snapshot, out []byte, req *dns.Msg, chain ts
 	}
 	s.metrics.transfers.WithLabelValues(x.kind, "ok").Inc()
 	if tcp {
+		// Over TCP the peer's address is proven: its gauges say what it
+		// holds (an IXFR that found it up to date counts too).
+		s.metrics.transferred.WithLabelValues(x.origin, x.peer.String()).Set(float64(x.serial))
+		s.metrics.transferredTime.WithLabelValues(x.origin, x.peer.String()).SetToCurrentTime()
 		s.log.Info("zone transfer", "zone", x.origin, "type", x.kind, "serial", x.serial, "records", len(x.rrs), "messages", sent, "peer", x.peer, "tsig", key != nil)
 	} else if ok, n := s.limiter.allow("transfer-udp"); ok {
 		// Over UDP the peer's address is not proven: anyone can send
