@@ -70,15 +70,9 @@ func New(config string) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	udp, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	udp, tcp, err := listen()
 	if err != nil {
 		return nil, err
-	}
-	port := udp.LocalAddr().(*net.UDPAddr).Port
-	tcp, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
-	if err != nil {
-		udp.Close()
-		return nil, fmt.Errorf("pubtest: TCP on the UDP port %d: %w", port, err)
 	}
 	s := &Server{udp: udp, tcp: tcp, done: make(chan struct{})}
 	if err := s.serve(cfg); err != nil {
@@ -90,6 +84,28 @@ func New(config string) (*Server, error) {
 	go s.serveUDP()
 	go s.serveTCP()
 	return s, nil
+}
+
+// listen opens UDP and TCP on one free port of 127.0.0.1. The kernel
+// picks a port free for UDP; another program may hold it for TCP, so a
+// few ports are tried.
+func listen() (*net.UDPConn, *net.TCPListener, error) {
+	var err error
+	for range 20 {
+		var udp *net.UDPConn
+		udp, err = net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			return nil, nil, fmt.Errorf("pubtest: %w", err)
+		}
+		port := udp.LocalAddr().(*net.UDPAddr).Port
+		tcp, terr := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+		if terr == nil {
+			return udp, tcp, nil
+		}
+		udp.Close()
+		err = fmt.Errorf("pubtest: TCP on the UDP port %d: %w", port, terr)
+	}
+	return nil, nil, err
 }
 
 // Addr is the address of the server, "127.0.0.1:PORT", UDP and TCP.
