@@ -103,7 +103,12 @@ func (e *env) serveStore(sf storeFlags, configFile, listen, metricsAddr, logForm
 	// now, from the store's snapshot; behind the admin API's tokens, as
 	// it shows every config.
 	view := ui.Handler(publishedSource(srv, "the store "+redact(sf.store)), log)
-	admin, err := httpserve.Listen(sf.admin, api.New(api.Options{Store: st, Tokens: tokens, Ready: hc.err, Logger: log, UI: view}),
+	handler, err := api.New(api.Options{Store: st, Tokens: tokens, Ready: hc.err, Logger: log, UI: view, Registerer: reg})
+	if err != nil {
+		stop(context.Background())
+		return err
+	}
+	admin, err := httpserve.Listen(sf.admin, handler,
 		httpserve.Limits{MaxConns: 256})
 	if err != nil {
 		stop(context.Background())

@@ -40,6 +40,8 @@ import (
 	"time"
 
 	"github.com/grpc-config-dns/grpc-config-dns/internal/httpserve"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/grpc-config-dns/grpc-config-dns/store"
 )
 
@@ -56,6 +58,8 @@ type Options struct {
 	UI http.Handler
 	// Logger; nil means slog.Default().
 	Logger *slog.Logger
+	// Registerer, when set, gets the API's request metrics.
+	Registerer prometheus.Registerer
 }
 
 // ReadTokens reads a token file: one token a line; blank lines and lines
@@ -90,8 +94,8 @@ type handler struct {
 	log    *slog.Logger
 }
 
-// New returns the API's handler.
-func New(opts Options) http.Handler {
+// New returns the API's handler. Its error is the Registerer's.
+func New(opts Options) (http.Handler, error) {
 	h := &handler{s: opts.Store, ready: opts.Ready, log: opts.Logger}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -118,7 +122,14 @@ func New(opts Options) http.Handler {
 		writeError(w, &store.Error{Code: http.StatusNotFound, Reason: store.ReasonNotFound,
 			Message: fmt.Sprintf("no such path %s: the API has /v1/zones/{zone}, /v1/zones/{zone}/services/{name} and /v1/zones/{zone}/policies/{name}", r.URL.Path)})
 	})
-	return mux
+	if opts.Registerer == nil {
+		return mux, nil
+	}
+	m, err := newRequestMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return m.wrap(mux), nil
 }
 
 func (h *handler) readyz(w http.ResponseWriter, r *http.Request) {

@@ -24,7 +24,7 @@ func TestTokenHoldersKeepTheirConnections(t *testing.T) {
 		tokens []string
 	}{{"token", []string{token}}, {"no tokens", nil}} {
 		t.Run(tc.name, func(t *testing.T) {
-			h := api.New(api.Options{Store: openStore(t, store.Options{Location: t.TempDir()}), Tokens: tc.tokens})
+			h := newHandler(t, api.Options{Store: openStore(t, store.Options{Location: t.TempDir()}), Tokens: tc.tokens})
 			hs, err := httpserve.Listen("127.0.0.1:0", h, httpserve.Limits{MaxConns: 4})
 			if err != nil {
 				t.Fatal(err)

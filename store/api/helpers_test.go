@@ -20,6 +20,16 @@ import (
 	"github.com/grpc-config-dns/grpc-config-dns/store/api"
 )
 
+// newHandler is api.New for a test.
+func newHandler(t testing.TB, opts api.Options) http.Handler {
+	t.Helper()
+	h, err := api.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 // backend opens a store of one kind for a test.
 type backend struct {
 	name string
@@ -65,7 +75,7 @@ type server struct {
 
 func serve(t *testing.T, s *store.Store, tokens ...string) *server {
 	t.Helper()
-	h := api.New(api.Options{Store: s, Tokens: tokens})
+	h := newHandler(t, api.Options{Store: s, Tokens: tokens})
 	hs, err := httpserve.Listen("127.0.0.1:0", h, httpserve.Limits{MaxConns: 256})
 	if err != nil {
 		t.Fatal(err)

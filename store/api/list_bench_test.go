@@ -21,7 +21,7 @@ func BenchmarkListPage(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	h := api.New(api.Options{Store: s})
+	h := newHandler(b, api.Options{Store: s})
 	put := func(path, body string) {
 		req := httptest.NewRequest("PUT", path, strings.NewReader(body))
 		rec := httptest.NewRecorder()

@@ -203,7 +203,7 @@ func TestPolicyDeleteNeeded(t *testing.T) {
 func TestWebViewBehindTokens(t *testing.T) {
 	const token = "0123456789abcdef0123"
 	view := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { fmt.Fprint(w, "the view") })
-	h := api.New(api.Options{Store: openStore(t, store.Options{Location: t.TempDir()}), Tokens: []string{token}, UI: view})
+	h := newHandler(t, api.Options{Store: openStore(t, store.Options{Location: t.TempDir()}), Tokens: []string{token}, UI: view})
 	hs, err := httpserve.Listen("127.0.0.1:0", h, httpserve.Limits{MaxConns: 16})
 	if err != nil {
 		t.Fatal(err)
@@ -361,7 +361,7 @@ func (c *countingReader) Read(p []byte) (int, error) {
 // the web view.
 func TestLoginHostileInput(t *testing.T) {
 	const token = "0123456789abcdef0123"
-	h := api.New(api.Options{Store: openStore(t, store.Options{Location: t.TempDir()}), Tokens: []string{token}, UI: http.NotFoundHandler()})
+	h := newHandler(t, api.Options{Store: openStore(t, store.Options{Location: t.TempDir()}), Tokens: []string{token}, UI: http.NotFoundHandler()})
 	for _, ct := range []string{"application/x-www-form-urlencoded", "multipart/form-data; boundary=x"} {
 		cr := &countingReader{r: strings.NewReader("token=x&pad=" + strings.Repeat("a", 8<<20))}
 		r := httptest.NewRequest("POST", "/ui/login", cr)

@@ -1,0 +1,120 @@
+package api_test
+
+import (
+	"bufio"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/grpc-config-dns/grpc-config-dns/store"
+	"github.com/grpc-config-dns/grpc-config-dns/store/api"
+)
+
+// TestRequestMetrics: requests are counted by the route that served them
+// (not their path), method and status code, any method a client invents
+// is "other", and a watch still streams through the counting.
+func TestRequestMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	st := openStore(t, store.Options{Location: t.TempDir()})
+	h := newHandler(t, api.Options{Store: st, Registerer: reg})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	do := func(method, path, body string) int {
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	do("PUT", "/v1/zones/a.test", `{"spec":{"nameservers":["ns1.example.net."]}}`)
+	do("PUT", "/v1/zones/a.test/services/one", `{"spec":{"addresses":["192.0.2.1"]}}`)
+	do("PUT", "/v1/zones/a.test/services/two", `{"spec":{"addresses":["192.0.2.2"]}}`)
+	do("PUT", "/v1/zones/a.test/services/bad", `{"spec":{"addresses":["nope"]}}`)
+	do("GET", "/v1/zones/a.test/services/one", "")
+	do("BREW", "/v1/zones/a.test/services/one", "")
+	do("GET", "/nowhere", "")
+
+	// A watch streams its first event through the counting writer.
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/v1/zones/a.test/services?watch=true", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	if err != nil || !strings.Contains(line, `"ADDED"`) {
+		t.Fatalf("the watch's first line: %q %v", line, err)
+	}
+	cancel()
+	resp.Body.Close()
+
+	const route = "/v1/zones/{zone}/services/{name}"
+	m := gather(t, reg)
+	key := func(route, method, code string) string {
+		return `grpc_config_dns_admin_http_requests_total{code="` + code + `",method="` + method + `",route="` + route + `"}`
+	}
+	for k, want := range map[string]float64{
+		key(route, "PUT", "201"):              2,
+		key(route, "PUT", "422"):              1,
+		key(route, "GET", "200"):              1,
+		key("/", "GET", "404"):                1,
+		key("/v1/zones/{zone}", "PUT", "201"): 1,
+	} {
+		if got := m[k]; got != want {
+			t.Errorf("%s = %v, want %v", k, got, want)
+		}
+	}
+	other := 0.0
+	for k, v := range m {
+		if strings.Contains(k, `method="BREW"`) {
+			t.Errorf("a method a client invented is a label: %s", k)
+		}
+		if strings.HasPrefix(k, "grpc_config_dns_admin_http_requests_total{") && strings.Contains(k, `method="other"`) {
+			other += v
+		}
+	}
+	if other != 1 {
+		t.Errorf("the invented method counted %v times as \"other\", want 1", other)
+	}
+	if m[`grpc_config_dns_admin_http_request_duration_seconds_count{method="PUT",route="`+route+`"}`] != 3 {
+		t.Error("the PUTs of services are not timed")
+	}
+	// The watch is counted once it ends, which its server sees after the
+	// client went.
+	for deadline := time.Now().Add(5 * time.Second); gather(t, reg)[key("/v1/zones/{zone}/services", "GET", "200")] != 1; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the watch was not counted once it ended")
+		}
+	}
+}
+
+// gather scrapes reg as Prometheus would and returns each sample by its
+// name and labels, as in the text format.
+func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	out := map[string]float64{}
+	for _, line := range strings.Split(rec.Body.String(), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out
+}
