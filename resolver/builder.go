@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/url"
 	"slices"
 	"strings"
@@ -230,7 +231,7 @@ func (b *Builder) newResolver(key string, tg target, cc grpcresolver.ClientConn,
 	if cfg.defaultConfig != "" {
 		d.defaultPR = cc.ParseServiceConfig(cfg.defaultConfig)
 	}
-	d.state = State{Target: d.key, Choice: -1, Bucket: cfg.bucket, Reason: "not resolved yet"}
+	d.state = State{Target: d.key, Choice: -1, Config: configUnset.String(), Bucket: cfg.bucket, Reason: "not resolved yet"}
 	return d
 }
 
@@ -322,6 +323,31 @@ func (b *Builder) State(target string) (State, bool) {
 	b.mu.Lock()
 	l := slices.Clone(b.resolvers[key])
 	b.mu.Unlock()
+	return newest(l)
+}
+
+// States returns the State of every target an open channel of this
+// Builder resolves (as State gives it), in the order of their targets:
+// what a metrics collector exports.
+func (b *Builder) States() []State {
+	b.mu.Lock()
+	keys := slices.Sorted(maps.Keys(b.resolvers))
+	lists := make([][]*dnsResolver, len(keys))
+	for i, k := range keys {
+		lists[i] = slices.Clone(b.resolvers[k])
+	}
+	b.mu.Unlock()
+	var out []State
+	for _, l := range lists {
+		if s, ok := newest(l); ok {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// newest is the State of the resolver of l updated last.
+func newest(l []*dnsResolver) (State, bool) {
 	var best State
 	found := false
 	for _, d := range l {

@@ -434,3 +434,39 @@ func TestGRPCInvalidOptionsFailCalls(t *testing.T) {
 		t.Fatalf("call: %v; want the options error", err)
 	}
 }
+
+// TestStateCountsProblems: State says where the channel's config comes
+// from (gRFC A21) and counts the resolutions that had a problem, by kind;
+// States lists every target (what a metrics collector exports).
+func TestStateCountsProblems(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, 1)
+	e.dns.SetAddrs("svc.test", 0, "192.0.2.1")
+	e.dns.SetConfig("svc.test", 0, oneChoice(timeoutConfig("11s")))
+	o := fastOptions()
+	o.MinRefresh, o.MaxRefresh = 20*time.Millisecond, 20*time.Millisecond
+	cc, b := e.dial(t, o)
+	if d := callNoDeadline(t, cc); !about(d, 11*time.Second) {
+		t.Fatalf("deadline %v", d)
+	}
+	st, _ := b.State(e.target())
+	if st.Config != "published" || st.Choice != 0 || st.Problems["invalid_record"] != 0 {
+		t.Fatalf("with a valid record: config %q choice %d problems %v", st.Config, st.Choice, st.Problems)
+	}
+	e.dns.SetConfig("svc.test", 0, `[{"serviceConfig":{}, "clientHostName":["x"]}]`)
+	deadline := time.Now().Add(5 * time.Second)
+	for st, _ = b.State(e.target()); st.Problems["invalid_record"] < 2; st, _ = b.State(e.target()) {
+		if time.Now().After(deadline) {
+			t.Fatalf("invalid records not counted: %+v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// A21: the channel keeps the config it had.
+	if st.Config != "published" || !strings.Contains(st.ServiceConfig, `"11s"`) {
+		t.Errorf("after invalid records: config %q %s", st.Config, st.ServiceConfig)
+	}
+	all := b.States()
+	if len(all) != 1 || all[0].Target != st.Target || all[0].Problems["invalid_record"] < 2 {
+		t.Errorf("States: %+v", all)
+	}
+}

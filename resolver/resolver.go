@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -33,6 +34,12 @@ type State struct {
 	// published config was withdrawn, or "" when the channel uses its own
 	// default.
 	ServiceConfig string
+	// Config says where ServiceConfig comes from, by gRFC A21: "published"
+	// (a chosen choice), "default" (Options.DefaultServiceConfig), "empty"
+	// ({} in place of a withdrawn config), "none" (the channel's own
+	// default), "failed" (an invalid record on a new channel, which
+	// refuses it), or "unset" (nothing given yet).
+	Config string
 	// Reason says why: which choice matched and how, why none did, or why
 	// a record was rejected.
 	Reason string
@@ -48,6 +55,12 @@ type State struct {
 	// LastError is the problem of the last resolution (a failed lookup, an
 	// invalid record, a state the channel refused), or nil.
 	LastError error
+	// Problems counts the resolutions that had a problem, since the
+	// channel started, by kind: "txt_lookup" (the TXT lookup failed),
+	// "invalid_record" (the record, or the chosen config, is invalid),
+	// "channel_refused" (the channel refused the update), "no_addresses"
+	// (no address lookup answered).
+	Problems map[string]uint64
 }
 
 // outcome is what the TXT answer of one resolution means.
@@ -374,7 +387,18 @@ func (d *dnsResolver) noAddresses(got map[uint16]lookupResult) {
 	// The channel has heard of trouble: the next good state must reach it
 	// even if it equals the last one.
 	d.accepted = false
-	d.setState(func(s *State) { s.LastError, s.Resolved = err, time.Now() })
+	d.setState(func(s *State) {
+		s.LastError, s.Resolved = err, time.Now()
+		s.count("no_addresses")
+	})
+}
+
+// count counts a problem of kind in s.Problems.
+func (s *State) count(kind string) {
+	if s.Problems == nil {
+		s.Problems = map[string]uint64{}
+	}
+	s.Problems[kind]++
 }
 
 // finish records what a complete resolution found, and returns the
@@ -385,6 +409,15 @@ func (d *dnsResolver) finish(r *resolution) (time.Duration, bool) {
 	lastErr := d.lastError(r)
 	d.setState(func(s *State) {
 		s.TTL, s.Resolved, s.LastError = ttl, time.Now(), lastErr
+		switch {
+		case r.out.ev.kind == evLookupFailed:
+			s.count("txt_lookup")
+		case r.out.ev.kind == evInvalid:
+			s.count("invalid_record")
+		}
+		if r.updateErr != nil {
+			s.count("channel_refused")
+		}
 	})
 	// A failed TXT lookup, an update the channel refused (an invalid record
 	// on a new channel), or failed lookups of both address families are
@@ -579,7 +612,7 @@ func (d *dnsResolver) deliver(addrs []string, o outcome) error {
 		// The channel has this already; another choice may have the same
 		// config, which State and the logs still follow.
 		d.setState(func(s *State) {
-			s.Reason, s.Choice = reason, next.choice
+			s.Reason, s.Choice, s.Config = reason, next.choice, next.kind.String()
 			s.LastError = cmp.Or(o.ev.err, s.LastError)
 		})
 		d.conf = next
@@ -598,6 +631,7 @@ func (d *dnsResolver) deliver(addrs []string, o outcome) error {
 		s.Addresses = slices.Clone(addrs)
 		s.Choice = next.choice
 		s.ServiceConfig = js
+		s.Config = next.kind.String()
 		s.Reason = reason
 		s.LastError = cmp.Or(o.ev.err, s.LastError)
 	})
@@ -727,6 +761,7 @@ func (d *dnsResolver) snapshot() State {
 	defer d.mu.Unlock()
 	s := d.state
 	s.Addresses = slices.Clone(s.Addresses)
+	s.Problems = maps.Clone(s.Problems)
 	return s
 }
 
