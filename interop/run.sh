@@ -17,8 +17,8 @@
 # takes about 30 seconds on 2 cores once installed.
 #
 #   interop/run.sh                          run the suite
-#   interop/run.sh -readme README.md        and write the compatibility table
-#   interop/run.sh -check-readme README.md  and fail if the table is stale (CI)
+#   interop/run.sh -readme docs/compatibility.md        and write the compatibility table
+#   interop/run.sh -check-readme docs/compatibility.md  and fail if the table is stale (CI)
 #   interop/run.sh -hold                    serve everything, print the targets
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -115,7 +115,7 @@ type Zone struct {
 }
 
 // Compat shapes a published record for the gRPC clients that read DNS
-// configs their own way (README, "Compatibility with other gRPC clients").
+// configs their own way (docs/compatibility.md).
 // A zone's compat: sets the default of its services; a service's compat:
 // overrides it field by field.
 type Compat struct {

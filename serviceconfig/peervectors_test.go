@@ -302,13 +302,13 @@ func TestPeerCoverageTable(t *testing.T) {
 		fmt.Fprintf(&b, " **%s** |", format(sum[p]))
 	}
 	b.WriteString("\n")
-	// The README says how many vectors there are.
-	readme, err := os.ReadFile("../README.md")
+	// docs/codes.md says how many vectors there are.
+	readme, err := os.ReadFile("../docs/codes.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := fmt.Sprintf("(%d of their vectors", sum["all"].n); !bytes.Contains(readme, []byte(want)) {
-		t.Errorf("README.md does not say %q: update the count of the peers' vectors", want)
+		t.Errorf("docs/codes.md does not say %q: update the count of the peers' vectors", want)
 	}
 	doc, err := os.ReadFile("../docs/peers.md")
 	if err != nil {

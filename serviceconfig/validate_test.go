@@ -170,13 +170,15 @@ func TestDetectKind(t *testing.T) {
 	}
 }
 
-var updateREADME = flag.Bool("update-readme", false, "rewrite the code table in README.md")
+var updateCodes = flag.Bool("update-codes", false, "rewrite the code table in docs/codes.md")
 
-// The README's table of diagnostic codes is generated from the registry, so
-// users can look up every code: go test ./serviceconfig -run CodeTable -update-readme
-func TestREADMECodeTable(t *testing.T) {
+// The table of diagnostic codes in docs/codes.md is generated from the
+// registry, so users can look up every code:
+// go test ./serviceconfig -run CodesDocTable -update-codes
+func TestCodesDocTable(t *testing.T) {
+	const file = "../docs/codes.md"
 	const begin, end = "<!-- codes:begin -->\n", "<!-- codes:end -->"
-	readme, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,19 +187,19 @@ func TestREADMECodeTable(t *testing.T) {
 	for _, c := range Codes() {
 		fmt.Fprintf(&table, "| `%s` | %s | %s |\n", c.Code, c.Severity, c.Summary)
 	}
-	i, j := bytes.Index(readme, []byte(begin)), bytes.Index(readme, []byte(end))
+	i, j := bytes.Index(doc, []byte(begin)), bytes.Index(doc, []byte(end))
 	if i < 0 || j < i {
-		t.Fatalf("README.md has no %q ... %q section", begin, end)
+		t.Fatalf("%s has no %q ... %q section", file, begin, end)
 	}
-	got := string(readme[i+len(begin) : j])
+	got := string(doc[i+len(begin) : j])
 	if got == table.String() {
 		return
 	}
-	if !*updateREADME {
-		t.Fatalf("README.md's code table is stale: run go test ./serviceconfig -run CodeTable -update-readme")
+	if !*updateCodes {
+		t.Fatalf("%s's code table is stale: run go test ./serviceconfig -run CodesDocTable -update-codes", file)
 	}
-	out := append(append(append([]byte{}, readme[:i+len(begin)]...), table.String()...), readme[j:]...)
-	if err := os.WriteFile("../README.md", out, 0o644); err != nil {
+	out := append(append(append([]byte{}, doc[:i+len(begin)]...), table.String()...), doc[j:]...)
+	if err := os.WriteFile(file, out, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -9,27 +9,32 @@ import (
 	"testing"
 )
 
-// The README's examples are run as written, so they stay true.
+// The examples of the README and of docs/cli.md are run as written, so
+// they stay true: every YAML block is a publisher config that lints
+// clean, and every "$ grpc-config-dns ..." prints what they say.
 func TestREADMEExamples(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(readme)
-
-	// Every YAML block is a publisher config that lints clean.
-	for i, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(text, -1) {
-		p := filepath.Join(t.TempDir(), "example.yaml")
-		if err := os.WriteFile(p, []byte(m[1]), 0o644); err != nil {
+	yamlBlocks := 0
+	for _, name := range []string{"README.md", "docs/cli.md"} {
+		b, err := os.ReadFile("../../" + name)
+		if err != nil {
 			t.Fatal(err)
 		}
-		if code, out, errs := runCLI(t, "lint", "--strict", p); code != 0 {
-			t.Errorf("YAML example %d does not lint clean (exit %d):\n%s%s", i, code, out, errs)
+		for i, m := range regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(b), -1) {
+			yamlBlocks++
+			p := filepath.Join(t.TempDir(), "example.yaml")
+			if err := os.WriteFile(p, []byte(m[1]), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if code, out, errs := runCLI(t, "lint", "--strict", p); code != 0 {
+				t.Errorf("%s: YAML example %d does not lint clean (exit %d):\n%s%s", name, i, code, out, errs)
+			}
+		}
+		if name == "README.md" {
+			cliExamples(t, name, string(b))
 		}
 	}
-
-	if n := cliExamples(t, "README.md", text); n < 4 {
-		t.Errorf("found %d CLI examples in the README", n)
+	if yamlBlocks < 2 {
+		t.Errorf("found %d YAML examples in the README and docs/cli.md", yamlBlocks)
 	}
 }
 
@@ -49,8 +54,8 @@ func TestDocsExamples(t *testing.T) {
 		name := strings.TrimPrefix(p, "../../")
 		count[name] = cliExamples(t, name, string(text))
 	}
-	if count["docs/policies.md"] < 1 {
-		t.Errorf("found no CLI example in docs/policies.md: %v", count)
+	if count["docs/policies.md"] < 1 || count["docs/cli.md"] < 4 {
+		t.Errorf("too few CLI examples in docs/policies.md (want 1) or docs/cli.md (want 4): %v", count)
 	}
 }
 
