@@ -472,7 +472,7 @@ func (f *feed) validate(z *feedZone, names []string, log func(msg string, args .
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var v model.ServiceValidator
+			v := model.ServiceValidator{Compact: len(todo) >= compactServices}
 			for i := w; i < len(todo); i += workers {
 				todo[i].svc, diags[i] = v.Validate(z.base, todoNames[i], todo[i].labels, todo[i].spec, f.keys)
 				todo[i].bad = todo[i].svc == nil
@@ -489,6 +489,11 @@ func (f *feed) validate(z *feedZone, names []string, log func(msg string, args .
 		}
 	}
 }
+
+// compactServices is how many services validated at once make the
+// validators compact what they keep (model.ServiceValidator.Compact): a
+// start, a resync or a zone's services validated again, not a write.
+const compactServices = 256
 
 func summary(ds sc.Diagnostics) string {
 	out := ""

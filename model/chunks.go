@@ -680,10 +680,15 @@ func (k *keeper) keep(r *itemResult) *itemResult {
 	kr := &k.rs[0]
 	k.rs = k.rs[1:]
 	*kr = *r
-	old := r.svc
-	if old == nil {
-		return kr
+	if r.svc != nil {
+		kr.svc = k.service(r.svc)
 	}
+	return kr
+}
+
+// service returns a copy of old whose name, record and addresses are the
+// keeper's.
+func (k *keeper) service(old *Service) *Service {
 	if len(k.ss) == 0 {
 		k.ss = make([]Service, keepChunk/4)
 	}
@@ -707,8 +712,7 @@ func (k *keeper) keep(r *itemResult) *itemResult {
 		s.Addresses, k.as = k.as[:len(old.Addresses):len(old.Addresses)], k.as[len(old.Addresses):]
 		copy(s.Addresses, old.Addresses)
 	}
-	kr.svc = s
-	return kr
+	return s
 }
 
 // str returns a copy of v in the keeper's text. A strings.Builder only

@@ -1,6 +1,9 @@
 package model
 
-import "testing"
+import (
+	"reflect"
+	"testing"
+)
 
 // BenchmarkValidateService: a store spec of the fleet's shape validated
 // alone, and one after the other by a ServiceValidator (a store's start
@@ -47,19 +50,31 @@ func TestServiceValidatorReuse(t *testing.T) {
 		`{"port":"x"}`,
 		`{"addresses":["10.0.0.5"],"serviceConfig":{"loadBalancingConfig":[{"round_robin":{}}],"methodConfig":[{"name":[{"service":"x.Y","method":"Z"}],"retryPolicy":{"maxAttempts":2,"initialBackoff":"1s","maxBackoff":"2s","backoffMultiplier":1.5,"retryableStatusCodes":["UNAVAILABLE"]}}]}}`,
 	}
-	var v ServiceValidator
-	for round := range 3 {
-		for i, spec := range specs {
-			name := "s" + string(rune('a'+i))
-			got, gds := v.Validate(z, name, map[string]string{"team": "x"}, []byte(spec), nil)
-			want, wds := ValidateService(z, name, map[string]string{"team": "x"}, []byte(spec), nil)
-			if (got == nil) != (want == nil) || got != nil && (got.Name != want.Name || !equalTXT(got.TXT, want.TXT)) || len(gds) != len(wds) {
-				t.Fatalf("round %d, spec %d: the validator gives %v %v, ValidateService %v %v", round, i, got, gds, want, wds)
-			}
-			for k := range gds {
-				if gds[k] != wds[k] {
-					t.Fatalf("round %d, spec %d: diagnostic %v, want %v", round, i, gds[k], wds[k])
+	// Compact keeps what a service keeps in the validator's allocations:
+	// the same service, and the ones before it untouched.
+	for _, v := range []*ServiceValidator{{}, {Compact: true}} {
+		var kept, wanted []*Service
+		for round := range 3 {
+			for i, spec := range specs {
+				name := "s" + string(rune('a'+i))
+				got, gds := v.Validate(z, name, map[string]string{"team": "x"}, []byte(spec), nil)
+				want, wds := ValidateService(z, name, map[string]string{"team": "x"}, []byte(spec), nil)
+				if (got == nil) != (want == nil) || got != nil && !reflect.DeepEqual(got, want) || len(gds) != len(wds) {
+					t.Fatalf("compact %v, round %d, spec %d: the validator gives %+v %v, ValidateService %+v %v", v.Compact, round, i, got, gds, want, wds)
 				}
+				if got != nil {
+					kept, wanted = append(kept, got), append(wanted, want)
+				}
+				for k := range gds {
+					if gds[k] != wds[k] {
+						t.Fatalf("round %d, spec %d: diagnostic %v, want %v", round, i, gds[k], wds[k])
+					}
+				}
+			}
+		}
+		for i := range kept {
+			if !reflect.DeepEqual(kept[i], wanted[i]) {
+				t.Fatalf("compact %v: service %d changed after the next validations: %+v, want %+v", v.Compact, i, kept[i], wanted[i])
 			}
 		}
 	}
