@@ -261,6 +261,11 @@ type rangePage struct {
 	group []byte
 	best  version
 	found bool
+	// buf holds the values kept, many to an allocation: a snapshot reads
+	// every object, and a publisher keeps each value as long as its object
+	// (one allocation each left them scattered among the reading's
+	// garbage, holding its pages).
+	buf []byte
 }
 
 // flush ends the versions of group: it keeps the key unless its version
@@ -271,7 +276,13 @@ func (p *rangePage) flush() bool {
 			p.more = true
 			return false
 		}
-		p.kvs = append(p.kvs, kv{key: string(p.group), value: bytes.Clone(p.best.value), modRev: p.best.rev, createRev: p.best.createRev})
+		v := p.best.value
+		if cap(p.buf)-len(p.buf) < len(v) {
+			p.buf = make([]byte, 0, max(64<<10, len(v)))
+		}
+		start := len(p.buf)
+		p.buf = append(p.buf, v...)
+		p.kvs = append(p.kvs, kv{key: string(p.group), value: p.buf[start:len(p.buf):len(p.buf)], modRev: p.best.rev, createRev: p.best.createRev})
 	}
 	p.found = false
 	return true
