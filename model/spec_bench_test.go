@@ -79,15 +79,3 @@ func TestServiceValidatorReuse(t *testing.T) {
 		}
 	}
 }
-
-func equalTXT(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
