@@ -3,6 +3,8 @@ package api_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -117,4 +119,55 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 		out[line[:i]] = v
 	}
 	return out
+}
+
+// TestUnknownParametersRefused: a query parameter a route does not take
+// is refused (400, naming the ones it takes) and nothing is done: a PUT
+// asked as a dry run stores nothing, a list asked with a selector or a
+// misspelt limit does not list everything (issue 31).
+func TestUnknownParametersRefused(t *testing.T) {
+	st := openStore(t, store.Options{Location: t.TempDir()})
+	srv := httptest.NewServer(newHandler(t, api.Options{Store: st}))
+	defer srv.Close()
+	do := func(method, path, body string) (int, string) {
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		var e struct{ Message string }
+		if json.Unmarshal(b, &e) == nil && e.Message != "" {
+			return resp.StatusCode, e.Message
+		}
+		return resp.StatusCode, string(b)
+	}
+	if code, body := do("PUT", "/v1/zones/a.test", `{"spec":{"nameservers":["ns1.example.net."]}}`); code != 201 {
+		t.Fatalf("PUT zone: %d %s", code, body)
+	}
+	rev, _ := st.Revision(context.Background())
+	for _, c := range []struct{ method, path, body, want string }{
+		{"PUT", "/v1/zones/a.test/services/one?dryRun=All", `{"spec":{"addresses":["192.0.2.1"]}}`, `"dryRun" is not supported by PUT /v1/zones/{zone}/services/{name}, which takes no query parameter`},
+		{"PUT", "/v1/zones/a.test/services/one?resourceVersion=1", `{"spec":{"addresses":["192.0.2.1"]}}`, `"resourceVersion" is not supported`},
+		{"DELETE", "/v1/zones/a.test?dryRun=All", "", `"dryRun" is not supported by DELETE /v1/zones/{zone}, which takes resourceVersion`},
+		{"GET", "/v1/zones/a.test/services?labelSelector=team%3Dnobody", "", "selectors are not supported yet"},
+		{"GET", "/v1/zones/a.test/services?limt=1", "", `"limt" is not supported by GET /v1/zones/{zone}/services, which takes limit, continue, resourceVersion`},
+		{"POST", "/v1/zones/a.test/services:batch?dryRun=All", `{"items":[]}`, `"dryRun" is not supported`},
+		{"GET", "/v1/zones/a.test/services/one/inspect?x=1", "", "takes no query parameter"},
+	} {
+		code, body := do(c.method, c.path, c.body)
+		if code != 400 || !strings.Contains(body, c.want) || !strings.Contains(body, "nothing was done") {
+			t.Errorf("%s %s: %d %s, want 400 saying %q", c.method, c.path, code, body, c.want)
+		}
+	}
+	if now, _ := st.Revision(context.Background()); now != rev {
+		t.Errorf("the store moved from revision %d to %d: a refused request wrote", rev, now)
+	}
+	// What the routes take still works.
+	for _, path := range []string{"/v1/zones/a.test?resourceVersion=0", "/v1/zones/a.test/services?limit=1&resourceVersion=0&resourceVersionMatch=NotOlderThan"} {
+		if code, body := do("GET", path, ""); code != 200 {
+			t.Errorf("GET %s: %d %s", path, code, body)
+		}
+	}
 }
