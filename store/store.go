@@ -725,47 +725,69 @@ func (s *Store) zoneConfigBut(ctx context.Context, zone, except string) (*model.
 // validating its spec with every rule of the publisher (422 Invalid and
 // nothing stored when it fails).
 func (s *Store) PutService(ctx context.Context, zone, svc string, obj *Object) (out *Object, created bool, err error) {
+	out, created, _, err = s.putService(ctx, zone, svc, obj, false)
+	return out, created, err
+}
+
+// DryRunPutService is PutService without the write: the same validation
+// and precondition, nothing stored. It returns the object as PutService
+// would store it (at the service's current resourceVersion, none for a
+// new one), whether it would be created, and the service as the zone
+// would publish it.
+func (s *Store) DryRunPutService(ctx context.Context, zone, svc string, obj *Object) (out *Object, created bool, published *model.Service, err error) {
+	return s.putService(ctx, zone, svc, obj, true)
+}
+
+func (s *Store) putService(ctx context.Context, zone, svc string, obj *Object, dry bool) (out *Object, created bool, published *model.Service, err error) {
 	z, name, err := serviceName(zone, svc)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	value, spec, want, err := serviceValue(z, name, obj)
 	if err != nil {
-		return nil, false, err
+		return nil, false, nil, err
 	}
 	for range maxRetries {
 		zc, zkv, ps, err := s.zoneConfig(ctx, z)
 		if err != nil {
-			return nil, false, err
+			return nil, false, nil, err
 		}
-		if _, ds := model.ValidateService(zc, name, obj.Metadata.Labels, spec, s.opts.Keys); ds.HasErrors() {
-			return nil, false, invalidService(zc, z, name, obj.Metadata.Labels, invalid("", ds).Diagnostics)
+		published, ds := model.ValidateService(zc, name, obj.Metadata.Labels, spec, s.opts.Keys)
+		if ds.HasErrors() {
+			return nil, false, nil, invalidService(zc, z, name, obj.Metadata.Labels, invalid("", ds).Diagnostics)
 		}
 		key := serviceKey(z, name)
 		cur, err := s.getKey(ctx, key, "")
 		if err != nil {
-			return nil, false, err
+			return nil, false, nil, err
 		}
 		if e := checkPrecondition(cur, want, "service "+name+" of zone "+z); e != nil {
-			return nil, false, e
+			return nil, false, nil, e
 		}
 		if cur != nil && bytes.Equal(cur.value, value) {
 			o, err := decode(*cur)
-			return o, false, err
+			return o, false, published, err
+		}
+		if dry {
+			rv := ""
+			if cur != nil {
+				rv = FormatRV(cur.modRev)
+			}
+			return &Object{Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, ResourceVersion: rv}, Spec: spec}, cur == nil, published, nil
 		}
 		res, err := s.b.txn(ctx, &txn{
 			cmps: []cmp{{key: zoneKey(z), modRev: zkv.modRev}, {key: policyMarkerKey(z), modRev: ps.marker}, {key: key, modRev: modRev(cur)}},
 			puts: []kvPut{{key, value}, {markerKey(z), nil}},
 		})
 		if err != nil {
-			return nil, false, s.internal(err)
+			return nil, false, nil, s.internal(err)
 		}
 		if res.ok {
 			_, existed := res.prev[key]
-			return &Object{Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, ResourceVersion: FormatRV(res.rev)}, Spec: spec}, !existed, nil
+			return &Object{Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, ResourceVersion: FormatRV(res.rev)}, Spec: spec}, !existed, published, nil
 		}
 	}
-	return nil, false, conflict("service %s of zone %s, or its zone, kept changing while it was written; try again", name, z)
+	return nil, false, nil, conflict("service %s of zone %s, or its zone, kept changing while it was written; try again", name, z)
 }
 
 // DeleteZone deletes an empty zone; ifRV, when not "", is a precondition.

@@ -110,7 +110,7 @@ func New(opts Options) (http.Handler, error) {
 	mux.HandleFunc("/v1/zones/{zone}", h.auth(takes(objectTakes, h.zone)))
 	mux.HandleFunc("/v1/zones/{zone}/services", h.auth(takes(listTakes, h.services)))
 	mux.HandleFunc("/v1/zones/{zone}/services:batch", h.auth(takes(takesNone, h.servicesBatch)))
-	mux.HandleFunc("/v1/zones/{zone}/services/{name}", h.auth(takes(objectTakes, h.service)))
+	mux.HandleFunc("/v1/zones/{zone}/services/{name}", h.auth(takes(serviceTakes, h.service)))
 	mux.HandleFunc("/v1/zones/{zone}/services/{name}/inspect", h.auth(takes(takesNone, h.inspect)))
 	mux.HandleFunc("/v1/zones/{zone}/policies", h.auth(takes(listTakes, h.policies)))
 	mux.HandleFunc("/v1/zones/{zone}/policies/{name}", h.auth(takes(objectTakes, h.policy)))
@@ -393,6 +393,10 @@ func (h *handler) zone(w http.ResponseWriter, r *http.Request) {
 }
 
 func (h *handler) service(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPut && r.URL.Query().Has("dryRun") {
+		h.dryRunService(w, r)
+		return
+	}
 	objectOps{
 		get: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
 			return h.s.GetService(ctx, r.PathValue("zone"), r.PathValue("name"), rv)
@@ -404,6 +408,54 @@ func (h *handler) service(w http.ResponseWriter, r *http.Request) {
 			return h.s.DeleteService(ctx, r.PathValue("zone"), r.PathValue("name"), rv)
 		},
 	}.serve(w, r)
+}
+
+// dryRunResult is what a dry-run PUT of a service answers: the object as
+// it would be stored, and what DNS would publish for it.
+type dryRunResult struct {
+	*store.Object
+	Published *published `json:"published"`
+}
+
+// published is a service as its zone would publish it.
+type published struct {
+	// Owner is the name of the TXT record, TXT its strings (none without
+	// a service config).
+	Owner     string   `json:"owner"`
+	TXT       []string `json:"txt,omitempty"`
+	Addresses []string `json:"addresses,omitempty"`
+	Port      uint16   `json:"port,omitempty"`
+	TTL       uint32   `json:"ttl"`
+}
+
+// dryRunService answers PUT …/services/{name}?dryRun=All as the PUT
+// would, validation and precondition included, storing nothing
+// (kube-apiserver's dry run).
+func (h *handler) dryRunService(w http.ResponseWriter, r *http.Request) {
+	if v := r.URL.Query()["dryRun"]; len(v) != 1 || v[0] != "All" {
+		writeError(w, &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest,
+			Message: fmt.Sprintf("dryRun %q: the one dry run is dryRun=All (validate and check, store nothing)", strings.Join(v, ","))})
+		return
+	}
+	obj, err := readObject(w, r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	out, created, svc, err := h.s.DryRunPutService(r.Context(), r.PathValue("zone"), r.PathValue("name"), obj)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	res := dryRunResult{Object: out}
+	if svc != nil {
+		p := &published{Owner: svc.TXTOwner(), TXT: svc.TXT, Port: svc.Port, TTL: svc.TTL}
+		for _, a := range svc.Addresses {
+			p.Addresses = append(p.Addresses, a.String())
+		}
+		res.Published = p
+	}
+	writeJSON(w, createdCode(created), res)
 }
 
 func createdCode(created bool) int {

@@ -148,7 +148,7 @@ func TestUnknownParametersRefused(t *testing.T) {
 	}
 	rev, _ := st.Revision(context.Background())
 	for _, c := range []struct{ method, path, body, want string }{
-		{"PUT", "/v1/zones/a.test/services/one?dryRun=All", `{"spec":{"addresses":["192.0.2.1"]}}`, `"dryRun" is not supported by PUT /v1/zones/{zone}/services/{name}, which takes no query parameter`},
+		{"PUT", "/v1/zones/a.test?dryRun=All", `{"spec":{"nameservers":["ns1.example.net."]}}`, `"dryRun" is not supported by PUT /v1/zones/{zone}, which takes no query parameter`},
 		{"PUT", "/v1/zones/a.test/services/one?resourceVersion=1", `{"spec":{"addresses":["192.0.2.1"]}}`, `"resourceVersion" is not supported`},
 		{"DELETE", "/v1/zones/a.test?dryRun=All", "", `"dryRun" is not supported by DELETE /v1/zones/{zone}, which takes resourceVersion`},
 		{"GET", "/v1/zones/a.test/services?labelSelector=team%3Dnobody", "", "selectors are not supported yet"},
@@ -164,10 +164,75 @@ func TestUnknownParametersRefused(t *testing.T) {
 	if now, _ := st.Revision(context.Background()); now != rev {
 		t.Errorf("the store moved from revision %d to %d: a refused request wrote", rev, now)
 	}
+	code, body := do("PUT", "/v1/zones/a.test/services/one?dryRun=Some", `{"spec":{"addresses":["192.0.2.1"]}}`)
+	if code != 400 || !strings.Contains(body, "dryRun=All") {
+		t.Errorf("dryRun=Some: %d %s", code, body)
+	}
 	// What the routes take still works.
 	for _, path := range []string{"/v1/zones/a.test?resourceVersion=0", "/v1/zones/a.test/services?limit=1&resourceVersion=0&resourceVersionMatch=NotOlderThan"} {
 		if code, body := do("GET", path, ""); code != 200 {
 			t.Errorf("GET %s: %d %s", path, code, body)
 		}
+	}
+}
+
+// TestDryRunPutService: PUT of a service with dryRun=All answers as the
+// PUT would (created or not, the object, 422 for an invalid spec, 409
+// for a stale resourceVersion) plus what DNS would publish, and stores
+// nothing: no revision, no object.
+func TestDryRunPutService(t *testing.T) {
+	st := openStore(t, store.Options{Location: t.TempDir()})
+	srv := httptest.NewServer(newHandler(t, api.Options{Store: st}))
+	defer srv.Close()
+	do := func(method, path, body string) (int, []byte) {
+		req, _ := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, b
+	}
+	do("PUT", "/v1/zones/a.test", `{"spec":{"nameservers":["ns1.example.net."]}}`)
+	if code, b := do("PUT", "/v1/zones/a.test/services/old", `{"spec":{"addresses":["192.0.2.9"]}}`); code != 201 {
+		t.Fatalf("PUT old: %d %s", code, b)
+	}
+	rev, _ := st.Revision(context.Background())
+	const spec = `{"spec":{"addresses":["192.0.2.1"],"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"1.5s"}]}}}`
+
+	code, b := do("PUT", "/v1/zones/a.test/services/new?dryRun=All", spec)
+	var res struct {
+		Metadata  store.Metadata
+		Published struct {
+			Owner     string
+			TXT       []string
+			Addresses []string
+		}
+	}
+	if err := json.Unmarshal(b, &res); err != nil || code != 201 {
+		t.Fatalf("dry run of a new service: %d %s %v", code, b, err)
+	}
+	if res.Metadata.ResourceVersion != "" || res.Published.Owner != "_grpc_config.new.a.test." ||
+		len(res.Published.TXT) != 1 || !strings.Contains(res.Published.TXT[0], `"timeout":"1.500000000s"`) || len(res.Published.Addresses) != 1 {
+		t.Errorf("dry run of a new service: %s", b)
+	}
+	if code, b := do("PUT", "/v1/zones/a.test/services/old?dryRun=All", spec); code != 200 || !strings.Contains(string(b), `"resourceVersion":"`) {
+		t.Errorf("dry run of a change: %d %s", code, b)
+	}
+	if code, b := do("PUT", "/v1/zones/a.test/services/bad?dryRun=All", `{"spec":{"addresses":["192.0.2.1"],"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"soon"}]}}}`); code != 422 {
+		t.Errorf("dry run of an invalid service: %d %s", code, b)
+	}
+	if code, b := do("PUT", "/v1/zones/a.test/services/old?dryRun=All", `{"metadata":{"resourceVersion":"1"},"spec":{"addresses":["192.0.2.1"]}}`); code != 409 {
+		t.Errorf("dry run with a stale resourceVersion: %d %s", code, b)
+	}
+	if now, _ := st.Revision(context.Background()); now != rev {
+		t.Errorf("dry runs moved the store from revision %d to %d", rev, now)
+	}
+	if code, _ := do("GET", "/v1/zones/a.test/services/new", ""); code != 404 {
+		t.Errorf("the dry-run service was stored: GET %d", code)
+	}
+	if code, b := do("GET", "/v1/zones/a.test/services/old", ""); code != 200 || !strings.Contains(string(b), "192.0.2.9") {
+		t.Errorf("the dry run changed the service: %d %s", code, b)
 	}
 }

@@ -58,4 +58,12 @@ func listTakes(string) []string { return listParams }
 
 func objectTakes(method string) []string { return objectParams[method] }
 
+// serviceTakes is objectTakes, and a PUT of a service may be a dry run.
+func serviceTakes(method string) []string {
+	if method == http.MethodPut {
+		return []string{"dryRun"}
+	}
+	return objectParams[method]
+}
+
 func takesNone(string) []string { return nil }
