@@ -57,3 +57,16 @@ func TestJSONLogDurations(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownCommandSuggests: a misspelt command exits 2 naming the
+// command probably meant (issue 31: `pubish` got no "did you mean").
+func TestUnknownCommandSuggests(t *testing.T) {
+	code, _, errs := runCLI(t, "pubish")
+	if code != exitUsage || !strings.Contains(errs, `unknown command "pubish"`) || !strings.Contains(errs, "did you mean publish?") {
+		t.Errorf("pubish: exit %d\n%s", code, errs)
+	}
+	code, _, errs = runCLI(t)
+	if code != exitUsage || !strings.Contains(errs, "no command given: use one of") || !strings.Contains(errs, "publish") {
+		t.Errorf("no command: exit %d\n%s", code, errs)
+	}
+}

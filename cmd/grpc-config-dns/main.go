@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -60,13 +61,31 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		Short:         "Publish and check gRPC service configs in DNS (gRFC A2)",
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Args:          cobra.NoArgs,
+		// An unknown command says which one was probably meant (cobra's
+		// own suggestions are off once Args is set).
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return nil
+			}
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "; did you mean " + strings.Join(s, " or ") + "?"
+			}
+			return errors.New(msg)
+		},
 		RunE: func(c *cobra.Command, _ []string) error {
 			c.SetOut(stderr)
 			c.Usage()
-			return usageErr("no command given: use one of lint, select, encode, serve, zone")
+			var names []string
+			for _, sub := range c.Commands() {
+				if sub.IsAvailableCommand() && sub.Name() != "help" && sub.Name() != "completion" {
+					names = append(names, sub.Name())
+				}
+			}
+			return usageErr("no command given: use one of %s", strings.Join(names, ", "))
 		},
 	}
+	root.SuggestionsMinimumDistance = 2
 	root.Version = readBuildVersion().String()
 	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetIn(stdin)
