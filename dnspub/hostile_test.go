@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/grpc-config-dns/grpc-config-dns/internal/promtest"
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -73,7 +74,7 @@ func TestSpoofableEventsLogBounded(t *testing.T) {
 		}
 	}
 	waitFor(t, "every packet counted", func() bool {
-		m := gather(t, reg)
+		m := promtest.Gather(t, reg)
 		return m[`grpc_config_dns_tsig_failures_total{error="BADKEY"}`] == n &&
 			m[`grpc_config_dns_transfers_total{result="refused",type="ixfr"}`] == n &&
 			m[`grpc_config_dns_transfers_total{result="ok",type="ixfr_udp"}`] == n
@@ -163,7 +164,7 @@ func TestTCPConnectionsPerAddress(t *testing.T) {
 	if c := dialFrom(t, "127.0.0.2", ts.addr); !works(t, c) {
 		t.Error("another address was refused")
 	}
-	if got := gather(t, reg)[`grpc_config_dns_tcp_refused_total{limit="per_address"}`]; got != 1 {
+	if got := promtest.Gather(t, reg)[`grpc_config_dns_tcp_refused_total{limit="per_address"}`]; got != 1 {
 		t.Errorf("tcp_refused_total{per_address} = %v", got)
 	}
 	held[0].Close()
@@ -268,7 +269,7 @@ func TestIdleFloodLeavesRoomForQueries(t *testing.T) {
 		}
 	}()
 	waitFor(t, "the flood to take every slot", func() bool {
-		return gather(t, reg)["grpc_config_dns_tcp_connections"] == slots
+		return promtest.Gather(t, reg)["grpc_config_dns_tcp_connections"] == slots
 	})
 	failed := 0
 	for i := range 10 {
@@ -290,7 +291,7 @@ func TestIdleFloodLeavesRoomForQueries(t *testing.T) {
 	if failed > 0 {
 		t.Errorf("%d of 10 queries failed under the flood", failed)
 	}
-	if n := gather(t, reg)["grpc_config_dns_tcp_evicted_total"]; n < 10 {
+	if n := promtest.Gather(t, reg)["grpc_config_dns_tcp_evicted_total"]; n < 10 {
 		t.Errorf("tcp_evicted_total = %v, want at least one for each query", n)
 	}
 }

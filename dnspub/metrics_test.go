@@ -2,37 +2,15 @@ package dnspub
 
 import (
 	"log/slog"
-	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-)
 
-// gather scrapes the registry as Prometheus would and returns each
-// sample by its name and labels, as in the text format.
-func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	out := map[string]float64{}
-	for _, line := range strings.Split(rec.Body.String(), "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
-		}
-		out[line[:i]] = v
-	}
-	return out
-}
+	"github.com/grpc-config-dns/grpc-config-dns/internal/promtest"
+)
 
 // Every series an alert may watch is there before the first event, at
 // zero (issue 18: rate() over a series born with its first event misses
@@ -40,7 +18,7 @@ func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 func TestMetricsStartAtZero(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	startServer(t, baseConfig("allow: [127.0.0.1]"), func(o *Options) { o.Registerer = reg })
-	m := gather(t, reg)
+	m := promtest.Gather(t, reg)
 	for _, key := range []string{
 		`grpc_config_dns_reloads_total{result="rejected"}`,
 		`grpc_config_dns_transfers_total{result="error",type="ixfr"}`,
@@ -77,11 +55,11 @@ func TestMetrics(t *testing.T) {
 	// The server counts a transfer after its last message is flushed,
 	// which may be after the client has read it.
 	waitFor(t, "the transfer counted", func() bool {
-		return gather(t, reg)[`grpc_config_dns_transfers_total{result="ok",type="axfr"}`] == 1
+		return promtest.Gather(t, reg)[`grpc_config_dns_transfers_total{result="ok",type="axfr"}`] == 1
 	})
 	ts.write("zones: [")
 	ts.Reload()
-	m := gather(t, reg)
+	m := promtest.Gather(t, reg)
 	for key, want := range map[string]float64{
 		`grpc_config_dns_queries_total{proto="udp",qtype="A",rcode="NOERROR",zone="example.test."}`:    3,
 		`grpc_config_dns_queries_total{proto="tcp",qtype="TXT",rcode="NXDOMAIN",zone="example.test."}`: 1,
@@ -148,10 +126,10 @@ func TestSecondaryGauges(t *testing.T) {
 		return `grpc_config_dns_secondary_` + name + `{secondary="` + secondary + `",zone="example.test."}`
 	}
 	waitFor(t, "the answering secondary's acknowledgement", func() bool {
-		return gather(t, reg)[key("acknowledged_serial", acking.addr)] == float64(ts.serial())
+		return promtest.Gather(t, reg)[key("acknowledged_serial", acking.addr)] == float64(ts.serial())
 	})
 	time.Sleep(300 * time.Millisecond)
-	m := gather(t, reg)
+	m := promtest.Gather(t, reg)
 	if behind := m[key("unacknowledged_seconds", lagging.addr)]; behind < 0.3 {
 		t.Errorf("the secondary that answers no NOTIFY is behind by %vs, want >= 0.3s (since the start)", behind)
 	}
@@ -168,9 +146,9 @@ func TestSecondaryGauges(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the acknowledgement of the new serial", func() bool {
-		return gather(t, reg)[key("acknowledged_serial", acking.addr)] == float64(ts.serial())
+		return promtest.Gather(t, reg)[key("acknowledged_serial", acking.addr)] == float64(ts.serial())
 	})
-	if behind := gather(t, reg)[key("unacknowledged_seconds", lagging.addr)]; behind <= first {
+	if behind := promtest.Gather(t, reg)[key("unacknowledged_seconds", lagging.addr)]; behind <= first {
 		t.Errorf("the lagging secondary's time behind went from %v to %v after a change: it counts from the first serial it missed", first, behind)
 	}
 
@@ -178,7 +156,7 @@ func TestSecondaryGauges(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "the transfer's gauges", func() bool {
-		m := gather(t, reg)
+		m := promtest.Gather(t, reg)
 		return m[`grpc_config_dns_transferred_serial{peer="127.0.0.1",zone="example.test."}`] == float64(ts.serial()) &&
 			m[`grpc_config_dns_transferred_timestamp_seconds{peer="127.0.0.1",zone="example.test."}`] > 1e9
 	})

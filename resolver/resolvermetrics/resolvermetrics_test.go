@@ -1,39 +1,18 @@
 package resolvermetrics
 
 import (
-	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/grpc-config-dns/grpc-config-dns/internal/dnstest"
+	"github.com/grpc-config-dns/grpc-config-dns/internal/promtest"
 	"github.com/grpc-config-dns/grpc-config-dns/resolver"
 )
-
-func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	out := map[string]float64{}
-	for _, line := range strings.Split(rec.Body.String(), "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
-		}
-		out[line[:i]] = v
-	}
-	return out
-}
 
 // TestCollector: a channel's choice, config, resolution and problems are
 // exported per target, and follow an invalid record (counted; the config
@@ -58,11 +37,11 @@ func TestCollector(t *testing.T) {
 	wait := func(what string, ok func(m map[string]float64) bool) map[string]float64 {
 		t.Helper()
 		for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-			if m := gather(t, reg); ok(m) {
+			if m := promtest.Gather(t, reg); ok(m) {
 				return m
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: %v", what, gather(t, reg))
+				t.Fatalf("%s: %v", what, promtest.Gather(t, reg))
 			}
 		}
 	}

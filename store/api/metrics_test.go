@@ -7,14 +7,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/grpc-config-dns/grpc-config-dns/internal/promtest"
 	"github.com/grpc-config-dns/grpc-config-dns/store"
 	"github.com/grpc-config-dns/grpc-config-dns/store/api"
 )
@@ -61,7 +60,7 @@ func TestRequestMetrics(t *testing.T) {
 	resp.Body.Close()
 
 	const route = "/v1/zones/{zone}/services/{name}"
-	m := gather(t, reg)
+	m := promtest.Gather(t, reg)
 	key := func(route, method, code string) string {
 		return `grpc_config_dns_admin_http_requests_total{code="` + code + `",method="` + method + `",route="` + route + `"}`
 	}
@@ -93,32 +92,11 @@ func TestRequestMetrics(t *testing.T) {
 	}
 	// The watch is counted once it ends, which its server sees after the
 	// client went.
-	for deadline := time.Now().Add(5 * time.Second); gather(t, reg)[key("/v1/zones/{zone}/services", "GET", "200")] != 1; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); promtest.Gather(t, reg)[key("/v1/zones/{zone}/services", "GET", "200")] != 1; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the watch was not counted once it ended")
 		}
 	}
-}
-
-// gather scrapes reg as Prometheus would and returns each sample by its
-// name and labels, as in the text format.
-func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
-	t.Helper()
-	rec := httptest.NewRecorder()
-	promhttp.HandlerFor(reg, promhttp.HandlerOpts{}).ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
-	out := map[string]float64{}
-	for _, line := range strings.Split(rec.Body.String(), "\n") {
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		i := strings.LastIndexByte(line, ' ')
-		v, err := strconv.ParseFloat(line[i+1:], 64)
-		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
-		}
-		out[line[:i]] = v
-	}
-	return out
 }
 
 // TestUnknownParametersRefused: a query parameter a route does not take
