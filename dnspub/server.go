@@ -21,6 +21,7 @@ import (
 	"github.com/miekg/dns"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/dnssec"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/wire"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
 	"github.com/grpc-config-dns/grpc-config-dns/model"
@@ -79,6 +80,13 @@ type Options struct {
 	Keys []*model.Key
 	// StorePing is how often the store's health is checked; 0 means 1s.
 	StorePing time.Duration
+
+	// KeyDir holds the DNSSEC keys of signed zones (docs/dnssec.md), in
+	// the files dnssec-keygen writes; keys a signed zone lacks are made
+	// there. Empty means ConfigFile + ".keys"; in store mode it must be
+	// given for a store with signed zones, and be the same keys for every
+	// publisher of the store.
+	KeyDir string
 }
 
 // ConfigError is returned when the config is invalid. Diagnostics holds
@@ -170,6 +178,12 @@ type Server struct {
 	feed     *feed
 	building int64
 	cancel   context.CancelFunc
+
+	// keys are the DNSSEC keys of signed zones, read (or made) once.
+	keys keyCache
+	// resign wakes the loop that refreshes signatures when a version
+	// with signatures due sooner is published.
+	resign chan struct{}
 }
 
 // snapshot is one published version of everything: immutable.
@@ -190,6 +204,9 @@ type zoneEntry struct {
 	cfg     *model.Zone
 	cur     *zone.Zone
 	history []*ixfrStep // oldest first; the last one ends at cur
+	// resigned is set in store mode when the serial went past the
+	// store's for signatures made again with nothing else changed.
+	resigned bool
 }
 
 // ixfrStep is the difference between two consecutive versions of a zone.
@@ -277,7 +294,7 @@ func newServer(opts Options) (*Server, error) {
 		opts.StateFile = opts.ConfigFile + ".serial"
 	}
 	s := &Server{opts: opts, log: opts.Logger, done: make(chan struct{}), conns: map[*tcpConn]struct{}{}, perGroup: map[netip.Prefix]int{},
-		newTracker: newFileTracker, limiter: newLogLimiter(10, time.Second)}
+		newTracker: newFileTracker, limiter: newLogLimiter(10, time.Second), resign: make(chan struct{}, 1)}
 	s.metrics = newMetrics(s.Serials)
 	if opts.Store != nil {
 		if opts.StorePing <= 0 {
@@ -529,6 +546,10 @@ func (s *Server) publish(cfg *model.Config, name, why string, large bool, start 
 	}
 	s.log.Info("config loaded", "config", name, "version", next.version, "zones", len(next.zones), "changed", len(changed), "why", why, "took", time.Since(start).Round(time.Microsecond))
 	s.notifier.update(next, changed)
+	select {
+	case s.resign <- struct{}{}: // the signatures due may have changed
+	default:
+	}
 	if large {
 		s.returnMemory()
 	}
@@ -708,8 +729,16 @@ func (s *Server) buildZone(zc *model.Zone, prev *zoneEntry, te *wire.Editor, ser
 	// In store mode a zone's serial is decided by the store's revisions
 	// (storeSerial), else by the serial state.
 	want, fixed := s.fixedSerial(zc.Origin)
-	same := prev != nil && (!fixed || want == prev.cur.Serial())
-	if same && prev.cfg == zc {
+	same := prev != nil && (!fixed || want == prev.cur.Serial() || prev.resigned && !serialGreater(want, prev.cur.Serial()))
+	var keys *dnssec.KeySet
+	resign := false
+	if zc.DNSSEC != nil {
+		if keys, err = s.keys.get(s.keyDir(), zc); err != nil {
+			return nil, false, err
+		}
+		resign = prev != nil && (!prev.cur.SameKeys(keys, zc.DNSSEC) || !now.Before(prev.cur.RefreshDue()))
+	}
+	if same && prev.cfg == zc && !resign {
 		// The same config object (store mode keeps a zone's config while
 		// nothing of it changes): nothing to build.
 		return prev, false, nil
@@ -720,15 +749,21 @@ func (s *Server) buildZone(zc *model.Zone, prev *zoneEntry, te *wire.Editor, ser
 	}
 	z, ch := zone.Update(prevZone, zc)
 	e = &zoneEntry{cfg: zc}
-	if same && prev.cur.Digest() == z.Digest() {
-		e.cur, e.history = prev.cur, prev.history
+	if same && prev.cur.Digest() == z.Digest() && !resign {
+		e.cur, e.history, e.resigned = prev.cur, prev.history, prev.resigned
 		return e, false, nil
 	}
 	serial := want
 	if !fixed {
 		serial = serials.next(zc.Origin, z.Digest(), now)
 	}
-	e.cur = z.WithSerial(s.above(zc.Origin, serial, prev, fixed))
+	e.cur = z.WithSerial(s.above(zc.Origin, serial, prev, fixed && !(same && resign)))
+	e.resigned = fixed && e.cur.Serial() != want
+	if keys != nil {
+		if e.cur, err = zone.Sign(prevZone, e.cur, ch, keys, *zc.DNSSEC, now); err != nil {
+			return nil, false, fmt.Errorf("zone %s: signing: %w", zc.Origin, err)
+		}
+	}
 	if prev != nil && zc.Transfer.Any() {
 		e.history = appendStep(prev.history, &ixfrStep{from: prev.cur.SOA, to: e.cur.SOA, deleted: ch.Deleted, added: ch.Added}, history, e.cur.Bytes())
 	}
@@ -748,7 +783,7 @@ func (s *Server) above(origin string, serial uint32, prev *zoneEntry, fromStore 
 	if prev == nil || serialGreater(serial, prev.cur.Serial()) {
 		return serial
 	}
-	if fromStore {
+	if fromStore && !prev.resigned {
 		s.log.Error("the store's revision for this zone is not above the serial served (was the store restored from an older backup?): serving the served serial + 1", "zone", origin, "store_serial", serial, "served", prev.cur.Serial())
 	}
 	// Else the state file was edited or the zone's content went back to
@@ -828,6 +863,11 @@ func (s *Server) Start() error {
 		}()
 	}
 	s.notifier.start(s.done)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.refreshSignatures()
+	}()
 	if s.feed != nil {
 		ctx, cancel := context.WithCancel(context.Background())
 		s.cancel = cancel

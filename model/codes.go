@@ -60,6 +60,8 @@ const (
 	codePolicyDuplicate
 	codePolicyUnused
 	codeLabel
+	codeDNSSEC
+	codeDNSSECTimes
 
 	numCodes
 )
@@ -113,6 +115,8 @@ var codes = [numCodes]sc.CodeInfo{
 	codePolicyDuplicate:       {Code: "policy-duplicate", Severity: sc.Error, Summary: "two policies of a zone have the same name"},
 	codePolicyUnused:          {Code: "policy-unused", Severity: sc.Warning, Summary: "a policy selects no service of its zone (a typo in its targetRef?)"},
 	codeLabel:                 {Code: "label-syntax", Severity: sc.Error, Summary: "a service label is malformed"},
+	codeDNSSEC:                {Code: "dnssec", Severity: sc.Error, Summary: "a zone's dnssec: settings are malformed (algorithm, keys, denial, signature times)"},
+	codeDNSSECTimes:           {Code: "dnssec-times", Severity: sc.Warning, Summary: "signatures are refreshed less than two TTLs before they expire: a cached record can outlive its signature"},
 }
 
 func (c diagCode) String() string        { return codes[c].Code }

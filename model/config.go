@@ -109,6 +109,8 @@ type Zone struct {
 	PolicySet *policy.Set
 	Rules     *policy.Rules
 	policyAt  map[string]*policyPlace
+	// DNSSEC, when set, signs the zone (docs/dnssec.md).
+	DNSSEC *DNSSEC
 	// ResourceVersion is the store revision of the zone object the zone
 	// was read from (serve --store); 0 when it comes from a config file.
 	ResourceVersion int64
@@ -685,8 +687,8 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 		return nil, nil
 	}
 	z := &Zone{TTL: DefaultTTL, Compat: DefaultCompat, SOA: SOA{Refresh: DefaultRefresh, Retry: DefaultRetry, Expire: DefaultExpire, Minimum: DefaultMinimum}}
-	var originNode, nsNode, soaNode, svcKey, svcNode, xfrNode, polNode *yaml.Node
-	var nsPath, soaPath, svcPath, xfrPath, polPath string
+	var originNode, nsNode, soaNode, svcKey, svcNode, xfrNode, polNode, secNode *yaml.Node
+	var nsPath, soaPath, svcPath, xfrPath, polPath, secPath string
 	present := d.object(n, path, "a zone", []field{
 		{"origin", func(_, v *yaml.Node, _ string) { originNode = v }},
 		{"ttl", func(_, v *yaml.Node, p string) {
@@ -701,6 +703,7 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 		{"transfer", func(_, v *yaml.Node, p string) { xfrNode, xfrPath = v, p }},
 		{"compat", func(_, v *yaml.Node, p string) { z.Compat, _ = d.compat(v, p, z.Compat) }},
 		{"policies", func(_, v *yaml.Node, p string) { polNode, polPath = v, p }},
+		{"dnssec", func(_, v *yaml.Node, p string) { secNode, secPath = v, p }},
 	})
 	if present == nil {
 		return nil, nil
@@ -735,6 +738,10 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 	svcs := d.zoneServices(svcKey, svcNode, svcPath, z)
 	if xfrNode != nil {
 		d.transfer(xfrNode, xfrPath, z, keys)
+	}
+	if secNode != nil {
+		d.dnssec(secNode, secPath, z)
+		d.checkDNSSECTimes(secNode, secPath, z)
 	}
 	d.crossCheck(z, svcs, nss)
 	if d.errorCount() == errorsBefore {

@@ -28,6 +28,7 @@ func init() { extraCommands = append(extraCommands, serveCmd) }
 func serveCmd(e *env) *cobra.Command {
 	var o struct {
 		config, listen, metrics, state, answers, logFormat, logLevel string // answers: deprecated, ignored
+		keys                                                         string
 		grace, lameDuck                                              time.Duration
 		queryLog                                                     bool
 		storeFlags
@@ -63,14 +64,14 @@ or listen error.`,
 				if cmd.Flags().Changed("state") {
 					return usageErr("--state is for --config files: with --store, serials follow the store's revisions")
 				}
-				return e.serveStore(o.storeFlags, o.config, o.listen, o.metrics, o.logFormat, o.logLevel, o.grace, o.lameDuck, o.queryLog)
+				return e.serveStore(o.storeFlags, o.keys, o.config, o.listen, o.metrics, o.logFormat, o.logLevel, o.grace, o.lameDuck, o.queryLog)
 			}
 			for _, name := range []string{"admin", "admin-token-file", "admin-tls-cert", "admin-tls-key", "history"} {
 				if cmd.Flags().Changed(name) {
 					return usageErr("--%s is for a store: give --store DIR or --store etcd://HOST:PORT/PREFIX", name)
 				}
 			}
-			return e.serve(o.config, o.listen, o.metrics, o.state, o.logFormat, o.logLevel, o.grace, o.lameDuck, o.queryLog)
+			return e.serve(o.config, o.keys, o.listen, o.metrics, o.state, o.logFormat, o.logLevel, o.grace, o.lameDuck, o.queryLog)
 		},
 	}
 	f := cmd.Flags()
@@ -78,6 +79,7 @@ or listen error.`,
 	f.StringVar(&o.listen, "listen", "127.0.0.1:1053", "UDP and TCP address to answer on")
 	f.StringVar(&o.metrics, "metrics", "", "address for Prometheus metrics (like 127.0.0.1:9153); off when empty")
 	f.StringVar(&o.state, "state", "", `file keeping SOA serials (default FILE.serial; "-" for none)`)
+	f.StringVar(&o.keys, "dnssec-keys", "", "directory of the DNSSEC keys of signed zones, as dnssec-keygen writes them; missing keys are made there (default FILE.keys; needed with --store)")
 	f.StringVar(&o.answers, "answers", "", "ignored: a restart reads the config, as fast as a first start")
 	f.MarkDeprecated("answers", "a restart reads the config, as fast as a first start; the answers file is no longer written or read (remove the flag, and any old .answers file)")
 	f.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
@@ -94,7 +96,7 @@ or listen error.`,
 	return cmd
 }
 
-func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel string, grace, lameDuck time.Duration, queryLog bool) error {
+func (e *env) serve(configFile, keyDir, listen, metricsAddr, state, logFormat, logLevel string, grace, lameDuck time.Duration, queryLog bool) error {
 	log, err := newLogger(e, logFormat, logLevel)
 	if err != nil {
 		return err
@@ -112,7 +114,7 @@ func (e *env) serve(configFile, listen, metricsAddr, state, logFormat, logLevel 
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 
-	srv, err := dnspub.New(dnspub.Options{ConfigFile: configFile, StateFile: state, Listen: listen, Logger: log, Registerer: reg, QueryLog: qlog})
+	srv, err := dnspub.New(dnspub.Options{ConfigFile: configFile, KeyDir: keyDir, StateFile: state, Listen: listen, Logger: log, Registerer: reg, QueryLog: qlog})
 	if err != nil {
 		return e.loadError(err)
 	}

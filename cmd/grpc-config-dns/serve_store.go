@@ -49,7 +49,7 @@ func isLoopback(addr string) bool {
 }
 
 // serveStore runs serve with the zones of a store and the admin API.
-func (e *env) serveStore(sf storeFlags, configFile, listen, metricsAddr, logFormat, logLevel string, grace, lameDuck time.Duration, queryLog bool) error {
+func (e *env) serveStore(sf storeFlags, keyDir, configFile, listen, metricsAddr, logFormat, logLevel string, grace, lameDuck time.Duration, queryLog bool) error {
 	log, err := newLogger(e, logFormat, logLevel)
 	if err != nil {
 		return err
@@ -76,7 +76,7 @@ func (e *env) serveStore(sf storeFlags, configFile, listen, metricsAddr, logForm
 		return usageErr("%v", err)
 	}
 	defer st.Close()
-	opts := dnspub.Options{Store: st, Listen: listen, Logger: log, Registerer: reg, Keys: settings.Keys}
+	opts := dnspub.Options{Store: st, KeyDir: keyDir, Listen: listen, Logger: log, Registerer: reg, Keys: settings.Keys}
 	if queryLog {
 		opts.QueryLog = log.With("log", "query")
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/dnssec"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/zone"
 	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
@@ -15,7 +16,7 @@ import (
 func init() { extraCommands = append(extraCommands, zoneCmd) }
 
 func zoneCmd(e *env) *cobra.Command {
-	var file, only, state string
+	var file, only, state, keys string
 	var serial uint32
 	cmd := &cobra.Command{
 		Use:   "zone --config FILE [--zone ORIGIN] [--serial N] [--state FILE]",
@@ -37,17 +38,21 @@ Exit status: 0 printed; 1 the config is invalid; 2 usage or I/O error.`,
 			if state == "" {
 				state = file + ".serial"
 			}
-			return e.zone(file, only, state, serial, cmd.Flags().Changed("serial"))
+			if keys == "" {
+				keys = file + ".keys"
+			}
+			return e.zone(file, only, state, keys, serial, cmd.Flags().Changed("serial"))
 		},
 	}
 	cmd.Flags().StringVar(&file, "config", "", "publisher config (YAML or JSON)")
 	cmd.Flags().StringVar(&only, "zone", "", "print only this zone")
 	cmd.Flags().StringVar(&state, "state", "", `serial state file (default FILE.serial; "-" for none)`)
 	cmd.Flags().Uint32Var(&serial, "serial", 0, "SOA serial to print")
+	cmd.Flags().StringVar(&keys, "dnssec-keys", "", "directory of the DNSSEC keys of signed zones (default FILE.keys, where serve keeps them; made there when missing)")
 	return cmd
 }
 
-func (e *env) zone(file, only, state string, serial uint32, setSerial bool) error {
+func (e *env) zone(file, only, state, keyDir string, serial uint32, setSerial bool) error {
 	in, err := readFile(file)
 	if err != nil {
 		return err
@@ -84,7 +89,18 @@ func (e *env) zone(file, only, state string, serial uint32, setSerial bool) erro
 			fmt.Fprintln(e.stdout)
 		}
 		comment := fmt.Sprintf("zone %s from %s, printed by grpc-config-dns zone\nserial %d: %s", zc.Origin, file, s, how)
-		if err := z.WithSerial(s).WriteMasterFile(e.stdout, comment); err != nil {
+		z = z.WithSerial(s)
+		if zc.DNSSEC != nil {
+			ks, err := dnssec.Load(keyDir, zc.Origin, dnssec.Options{Algorithm: zc.DNSSEC.Algorithm, SplitKeys: zc.DNSSEC.SplitKeys, Generate: true})
+			if err != nil {
+				return usageErr("%v", err)
+			}
+			if z, err = zone.Sign(nil, z, nil, ks, *zc.DNSSEC, time.Now()); err != nil {
+				return usageErr("%v", err)
+			}
+			comment += "\nsigned with the keys in " + keyDir
+		}
+		if err := z.WriteMasterFile(e.stdout, comment); err != nil {
 			return usageErr("writing output: %v", err)
 		}
 		printed++

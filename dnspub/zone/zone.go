@@ -49,6 +49,13 @@ type Zone struct {
 	services []*model.Service
 	sum      digestSum
 	digest   [sha256.Size]byte
+	// sec holds the DNSSEC records of a signed version (Sign), nil for
+	// an unsigned one.
+	sec *signing
+	// dnssec is the signing settings of the config the zone was built
+	// from, part of its digest: signing a zone, or changing how, is a new
+	// version.
+	dnssec *model.DNSSEC
 }
 
 func newOwner() *owner { return &owner{} }
@@ -197,7 +204,9 @@ func newEditor(prev *Zone, c *model.Zone) *editor {
 	if prev != nil {
 		*z = *prev
 		serial = prev.SOA.Serial
+		z.sec = nil // Sign makes the next version's
 	}
+	z.dnssec = c.DNSSEC
 	z.SOA = &dns.SOA{
 		Hdr:     hdr(c.Origin, dns.TypeSOA, c.TTL),
 		Ns:      c.SOA.MName,
@@ -235,11 +244,21 @@ func (z *Zone) WithSerial(serial uint32) *Zone {
 func (z *Zone) Serial() uint32 { return z.SOA.Serial }
 
 // Len is the number of records, the SOA aside.
-func (z *Zone) Len() int { return z.count }
+func (z *Zone) Len() int {
+	if z.sec != nil {
+		return z.count + z.sec.count
+	}
+	return z.count
+}
 
 // Bytes is the size of the records in wire format, uncompressed: about
 // what a full transfer sends.
-func (z *Zone) Bytes() int { return z.bytes }
+func (z *Zone) Bytes() int {
+	if z.sec != nil {
+		return z.bytes + z.sec.bytes
+	}
+	return z.bytes
+}
 
 // Digest identifies the zone's content: every record and every SOA field
 // but the serial. Two versions with the same digest serve the same answers,
@@ -253,9 +272,15 @@ func (z *Zone) NegativeTTL() uint32 { return min(z.SOA.Hdr.Ttl, z.SOA.Minttl) }
 // Records returns every record but the SOA, in canonical order (RFC 4034
 // §6: by owner name, then type, then data).
 func (z *Zone) Records() []dns.RR {
-	out := make([]dns.RR, 0, z.count)
+	out := make([]dns.RR, 0, z.Len())
 	for _, u := range z.units.All() {
 		out = append(out, u.records()...)
+	}
+	if z.sec != nil {
+		for _, s := range z.sec.at.All() {
+			out = append(out, s.records()...)
+		}
+		out = append(out, z.sec.soa...)
 	}
 	slices.SortFunc(out, compareRR)
 	return out
@@ -264,7 +289,7 @@ func (z *Zone) Records() []dns.RR {
 // AXFR returns the records of a full zone transfer (RFC 5936): the SOA,
 // every other record, and the SOA again.
 func (z *Zone) AXFR() []dns.RR {
-	out := make([]dns.RR, 0, z.count+2)
+	out := make([]dns.RR, 0, z.Len()+2)
 	out = append(out, z.SOA)
 	out = append(out, z.Records()...)
 	return append(out, z.SOA)
@@ -277,8 +302,10 @@ func (z *Zone) RecordsAt(name string) []dns.RR {
 	if name == z.Origin {
 		out = append(out, z.SOA)
 	}
+	out = append(out, z.securedAt(name)...)
 	o, ok := z.owners.Get(name)
 	if !ok {
+		slices.SortFunc(out, compareRR)
 		return out
 	}
 	for _, key := range o.units {
@@ -302,6 +329,10 @@ func (z *Zone) RecordsAt(name string) []dns.RR {
 // that built z from nothing, and no name of z is held by two units, the
 // names are not looked up either (200 000 for a fleet).
 func (z *Zone) EachName(workers int, made *Change, fn func(worker int, name string, records []dns.RR)) {
+	if z.sec != nil {
+		z.eachSigned(workers, fn)
+		return
+	}
 	units := make([]*unit, 0, z.units.Len())
 	for _, u := range z.units.All() {
 		units = append(units, u)
@@ -807,6 +838,9 @@ func (z *Zone) computeDigest() [sha256.Size]byte {
 	soa := *z.SOA
 	soa.Serial = 0
 	fmt.Fprintln(h, soa.String())
+	if z.dnssec != nil {
+		fmt.Fprintf(h, "dnssec %+v\n", *z.dnssec)
+	}
 	var b [32]byte
 	for i, v := range z.sum {
 		binary.BigEndian.PutUint64(b[8*i:], v)

@@ -84,6 +84,9 @@ type zoneInfo struct {
 	// answers are built from until Complete builds them all; nil once
 	// they are in the table.
 	later *laterZone
+	// sec is what a signed zone's negative answers to DO queries carry;
+	// nil for an unsigned zone.
+	sec *securedZone
 }
 
 // answer is the answer to one record type at a name: a complete
@@ -118,20 +121,26 @@ type node struct {
 	// beats a map. ANY is answered with the first, without its additional
 	// section: one RRset, the one of the lowest type (RFC 8482 §4.1).
 	answers []answer
+	// sec holds the answers to DO queries at a name of a signed zone.
+	sec *securedNode
 }
 
 // lookup returns the answer to qtype, and whether to leave out its
 // additional section; nil for NODATA.
-func (n *node) lookup(qtype uint16) (*answer, bool) {
+func (n *node) lookup(qtype uint16, do bool) (*answer, bool) {
+	answers := n.answers
+	if do && n.sec != nil {
+		answers = n.sec.answers
+	}
 	if qtype == typeANY {
-		if len(n.answers) == 0 {
+		if len(answers) == 0 {
 			return nil, false
 		}
-		return &n.answers[0], true
+		return &answers[0], true
 	}
-	for i := range n.answers {
-		if n.answers[i].qtype == qtype {
-			return &n.answers[i], false
+	for i := range answers {
+		if answers[i].qtype == qtype {
+			return &answers[i], false
 		}
 	}
 	return nil, false
@@ -268,7 +277,13 @@ func (e *Editor) zoneInfo(z *zone.Zone, ch *zone.Change) (string, *zoneInfo, err
 	if err != nil {
 		return "", nil, fmt.Errorf("wire: zone %s: SOA: %v", z.Origin, err)
 	}
-	return originKey, &zoneInfo{origin: z.Origin, nxSOA: buf[len(originKey):n:n]}, nil
+	zi := &zoneInfo{origin: z.Origin, nxSOA: buf[len(originKey):n:n]}
+	if z.Signed() {
+		if err := secureZoneInfo(zi, z, originKey); err != nil {
+			return "", nil, err
+		}
+	}
+	return originKey, zi, nil
 }
 
 // SetZoneLater is SetZone for a new zone that the table is to answer for
@@ -284,7 +299,7 @@ func (e *Editor) SetZoneLater(z *zone.Zone, ch *zone.Change) error {
 		return err
 	}
 	bound, ok := ch.AnswerBound()
-	if !ok || z.Len() < e.laterAbove || e.zones[originKey] != nil ||
+	if !ok || z.Signed() || z.Len() < e.laterAbove || e.zones[originKey] != nil ||
 		headerLen+maxQuestionLen+bound+optRRLen > MaxTCPSize {
 		return e.SetZone(z, ch)
 	}
@@ -577,6 +592,10 @@ func buildNode(z *zone.Zone, name string, rrs []dns.RR, originKey string) (strin
 		return "", nil, err
 	}
 	nd := &node{apex: uint8(len(key) - len(originKey))}
+	var sigs map[uint16][]dns.RR
+	if z.Signed() {
+		rrs, sigs = splitSigned(rrs)
+	}
 	// rrs are canonical: grouped by type, ascending.
 	for i := 0; i < len(rrs); {
 		typ := rrs[i].Header().Rrtype
@@ -586,26 +605,37 @@ func buildNode(z *zone.Zone, name string, rrs []dns.RR, originKey string) (strin
 		}
 		set := rrs[i:j:j]
 		i = j
-		var glue []dns.RR
-		for _, rr := range set {
-			if host, ok := zone.AdditionalTarget(rr); ok {
-				for _, t := range [...]uint16{dns.TypeA, dns.TypeAAAA} {
-					for _, a := range z.RecordsAt(host) {
-						if a.Header().Rrtype == t {
-							glue = append(glue, a)
-						}
-					}
-				}
-			}
-		}
-		a, err := packAnswer(name, typ, set, glue)
+		a, err := packAnswer(name, typ, set, glueOf(z, set))
 		if err != nil {
 			return "", nil, err
 		}
 		nd.answers = append(nd.answers, a)
 	}
+	if sigs != nil {
+		if err := secureNode(nd, name, rrs, sigs, func(set []dns.RR) []dns.RR { return glueOf(z, set) }); err != nil {
+			return "", nil, err
+		}
+	}
 	nd.answers = slices.Clip(nd.answers)
 	return key, nd, nil
+}
+
+// glueOf returns the addresses, in z, of the hosts set names: the
+// additional section of an answer with set.
+func glueOf(z *zone.Zone, set []dns.RR) []dns.RR {
+	var glue []dns.RR
+	for _, rr := range set {
+		if host, ok := zone.AdditionalTarget(rr); ok {
+			for _, t := range [...]uint16{dns.TypeA, dns.TypeAAAA} {
+				for _, a := range z.RecordsAt(host) {
+					if a.Header().Rrtype == t {
+						glue = append(glue, a)
+					}
+				}
+			}
+		}
+	}
+	return glue
 }
 
 func packAnswer(name string, qtype uint16, set, extra []dns.RR) (answer, error) {
@@ -860,7 +890,7 @@ func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) []byte {
 	key := keyBuf[:q.QNameEnd-headerLen]
 	lowerName(key, msg[headerLen:q.QNameEnd])
 	if nd, ok := t.nodes.GetBytes(key); ok {
-		return t.fromNode(dst, msg, r, nd, t.zone(key[nd.apex:]), limit)
+		return t.fromNode(dst, msg, r, nd, t.zone(key[nd.apex:]), key, limit)
 	}
 	// Not a name we hold: NXDOMAIN in the closest enclosing zone, or
 	// REFUSED when we are not authoritative (labels scanned left to right
@@ -877,11 +907,16 @@ func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) []byte {
 					return t.bare(dst, msg, q, RcodeServFail, true)
 				}
 				if nd != nil {
-					return t.fromNode(dst, msg, r, nd, zi, limit)
+					return t.fromNode(dst, msg, r, nd, zi, key, limit)
 				}
 			}
 			r.Zone = zi.origin
 			r.Rcode = RcodeNXDomain
+			if q.DO && zi.sec != nil {
+				resp, trunc := t.negativeSigned(dst, msg, q, zi, nil, key, i, RcodeNXDomain, limit)
+				r.Truncated = trunc
+				return resp
+			}
 			resp, trunc := t.negative(dst, msg, q, zi, i, RcodeNXDomain, limit)
 			r.Truncated = trunc
 			return resp
@@ -892,18 +927,23 @@ func (t *Table) answer(dst, msg []byte, r *Result, tcp bool) []byte {
 }
 
 // fromNode answers r's question, at a name of zone zi whose node is nd.
-func (t *Table) fromNode(dst, msg []byte, r *Result, nd *node, zi *zoneInfo, limit int) []byte {
+func (t *Table) fromNode(dst, msg []byte, r *Result, nd *node, zi *zoneInfo, key []byte, limit int) []byte {
 	q := &r.Query
 	if zi != nil {
 		r.Zone = zi.origin
 	}
-	if a, minimal := nd.lookup(q.QType); a != nil {
+	if a, minimal := nd.lookup(q.QType, q.DO); a != nil {
 		resp, trunc := t.fromAnswer(dst, msg, q, a, minimal, limit)
 		r.Truncated = trunc
 		r.Rcode = int(resp[3] & 0xf)
 		return resp
 	}
 	// NODATA, with the SOA of the zone as it is now.
+	if q.DO && zi != nil && zi.sec != nil {
+		resp, trunc := t.negativeSigned(dst, msg, q, zi, nd, key, int(nd.apex), RcodeSuccess, limit)
+		r.Truncated = trunc
+		return resp
+	}
 	resp, trunc := t.negative(dst, msg, q, zi, int(nd.apex), RcodeSuccess, limit)
 	r.Truncated = trunc
 	return resp

@@ -1,0 +1,366 @@
+// Package dnssec holds the signing keys of the publisher's zones: made,
+// written and read in the files BIND's dnssec-keygen writes
+// (Kexample.test.+013+12345.key and .private), so that operators can
+// bring their own, and the signing of RRsets with them (RFC 4034, 4035).
+//
+// What is signed, when, and how a zone's names are chained with NSEC
+// records is the zone package's: this one knows keys and signatures.
+package dnssec
+
+import (
+	"crypto"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/miekg/dns"
+)
+
+// Key is one signing key of a zone.
+type Key struct {
+	// DNSKEY is the key as published at the zone's apex.
+	DNSKEY *dns.DNSKEY
+	// File is the key's files' path without their extension.
+	File   string
+	signer crypto.Signer
+}
+
+// SEP reports whether k signs the DNSKEY RRset (a KSK or a CSK, flags
+// 257): the key the parent's DS record points to.
+func (k *Key) SEP() bool { return k.DNSKEY.Flags&dns.SEP != 0 }
+
+// KeySet is the keys one zone is signed with, every one published and
+// active. It is immutable.
+type KeySet struct {
+	// Origin is the zone's name.
+	Origin string
+	// Keys are sorted by key tag.
+	Keys []*Key
+}
+
+// Options say which keys a zone is signed with.
+type Options struct {
+	// Algorithm is the DNSSEC algorithm number: 13 or 15.
+	Algorithm uint8
+	// SplitKeys asks for a KSK and a ZSK; else one CSK.
+	SplitKeys bool
+	// Generate makes the keys missing from the directory (and writes
+	// them there); else a zone without keys is an error.
+	Generate bool
+}
+
+// Load reads the keys of zone origin from dir: every pair of files
+// K<origin>+<algorithm>+<tag>.key and .private of the wanted algorithm.
+// When there are none (or, with SplitKeys, no key of one kind) and
+// Generate is set, it makes them and writes them there (the private key
+// with mode 0600, written whole or not at all) before returning them.
+func Load(dir, origin string, o Options) (*KeySet, error) {
+	origin = dns.CanonicalName(origin)
+	if o.Algorithm != dns.ECDSAP256SHA256 && o.Algorithm != dns.ED25519 {
+		return nil, fmt.Errorf("dnssec: zone %s: algorithm %d is not one the publisher signs with (13 or 15)", origin, o.Algorithm)
+	}
+	pattern := filepath.Join(dir, "K"+escapeGlob(origin)+fmt.Sprintf("+%03d+*.key", o.Algorithm))
+	files, err := filepath.Glob(pattern)
+	if err != nil {
+		return nil, fmt.Errorf("dnssec: zone %s: %v", origin, err)
+	}
+	ks := &KeySet{Origin: origin}
+	for _, f := range files {
+		k, err := ReadKey(strings.TrimSuffix(f, ".key"), origin)
+		if err != nil {
+			return nil, err
+		}
+		ks.Keys = append(ks.Keys, k)
+	}
+	sep, zsk := 0, 0
+	for _, k := range ks.Keys {
+		if k.SEP() {
+			sep++
+		} else {
+			zsk++
+		}
+	}
+	var want []uint16
+	switch {
+	case sep == 0 && zsk > 0:
+		return nil, fmt.Errorf("dnssec: zone %s: the keys in %s are all zone-signing keys (flags 256): add a key-signing key (dnssec-keygen -f KSK), or remove them to have keys made", origin, dir)
+	case sep == 0 && o.SplitKeys:
+		want = []uint16{dns.ZONE | dns.SEP, dns.ZONE}
+	case sep == 0:
+		want = []uint16{dns.ZONE | dns.SEP}
+	case o.SplitKeys && zsk == 0:
+		want = []uint16{dns.ZONE}
+	}
+	if len(want) > 0 && !o.Generate {
+		return nil, fmt.Errorf("dnssec: zone %s has no signing keys in %s: make them with dnssec-keygen -a %s %s (and -f KSK for a key-signing key), or let serve make them", origin, dir, dns.AlgorithmToString[o.Algorithm], origin)
+	}
+	for _, flags := range want {
+		k, err := generate(dir, origin, o.Algorithm, flags)
+		if err != nil {
+			return nil, err
+		}
+		ks.Keys = append(ks.Keys, k)
+	}
+	slices.SortFunc(ks.Keys, func(a, b *Key) int { return int(a.DNSKEY.KeyTag()) - int(b.DNSKEY.KeyTag()) })
+	return ks, nil
+}
+
+// escapeGlob escapes the characters filepath.Match treats specially.
+func escapeGlob(s string) string {
+	r := strings.NewReplacer(`*`, `\*`, `?`, `\?`, `[`, `\[`, `\`, `\\`)
+	return r.Replace(s)
+}
+
+// ReadKey reads the key in files base.key and base.private, which must
+// be a DNSKEY of zone origin (any origin when it is "").
+func ReadKey(base, origin string) (*Key, error) {
+	pub, err := readBounded(base + ".key")
+	if err != nil {
+		return nil, err
+	}
+	var key *dns.DNSKEY
+	zp := dns.NewZoneParser(strings.NewReader(string(pub)), "", base+".key")
+	for rr, ok := zp.Next(); ok; rr, ok = zp.Next() {
+		if k, isKey := rr.(*dns.DNSKEY); isKey {
+			if key != nil {
+				return nil, fmt.Errorf("dnssec: %s.key holds more than one DNSKEY record: keep one key per file, as dnssec-keygen writes", base)
+			}
+			key = k
+		}
+	}
+	if err := zp.Err(); err != nil {
+		return nil, fmt.Errorf("dnssec: %s.key: %v", base, err)
+	}
+	if key == nil {
+		return nil, fmt.Errorf("dnssec: %s.key holds no DNSKEY record", base)
+	}
+	key.Hdr.Name = dns.CanonicalName(key.Hdr.Name)
+	if origin != "" && key.Hdr.Name != origin {
+		return nil, fmt.Errorf("dnssec: %s.key is a key of %s, not of zone %s", base, key.Hdr.Name, origin)
+	}
+	if key.Protocol != 3 || key.Flags&dns.ZONE == 0 || key.Flags&^(dns.ZONE|dns.SEP) != 0 {
+		return nil, fmt.Errorf("dnssec: %s.key: flags %d protocol %d: a zone key has flags 256 or 257 and protocol 3", base, key.Flags, key.Protocol)
+	}
+	priv, err := readBounded(base + ".private")
+	if err != nil {
+		return nil, err
+	}
+	p, err := key.ReadPrivateKey(strings.NewReader(string(priv)), base+".private")
+	if err != nil {
+		return nil, fmt.Errorf("dnssec: %s.private: %v", base, err)
+	}
+	signer, ok := p.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("dnssec: %s.private: not a key the publisher can sign with", base)
+	}
+	if !samePublic(key, signer) {
+		return nil, fmt.Errorf("dnssec: %s.private is not the private key of %s.key", base, base)
+	}
+	return &Key{DNSKEY: key, File: base, signer: signer}, nil
+}
+
+// samePublic reports whether signer's public key is the one key holds.
+func samePublic(key *dns.DNSKEY, signer crypto.Signer) bool {
+	probe := &dns.DNSKEY{Hdr: key.Hdr, Flags: key.Flags, Protocol: key.Protocol, Algorithm: key.Algorithm}
+	switch key.Algorithm {
+	case dns.ECDSAP256SHA256, dns.ED25519:
+	default:
+		return false
+	}
+	probe.PublicKey = publicKeyString(signer)
+	return probe.PublicKey != "" && probe.PublicKey == key.PublicKey
+}
+
+// readBounded reads a key file, refusing anything but a small regular
+// file: a key file is a few hundred bytes.
+func readBounded(name string) ([]byte, error) {
+	fi, err := os.Stat(name)
+	if err != nil {
+		return nil, fmt.Errorf("dnssec: %v", err)
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > 64<<10 {
+		return nil, fmt.Errorf("dnssec: %s is not a key file (a small regular file)", name)
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return nil, fmt.Errorf("dnssec: %v", err)
+	}
+	return b, nil
+}
+
+// generate makes a key of zone origin and writes its files into dir.
+func generate(dir, origin string, alg uint8, flags uint16) (*Key, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("dnssec: key directory: %v", err)
+	}
+	key := &dns.DNSKEY{
+		Hdr:       dns.RR_Header{Name: origin, Rrtype: dns.TypeDNSKEY, Class: dns.ClassINET, Ttl: 3600},
+		Flags:     flags,
+		Protocol:  3,
+		Algorithm: alg,
+	}
+	p, err := key.Generate(256)
+	if err != nil {
+		return nil, fmt.Errorf("dnssec: zone %s: making a key: %v", origin, err)
+	}
+	signer := p.(crypto.Signer)
+	base := filepath.Join(dir, fmt.Sprintf("K%s+%03d+%05d", origin, alg, key.KeyTag()))
+	kind := "zone-signing"
+	if flags&dns.SEP != 0 {
+		kind = "key-signing"
+	}
+	now := time.Now().UTC().Format("20060102150405")
+	// The private file first: a .key without its .private is an error
+	// at the next Load, a .private alone is ignored.
+	private := key.PrivateKeyString(p) + "Created: " + now + "\nPublish: " + now + "\nActivate: " + now + "\n"
+	if err := writeFile(base+".private", []byte(private), 0o600); err != nil {
+		return nil, err
+	}
+	public := fmt.Sprintf("; This is a %s key, keyid %d, for %s\n; Created: %s\n%s\n", kind, key.KeyTag(), origin, now, key.String())
+	if err := writeFile(base+".key", []byte(public), 0o644); err != nil {
+		return nil, err
+	}
+	return &Key{DNSKEY: key, File: base, signer: signer}, nil
+}
+
+// writeFile writes name whole or not at all: a temporary file in the
+// same directory, synced, renamed over name, the directory synced.
+func writeFile(name string, data []byte, mode fs.FileMode) error {
+	dir := filepath.Dir(name)
+	f, err := os.CreateTemp(dir, ".key-*")
+	if err != nil {
+		return fmt.Errorf("dnssec: %v", err)
+	}
+	tmp := f.Name()
+	err = f.Chmod(mode)
+	if err == nil {
+		_, err = f.Write(data)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, name)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("dnssec: writing %s: %v", name, err)
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// DNSKEYs returns the zone's DNSKEY records with TTL ttl.
+func (ks *KeySet) DNSKEYs(ttl uint32) []dns.RR {
+	out := make([]dns.RR, len(ks.Keys))
+	for i, k := range ks.Keys {
+		c := *k.DNSKEY
+		c.Hdr.Ttl = ttl
+		out[i] = &c
+	}
+	return out
+}
+
+// DS returns the DS records (SHA-256, RFC 4509) of the zone's SEP keys:
+// what the parent zone publishes.
+func (ks *KeySet) DS(ttl uint32) []*dns.DS {
+	var out []*dns.DS
+	for _, k := range ks.Keys {
+		if k.SEP() {
+			ds := k.DNSKEY.ToDS(dns.SHA256)
+			ds.Hdr.Ttl = ttl
+			out = append(out, ds)
+		}
+	}
+	return out
+}
+
+// Parent returns the CDS and CDNSKEY records of the zone's SEP keys
+// (RFC 7344): the DS and DNSKEY a parent that polls its children copies.
+func (ks *KeySet) Parent(ttl uint32) []dns.RR {
+	var out []dns.RR
+	for _, ds := range ks.DS(ttl) {
+		out = append(out, ds.ToCDS())
+	}
+	for _, k := range ks.Keys {
+		if k.SEP() {
+			c := k.DNSKEY.ToCDNSKEY()
+			c.Hdr.Ttl = ttl
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Tags returns the key tags, for logs and to tell key sets apart.
+func (ks *KeySet) Tags() []uint16 {
+	out := make([]uint16, len(ks.Keys))
+	for i, k := range ks.Keys {
+		out[i] = k.DNSKEY.KeyTag()
+	}
+	return out
+}
+
+// Sign returns the RRSIG records of rrset (one RRset: one owner, type
+// and class) valid from inception to expiration (Unix seconds): by every
+// SEP key for the DNSKEY RRset, else by every zone-signing key (the SEP
+// keys when there is none: a CSK).
+func (ks *KeySet) Sign(rrset []dns.RR, inception, expiration uint32) ([]dns.RR, error) {
+	if len(rrset) == 0 {
+		return nil, errors.New("dnssec: signing an empty RRset")
+	}
+	h := rrset[0].Header()
+	keyset := h.Rrtype == dns.TypeDNSKEY
+	hasZSK := slices.ContainsFunc(ks.Keys, func(k *Key) bool { return !k.SEP() })
+	var out []dns.RR
+	for _, k := range ks.Keys {
+		if keyset != k.SEP() && (keyset || hasZSK) {
+			continue
+		}
+		sig := &dns.RRSIG{
+			Hdr:        dns.RR_Header{Ttl: h.Ttl},
+			Algorithm:  k.DNSKEY.Algorithm,
+			Expiration: expiration,
+			Inception:  inception,
+			KeyTag:     k.DNSKEY.KeyTag(),
+			SignerName: ks.Origin,
+			OrigTtl:    h.Ttl,
+		}
+		if err := sig.Sign(k.signer, rrset); err != nil {
+			return nil, fmt.Errorf("dnssec: signing %s %s: %v", h.Name, dns.TypeToString[h.Rrtype], err)
+		}
+		out = append(out, sig)
+	}
+	return out, nil
+}
+
+// Find reads every key of zone origin in dir, of any algorithm, sorted
+// by key tag: what `dnssec ds` prints the DS records of.
+func Find(dir, origin string) ([]*Key, error) {
+	origin = dns.CanonicalName(origin)
+	files, err := filepath.Glob(filepath.Join(dir, "K"+escapeGlob(origin)+"+*.key"))
+	if err != nil {
+		return nil, fmt.Errorf("dnssec: zone %s: %v", origin, err)
+	}
+	var out []*Key
+	for _, f := range files {
+		k, err := ReadKey(strings.TrimSuffix(f, ".key"), origin)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	slices.SortFunc(out, func(a, b *Key) int { return int(a.DNSKEY.KeyTag()) - int(b.DNSKEY.KeyTag()) })
+	return out, nil
+}

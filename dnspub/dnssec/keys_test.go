@@ -1,0 +1,128 @@
+package dnssec
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/miekg/dns"
+)
+
+// TestReadsDnssecKeygenFiles reads keys as BIND 9.18's dnssec-keygen
+// wrote them (testdata: a KSK of algorithm 13 and a ZSK of 15), signs
+// with them and checks the signature with the public key.
+func TestReadsDnssecKeygenFiles(t *testing.T) {
+	for _, tc := range []struct {
+		base  string
+		tag   uint16
+		alg   uint8
+		sep   bool
+		flags uint16
+	}{
+		{"testdata/Kexample.test.+013+20619", 20619, 13, true, 257},
+		{"testdata/Kexample.test.+015+07324", 7324, 15, false, 256},
+	} {
+		k, err := ReadKey(tc.base, "example.test.")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if k.DNSKEY.KeyTag() != tc.tag || k.DNSKEY.Algorithm != tc.alg || k.SEP() != tc.sep || k.DNSKEY.Flags != tc.flags {
+			t.Errorf("%s: %v", tc.base, k.DNSKEY)
+		}
+		ks := &KeySet{Origin: "example.test.", Keys: []*Key{k}}
+		a := &dns.A{Hdr: dns.RR_Header{Name: "www.example.test.", Rrtype: dns.TypeA, Class: dns.ClassINET, Ttl: 30}, A: []byte{192, 0, 2, 1}}
+		sigs, err := ks.Sign([]dns.RR{a}, 1, 2)
+		if err != nil || len(sigs) != 1 {
+			t.Fatalf("%s: %v %v", tc.base, sigs, err)
+		}
+		if err := sigs[0].(*dns.RRSIG).Verify(k.DNSKEY, []dns.RR{a}); err != nil {
+			t.Errorf("%s: %v", tc.base, err)
+		}
+	}
+	if _, err := ReadKey("testdata/Kexample.test.+013+20619", "other.test."); err == nil || !strings.Contains(err.Error(), "not of zone other.test.") {
+		t.Errorf("a key of another zone: %v", err)
+	}
+}
+
+// TestLoadMakesKeysOnce: a zone without keys gets them, written as
+// dnssec-keygen writes them (the private file 0600), and the next Load
+// reads the same ones; a ZSK is added when a zone asks for split keys.
+func TestLoadMakesKeysOnce(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := Load(dir, "example.test", Options{Algorithm: 13}); err == nil || !strings.Contains(err.Error(), "dnssec-keygen") {
+		t.Fatalf("no keys, none made: %v", err)
+	}
+	a, err := Load(dir, "example.test", Options{Algorithm: 13, Generate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.Keys) != 1 || !a.Keys[0].SEP() {
+		t.Fatalf("a CSK: %v", a.Tags())
+	}
+	fi, err := os.Stat(a.Keys[0].File + ".private")
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("private key file: %v %v", fi.Mode(), err)
+	}
+	b, err := Load(dir, "example.test.", Options{Algorithm: 13, Generate: true})
+	if err != nil || len(b.Keys) != 1 || b.Keys[0].DNSKEY.PublicKey != a.Keys[0].DNSKEY.PublicKey {
+		t.Fatalf("read again: %v %v", b.Tags(), err)
+	}
+	c, err := Load(dir, "example.test.", Options{Algorithm: 13, SplitKeys: true, Generate: true})
+	if err != nil || len(c.Keys) != 2 {
+		t.Fatalf("split: %v %v", c.Tags(), err)
+	}
+	// The DNSKEY RRset is signed by the KSK only, the rest by the ZSK.
+	keys := c.DNSKEYs(30)
+	sigs, _ := c.Sign(keys, 1, 2)
+	if len(sigs) != 1 || !c.keyOf(sigs[0]).SEP() {
+		t.Errorf("DNSKEY RRset signed by %v", sigs)
+	}
+	ds := c.DS(3600)
+	if len(ds) != 1 || ds[0].DigestType != dns.SHA256 {
+		t.Errorf("DS: %v", ds)
+	}
+	// Another build's Ed25519 keys in the directory are not this zone's.
+	d, err := Load(dir, "example.test.", Options{Algorithm: 15, Generate: true})
+	if err != nil || len(d.Keys) != 1 || d.Keys[0].DNSKEY.Algorithm != 15 {
+		t.Fatalf("ed25519: %v", err)
+	}
+	all, _ := Find(dir, "example.test")
+	if len(all) != 3 {
+		t.Errorf("Find: %d keys", len(all))
+	}
+}
+
+func (ks *KeySet) keyOf(sig dns.RR) *Key {
+	for _, k := range ks.Keys {
+		if k.DNSKEY.KeyTag() == sig.(*dns.RRSIG).KeyTag {
+			return k
+		}
+	}
+	return nil
+}
+
+// TestRefusesBadKeyFiles: a private key that is not the public one's, a
+// key file that is not a file, a .key without its .private.
+func TestRefusesBadKeyFiles(t *testing.T) {
+	dir := t.TempDir()
+	a, err := Load(dir, "a.test", Options{Algorithm: 13, Generate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, _ := Load(t.TempDir(), "a.test", Options{Algorithm: 13, Generate: true})
+	priv, _ := os.ReadFile(other.Keys[0].File + ".private")
+	os.WriteFile(a.Keys[0].File+".private", priv, 0o600)
+	if _, err := ReadKey(a.Keys[0].File, "a.test."); err == nil || !strings.Contains(err.Error(), "is not the private key") {
+		t.Errorf("mismatched private key: %v", err)
+	}
+	os.Remove(a.Keys[0].File + ".private")
+	if _, err := Load(dir, "a.test", Options{Algorithm: 13, Generate: true}); err == nil {
+		t.Error("a .key without its .private was used")
+	}
+	os.Remove(a.Keys[0].File + ".key")
+	os.Mkdir(filepath.Join(dir, "Ka.test.+013+00001.key"), 0o700)
+	if _, err := Load(dir, "a.test", Options{Algorithm: 13, Generate: true}); err == nil || !strings.Contains(err.Error(), "not a key file") {
+		t.Errorf("a directory as key file: %v", err)
+	}
+}

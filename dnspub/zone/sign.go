@@ -1,0 +1,535 @@
+package zone
+
+import (
+	"cmp"
+	"math/rand/v2"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/miekg/dns"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/dnssec"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/internal/cow"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
+)
+
+// signing is the DNSSEC records of a signed version of a zone (RFC 4034,
+// 4035), beside its records: the NSEC chain, every RRset's signatures,
+// and the keys at the apex. Sign makes them for what changed; versions
+// share the rest.
+type signing struct {
+	keys   *dnssec.KeySet
+	params model.DNSSEC
+	// chain is the names with records, in canonical order: the NSEC
+	// chain. Versions share it until a name comes or goes.
+	chain []string
+	at    cow.Map[*secured]
+	// soa is the RRSIGs of this version's SOA, which every serial changes.
+	soa []dns.RR
+	// due is when the earliest signature is to be made again (Unix
+	// seconds): a Sign at or after it refreshes the signatures due.
+	due          uint32
+	count, bytes int
+}
+
+// secured is the DNSSEC records at one name.
+type secured struct {
+	// keys holds, at the apex, the DNSKEY, CDS and CDNSKEY records.
+	keys []dns.RR
+	nsec *dns.NSEC
+	// sigs is the RRSIGs of the name's RRsets and its NSEC (the SOA's
+	// aside), in canonical order.
+	sigs []dns.RR
+	// due is when the earliest of sigs is to be made again.
+	due uint32
+}
+
+func (s *secured) records() []dns.RR {
+	out := make([]dns.RR, 0, len(s.keys)+1+len(s.sigs))
+	out = append(out, s.keys...)
+	out = append(out, s.nsec)
+	return append(out, s.sigs...)
+}
+
+// signer signs the RRsets of one Sign.
+type signer struct {
+	keys      *dnssec.KeySet
+	p         model.DNSSEC
+	inception uint32
+	now       uint32
+}
+
+// sign returns the signatures of rrset and when they are due again.
+func (sg *signer) sign(rrset []dns.RR) ([]dns.RR, uint32, error) {
+	// Each signature expires at its own time within the last eighth of
+	// the validity, so that refreshes spread rather than come at once.
+	jitter := rand.Uint32N(sg.p.Validity/8 + 1)
+	exp := sg.now + sg.p.Validity - jitter
+	sigs, err := sg.keys.Sign(rrset, sg.inception, exp)
+	return sigs, exp - sg.p.Refresh, err
+}
+
+// Signed reports whether z is signed.
+func (z *Zone) Signed() bool { return z.sec != nil }
+
+// Chain returns the names of a signed zone that hold records, in
+// canonical order (the NSEC chain), nil for an unsigned zone. The slice
+// must not be modified.
+func (z *Zone) Chain() []string {
+	if z.sec == nil {
+		return nil
+	}
+	return z.sec.chain
+}
+
+// RefreshDue returns when a signature of z is next to be made again,
+// the zero time for an unsigned zone.
+func (z *Zone) RefreshDue() time.Time {
+	if z.sec == nil {
+		return time.Time{}
+	}
+	return time.Unix(int64(z.sec.due), 0)
+}
+
+// SameKeys reports whether z is signed with keys and p.
+func (z *Zone) SameKeys(keys *dnssec.KeySet, p *model.DNSSEC) bool {
+	return z.sec != nil && p != nil && z.sec.keys == keys && z.sec.params == *p
+}
+
+// Sign returns z, a version made by Update and given its serial, signed
+// with keys as p says: the RRSIG records of each of its RRsets, the NSEC
+// chain of its names, and the DNSKEY, CDS and CDNSKEY records at its
+// apex. prev is the version z follows (nil for none) and ch what Update
+// changed from it: when prev is signed with the same keys, only the names
+// ch changed, their neighbours in the chain, the SOA and the signatures
+// due for refresh at now are signed again, the rest shared. ch gains the
+// DNSSEC records' changes (the names whose answers change, and for a
+// change from a previous version, the records deleted and added).
+func Sign(prev, z *Zone, ch *Change, keys *dnssec.KeySet, p model.DNSSEC, now time.Time) (*Zone, error) {
+	if ch == nil {
+		ch = &Change{fresh: true}
+	}
+	out := *z
+	z = &out
+	sg := &signer{keys: keys, p: p, now: uint32(now.Unix())}
+	// Signatures valid from an hour ago: a validator whose clock is
+	// behind ours accepts them.
+	sg.inception = sg.now - 3600
+	var err error
+	if prev == nil || prev.sec == nil || prev.sec.keys != keys || prev.sec.params != p || ch.FromNothing() {
+		err = z.signAll(sg, prev, ch)
+	} else {
+		err = z.signChanges(sg, prev, ch)
+	}
+	if err != nil {
+		return nil, err
+	}
+	soa := *z.SOA
+	if z.sec.soa, _, err = sg.sign([]dns.RR{&soa}); err != nil {
+		return nil, err
+	}
+	z.sec.count += len(z.sec.soa)
+	z.sec.bytes += size(z.sec.soa)
+	if !ch.fresh && prev != nil && prev.sec != nil {
+		ch.Deleted = append(ch.Deleted, prev.sec.soa...)
+	}
+	if !ch.fresh {
+		ch.Added = append(ch.Added, z.sec.soa...)
+	}
+	return z, nil
+}
+
+// signAll signs every name of z.
+func (z *Zone) signAll(sg *signer, prev *Zone, ch *Change) error {
+	chain := []string{z.Origin}
+	for name, o := range z.owners.All() {
+		if len(o.units) > 0 && name != z.Origin {
+			chain = append(chain, name)
+		}
+	}
+	sortCanonical(chain)
+	sec := &signing{keys: sg.keys, params: sg.p, chain: chain, due: ^uint32(0)}
+	made := make([]*secured, len(chain))
+	errs := make([]error, len(chain))
+	workers := runtime.GOMAXPROCS(0)
+	if len(chain) < 256 {
+		workers = 1
+	}
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(chain); i += workers {
+				next := chain[(i+1)%len(chain)]
+				made[i], errs[i] = z.secure(sg, chain[i], next)
+				if errs[i] != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	ed := cow.NewEditor[*secured](len(chain))
+	for i, s := range made {
+		ed.Set(chain[i], s)
+		sec.add(s)
+	}
+	sec.at = ed.Map()
+	if prev != nil && prev.sec != nil && !ch.fresh {
+		// Everything signed again (new keys or settings): every name's
+		// answers change, and a transfer replaces every DNSSEC record.
+		for name, s := range prev.sec.at.All() {
+			ch.Owners = append(ch.Owners, name)
+			ch.Deleted = append(ch.Deleted, s.records()...)
+		}
+	}
+	if !ch.fresh {
+		for i, s := range made {
+			ch.Owners = append(ch.Owners, chain[i])
+			ch.Added = append(ch.Added, s.records()...)
+		}
+		ch.Owners = sortUnique(ch.Owners)
+	}
+	z.sec = sec
+	return nil
+}
+
+func (sec *signing) add(s *secured) {
+	recs := s.records()
+	sec.count += len(recs)
+	sec.bytes += size(recs)
+	sec.due = min(sec.due, s.due)
+}
+
+func (sec *signing) sub(s *secured) {
+	recs := s.records()
+	sec.count -= len(recs)
+	sec.bytes -= size(recs)
+}
+
+// signChanges signs what changed since prev, which is signed with the
+// same keys and settings.
+func (z *Zone) signChanges(sg *signer, prev *Zone, ch *Change) error {
+	old := prev.sec
+	sec := &signing{keys: old.keys, params: old.params, chain: old.chain, due: old.due, count: old.count - len(old.soa), bytes: old.bytes - size(old.soa)}
+	// The names whose records changed, and whether they still hold any.
+	changed := map[string]bool{}
+	for _, list := range [2][]dns.RR{ch.Deleted, ch.Added} {
+		for _, rr := range list {
+			if rr.Header().Rrtype != dns.TypeRRSIG && rr.Header().Rrtype != dns.TypeNSEC {
+				changed[rr.Header().Name] = true
+			}
+		}
+	}
+	var gone, come []string
+	for name := range changed {
+		_, had := old.at.Get(name)
+		has := z.holds(name)
+		switch {
+		case had && !has:
+			gone = append(gone, name)
+		case !had && has:
+			come = append(come, name)
+		}
+	}
+	if len(gone)+len(come) > 0 {
+		sec.chain = editChain(old.chain, gone, come)
+	}
+	// The names to sign again: the changed ones that hold records, and
+	// the predecessors of names that came or went (their NSEC's next).
+	redo := map[string]bool{}
+	for name := range changed {
+		if z.holds(name) {
+			redo[name] = true
+		}
+	}
+	neighbours := map[string]bool{}
+	for _, name := range slices.Concat(gone, come) {
+		i, _ := slices.BinarySearchFunc(sec.chain, name, CompareNames)
+		neighbours[sec.chain[(i-1+len(sec.chain))%len(sec.chain)]] = true
+	}
+	refresh := sg.now >= old.due
+	if refresh {
+		sec.due = ^uint32(0)
+	}
+	at := old.at.Edit()
+	var deleted, added []dns.RR
+	touched := map[string]bool{}
+	for _, name := range gone {
+		s, _ := at.Get(name)
+		at.Delete(name)
+		sec.sub(s)
+		deleted = append(deleted, s.records()...)
+		touched[name] = true
+	}
+	put := func(name string, s, was *secured) {
+		if was != nil {
+			sec.sub(was)
+			deleted = append(deleted, was.records()...)
+		}
+		at.Set(name, s)
+		sec.add(s)
+		added = append(added, s.records()...)
+		touched[name] = true
+	}
+	next := func(name string) string {
+		i, _ := slices.BinarySearchFunc(sec.chain, name, CompareNames)
+		return sec.chain[(i+1)%len(sec.chain)]
+	}
+	for name := range redo {
+		was, _ := at.Get(name)
+		s, err := z.secure(sg, name, next(name))
+		if err != nil {
+			return err
+		}
+		put(name, s, was)
+	}
+	for name := range neighbours {
+		if redo[name] {
+			continue
+		}
+		was, _ := at.Get(name)
+		s, err := z.renewNSEC(sg, was, name, next(name))
+		if err != nil {
+			return err
+		}
+		if s != was {
+			put(name, s, was)
+		}
+	}
+	if refresh {
+		for name, was := range old.at.All() {
+			if redo[name] || touched[name] {
+				continue
+			}
+			if was.due > sg.now {
+				sec.due = min(sec.due, was.due)
+				continue
+			}
+			s, err := z.secure(sg, name, next(name))
+			if err != nil {
+				return err
+			}
+			put(name, s, was)
+		}
+		for name := range touched {
+			if s, ok := at.Get(name); ok {
+				sec.due = min(sec.due, s.due)
+			}
+		}
+	}
+	sec.at = at.Map()
+	for name := range touched {
+		ch.Owners = append(ch.Owners, name)
+	}
+	ch.Owners = sortUnique(ch.Owners)
+	ch.Deleted = append(ch.Deleted, deleted...)
+	ch.Added = append(ch.Added, added...)
+	z.sec = sec
+	return nil
+}
+
+// holds reports whether name holds records in z (not an empty
+// non-terminal, nor a name outside it).
+func (z *Zone) holds(name string) bool {
+	if name == z.Origin {
+		return true
+	}
+	o, ok := z.owners.Get(name)
+	return ok && len(o.units) > 0
+}
+
+// secure makes the DNSSEC records of name, whose successor in the chain
+// is next: its NSEC record and the signatures of its RRsets.
+func (z *Zone) secure(sg *signer, name, next string) (*secured, error) {
+	s := &secured{due: ^uint32(0)}
+	rrs := z.plainAt(name)
+	if name == z.Origin {
+		s.keys = slices.Concat(sg.keys.DNSKEYs(z.TTLOfKeys()), sg.keys.Parent(z.TTLOfKeys()))
+		rrs = append(rrs, s.keys...)
+		slices.SortFunc(rrs, compareRR)
+	}
+	s.nsec = z.nsec(name, next, rrs)
+	for set := range rrsets(append(rrs, s.nsec)) {
+		if set[0].Header().Rrtype == dns.TypeSOA {
+			continue // signed for each serial (Sign)
+		}
+		sigs, due, err := sg.sign(set)
+		if err != nil {
+			return nil, err
+		}
+		s.sigs = append(s.sigs, sigs...)
+		s.due = min(s.due, due)
+	}
+	slices.SortFunc(s.sigs, compareRR)
+	return s, nil
+}
+
+// renewNSEC returns was with the NSEC record of name pointing to next,
+// signed again, or was itself when it already does.
+func (z *Zone) renewNSEC(sg *signer, was *secured, name, next string) (*secured, error) {
+	if was.nsec.NextDomain == next {
+		return was, nil
+	}
+	s := &secured{keys: was.keys, due: ^uint32(0)}
+	n := *was.nsec
+	n.NextDomain = next
+	s.nsec = &n
+	sigs, due, err := sg.sign([]dns.RR{s.nsec})
+	if err != nil {
+		return nil, err
+	}
+	for _, sig := range was.sigs {
+		if sig.(*dns.RRSIG).TypeCovered != dns.TypeNSEC {
+			s.sigs = append(s.sigs, sig)
+			s.due = min(s.due, was.due)
+		}
+	}
+	s.sigs = append(s.sigs, sigs...)
+	s.due = min(s.due, due)
+	slices.SortFunc(s.sigs, compareRR)
+	return s, nil
+}
+
+// TTLOfKeys is the TTL of the DNSKEY, CDS and CDNSKEY records: the
+// zone's TTL, as its NS records have.
+func (z *Zone) TTLOfKeys() uint32 { return z.SOA.Hdr.Ttl }
+
+// nsec makes the NSEC record of name (RFC 4034 §4), whose records are
+// rrs, with the negative TTL (RFC 9077).
+func (z *Zone) nsec(name, next string, rrs []dns.RR) *dns.NSEC {
+	types := []uint16{dns.TypeRRSIG, dns.TypeNSEC}
+	for _, rr := range rrs {
+		types = append(types, rr.Header().Rrtype)
+	}
+	slices.Sort(types)
+	return &dns.NSEC{Hdr: hdr(name, dns.TypeNSEC, z.NegativeTTL()), NextDomain: next, TypeBitMap: slices.Compact(types)}
+}
+
+// plainAt returns the records at name without the DNSSEC ones.
+func (z *Zone) plainAt(name string) []dns.RR {
+	var out []dns.RR
+	if name == z.Origin {
+		out = append(out, z.SOA)
+	}
+	if o, ok := z.owners.Get(name); ok {
+		for _, key := range o.units {
+			u, _ := z.units.Get(key)
+			for _, rr := range u.records() {
+				if rr.Header().Name == name {
+					out = append(out, rr)
+				}
+			}
+		}
+	}
+	slices.SortFunc(out, compareRR)
+	return slices.CompactFunc(out, func(a, b dns.RR) bool { return compareRR(a, b) == 0 })
+}
+
+// securedAt returns the DNSSEC records at name, the SOA's signatures
+// included at the apex.
+func (z *Zone) securedAt(name string) []dns.RR {
+	if z.sec == nil {
+		return nil
+	}
+	s, ok := z.sec.at.Get(name)
+	if !ok {
+		return nil
+	}
+	out := s.records()
+	if name == z.Origin {
+		out = append(out, z.sec.soa...)
+	}
+	return out
+}
+
+// rrsets yields the RRsets of records in canonical order.
+func rrsets(records []dns.RR) func(func([]dns.RR) bool) {
+	return func(yield func([]dns.RR) bool) {
+		for i := 0; i < len(records); {
+			t := records[i].Header().Rrtype
+			j := i + 1
+			for j < len(records) && records[j].Header().Rrtype == t {
+				j++
+			}
+			if !yield(records[i:j:j]) {
+				return
+			}
+			i = j
+		}
+	}
+}
+
+// editChain returns chain without gone and with come, in canonical order.
+func editChain(chain, gone, come []string) []string {
+	drop := make(map[string]bool, len(gone))
+	for _, n := range gone {
+		drop[n] = true
+	}
+	out := make([]string, 0, len(chain)+len(come))
+	for _, n := range chain {
+		if !drop[n] {
+			out = append(out, n)
+		}
+	}
+	for _, n := range come {
+		i, found := slices.BinarySearchFunc(out, n, CompareNames)
+		if !found {
+			out = slices.Insert(out, i, n)
+		}
+	}
+	return out
+}
+
+// sortCanonical sorts names in canonical order (RFC 4034 §6.1), by a key
+// made once per name: each label, from the last, followed by a zero byte.
+func sortCanonical(names []string) {
+	type keyed struct{ key, name string }
+	ks := make([]keyed, len(names))
+	for i, n := range names {
+		ks[i] = keyed{canonicalKey(n), n}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return cmp.Compare(a.key, b.key) })
+	for i := range ks {
+		names[i] = ks[i].name
+	}
+}
+
+func canonicalKey(name string) string {
+	labels := dns.SplitDomainName(name)
+	var b strings.Builder
+	b.Grow(len(name) + 1)
+	for i := len(labels) - 1; i >= 0; i-- {
+		b.WriteString(labels[i])
+		b.WriteByte(0)
+	}
+	return b.String()
+}
+
+func sortUnique(s []string) []string {
+	slices.Sort(s)
+	return slices.Compact(s)
+}
+
+// eachSigned is EachName for a signed zone: every name's records with
+// their DNSSEC records.
+func (z *Zone) eachSigned(workers int, fn func(worker int, name string, records []dns.RR)) {
+	names := z.Names()
+	workers = max(workers, 1)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < len(names); i += workers {
+				fn(w, names[i], z.RecordsAt(names[i]))
+			}
+		})
+	}
+	wg.Wait()
+}
