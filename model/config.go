@@ -735,12 +735,19 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 		d.soa(soaNode, soaPath, z)
 	}
 	d.zonePolicies(polNode, polPath, z)
+	if secNode != nil {
+		d.dnssec(secNode, secPath, z)
+	}
+	// The answers of a signed zone carry RRSIG records: every one must
+	// still fit a message.
+	tsigLen := d.sigLen
+	d.sigLen += z.rrsigLen()
 	svcs := d.zoneServices(svcKey, svcNode, svcPath, z)
+	d.sigLen = tsigLen
 	if xfrNode != nil {
 		d.transfer(xfrNode, xfrPath, z, keys)
 	}
 	if secNode != nil {
-		d.dnssec(secNode, secPath, z)
 		d.checkDNSSECTimes(secNode, secPath, z)
 	}
 	d.crossCheck(z, svcs, nss)
@@ -1377,5 +1384,5 @@ func (d *doc) signedNote() string {
 	if d.sigLen == 0 {
 		return " with the EDNS OPT record"
 	}
-	return fmt.Sprintf(" with the EDNS OPT record and the %d-byte TSIG record that signs it (transfers and signed queries)", d.sigLen)
+	return fmt.Sprintf(" with the EDNS OPT record and %d bytes of TSIG and RRSIG records (signed queries and transfers, DNSSEC)", d.sigLen)
 }

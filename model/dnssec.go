@@ -119,3 +119,14 @@ func (d *doc) checkDNSSECTimes(n *yaml.Node, path string, z *Zone) {
 		d.report(n, path, codeDNSSECTimes, "signatures are refreshed %ds before they expire, less than twice the zone's longest TTL (%ds): a resolver could keep a record past its signature's expiry and then fail to validate it; make signatureRefresh at least %ds", z.DNSSEC.Refresh, maxTTL, 2*maxTTL)
 	}
 }
+
+// rrsigLen is the room the RRSIG records of an answer of zone z take:
+// two (a key rollover signs with both keys) of an owner name compressed
+// to a pointer, the fixed fields, the signer's name and a 64-byte
+// signature (ECDSA P-256 and Ed25519 alike); 0 for an unsigned zone.
+func (z *Zone) rrsigLen() int {
+	if z.DNSSEC == nil {
+		return 0
+	}
+	return 2 * (2 + 10 + 18 + wireLen(z.Origin) + 64)
+}

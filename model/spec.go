@@ -138,7 +138,7 @@ func (v *ServiceValidator) Validate(z *Zone, name string, labels map[string]stri
 		}
 		addLabels(root, labels)
 	}
-	d.sigLen = maxSignatureLen(keys)
+	d.sigLen = maxSignatureLen(keys) + z.rrsigLen()
 	want := absName(name, z.Origin)
 	if k, v := member(root, "name"); k != nil {
 		if s := deref(v); s != nil && s.Kind == yaml.ScalarNode && absName(strings.TrimSpace(s.Value), z.Origin) != want {

@@ -16,6 +16,9 @@ command -v kdig >/dev/null || need+=(knot-dnsutils)
 command -v named >/dev/null || need+=(bind9)
 command -v named-checkzone >/dev/null || need+=(bind9-utils)
 command -v knotd >/dev/null || need+=(knot)
+command -v delv >/dev/null || need+=(bind9-dnsutils)
+command -v dnssec-verify >/dev/null || need+=(bind9-utils)
+command -v ldns-verify-zone >/dev/null || need+=(ldnsutils)
 if ((${#need[@]})); then
 	if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
 		echo "tooltest: missing ${need[*]}: install them (Debian/Ubuntu packages) or run this script as root" >&2
