@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -201,7 +202,7 @@ func (b *Builder) build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts 
 		return nil, err
 	}
 	d.names, d.name, d.hostsFile = lc.names, lc.names[0], lc.hostsFile
-	d.client = dnsClient{servers: lc.servers, timeout: lc.timeout, attempts: lc.attempts, rotate: lc.rotate, next: new(atomic.Uint32), net: b.net}
+	d.client = dnsClient{servers: lc.servers, timeout: lc.timeout, attempts: lc.attempts, rotate: lc.rotate, next: new(atomic.Uint32), net: b.net, val: b.cfg.val}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	b.add(d)
 	d.wg.Add(1)
@@ -260,6 +261,20 @@ type lookupConf struct {
 // with its timeout, attempts and rotate options where Options leave them
 // unset.
 func (c *config) lookupConf(tg target) (*lookupConf, error) {
+	lc, err := c.lookupServers(tg)
+	if err != nil || c.val == nil || !c.val.ad {
+		return lc, err
+	}
+	for _, ns := range lc.servers {
+		if ap, err := netip.ParseAddrPort(ns); err != nil || !ap.Addr().IsLoopback() {
+			return nil, fmt.Errorf("dnsconfig: resolver.Options.RequireAuthenticatedData trusts the AD bit of a resolver on this machine only: nameserver %s is not a loopback address", ns)
+		}
+	}
+	return lc, nil
+}
+
+// lookupServers is lookupConf without the check of the servers' trust.
+func (c *config) lookupServers(tg target) (*lookupConf, error) {
 	lc := &lookupConf{names: []string{fqdn(tg.host)}, timeout: c.QueryTimeout, attempts: c.Attempts}
 	if tg.nameserver != "" {
 		lc.servers = []string{tg.nameserver}

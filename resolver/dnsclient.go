@@ -34,6 +34,9 @@ type dnsClient struct {
 	next   *atomic.Uint32
 	// net carries the queries; nil is the network (netTransport).
 	net transport
+	// val validates the answers for names under a trust anchor; nil
+	// when validation is off.
+	val *validator
 }
 
 // transport carries one DNS message, in wire format, to one server and
@@ -165,6 +168,9 @@ func (c *dnsClient) lookup(ctx context.Context, name string, qtype uint16) (*ans
 	var res *answer
 	for {
 		r, server, tcp, err := c.query(ctx, name, qtype)
+		if err == nil && c.val != nil {
+			err = c.val.check(ctx, c, r, name, qtype)
+		}
 		if err != nil {
 			if res != nil {
 				// The alias was found, its target could not be asked.
@@ -310,7 +316,7 @@ func (c *dnsClient) query(ctx context.Context, name string, qtype uint16) (*mess
 // answer is truncated, and again without EDNS0 if the server rejects it
 // with FORMERR (RFC 6891 §7: old servers).
 func (c *dnsClient) exchange(ctx context.Context, server, name string, qtype uint16) (*message, bool, error) {
-	q := query{id: newID(), name: name, qtype: qtype, edns: true}
+	q := query{id: newID(), name: name, qtype: qtype, edns: true, do: c.val != nil, ad: c.val != nil && c.val.ad}
 	r, err := c.exchangeOver(ctx, "udp", server, q)
 	if err != nil {
 		if ctx.Err() != nil || !errors.Is(err, errUnreadable) {

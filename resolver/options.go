@@ -7,7 +7,10 @@ import (
 	"log/slog"
 	"maps"
 	"math/rand/v2"
+	"net/netip"
 	"os"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,6 +108,29 @@ type Options struct {
 	// default one. Nil: none.
 	HeaderRules *extract.Rules
 
+	// TrustAnchors turns on DNSSEC validation (docs/dnssec.md): the
+	// resolver asks with the DO bit and validates, up to these anchors,
+	// the TXT and address answers for names under them; an answer that
+	// does not validate (forged, unsigned, expired, or a negative answer
+	// without its proof) is a failed lookup (gRFC A21: a running channel
+	// keeps its config, a new one gets the default), and State says
+	// "bogus" and why. Each entry is a DS or DNSKEY record in presentation
+	// format, as `grpc-config-dns dnssec ds` prints it ("example.test. IN
+	// DS 12345 13 2 ABCD…"). The signer of an answer must be a zone with
+	// an anchor; names under no anchor are not validated.
+	TrustAnchors []string
+	// TrustAnchorFile is a file of trust anchors, in the format of
+	// Unbound's trust-anchor-file (DS or DNSKEY records, one a line) or
+	// BIND's trust-anchors { } clause; read with TrustAnchors.
+	TrustAnchorFile string
+	// RequireAuthenticatedData trusts a validating resolver on this
+	// machine (Unbound, systemd-resolved, BIND) instead: every answer
+	// must carry the AD bit, or the lookup fails. The nameservers must
+	// then be loopback addresses: the AD bit of a resolver across a
+	// network proves nothing to the client (RFC 6840 §5.7). With
+	// TrustAnchors, it applies to the names under them only.
+	RequireAuthenticatedData bool
+
 	// Logger receives a record for every service config change, with the
 	// chosen choice and why, and for lookup failures. Default: grpc-go's
 	// grpclog, component "dnsconfig" (lines start "[dnsconfig]"), so
@@ -146,6 +172,9 @@ type config struct {
 	nameservers             []string
 	authParams              map[string]map[string]string
 	defaultConfig           string // compact JSON, or ""
+	// val validates answers (TrustAnchors, RequireAuthenticatedData);
+	// nil when neither is set.
+	val *validator
 }
 
 // Validate reports the first problem with the options, naming the field.
@@ -174,7 +203,7 @@ func (o Options) resolve() (*config, error) {
 	if c.hostname == "" {
 		c.hostname, c.hostnameErr = processHostname()
 	}
-	for _, step := range []func() error{c.resolveTimers, c.resolveBackoff, c.resolveNameservers, c.resolveParams, c.resolveDefaultConfig} {
+	for _, step := range []func() error{c.resolveTimers, c.resolveBackoff, c.resolveNameservers, c.resolveParams, c.resolveDefaultConfig, c.resolveValidation} {
 		if err := step(); err != nil {
 			return nil, err
 		}
@@ -335,4 +364,39 @@ func (c *config) backoff(retries int) time.Duration {
 	d = min(d, maxD)
 	d *= 1 + b.Jitter*(rand.Float64()*2-1)
 	return max(time.Duration(d), 0)
+}
+
+// resolveValidation reads the trust anchors and makes the validator.
+func (c *config) resolveValidation() error {
+	var anchors []*anchor
+	if len(c.TrustAnchors) > 0 {
+		as, err := parseAnchors(strings.Join(c.TrustAnchors, "\n"), "resolver.Options.TrustAnchors")
+		if err != nil {
+			return err
+		}
+		anchors = append(anchors, as...)
+	}
+	if c.TrustAnchorFile != "" {
+		as, err := readAnchorFile(c.TrustAnchorFile)
+		if err != nil {
+			return fmt.Errorf("resolver.Options.TrustAnchorFile: %v", err)
+		}
+		anchors = append(anchors, as...)
+	}
+	if len(anchors) == 0 && !c.RequireAuthenticatedData {
+		return nil
+	}
+	if c.RequireAuthenticatedData {
+		for _, ns := range c.nameservers {
+			if ap, err := netip.ParseAddrPort(ns); err != nil || !ap.Addr().IsLoopback() {
+				return fmt.Errorf("resolver.Options.RequireAuthenticatedData trusts the AD bit of a resolver on this machine only: nameserver %s is not a loopback address", ns)
+			}
+		}
+		if len(anchors) == 0 {
+			anchors = []*anchor{{zone: "."}}
+		}
+	}
+	slices.SortStableFunc(anchors, func(a, b *anchor) int { return len(labels(b.zone)) - len(labels(a.zone)) })
+	c.val = &validator{anchors: anchors, ad: c.RequireAuthenticatedData, skew: time.Minute, now: time.Now}
+	return nil
 }

@@ -3,6 +3,7 @@ package resolver
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -59,7 +60,8 @@ type State struct {
 	// channel started, by kind: "txt_lookup" (the TXT lookup failed),
 	// "invalid_record" (the record, or the chosen config, is invalid),
 	// "channel_refused" (the channel refused the update), "no_addresses"
-	// (no address lookup answered).
+	// (no address lookup answered), "bogus" (an answer failed DNSSEC
+	// validation: Options.TrustAnchors; a lookup problem too).
 	Problems map[string]uint64
 }
 
@@ -417,6 +419,13 @@ func (d *dnsResolver) finish(r *resolution) (time.Duration, bool) {
 		}
 		if r.updateErr != nil {
 			s.count("channel_refused")
+		}
+		for _, lr := range r.got {
+			var be *BogusError
+			if errors.As(lr.err, &be) {
+				s.count("bogus")
+				break
+			}
 		}
 	})
 	// A failed TXT lookup, an update the channel refused (an invalid record

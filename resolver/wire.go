@@ -1,6 +1,7 @@
 package resolver
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -78,6 +79,9 @@ type query struct {
 	name  string // fully qualified
 	qtype uint16
 	edns  bool // with an OPT record advertising ednsSize
+	// do asks for DNSSEC records (the DO bit, RFC 3225); ad asks whether
+	// the answer was validated (the AD bit, RFC 6840 §5.7).
+	do, ad bool
 }
 
 // pack writes q in wire format, recursion desired.
@@ -85,6 +89,9 @@ func (q query) pack() ([]byte, error) {
 	b := make([]byte, headerLen, 64)
 	binary.BigEndian.PutUint16(b, q.id)
 	b[2] = 1 // RD
+	if q.ad {
+		b[3] = 0x20
+	}
 	b[5] = 1 // QDCOUNT
 	var err error
 	if b, err = appendName(b, q.name); err != nil {
@@ -99,7 +106,11 @@ func (q query) pack() ([]byte, error) {
 		b = append(b, 0)
 		b = binary.BigEndian.AppendUint16(b, typeOPT)
 		b = binary.BigEndian.AppendUint16(b, ednsSize)
-		b = append(b, 0, 0, 0, 0, 0, 0)
+		var do byte
+		if q.do {
+			do = 0x80
+		}
+		b = append(b, 0, 0, do, 0, 0, 0)
 	}
 	return b, nil
 }
@@ -145,6 +156,9 @@ type record struct {
 	alias string     // CNAME: the target
 	// minimum is the SOA's negative-caching TTL.
 	minimum uint32
+	// rdata is the record's data in canonical form (RFC 4034 §6.2: the
+	// names in it uncompressed and in lower case), for DNSSEC validation.
+	rdata []byte
 }
 
 // question is the question of a reply.
@@ -157,9 +171,11 @@ type question struct {
 type message struct {
 	id                                                 uint16
 	response, authoritative, truncated, recursionAvail bool
-	rcode                                              int
-	questions                                          []question
-	answers, authorities                               []record
+	// authenticData is the AD bit: the nameserver validated the answer.
+	authenticData        bool
+	rcode                int
+	questions            []question
+	answers, authorities []record
 	// edns is set when the reply carries an OPT record.
 	edns bool
 }
@@ -279,7 +295,7 @@ func readMessage(b []byte) (*message, error) {
 	}
 	flags := binary.BigEndian.Uint16(h[2:])
 	m := &message{id: binary.BigEndian.Uint16(h), response: flags&0x8000 != 0, authoritative: flags&0x0400 != 0,
-		truncated: flags&0x0200 != 0, recursionAvail: flags&0x0080 != 0, rcode: int(flags & 0xF)}
+		truncated: flags&0x0200 != 0, recursionAvail: flags&0x0080 != 0, authenticData: flags&0x0020 != 0, rcode: int(flags & 0xF)}
 	qd, an, ns, ar := binary.BigEndian.Uint16(h[4:]), binary.BigEndian.Uint16(h[6:]), binary.BigEndian.Uint16(h[8:]), binary.BigEndian.Uint16(h[10:])
 	for range qd {
 		var q question
@@ -344,6 +360,9 @@ func readSection(r *wireReader, count uint16) ([]record, error) {
 			return nil, err
 		}
 		if err := rr.readData(r.msg, start, data); err != nil {
+			return nil, fmt.Errorf("%s record of %s: %v", typeName(rr.rtype), rr.name, err)
+		}
+		if rr.rdata, err = canonicalData(r.msg, start, data, rr.rtype); err != nil {
 			return nil, fmt.Errorf("%s record of %s: %v", typeName(rr.rtype), rr.name, err)
 		}
 		out = append(out, rr)
@@ -421,4 +440,40 @@ func soaMinimum(msg []byte, start, n int) (uint32, error) {
 		return 0, err
 	}
 	return r.u32()
+}
+
+// canonicalData is the data of a record of type t, msg[start:start+len(data)],
+// in canonical form (RFC 4034 §6.2, RFC 6840 §5.1): the names of the
+// types that may compress them expanded and in lower case, any other
+// data as it is.
+func canonicalData(msg []byte, start int, data []byte, t uint16) ([]byte, error) {
+	// Where the names are: how many fixed bytes come first, how many
+	// names follow, and how many fixed bytes after them.
+	var pre, names int
+	switch t {
+	case 2, typeCNAME, 12: // NS, CNAME, PTR
+		names = 1
+	case typeSOA:
+		names = 2
+	case 15: // MX
+		pre, names = 2, 1
+	case 33: // SRV
+		pre, names = 6, 1
+	default:
+		return bytes.Clone(data), nil
+	}
+	if len(data) < pre {
+		return nil, errShort
+	}
+	out := bytes.Clone(data[:pre])
+	off := start + pre
+	for range names {
+		name, next, err := readName(msg[:start+len(data)], off)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, wireLower(name)...)
+		off = next
+	}
+	return append(out, msg[off:start+len(data)]...), nil
 }

@@ -1,0 +1,255 @@
+package resolver
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/miekg/dns"
+	grpcresolver "google.golang.org/grpc/resolver"
+
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub"
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/dnssec"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
+)
+
+// signedPublisher serves the built-in example zone, signed, from the
+// publisher, and returns its address and the zone's DS record.
+func signedPublisher(t *testing.T) (addr, ds string) {
+	t.Helper()
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pub.yaml")
+	os.WriteFile(file, bytes.Replace(model.Example, []byte("    ttl: 30s\n"), []byte("    ttl: 30s\n    dnssec: {}\n"), 1), 0o644)
+	srv, err := dnspub.New(dnspub.Options{ConfigFile: file, StateFile: "-", Listen: "127.0.0.1:0", WatchInterval: -1, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Shutdown(t.Context()) })
+	keys, err := dnssec.Find(file+".keys", "example.test.")
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("keys: %v", err)
+	}
+	return srv.Addr().String(), keys[0].DNSKEY.ToDS(dns.SHA256).String()
+}
+
+// hostile is a DNS server between the resolver and the publisher that
+// changes the answers as its mode says.
+type hostile struct {
+	upstream string
+	mode     atomic.Value // string
+	addr     string
+}
+
+func startHostile(t *testing.T, upstream string) *hostile {
+	t.Helper()
+	h := &hostile{upstream: upstream}
+	h.mode.Store("pass")
+	pc, err := netListenUDP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.addr = pc.LocalAddr().String()
+	l, err := netListenTCP(h.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handler := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		r, _, err := (&dns.Client{Net: "tcp", Timeout: 2 * time.Second}).Exchange(req, upstream)
+		if err != nil {
+			return
+		}
+		h.change(r)
+		w.WriteMsg(r)
+	})
+	udp, tcp := &dns.Server{PacketConn: pc, Handler: handler}, &dns.Server{Listener: l, Handler: handler}
+	go udp.ActivateAndServe()
+	go tcp.ActivateAndServe()
+	t.Cleanup(func() { udp.Shutdown(); tcp.Shutdown() })
+	return h
+}
+
+// change applies the mode to a TXT answer.
+func (h *hostile) change(r *dns.Msg) {
+	if len(r.Question) == 0 || r.Question[0].Qtype != dns.TypeTXT {
+		return
+	}
+	switch h.mode.Load().(string) {
+	case "flip": // one byte of the config, the signature kept
+		for _, rr := range r.Answer {
+			if txt, ok := rr.(*dns.TXT); ok {
+				txt.Txt[0] = strings.Replace(txt.Txt[0], "round_robin", "pick_first", 1)
+			}
+		}
+	case "flip-signature":
+		for _, rr := range r.Answer {
+			if sig, ok := rr.(*dns.RRSIG); ok {
+				b := []byte(sig.Signature) // base64: another letter of it
+				if b[5] == 'A' {
+					b[5] = 'B'
+				} else {
+					b[5] = 'A'
+				}
+				sig.Signature = string(b)
+			}
+		}
+	case "strip": // the same answer, unsigned (a downgrade)
+		var kept []dns.RR
+		for _, rr := range r.Answer {
+			if rr.Header().Rrtype != dns.TypeRRSIG {
+				kept = append(kept, rr)
+			}
+		}
+		r.Answer = kept
+	case "nxdomain": // the record denied, without proof
+		r.Answer, r.Ns = nil, nil
+		r.Rcode = dns.RcodeNameError
+	}
+}
+
+const (
+	// What the example publishes for Go clients at echo.
+	goConfig = `{"loadBalancingConfig":[{"round_robin":{}}]}`
+	// The default config of the tests' channels.
+	defaultConfig = `{"loadBalancingConfig":[{"pick_first":{}}]}`
+)
+
+// TestDNSSECRefusesForgedConfig: with the zone's DS as trust anchor, a
+// config the publisher signed is applied; a forged one (a changed byte,
+// a changed signature, the signatures stripped, a denial without proof),
+// or a replay after the signatures expired, is a failed lookup: the
+// running channel keeps its config and State says bogus and why; a new
+// channel gets the default config.
+func TestDNSSECRefusesForgedConfig(t *testing.T) {
+	pub, ds := signedPublisher(t)
+	h := startHostile(t, pub)
+	o := fastOptions()
+	o.TrustAnchors = []string{ds}
+	o.DefaultServiceConfig = defaultConfig
+	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	b := NewBuilder(o)
+	target := "dnsconfig://" + h.addr + "/echo.example.test"
+	cc, r := buildFake(t, b, target)
+	cc.waitFor(t, 10*time.Second, "with the signed config", func(u update) bool { return u.config == goConfig })
+	if st, _ := b.State(target); st.Config != "published" || st.LastError != nil {
+		t.Fatalf("state: %+v", st)
+	}
+	published := func(t *testing.T) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			r.ResolveNow(grpcresolver.ResolveNowOptions{})
+			if st, _ := b.State(target); st.LastError == nil && st.Config == "published" {
+				return
+			}
+			if time.Now().After(deadline) {
+				st, _ := b.State(target)
+				t.Fatalf("not published again: %+v", st)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for _, tc := range []struct{ mode, why string }{
+		{"flip", "does not verify"},
+		{"flip-signature", "does not verify"},
+		{"strip", "not signed"},
+		{"nxdomain", "NSEC"},
+		{"expired", "not now"},
+	} {
+		mode := tc.mode
+		t.Run(mode, func(t *testing.T) {
+			h.mode.Store(mode)
+			if mode == "expired" {
+				h.mode.Store("pass")
+				b.cfg.val.now = func() time.Time { return time.Now().Add(30 * 24 * time.Hour) }
+			}
+			before := len(cc.all())
+			var st State
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				r.ResolveNow(grpcresolver.ResolveNowOptions{})
+				st, _ = b.State(target)
+				var be *BogusError
+				if errors.As(st.LastError, &be) && strings.Contains(be.Reason, tc.why) {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("no bogus answer: %+v", st)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if st.Problems["bogus"] == 0 || !strings.Contains(st.LastError.Error(), "bogus DNSSEC answer") {
+				t.Errorf("state: %+v", st)
+			}
+			t.Logf("%s: %v", mode, st.LastError)
+			for _, u := range cc.all()[before:] {
+				if u.config != goConfig && u.config != "<nil>" {
+					t.Errorf("the channel was given %s", u.config)
+				}
+			}
+			// A new channel on the same answers gets the default config
+			// (its addresses validate), or, when the zone's keys no longer
+			// validate (expired), no address and the error.
+			b2 := NewBuilder(o)
+			if mode == "expired" {
+				b2.cfg.val.now = b.cfg.val.now
+				cc2, _ := buildFake(t, b2, target)
+				cc2.waitFor(t, 10*time.Second, "with the bogus error", func(u update) bool { return u.err != nil && strings.Contains(u.err.Error(), "bogus") })
+				b.cfg.val.now = time.Now
+			} else {
+				cc2, _ := buildFake(t, b2, target)
+				cc2.waitFor(t, 10*time.Second, "with the default config", func(u update) bool { return u.config == defaultConfig })
+			}
+			// Back to the signed answers: the published config again.
+			h.mode.Store("pass")
+			published(t)
+		})
+	}
+}
+
+// TestDNSSECNegativeAnswers: NXDOMAIN and NODATA answers of a signed zone
+// validate (a service without a config is no failure), and names outside
+// the anchors are not validated.
+func TestDNSSECNegativeAnswers(t *testing.T) {
+	pub, ds := signedPublisher(t)
+	o := fastOptions()
+	o.TrustAnchors = []string{ds}
+	b := NewBuilder(o)
+	for _, host := range []string{"www.example.test", "nope.example.test", "_tcp.echo.example.test"} {
+		a, err := (&dnsClient{servers: []string{pub}, timeout: time.Second, attempts: 1, val: b.cfg.val}).lookup(t.Context(), "_grpc_config."+host, typeTXT)
+		if err != nil || len(a.txt) != 0 {
+			t.Errorf("%s: %v %v", host, a, err)
+		}
+		if _, err := (&dnsClient{servers: []string{pub}, timeout: time.Second, attempts: 1, val: b.cfg.val}).lookup(t.Context(), host, typeA); err != nil {
+			t.Errorf("%s A: %v", host, err)
+		}
+	}
+	// An anchor for another zone: example.test is not validated.
+	o.TrustAnchors = []string{"other.test. IN DS 1 13 2 " + strings.Repeat("AB", 32)}
+	b = NewBuilder(o)
+	if _, err := (&dnsClient{servers: []string{pub}, timeout: time.Second, attempts: 1, val: b.cfg.val}).lookup(t.Context(), "_grpc_config.echo.example.test", typeTXT); err != nil {
+		t.Errorf("a name under no anchor: %v", err)
+	}
+	// A wrong anchor for the zone: its keys are refused.
+	o.TrustAnchors = []string{"example.test. IN DS 1 13 2 " + strings.Repeat("AB", 32)}
+	b = NewBuilder(o)
+	_, err := (&dnsClient{servers: []string{pub}, timeout: time.Second, attempts: 1, val: b.cfg.val}).lookup(t.Context(), "_grpc_config.echo.example.test", typeTXT)
+	var be *BogusError
+	if !errors.As(err, &be) || !strings.Contains(err.Error(), "matches its trust anchor") {
+		t.Errorf("a wrong anchor: %v", err)
+	}
+}
+
+func netListenUDP() (net.PacketConn, error) { return net.ListenPacket("udp", "127.0.0.1:0") }
+
+func netListenTCP(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
