@@ -130,6 +130,10 @@ type answer struct {
 	// server answered; tcp is set when it took TCP (after truncation).
 	server string
 	tcp    bool
+	// secure is set when DNSSEC validated every answer of the chain;
+	// expires is when the first signature validated expires.
+	secure  bool
+	expires time.Time
 }
 
 // empty reports whether the answer holds no record of the type asked.
@@ -168,8 +172,9 @@ func (c *dnsClient) lookup(ctx context.Context, name string, qtype uint16) (*ans
 	var res *answer
 	for {
 		r, server, tcp, err := c.query(ctx, name, qtype)
+		var vd verdict
 		if err == nil && c.val != nil {
-			err = c.val.check(ctx, c, r, name, qtype)
+			vd, err = c.val.verdict(ctx, c, r, name, qtype)
 		}
 		if err != nil {
 			if res != nil {
@@ -183,6 +188,10 @@ func (c *dnsClient) lookup(ctx context.Context, name string, qtype uint16) (*ans
 			return nil, &serverError{server, err.Error()}
 		}
 		a.server, a.tcp = server, tcp
+		a.secure, a.expires = vd.secure && (res == nil || res.secure), vd.expires
+		if res != nil && !res.expires.IsZero() && (a.expires.IsZero() || res.expires.Before(a.expires)) {
+			a.expires = res.expires
+		}
 		if res != nil && res.hasTTL && (!a.hasTTL || res.ttl < a.ttl) {
 			a.ttl, a.hasTTL = res.ttl, true
 		}

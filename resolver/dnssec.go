@@ -107,26 +107,44 @@ func isBelow(name, zone string) bool {
 	return zone == "." || name == zone || strings.HasSuffix(name, "."+zone)
 }
 
+// verdict is what validation found of an answer that passed it.
+type verdict struct {
+	// secure is set when the answer was validated (or, with
+	// RequireAuthenticatedData, carried the AD bit); not for a name under
+	// no anchor.
+	secure bool
+	// expires is when the first of the signatures validated expires
+	// (zero with RequireAuthenticatedData).
+	expires time.Time
+}
+
 // check validates r, the answer to qtype at name. Names under no anchor
 // pass unchecked.
 func (v *validator) check(ctx context.Context, c *dnsClient, r *message, name string, qtype uint16) error {
+	_, err := v.verdict(ctx, c, r, name, qtype)
+	return err
+}
+
+// verdict is check, saying what it found of an answer that passed.
+func (v *validator) verdict(ctx context.Context, c *dnsClient, r *message, name string, qtype uint16) (verdict, error) {
 	an := v.anchorFor(name)
 	if an == nil {
-		return nil
+		return verdict{}, nil
 	}
 	bogus := func(format string, args ...any) error {
 		return &BogusError{Name: name, Type: typeName(qtype), Reason: fmt.Sprintf(format, args...)}
 	}
 	if v.ad {
 		if !r.authenticData {
-			return bogus("the nameserver did not mark the answer authenticated (AD): it does not validate, or the answer is not signed (resolver.Options.RequireAuthenticatedData)")
+			return verdict{}, bogus("the nameserver did not mark the answer authenticated (AD): it does not validate, or the answer is not signed (resolver.Options.RequireAuthenticatedData)")
 		}
-		return nil
+		return verdict{secure: true}, nil
 	}
 	keys, err := v.zoneKeys(ctx, c, an)
 	if err != nil {
-		return err
+		return verdict{}, err
 	}
+	vd := verdict{secure: true}
 	now := v.now()
 	positive := false
 	for _, rr := range r.answers {
@@ -143,15 +161,19 @@ func (v *validator) check(ctx context.Context, c *dnsClient, r *message, name st
 			if v.anchorFor(set[0].name) == nil {
 				continue // beyond the anchors: insecure
 			}
-			if err := verifySet(set, sec, keys, an.zone, now, v.skew); err != "" {
-				return bogus("%s %s: %s", set[0].name, typeName(set[0].rtype), err)
+			exp, err := verifySet(set, sec, keys, an.zone, now, v.skew)
+			if err != "" {
+				return verdict{}, bogus("%s %s: %s", set[0].name, typeName(set[0].rtype), err)
+			}
+			if vd.expires.IsZero() || exp.Before(vd.expires) {
+				vd.expires = exp
 			}
 		}
 	}
 	if positive {
-		return nil
+		return vd, nil
 	}
-	return denial(r, name, qtype, an.zone, bogus)
+	return vd, denial(r, name, qtype, an.zone, bogus)
 }
 
 // rrsets groups the records of a section, but the signatures, by owner and
@@ -360,7 +382,7 @@ func (v *validator) zoneKeys(ctx context.Context, c *dnsClient, an *anchor) ([]d
 	if len(trusted) == 0 {
 		return nil, bogus("no DNSKEY of the zone matches its trust anchor (key tags %v): the zone's keys changed, or the anchor is wrong", tags(keys))
 	}
-	if msg := verifySet(set, r.answers, trusted, an.zone, now, v.skew); msg != "" {
+	if _, msg := verifySet(set, r.answers, trusted, an.zone, now, v.skew); msg != "" {
 		return nil, bogus("the DNSKEY RRset: %s", msg)
 	}
 	var usable []dnskey
@@ -443,8 +465,9 @@ func parseRRSIG(rdata []byte) (rrsig, error) {
 }
 
 // verifySet checks that set (one RRset) has a valid signature in sec by
-// one of keys, made by zone: it returns "" when it has, else why not.
-func verifySet(set []record, sec []record, keys []dnskey, zone string, now time.Time, skew time.Duration) string {
+// one of keys, made by zone: it returns when the signature expires and
+// "" when it has, else why not.
+func verifySet(set []record, sec []record, keys []dnskey, zone string, now time.Time, skew time.Duration) (time.Time, string) {
 	owner, rtype := set[0].name, set[0].rtype
 	why := "no RRSIG record: the answer is not signed"
 	for _, rr := range sec {
@@ -476,7 +499,7 @@ func verifySet(set []record, sec []record, keys []dnskey, zone string, now time.
 				continue
 			}
 			if err := verifySig(k, data, s.sig); err == nil {
-				return ""
+				return sigTime(s.expiration, now), ""
 			} else {
 				why = fmt.Sprintf("the signature by key %d does not verify: %v", k.tag, err)
 			}
@@ -485,7 +508,7 @@ func verifySet(set []record, sec []record, keys []dnskey, zone string, now time.
 			why = fmt.Sprintf("signed by key %d (algorithm %d), which is not among the zone's validated keys %v", s.tag, s.alg, tags(keys))
 		}
 	}
-	return why
+	return time.Time{}, why
 }
 
 // inWindow reports whether now lies in the signature's validity, widened

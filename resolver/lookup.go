@@ -29,6 +29,12 @@ type ConfigRecords struct {
 	// was truncated over UDP and asked again over TCP.
 	Server string
 	TCP    bool
+	// Secure is set when the answer was validated with DNSSEC up to a
+	// trust anchor (Options.TrustAnchors of LookupTarget); an answer that
+	// does not validate is an error (*BogusError). SignatureExpires is
+	// when the first signature validated expires.
+	Secure           bool
+	SignatureExpires time.Time
 }
 
 // LookupConfig asks nameserver (IP[:PORT], port 53 by default) for the TXT
@@ -92,7 +98,7 @@ func lookupTarget(ctx context.Context, target string, o Options, net transport) 
 	if err != nil {
 		return nil, err
 	}
-	client := dnsClient{servers: lc.servers, timeout: lc.timeout, attempts: lc.attempts, rotate: lc.rotate, next: new(atomic.Uint32), net: net}
+	client := dnsClient{servers: lc.servers, timeout: lc.timeout, attempts: lc.attempts, rotate: lc.rotate, next: new(atomic.Uint32), net: net, val: c.val}
 	name, err := addressName(ctx, &client, lc, tg.host, c.ResolvConf)
 	if err != nil {
 		return nil, err
@@ -142,7 +148,7 @@ func addressName(ctx context.Context, client *dnsClient, lc *lookupConf, host, r
 
 // configRecords is the result of the lookup of owner's TXT records, a.
 func configRecords(owner string, a *answer) *ConfigRecords {
-	out := &ConfigRecords{Owner: owner, Name: a.name, NXDomain: a.nxdomain, TTL: a.ttl, Server: a.server, TCP: a.tcp}
+	out := &ConfigRecords{Owner: owner, Name: a.name, NXDomain: a.nxdomain, TTL: a.ttl, Server: a.server, TCP: a.tcp, Secure: a.secure, SignatureExpires: a.expires}
 	if len(a.txt) > 0 {
 		out.Records = a.txt
 	}

@@ -134,6 +134,11 @@ const (
 	codeHeaderName
 	codeHeaderNameDuplicate
 
+	// DNSSEC of a record looked up (lint --trust-anchor).
+	codeDNSSECBogus
+	codeDNSSECInsecure
+	codeDNSSECExpiring
+
 	numCodes
 )
 
@@ -237,6 +242,11 @@ var codes = [numCodes]codeID{
 	codeHeaderExtraction:       {"header-extraction", Error},
 	codeHeaderName:             {"header-name", Error},
 	codeHeaderNameDuplicate:    {"header-name-duplicate", Error},
+
+	// DNSSEC of a record looked up.
+	codeDNSSECBogus:    {"dnssec-bogus", Error},
+	codeDNSSECInsecure: {"dnssec-insecure", Warning},
+	codeDNSSECExpiring: {"dnssec-expiring", Warning},
 }
 
 // codeDocs describes each code, for Codes and the documentation: kept apart
@@ -338,6 +348,22 @@ var codeDocs = [numCodes]codeDoc{
 	codeHeaderExtraction:       {"a headerExtraction rule is malformed", "our extension (docs/headers.md)"},
 	codeHeaderName:             {"a headerExtraction headerName is not a valid, unreserved, lower-case metadata key", "our extension (docs/headers.md)"},
 	codeHeaderNameDuplicate:    {"two headerExtraction rules of one method add the same header", "our extension (docs/headers.md)"},
+
+	// DNSSEC of a record looked up.
+	codeDNSSECBogus:    {"the answer fails DNSSEC validation from the trust anchor: forged, unsigned, expired, or a denial without proof", "RFC 4035 §5: a validating client refuses it (our resolver with TrustAnchors keeps its last config, docs/dnssec.md)"},
+	codeDNSSECInsecure: {"the name is under no trust anchor given: the answer was not validated", "RFC 4035 §4.3: insecure, so anyone answering the client's queries could have forged it"},
+	codeDNSSECExpiring: {"a signature of the answer expires in less than twice the record's TTL", "RFC 6781 §4.4.2: a resolver caching the record past its signature's expiry fails to validate it; the publisher refreshes signatures a week ahead by default"},
+}
+
+// DNSSECDiagnostic is the diagnostic of a record looked up with DNSSEC
+// validation: bogus (an error), insecure or expiring (warnings). msg says
+// what was found.
+func DNSSECDiagnostic(kind, msg string) Diagnostic {
+	c := map[string]diagCode{"bogus": codeDNSSECBogus, "insecure": codeDNSSECInsecure, "expiring": codeDNSSECExpiring}[kind]
+	if c == 0 {
+		c = codeDNSSECBogus
+	}
+	return Diagnostic{Severity: c.severity(), Code: c.String(), Offset: -1, Message: msg}
 }
 
 // codeID is a code's identity: its text and its severity.

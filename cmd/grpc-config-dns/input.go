@@ -23,6 +23,10 @@ type input struct {
 	// tooLarge is set, and nothing else, for an input beyond
 	// sc.MaxInputSize: it is invalid whatever it holds.
 	tooLarge sc.Diagnostics
+	// dnssec holds what DNSSEC validation found of a DNS input
+	// (--trust-anchor): bogus (then nothing else is set), insecure or
+	// expiring.
+	dnssec sc.Diagnostics
 }
 
 // readInput reads INPUT: a file path, "-" for stdin, or
@@ -39,11 +43,11 @@ func (e *env) readInput(arg string) (*input, error) {
 		}
 		return &input{name: "<stdin>", text: b}, nil
 	case strings.HasPrefix(arg, "dns://"):
-		return lookupInput(arg)
+		return lookupInput(arg, e.trustAnchor)
 	case strings.HasPrefix(arg, "dnsconfig://"):
 		// A channel target, as a user copies it from client code: the
 		// record its resolver reads.
-		return lookupTarget(arg)
+		return lookupTarget(arg, e.trustAnchor)
 	}
 	if scheme, _, ok := strings.Cut(arg, "://"); ok && !strings.ContainsAny(scheme, "/.\\") {
 		if _, err := os.Stat(arg); err != nil {
@@ -87,6 +91,6 @@ func tooLargeInput(name string, size int64) *input {
 
 // lookupInput fetches the TXT records of a dns:// input. It is replaced
 // when the resolver's lookup code is linked in (lookup.go).
-var lookupInput = func(arg string) (*input, error) {
+var lookupInput = func(arg, trustAnchor string) (*input, error) {
 	return nil, usageErr("%s: dns:// inputs are not supported in this build", arg)
 }

@@ -46,6 +46,7 @@ warning); 2 usage or I/O error.`,
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings as errors")
+	trustAnchorFlag(cmd, e)
 	return cmd
 }
 
@@ -179,8 +180,11 @@ func (e *env) lintOne(arg string) (sc.Diagnostics, sc.Kind, error) {
 	if in.tooLarge != nil {
 		return in.tooLarge, sc.KindUnknown, nil
 	}
+	if in.dnssec.HasErrors() {
+		return in.dnssec, sc.KindTXT, nil
+	}
 	if in.text == nil {
-		return sc.LintRecords(in.records, sc.LintOptions{Owner: in.owner}), sc.KindTXT, nil
+		return append(in.dnssec, sc.LintRecords(in.records, sc.LintOptions{Owner: in.owner})...), sc.KindTXT, nil
 	}
 	kind, ds := sc.Lint(in.text, sc.LintOptions{})
 	if kind == sc.KindPublisher {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/netip"
 	"net/url"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/grpc-config-dns/grpc-config-dns/resolver"
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+	"github.com/spf13/cobra"
 )
 
 // lookupTimeout bounds a dns:// input: the resolver's per-query timeouts
@@ -21,7 +24,7 @@ func init() { lookupInput = lookupDNS }
 // lookupDNS reads a dns://SERVER[:PORT]/NAME input: the TXT records at
 // _grpc_config.NAME, asked of SERVER with the resolver's own lookup code, so
 // that lint and select see exactly what a client would.
-func lookupDNS(arg string) (*input, error) {
+func lookupDNS(arg, trustAnchor string) (*input, error) {
 	u, err := url.Parse(arg)
 	if err != nil || u.Scheme != "dns" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, usageErr("%s: want dns://SERVER[:PORT]/NAME, e.g. dns://127.0.0.1:1053/echo.example.test", arg)
@@ -39,6 +42,12 @@ func lookupDNS(arg string) (*input, error) {
 	if err != nil {
 		return nil, usageErr("%s: %v", arg, err)
 	}
+	if trustAnchor != "" {
+		// The resolver's way with the nameserver given: the name as
+		// written, validated from the anchor.
+		rec, err := resolver.LookupTarget(ctx, "dnsconfig://"+server+"/"+name, resolver.Options{TrustAnchorFile: trustAnchor})
+		return validatedInput(arg, trustAnchor, rec, err)
+	}
 	rec, err := resolver.LookupConfig(ctx, server, name)
 	if err != nil {
 		return nil, usageErr("%s: %v", arg, err)
@@ -46,15 +55,38 @@ func lookupDNS(arg string) (*input, error) {
 	return &input{name: arg, records: rec.Records, owner: rec.Owner}, nil
 }
 
+// validatedInput is the input of a lookup validated with DNSSEC from the
+// anchors of file trustAnchor: its records, and what validation found.
+func validatedInput(arg, trustAnchor string, rec *resolver.ConfigRecords, err error) (*input, error) {
+	var bogus *resolver.BogusError
+	if errors.As(err, &bogus) {
+		return &input{name: arg, dnssec: sc.Diagnostics{sc.DNSSECDiagnostic("bogus", bogus.Error()+": a validating client refuses this answer")}}, nil
+	}
+	if err != nil {
+		return nil, usageErr("%s: %v", arg, err)
+	}
+	in := &input{name: arg, records: rec.Records, owner: rec.Owner}
+	switch {
+	case !rec.Secure:
+		in.dnssec = append(in.dnssec, sc.DNSSECDiagnostic("insecure", fmt.Sprintf("%s is under no trust anchor of %s: the answer was not validated, anyone answering a client's queries could have forged it", rec.Owner, trustAnchor)))
+	case !rec.SignatureExpires.IsZero() && time.Until(rec.SignatureExpires) < 2*rec.TTL:
+		in.dnssec = append(in.dnssec, sc.DNSSECDiagnostic("expiring", fmt.Sprintf("a signature of the answer expires at %s, in less than twice its TTL (%v): resolvers caching it then fail to validate it; is the publisher refreshing its signatures?", rec.SignatureExpires.UTC().Format(time.RFC3339), rec.TTL)))
+	}
+	return in, nil
+}
+
 // lookupTarget reads a dnsconfig://[NS_IP[:PORT]]/HOST[:PORT] input, a
 // channel's target: the record the resolver reads for it, found the
 // resolver's way (resolver.LookupTarget): with the target's nameserver,
 // else through the hosts file and the search list and ndots of
 // /etc/resolv.conf, under the name the host's addresses were found at.
-func lookupTarget(arg string) (*input, error) {
+func lookupTarget(arg, trustAnchor string) (*input, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 	defer cancel()
-	rec, err := resolver.LookupTarget(ctx, arg, resolver.Options{ResolvConf: resolvConf, HostsFile: hostsFile})
+	rec, err := resolver.LookupTarget(ctx, arg, resolver.Options{ResolvConf: resolvConf, HostsFile: hostsFile, TrustAnchorFile: trustAnchor})
+	if trustAnchor != "" && !errors.Is(err, resolver.ErrNoNameservers) {
+		return validatedInput(arg, trustAnchor, rec, err)
+	}
 	if errors.Is(err, resolver.ErrNoNameservers) {
 		host := "HOST"
 		if u, perr := url.Parse(arg); perr == nil {
@@ -97,4 +129,22 @@ func nameserverAddr(ctx context.Context, hostport string) (string, error) {
 		return host, nil
 	}
 	return net.JoinHostPort(host, port), nil
+}
+
+// trustAnchorFlag adds --trust-anchor to a command reading DNS inputs,
+// and checks the file before the command runs.
+func trustAnchorFlag(cmd *cobra.Command, e *env) {
+	cmd.Flags().StringVar(&e.trustAnchor, "trust-anchor", "", "validate dns:// and dnsconfig:// inputs with DNSSEC from the DS or DNSKEY records in FILE (Unbound's or BIND's format); reports bogus, insecure and expiring answers")
+	prev := cmd.PreRunE
+	cmd.PreRunE = func(c *cobra.Command, args []string) error {
+		if e.trustAnchor != "" {
+			if err := (resolver.Options{TrustAnchorFile: e.trustAnchor}).Validate(); err != nil {
+				return usageErr("--trust-anchor: %v", err)
+			}
+		}
+		if prev != nil {
+			return prev(c, args)
+		}
+		return nil
+	}
 }

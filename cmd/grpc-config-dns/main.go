@@ -51,6 +51,10 @@ func main() {
 type env struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	// trustAnchor is the trust anchor file of lint and select
+	// (--trust-anchor): dns:// and dnsconfig:// inputs are validated with
+	// DNSSEC from it.
+	trustAnchor string
 }
 
 // run executes the CLI with args and returns the exit code.

@@ -80,6 +80,7 @@ default config).`,
 	f.IntVar(&bucket, "bucket", 0, "client canary bucket, 1..100 (default: random)")
 	f.StringArrayVar(&params, "param", nil, "dynamic parameter key=value (repeatable)")
 	f.BoolVar(&explain, "explain", false, "explain on stderr why each choice matched or not")
+	trustAnchorFlag(cmd, e)
 	return cmd
 }
 
@@ -99,6 +100,12 @@ func (e *env) selectChoice(arg string, client sc.Client, explain bool) error {
 	if in.tooLarge != nil {
 		e.printDiagnostics(name, in.tooLarge)
 		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: a client would reject the record", name)}
+	}
+	if len(in.dnssec) > 0 {
+		e.printDiagnostics(name, in.dnssec)
+		if in.dnssec.HasErrors() {
+			return &exitError{code: exitInvalid, err: fmt.Errorf("%s does not validate: a validating client would keep its last config, or use its default", name)}
+		}
 	}
 	if in.text != nil && sc.DetectKind(in.text) == sc.KindPublisher {
 		return usageErr("%s is a publisher config, which holds many records: select from one record, with dns://SERVER/NAME against `grpc-config-dns serve --config %s`, or with a file holding a service's choices", name, arg)
