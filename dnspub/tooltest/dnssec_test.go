@@ -5,9 +5,13 @@ package tooltest
 import (
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -198,4 +202,135 @@ func TestBINDServesSignedZone(t *testing.T) {
 	delvValidates(t, anchor, "127.0.0.1", namedPort, "TXT", "_grpc_config.api.example.test")
 	delvValidates(t, anchor, "127.0.0.1", namedPort, "A", "api.example.test")
 	delvValidates(t, anchor, "127.0.0.1", namedPort, "TXT", "_grpc_config.nope.example.test")
+}
+
+// flipProxy forwards DNS queries to upstream, over UDP and TCP, changing
+// one letter of every TXT string of the answers while flip is set.
+type flipProxy struct {
+	addr string
+	flip atomic.Bool
+}
+
+func startFlipProxy(t *testing.T, upstream string) *flipProxy {
+	t.Helper()
+	p := &flipProxy{}
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.addr = pc.LocalAddr().String()
+	l, err := net.Listen("tcp", p.addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		r, _, err := (&dns.Client{Net: "tcp", Timeout: 2 * time.Second}).Exchange(req, upstream)
+		if err != nil {
+			return
+		}
+		if p.flip.Load() {
+			for _, rr := range r.Answer {
+				if txt, ok := rr.(*dns.TXT); ok {
+					txt.Txt[0] = strings.Replace(txt.Txt[0], "e", "f", 1)
+				}
+			}
+		}
+		w.WriteMsg(r)
+	})
+	udp, tcp := &dns.Server{PacketConn: pc, Handler: h}, &dns.Server{Listener: l, Handler: h}
+	go udp.ActivateAndServe()
+	go tcp.ActivateAndServe()
+	t.Cleanup(func() { udp.Shutdown(); tcp.Shutdown() })
+	return p
+}
+
+// TestUnboundValidates: Unbound, a validating resolver given the zone's
+// DS as trust anchor and the publisher as the stub of the zone, answers
+// configs, addresses and NXDOMAIN with AD set, and SERVFAIL when a proxy
+// between them changes one byte of a config.
+func TestUnboundValidates(t *testing.T) {
+	need(t, "unbound")
+	p := startPublisher(t, signedConfig("", []string{"api", "web"}))
+	proxy := startFlipProxy(t, p.addr)
+	ds := run(t, bin, "dnssec", "ds", "example.test", "--config", p.file)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "anchor.ds"), []byte(ds), 0o644)
+	port := freePort(t)
+	_, proxyPort, _ := net.SplitHostPort(proxy.addr)
+	conf := fmt.Sprintf(`server:
+	interface: 127.0.0.1
+	port: %s
+	do-ip6: no
+	do-not-query-localhost: no
+	username: ""
+	chroot: ""
+	directory: "%s"
+	pidfile: "%s/unbound.pid"
+	use-syslog: no
+	logfile: ""
+	verbosity: 1
+	val-log-level: 2
+	module-config: "validator iterator"
+	trust-anchor-file: "%s/anchor.ds"
+	access-control: 127.0.0.0/8 allow
+	harden-dnssec-stripped: yes
+	# .test is one of Unbound's default local zones (RFC 6761).
+	local-zone: "test." nodefault
+remote-control:
+	control-enable: no
+stub-zone:
+	name: "example.test"
+	stub-addr: 127.0.0.1@%s
+`, port, dir, dir, dir, proxyPort)
+	confFile := filepath.Join(dir, "unbound.conf")
+	os.WriteFile(confFile, []byte(conf), 0o644)
+	run(t, "unbound-checkconf", confFile)
+	cmd := exec.Command("unbound", "-d", "-c", confFile)
+	var logs lockedBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("unbound log:\n%s", logs.String())
+		}
+	})
+	addr := "127.0.0.1:" + port
+	ask := func(name string, qtype uint16) *dns.Msg {
+		m := new(dns.Msg)
+		m.SetQuestion(name, qtype)
+		m.SetEdns0(1232, true)
+		r, _, err := (&dns.Client{Net: "tcp", Timeout: 5 * time.Second}).Exchange(m, addr)
+		if err != nil {
+			return nil
+		}
+		return r
+	}
+	waitFor(t, "unbound to answer", 10*time.Second, func() bool { return ask("example.test.", dns.TypeSOA) != nil })
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+		rcode int
+	}{
+		{"_grpc_config.echo.example.test.", dns.TypeTXT, dns.RcodeSuccess},
+		{"api.example.test.", dns.TypeA, dns.RcodeSuccess},
+		{"_grpc_config.nope.example.test.", dns.TypeTXT, dns.RcodeNameError},
+		{"www.example.test.", dns.TypeTXT, dns.RcodeSuccess}, // NODATA
+	} {
+		r := ask(q.name, q.qtype)
+		if r == nil || r.Rcode != q.rcode || !r.AuthenticatedData {
+			t.Errorf("%s %s: want rcode %d with AD, got %v", q.name, dns.TypeToString[q.qtype], q.rcode, r)
+		}
+	}
+	proxy.flip.Store(true)
+	if r := ask("_grpc_config.api.example.test.", dns.TypeTXT); r == nil || r.Rcode != dns.RcodeServerFailure {
+		t.Errorf("a changed config: want SERVFAIL, got %v", r)
+	}
+	proxy.flip.Store(false)
+	if r := ask("_grpc_config.web.example.test.", dns.TypeTXT); r == nil || r.Rcode != dns.RcodeSuccess || !r.AuthenticatedData {
+		t.Errorf("after the proxy stopped: %v", r)
+	}
 }

@@ -19,6 +19,7 @@ command -v knotd >/dev/null || need+=(knot)
 command -v delv >/dev/null || need+=(bind9-dnsutils)
 command -v dnssec-verify >/dev/null || need+=(bind9-utils)
 command -v ldns-verify-zone >/dev/null || need+=(ldnsutils)
+command -v unbound >/dev/null || need+=(unbound)
 if ((${#need[@]})); then
 	if [[ $(id -u) -ne 0 ]] || ! command -v apt-get >/dev/null; then
 		echo "tooltest: missing ${need[*]}: install them (Debian/Ubuntu packages) or run this script as root" >&2

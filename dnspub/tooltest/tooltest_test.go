@@ -47,7 +47,7 @@ func TestMain(m *testing.M) {
 // (which installs them) asked for TOOLTEST_REQUIRE.
 func need(t *testing.T, tools ...string) {
 	t.Helper()
-	pkgs := map[string]string{"dig": "dnsutils", "kdig": "knot-dnsutils", "named": "bind9", "named-checkzone": "bind9-utils", "knotd": "knot", "coredns": "(go install github.com/coredns/coredns@v1.15.0)", "delv": "bind9-dnsutils", "dnssec-verify": "bind9-utils", "ldns-verify-zone": "ldnsutils"}
+	pkgs := map[string]string{"dig": "dnsutils", "kdig": "knot-dnsutils", "named": "bind9", "named-checkzone": "bind9-utils", "knotd": "knot", "coredns": "(go install github.com/coredns/coredns@v1.15.0)", "delv": "bind9-dnsutils", "dnssec-verify": "bind9-utils", "ldns-verify-zone": "ldnsutils", "unbound": "unbound"}
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
 			msg := fmt.Sprintf("%s not found (Debian package %s): run dnspub/tooltest/run.sh, which installs the tools", tool, pkgs[tool])
