@@ -419,7 +419,8 @@ func (z *Zone) plainAt(name string) []dns.RR {
 	if name == z.Origin {
 		out = append(out, z.SOA)
 	}
-	if o, ok := z.owners.Get(name); ok {
+	o, ok := z.owners.Get(name)
+	if ok {
 		for _, key := range o.units {
 			u, _ := z.units.Get(key)
 			for _, rr := range u.records() {
@@ -429,8 +430,11 @@ func (z *Zone) plainAt(name string) []dns.RR {
 			}
 		}
 	}
-	slices.SortFunc(out, compareRR)
-	return slices.CompactFunc(out, func(a, b dns.RR) bool { return compareRR(a, b) == 0 })
+	if ok && len(o.units) > 1 || name == z.Origin {
+		slices.SortFunc(out, compareRR) // one unit's records are canonical
+		out = slices.CompactFunc(out, func(a, b dns.RR) bool { return compareRR(a, b) == 0 })
+	}
+	return out
 }
 
 // securedAt returns the DNSSEC records at name, the SOA's signatures

@@ -302,22 +302,31 @@ func (z *Zone) RecordsAt(name string) []dns.RR {
 	if name == z.Origin {
 		out = append(out, z.SOA)
 	}
-	out = append(out, z.securedAt(name)...)
 	o, ok := z.owners.Get(name)
-	if !ok {
-		slices.SortFunc(out, compareRR)
-		return out
-	}
-	for _, key := range o.units {
-		u, _ := z.units.Get(key)
-		for _, rr := range u.records() {
-			if rr.Header().Name == name {
-				out = append(out, rr)
+	if ok {
+		for _, key := range o.units {
+			u, _ := z.units.Get(key)
+			for _, rr := range u.records() {
+				if rr.Header().Name == name {
+					out = append(out, rr)
+				}
 			}
 		}
 	}
-	slices.SortFunc(out, compareRR)
-	return slices.CompactFunc(out, func(a, b dns.RR) bool { return compareRR(a, b) == 0 })
+	if ok && len(o.units) > 1 || name == z.Origin {
+		// Records of several units (or the SOA) merged: sorted. One
+		// unit's are canonical already: comparing their data (as text)
+		// was most of a signed zone's table build.
+		slices.SortFunc(out, compareRR)
+		out = slices.CompactFunc(out, func(a, b dns.RR) bool { return compareRR(a, b) == 0 })
+	}
+	if sec := z.securedAt(name); len(sec) > 0 {
+		// The DNSSEC records, canonical among themselves, go among the
+		// others by type.
+		out = append(out, sec...)
+		slices.SortStableFunc(out, func(a, b dns.RR) int { return int(a.Header().Rrtype) - int(b.Header().Rrtype) })
+	}
+	return out
 }
 
 // EachName calls fn with every name of the zone and its records, as

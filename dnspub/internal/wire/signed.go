@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -18,15 +19,23 @@ import (
 
 // securedNode is what a name of a signed zone answers with to DO queries.
 type securedNode struct {
-	// answers holds, in the order of node.answers, each RRset with its
-	// RRSIG records.
-	answers []answer
+	// sigs holds, in the order of node.answers, the RRSIG records of each
+	// answer's RRset, packed to follow its answer section (their owner a
+	// pointer to the question's name): a DO answer is the plain one with
+	// them inserted, not a second copy of it.
+	sigs []sigSet
 	// nsec is the name's NSEC record and its RRSIG records, packed with
 	// uncompressed names, and count their number: the proof a NODATA
 	// answer at the name carries, or an NXDOMAIN answer whose name the
 	// NSEC covers. Empty for an empty non-terminal, which has no NSEC.
 	nsec  string
 	count uint16
+}
+
+// sigSet is RRSIG records packed, and their number.
+type sigSet struct {
+	rrs string
+	n   uint16
 }
 
 // securedZone is what the negative answers of a signed zone carry.
@@ -75,49 +84,131 @@ func splitSigned(rrs []dns.RR) (plain []dns.RR, sigs map[uint16][]dns.RR) {
 	return plain, sigs
 }
 
-// secureNode makes the DO answers of nd, a node of a signed zone whose
-// records at name are plain and sigs (splitSigned); glue gives the
-// additional records of each RRset.
-func secureNode(nd *node, name string, plain []dns.RR, sigs map[uint16][]dns.RR, glue func(set []dns.RR) []dns.RR) error {
-	sn := &securedNode{}
-	var all []dns.RR
-	for set := range rrsetsOf(plain) {
-		typ := set[0].Header().Rrtype
-		a, err := packMsg(name, typ, slices.Concat(set, sigs[typ]), glue(set))
-		if err != nil {
+// secureNode makes what nd, a node of a signed zone whose records at
+// name are plain and sigs (splitSigned), adds for DO queries: the
+// signatures of each answer's RRset, and its NSEC proof.
+func secureNode(nd *node, name string, plain []dns.RR, sigs map[uint16][]dns.RR) error {
+	sn := &securedNode{sigs: make([]sigSet, len(nd.answers))}
+	var buf []byte
+	for i := range nd.answers {
+		t := nd.answers[i].qtype
+		var err error
+		if buf, sn.sigs[i], err = packSigs(buf[:0], name, sigs[t]); err != nil {
 			return err
 		}
-		sn.answers = append(sn.answers, a)
-		if typ == dns.TypeNSEC {
-			var buf []byte
-			for _, rr := range slices.Concat(set, sigs[typ]) {
-				b := make([]byte, dns.Len(rr)+16)
-				n, err := dns.PackRR(rr, b, 0, nil, false)
-				if err != nil {
+		if t == dns.TypeNSEC {
+			var b []byte
+			for _, rr := range slices.Concat(setOf(plain, t), sigs[t]) {
+				if b, err = appendRR(b, rr); err != nil {
 					return fmt.Errorf("wire: %s NSEC: %v", name, err)
 				}
-				buf = append(buf, b[:n]...)
 				sn.count++
 			}
-			sn.nsec = string(buf)
+			sn.nsec = string(b)
 		}
-	}
-	for _, list := range sigs {
-		all = append(all, list...)
-	}
-	if len(all) > 0 {
-		// A question for the RRSIG type gets every signature at the name.
-		slices.SortFunc(all, func(a, b dns.RR) int { return strings.Compare(a.String(), b.String()) })
-		a, err := packMsg(name, dns.TypeRRSIG, all, nil)
-		if err != nil {
-			return err
-		}
-		i, _ := slices.BinarySearchFunc(nd.answers, uint16(dns.TypeRRSIG), func(a answer, t uint16) int { return int(a.qtype) - int(t) })
-		nd.answers = slices.Insert(nd.answers, i, a)
-		sn.answers = slices.Insert(sn.answers, i, a)
 	}
 	nd.sec = sn
 	return nil
+}
+
+// setOf is the records of type t among records.
+func setOf(records []dns.RR, t uint16) []dns.RR {
+	var out []dns.RR
+	for _, rr := range records {
+		if rr.Header().Rrtype == t {
+			out = append(out, rr)
+		}
+	}
+	return out
+}
+
+// appendRR appends rr packed, its names uncompressed.
+func appendRR(b []byte, rr dns.RR) ([]byte, error) {
+	at := len(b)
+	b = slices.Grow(b, dns.Len(rr)+16)[:at+dns.Len(rr)+16]
+	n, err := dns.PackRR(rr, b, at, nil, false)
+	return b[:n], err
+}
+
+// packSigs packs the RRSIG records of an RRset at name to follow an
+// answer section: each owner a pointer to the question's name (offset
+// 12), which every answer at name has.
+func packSigs(buf []byte, name string, sigs []dns.RR) ([]byte, sigSet, error) {
+	ownerLen := dns.Len(&dns.ANY{Hdr: dns.RR_Header{Name: name}}) - 10 // the name's wire length
+	for _, rr := range sigs {
+		at := len(buf)
+		var err error
+		if buf, err = appendRR(buf, rr); err != nil {
+			return buf, sigSet{}, fmt.Errorf("wire: %s RRSIG: %v", name, err)
+		}
+		if len(buf)-at < ownerLen+10 {
+			return buf, sigSet{}, fmt.Errorf("wire: %s RRSIG packed short", name)
+		}
+		buf = append(buf[:at+2], buf[at+ownerLen:]...)
+		buf[at], buf[at+1] = 0xc0, headerLen
+	}
+	return buf, sigSet{rrs: string(buf), n: uint16(len(sigs))}, nil
+}
+
+// fromSigned answers a DO query with a, the plain answer, and ss, its
+// RRSIG records: the answer section, the signatures, then the additional
+// section, which is left out (minimal, or to fit) as fromAnswer does.
+func (t *Table) fromSigned(dst, msg []byte, q *Query, a *answer, ss sigSet, minimal bool, limit int) ([]byte, bool) {
+	body := a.full
+	cut := len(body) // where the additional section starts
+	if a.minLen != 0 {
+		cut = int(a.minLen)
+	}
+	question := msg[headerLen : q.QNameEnd+4]
+	opt := 0
+	if q.EDNS {
+		opt = optRRLen
+	}
+	if minimal || len(body)+len(ss.rrs)+len(question)+opt > limit {
+		if cut+len(ss.rrs)+len(question)+opt > limit {
+			return t.truncated(dst, msg, q, body[2]|0x02, body[3]), true
+		}
+		body = body[:cut]
+	}
+	resp := append(dst[:0], body[:headerLen]...)
+	resp = append(resp, question...)
+	resp = append(resp, body[headerLen:cut]...)
+	resp = append(resp, ss.rrs...)
+	resp = append(resp, body[cut:]...)
+	binary.BigEndian.PutUint16(resp[6:], binary.BigEndian.Uint16(resp[6:])+ss.n)
+	if len(body) == cut && len(body) < len(a.full) {
+		resp[10], resp[11] = 0, 0 // ARCOUNT: the additional section was left out
+	}
+	patchHeader(resp, msg)
+	return t.appendOPT(resp, q, RcodeSuccess), false
+}
+
+// allSigs answers a DO query for the RRSIG type: every signature at the
+// name, as one answer section; false when it has none.
+func (t *Table) allSigs(dst, msg []byte, q *Query, nd *node, limit int) ([]byte, bool, bool) {
+	n, size := uint16(0), 0
+	for _, ss := range nd.sec.sigs {
+		n += ss.n
+		size += len(ss.rrs)
+	}
+	if n == 0 {
+		return nil, false, false
+	}
+	opt := 0
+	if q.EDNS {
+		opt = optRRLen
+	}
+	if q.QNameEnd+4+size+opt > limit {
+		return t.truncated(dst, msg, q, 0x84, 0), true, true
+	}
+	resp := append(dst[:0], msg[:q.QNameEnd+4]...)
+	resp[2], resp[3] = 0x84, 0 // QR, AA
+	patchHeader(resp, msg)
+	setCounts(resp, 1, n, 0, 0)
+	for _, ss := range nd.sec.sigs {
+		resp = append(resp, ss.rrs...)
+	}
+	return t.appendOPT(resp, q, RcodeSuccess), false, true
 }
 
 // rrsetsOf yields the RRsets of canonical records.

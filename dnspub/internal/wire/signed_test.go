@@ -138,6 +138,9 @@ func TestSignedAnswers(t *testing.T) {
 		{"example.test.", dns.TypeNS},
 		{"example.test.", dns.TypeCDS},
 		{"_grpc._tcp.echo.example.test.", dns.TypeSRV},
+		{"echo.example.test.", dns.TypeRRSIG},
+		{"echo.example.test.", dns.TypeNSEC},
+		{"echo.example.test.", dns.TypeANY},
 		{"www.example.test.", dns.TypeTXT},     // NODATA
 		{"example.test.", dns.TypeMX},          // NODATA at the apex
 		{"_tcp.echo.example.test.", dns.TypeA}, // empty non-terminal
@@ -157,7 +160,7 @@ func TestSignedAnswers(t *testing.T) {
 		checkDOAnswer(t, m, name, q.qtype, keys, z)
 		plain, _, _ := exchange(t, tb, ask{name: q.name, qtype: q.qtype, edns: 1232, tcp: true})
 		for _, rr := range slices.Concat(plain.Answer, plain.Ns) {
-			if t := rr.Header().Rrtype; t == dns.TypeRRSIG || t == dns.TypeNSEC && q.qtype != dns.TypeNSEC {
+			if t := rr.Header().Rrtype; t == dns.TypeRRSIG && q.qtype != dns.TypeRRSIG || t == dns.TypeNSEC && q.qtype != dns.TypeNSEC {
 				panic(fmt.Sprintf("%s: a DNSSEC record without DO: %v", name, rr))
 			}
 		}

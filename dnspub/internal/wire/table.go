@@ -127,23 +127,28 @@ type node struct {
 
 // lookup returns the answer to qtype, and whether to leave out its
 // additional section; nil for NODATA.
-func (n *node) lookup(qtype uint16, do bool) (*answer, bool) {
-	answers := n.answers
-	if do && n.sec != nil {
-		answers = n.sec.answers
+func (n *node) lookup(qtype uint16) (*answer, bool) {
+	i, minimal := n.index(qtype)
+	if i < 0 {
+		return nil, false
 	}
+	return &n.answers[i], minimal
+}
+
+// index is lookup's: the index of the answer in n.answers, or -1.
+func (n *node) index(qtype uint16) (int, bool) {
 	if qtype == typeANY {
-		if len(answers) == 0 {
-			return nil, false
+		if len(n.answers) == 0 {
+			return -1, false
 		}
-		return &answers[0], true
+		return 0, true
 	}
-	for i := range answers {
-		if answers[i].qtype == qtype {
-			return &answers[i], false
+	for i := range n.answers {
+		if n.answers[i].qtype == qtype {
+			return i, false
 		}
 	}
-	return nil, false
+	return -1, false
 }
 
 // New returns an empty table.
@@ -612,7 +617,7 @@ func buildNode(z *zone.Zone, name string, rrs []dns.RR, originKey string) (strin
 		nd.answers = append(nd.answers, a)
 	}
 	if sigs != nil {
-		if err := secureNode(nd, name, rrs, sigs, func(set []dns.RR) []dns.RR { return glueOf(z, set) }); err != nil {
+		if err := secureNode(nd, name, rrs, sigs); err != nil {
 			return "", nil, err
 		}
 	}
@@ -932,7 +937,20 @@ func (t *Table) fromNode(dst, msg []byte, r *Result, nd *node, zi *zoneInfo, key
 	if zi != nil {
 		r.Zone = zi.origin
 	}
-	if a, minimal := nd.lookup(q.QType, q.DO); a != nil {
+	if nd.sec != nil && q.QType == dns.TypeRRSIG {
+		// Asked for by type, signatures are an answer, DO or not.
+		if resp, trunc, ok := t.allSigs(dst, msg, q, nd, limit); ok {
+			r.Truncated = trunc
+			return resp
+		}
+	} else if q.DO && nd.sec != nil {
+		if i, minimal := nd.index(q.QType); i >= 0 {
+			resp, trunc := t.fromSigned(dst, msg, q, &nd.answers[i], nd.sec.sigs[i], minimal, limit)
+			r.Truncated = trunc
+			r.Rcode = int(resp[3] & 0xf)
+			return resp
+		}
+	} else if a, minimal := nd.lookup(q.QType); a != nil {
 		resp, trunc := t.fromAnswer(dst, msg, q, a, minimal, limit)
 		r.Truncated = trunc
 		r.Rcode = int(resp[3] & 0xf)
