@@ -2,6 +2,7 @@ package zone
 
 import (
 	"cmp"
+	"fmt"
 	"math/rand/v2"
 	"runtime"
 	"slices"
@@ -39,19 +40,99 @@ type signing struct {
 type secured struct {
 	// keys holds, at the apex, the DNSKEY, CDS and CDNSKEY records.
 	keys []dns.RR
-	nsec *dns.NSEC
-	// sigs is the RRSIGs of the name's RRsets and its NSEC (the SOA's
-	// aside), in canonical order.
-	sigs []dns.RR
-	// due is when the earliest of sigs is to be made again.
+	// packed is the name's NSEC record, its RRSIGs, then those of the
+	// name's other RRsets (the SOA's aside) in canonical order, packed with
+	// uncompressed names: a fleet's zone holds 200 000 of them, and as
+	// parsed records they took three times the memory and were most of
+	// what the collector scanned. Unpacked when they are read (a change,
+	// a transfer, the answers of the name).
+	packed string
+	// n is the number of records packed, proof the length of the NSEC
+	// record and its signatures at its start (NSECProof).
+	n      uint16
+	proof  uint16
+	proofN uint8
+	// due is when the earliest signature is to be made again.
 	due uint32
 }
 
+// newSecured packs the DNSSEC records of a name.
+func newSecured(keys []dns.RR, nsec *dns.NSEC, sigs []dns.RR, due uint32) (*secured, error) {
+	// The NSEC record and its signatures first: the proof a negative
+	// answer carries is then a prefix of the string.
+	ordered := []dns.RR{nsec}
+	proofs := 1
+	for _, rr := range sigs {
+		if rr.(*dns.RRSIG).TypeCovered == dns.TypeNSEC {
+			ordered = append(ordered, rr)
+			proofs++
+		}
+	}
+	for _, rr := range sigs {
+		if rr.(*dns.RRSIG).TypeCovered != dns.TypeNSEC {
+			ordered = append(ordered, rr)
+		}
+	}
+	var buf []byte
+	proof := 0
+	for i, rr := range ordered {
+		at := len(buf)
+		buf = slices.Grow(buf, dns.Len(rr)+16)[:at+dns.Len(rr)+16]
+		n, err := dns.PackRR(rr, buf, at, nil, false)
+		if err != nil {
+			return nil, err
+		}
+		buf = buf[:n]
+		if i < proofs {
+			proof = n
+		}
+	}
+	if len(buf) > 0xffff {
+		return nil, fmt.Errorf("the DNSSEC records at %s are larger than a DNS message", nsec.Hdr.Name)
+	}
+	return &secured{keys: keys, packed: string(buf), n: uint16(len(ordered)), proof: uint16(proof), proofN: uint8(min(proofs, 255)), due: due}, nil
+}
+
+// NSECProof returns what a negative answer at or covered by name carries
+// in a signed zone: name's NSEC record and its RRSIGs, packed with
+// uncompressed names, and their number; "" when name holds no records.
+// The string is shared with the zone.
+func (z *Zone) NSECProof(name string) (string, int) {
+	if z.sec == nil {
+		return "", 0
+	}
+	s, ok := z.sec.at.Get(name)
+	if !ok {
+		return "", 0
+	}
+	return s.packed[:s.proof], int(s.proofN)
+}
+
+// unpacked returns the NSEC record and the signatures.
+func (s *secured) unpacked() (*dns.NSEC, []dns.RR) {
+	msg := []byte(s.packed)
+	var out []dns.RR
+	for off := 0; off < len(msg); {
+		rr, next, err := dns.UnpackRR(msg, off)
+		if err != nil {
+			break // packed by newSecured: does not happen
+		}
+		out = append(out, rr)
+		off = next
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	nsec, _ := out[0].(*dns.NSEC)
+	return nsec, out[1:]
+}
+
 func (s *secured) records() []dns.RR {
-	out := make([]dns.RR, 0, len(s.keys)+1+len(s.sigs))
+	nsec, sigs := s.unpacked()
+	out := make([]dns.RR, 0, len(s.keys)+1+len(sigs))
 	out = append(out, s.keys...)
-	out = append(out, s.nsec)
-	return append(out, s.sigs...)
+	out = append(out, nsec)
+	return append(out, sigs...)
 }
 
 // signer signs the RRsets of one Sign.
@@ -202,16 +283,14 @@ func (z *Zone) signAll(sg *signer, prev *Zone, ch *Change) error {
 }
 
 func (sec *signing) add(s *secured) {
-	recs := s.records()
-	sec.count += len(recs)
-	sec.bytes += size(recs)
+	sec.count += len(s.keys) + int(s.n)
+	sec.bytes += size(s.keys) + len(s.packed)
 	sec.due = min(sec.due, s.due)
 }
 
 func (sec *signing) sub(s *secured) {
-	recs := s.records()
-	sec.count -= len(recs)
-	sec.bytes -= size(recs)
+	sec.count -= len(s.keys) + int(s.n)
+	sec.bytes -= size(s.keys) + len(s.packed)
 }
 
 // signChanges signs what changed since prev, which is signed with the
@@ -349,53 +428,53 @@ func (z *Zone) holds(name string) bool {
 // secure makes the DNSSEC records of name, whose successor in the chain
 // is next: its NSEC record and the signatures of its RRsets.
 func (z *Zone) secure(sg *signer, name, next string) (*secured, error) {
-	s := &secured{due: ^uint32(0)}
+	due := ^uint32(0)
+	var keys, all []dns.RR
 	rrs := z.plainAt(name)
 	if name == z.Origin {
-		s.keys = slices.Concat(sg.keys.DNSKEYs(z.TTLOfKeys()), sg.keys.Parent(z.TTLOfKeys()))
-		rrs = append(rrs, s.keys...)
+		keys = slices.Concat(sg.keys.DNSKEYs(z.TTLOfKeys()), sg.keys.Parent(z.TTLOfKeys()))
+		rrs = append(rrs, keys...)
 		slices.SortFunc(rrs, compareRR)
 	}
-	s.nsec = z.nsec(name, next, rrs)
-	for set := range rrsets(append(rrs, s.nsec)) {
+	nsec := z.nsec(name, next, rrs)
+	for set := range rrsets(append(rrs, nsec)) {
 		if set[0].Header().Rrtype == dns.TypeSOA {
 			continue // signed for each serial (Sign)
 		}
-		sigs, due, err := sg.sign(set)
+		sigs, d, err := sg.sign(set)
 		if err != nil {
 			return nil, err
 		}
-		s.sigs = append(s.sigs, sigs...)
-		s.due = min(s.due, due)
+		all = append(all, sigs...)
+		due = min(due, d)
 	}
-	slices.SortFunc(s.sigs, compareRR)
-	return s, nil
+	slices.SortFunc(all, compareRR)
+	return newSecured(keys, nsec, all, due)
 }
 
 // renewNSEC returns was with the NSEC record of name pointing to next,
 // signed again, or was itself when it already does.
 func (z *Zone) renewNSEC(sg *signer, was *secured, name, next string) (*secured, error) {
-	if was.nsec.NextDomain == next {
+	old, oldSigs := was.unpacked()
+	if old.NextDomain == next {
 		return was, nil
 	}
-	s := &secured{keys: was.keys, due: ^uint32(0)}
-	n := *was.nsec
+	n := *old
 	n.NextDomain = next
-	s.nsec = &n
-	sigs, due, err := sg.sign([]dns.RR{s.nsec})
+	sigs, due, err := sg.sign([]dns.RR{&n})
 	if err != nil {
 		return nil, err
 	}
-	for _, sig := range was.sigs {
+	var all []dns.RR
+	for _, sig := range oldSigs {
 		if sig.(*dns.RRSIG).TypeCovered != dns.TypeNSEC {
-			s.sigs = append(s.sigs, sig)
-			s.due = min(s.due, was.due)
+			all = append(all, sig)
+			due = min(due, was.due)
 		}
 	}
-	s.sigs = append(s.sigs, sigs...)
-	s.due = min(s.due, due)
-	slices.SortFunc(s.sigs, compareRR)
-	return s, nil
+	all = append(all, sigs...)
+	slices.SortFunc(all, compareRR)
+	return newSecured(was.keys, &n, all, due)
 }
 
 // TTLOfKeys is the TTL of the DNSKEY, CDS and CDNSKEY records: the

@@ -87,39 +87,19 @@ func splitSigned(rrs []dns.RR) (plain []dns.RR, sigs map[uint16][]dns.RR) {
 // secureNode makes what nd, a node of a signed zone whose records at
 // name are plain and sigs (splitSigned), adds for DO queries: the
 // signatures of each answer's RRset, and its NSEC proof.
-func secureNode(nd *node, name string, plain []dns.RR, sigs map[uint16][]dns.RR) error {
+func secureNode(z *zone.Zone, nd *node, name string, sigs map[uint16][]dns.RR) error {
 	sn := &securedNode{sigs: make([]sigSet, len(nd.answers))}
 	var buf []byte
 	for i := range nd.answers {
-		t := nd.answers[i].qtype
 		var err error
-		if buf, sn.sigs[i], err = packSigs(buf[:0], name, sigs[t]); err != nil {
+		if buf, sn.sigs[i], err = packSigs(buf[:0], name, sigs[nd.answers[i].qtype]); err != nil {
 			return err
 		}
-		if t == dns.TypeNSEC {
-			var b []byte
-			for _, rr := range slices.Concat(setOf(plain, t), sigs[t]) {
-				if b, err = appendRR(b, rr); err != nil {
-					return fmt.Errorf("wire: %s NSEC: %v", name, err)
-				}
-				sn.count++
-			}
-			sn.nsec = string(b)
-		}
 	}
+	proof, n := z.NSECProof(name)
+	sn.nsec, sn.count = proof, uint16(n)
 	nd.sec = sn
 	return nil
-}
-
-// setOf is the records of type t among records.
-func setOf(records []dns.RR, t uint16) []dns.RR {
-	var out []dns.RR
-	for _, rr := range records {
-		if rr.Header().Rrtype == t {
-			out = append(out, rr)
-		}
-	}
-	return out
 }
 
 // appendRR appends rr packed, its names uncompressed.

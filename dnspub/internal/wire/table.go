@@ -617,7 +617,7 @@ func buildNode(z *zone.Zone, name string, rrs []dns.RR, originKey string) (strin
 		nd.answers = append(nd.answers, a)
 	}
 	if sigs != nil {
-		if err := secureNode(nd, name, rrs, sigs); err != nil {
+		if err := secureNode(z, nd, name, sigs); err != nil {
 			return "", nil, err
 		}
 	}
