@@ -11,6 +11,7 @@ import (
 	"crypto"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -337,7 +338,7 @@ func (ks *KeySet) Sign(rrset []dns.RR, inception, expiration uint32) ([]dns.RR, 
 			SignerName: ks.Origin,
 			OrigTtl:    h.Ttl,
 		}
-		if err := sig.Sign(k.signer, rrset); err != nil {
+		if err := sig.Sign(deterministic{k.signer}, rrset); err != nil {
 			return nil, fmt.Errorf("dnssec: signing %s %s: %v", h.Name, dns.TypeToString[h.Rrtype], err)
 		}
 		out = append(out, sig)
@@ -363,4 +364,13 @@ func Find(dir, origin string) ([]*Key, error) {
 	}
 	slices.SortFunc(out, func(a, b *Key) int { return int(a.DNSKEY.KeyTag()) - int(b.DNSKEY.KeyTag()) })
 	return out, nil
+}
+
+// deterministic signs with no randomness: ECDSA signatures by RFC 6979,
+// Ed25519 ones as always. The same data signed with the same key and
+// times gives the same signature, on every publisher of a store.
+type deterministic struct{ crypto.Signer }
+
+func (d deterministic) Sign(_ io.Reader, digest []byte, opts crypto.SignerOpts) ([]byte, error) {
+	return d.Signer.Sign(nil, digest, opts)
 }

@@ -3,7 +3,7 @@ package zone
 import (
 	"cmp"
 	"fmt"
-	"math/rand/v2"
+	"hash/fnv"
 	"runtime"
 	"slices"
 	"strings"
@@ -141,14 +141,22 @@ type signer struct {
 	p         model.DNSSEC
 	inception uint32
 	now       uint32
+	hour      uint32 // now, to the hour below
 }
 
 // sign returns the signatures of rrset and when they are due again.
 func (sg *signer) sign(rrset []dns.RR) ([]dns.RR, uint32, error) {
-	// Each signature expires at its own time within the last eighth of
-	// the validity, so that refreshes spread rather than come at once.
-	jitter := rand.Uint32N(sg.p.Validity/8 + 1)
-	exp := sg.now + sg.p.Validity - jitter
+	// Each RRset's signatures expire at a time of their own within the
+	// last eighth of the validity, so that refreshes spread rather than
+	// come at once. The offset is a hash of the owner and type, not a
+	// draw, and the times are whole hours: with the keys' deterministic
+	// signatures, every publisher of a store signing the same records in
+	// the same hour publishes the same bytes.
+	h := fnv.New32a()
+	h.Write([]byte(strings.ToLower(rrset[0].Header().Name)))
+	h.Write([]byte{byte(rrset[0].Header().Rrtype >> 8), byte(rrset[0].Header().Rrtype)})
+	jitter := h.Sum32() % (sg.p.Validity/8 + 1)
+	exp := sg.hour + sg.p.Validity - jitter
 	sigs, err := sg.keys.Sign(rrset, sg.inception, exp)
 	return sigs, exp - sg.p.Refresh, err
 }
@@ -196,9 +204,10 @@ func Sign(prev, z *Zone, ch *Change, keys *dnssec.KeySet, p model.DNSSEC, now ti
 	out := *z
 	z = &out
 	sg := &signer{keys: keys, p: p, now: uint32(now.Unix())}
-	// Signatures valid from an hour ago: a validator whose clock is
-	// behind ours accepts them.
-	sg.inception = sg.now - 3600
+	// Signatures valid from the hour before the last whole hour: a
+	// validator whose clock is behind ours accepts them.
+	sg.hour = sg.now - sg.now%3600
+	sg.inception = sg.hour - 3600
 	var err error
 	if prev == nil || prev.sec == nil || prev.sec.keys != keys || prev.sec.params != p || ch.FromNothing() {
 		err = z.signAll(sg, prev, ch)

@@ -256,3 +256,38 @@ func unsigned(rrs []dns.RR) []string {
 	}
 	return out
 }
+
+// TestSignDeterministic: two publishers signing the same zone with the
+// same keys within one hour publish the same bytes (ECDSA by RFC 6979,
+// times to the hour, jitter from the names), so that secondaries may
+// transfer from either.
+func TestSignDeterministic(t *testing.T) {
+	cfg, ds := model.Parse(signedExample(""))
+	if cfg == nil {
+		t.Fatal(ds)
+	}
+	zc := cfg.Zones[0]
+	keys := testKeys(t, zc.Origin, true)
+	hour := time.Unix(2_000_001_600, 0) // a whole hour
+	var texts []string
+	for _, at := range []time.Duration{0, 10 * time.Minute, 59 * time.Minute} {
+		z, ch := Update(nil, zc)
+		signed, err := Sign(nil, z.WithSerial(1), ch, keys, *zc.DNSSEC, hour.Add(at))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		signed.WriteMasterFile(&b, "")
+		texts = append(texts, b.String())
+	}
+	if texts[0] != texts[1] || texts[1] != texts[2] {
+		t.Errorf("signed at other minutes of one hour, the zone differs:\n%s\n%s", texts[0], texts[2])
+	}
+	z, ch := Update(nil, zc)
+	later, _ := Sign(nil, z.WithSerial(1), ch, keys, *zc.DNSSEC, hour.Add(time.Hour))
+	var b bytes.Buffer
+	later.WriteMasterFile(&b, "")
+	if b.String() == texts[0] {
+		t.Error("an hour later, the same signatures")
+	}
+}
