@@ -56,41 +56,20 @@ type secured struct {
 	due uint32
 }
 
-// newSecured packs the DNSSEC records of a name.
-func newSecured(keys []dns.RR, nsec *dns.NSEC, sigs []dns.RR, due uint32) (*secured, error) {
-	// The NSEC record and its signatures first: the proof a negative
-	// answer carries is then a prefix of the string.
-	ordered := []dns.RR{nsec}
-	proofs := 1
-	for _, rr := range sigs {
-		if rr.(*dns.RRSIG).TypeCovered == dns.TypeNSEC {
-			ordered = append(ordered, rr)
-			proofs++
-		}
+// newSecured makes the DNSSEC records of a name from its NSEC record,
+// the NSEC's signatures and the other signatures, packed.
+func newSecured(keys []dns.RR, nsec *dns.NSEC, nsecSigs []byte, nsecN int, others []byte, othersN int, due uint32) (*secured, error) {
+	b := make([]byte, dns.Len(nsec)+16, dns.Len(nsec)+16+len(nsecSigs)+len(others))
+	n, err := dns.PackRR(nsec, b, 0, nil, false)
+	if err != nil {
+		return nil, err
 	}
-	for _, rr := range sigs {
-		if rr.(*dns.RRSIG).TypeCovered != dns.TypeNSEC {
-			ordered = append(ordered, rr)
-		}
-	}
-	var buf []byte
-	proof := 0
-	for i, rr := range ordered {
-		at := len(buf)
-		buf = slices.Grow(buf, dns.Len(rr)+16)[:at+dns.Len(rr)+16]
-		n, err := dns.PackRR(rr, buf, at, nil, false)
-		if err != nil {
-			return nil, err
-		}
-		buf = buf[:n]
-		if i < proofs {
-			proof = n
-		}
-	}
-	if len(buf) > 0xffff {
+	b = append(append(b[:n], nsecSigs...), others...)
+	proof := n + len(nsecSigs)
+	if len(b) > 0xffff || nsecN > 254 {
 		return nil, fmt.Errorf("the DNSSEC records at %s are larger than a DNS message", nsec.Hdr.Name)
 	}
-	return &secured{keys: keys, packed: string(buf), n: uint16(len(ordered)), proof: uint16(proof), proofN: uint8(min(proofs, 255)), due: due}, nil
+	return &secured{keys: keys, packed: string(b), n: uint16(1 + nsecN + othersN), proof: uint16(proof), proofN: uint8(1 + nsecN), due: due}, nil
 }
 
 // NSECProof returns what a negative answer at or covered by name carries
@@ -144,8 +123,9 @@ type signer struct {
 	hour      uint32 // now, to the hour below
 }
 
-// sign returns the signatures of rrset and when they are due again.
-func (sg *signer) sign(rrset []dns.RR) ([]dns.RR, uint32, error) {
+// sign appends the signatures of rrset to dst, packed, and returns how
+// many and when they are due again.
+func (sg *signer) sign(dst []byte, rrset []dns.RR) ([]byte, int, uint32, error) {
 	// Each RRset's signatures expire at a time of their own within the
 	// last eighth of the validity, so that refreshes spread rather than
 	// come at once. The offset is a hash of the owner and type, not a
@@ -157,8 +137,8 @@ func (sg *signer) sign(rrset []dns.RR) ([]dns.RR, uint32, error) {
 	h.Write([]byte{byte(rrset[0].Header().Rrtype >> 8), byte(rrset[0].Header().Rrtype)})
 	jitter := h.Sum32() % (sg.p.Validity/8 + 1)
 	exp := sg.hour + sg.p.Validity - jitter
-	sigs, err := sg.keys.Sign(rrset, sg.inception, exp)
-	return sigs, exp - sg.p.Refresh, err
+	dst, n, err := sg.keys.SignPacked(dst, rrset, sg.inception, exp)
+	return dst, n, exp - sg.p.Refresh, err
 }
 
 // Signed reports whether z is signed.
@@ -218,7 +198,7 @@ func Sign(prev, z *Zone, ch *Change, keys *dnssec.KeySet, p model.DNSSEC, now ti
 		return nil, err
 	}
 	soa := *z.SOA
-	if z.sec.soa, _, err = sg.sign([]dns.RR{&soa}); err != nil {
+	if z.sec.soa, err = sg.keys.Sign([]dns.RR{&soa}, sg.inception, sg.hour+sg.p.Validity); err != nil {
 		return nil, err
 	}
 	z.sec.count += len(z.sec.soa)
@@ -438,7 +418,7 @@ func (z *Zone) holds(name string) bool {
 // is next: its NSEC record and the signatures of its RRsets.
 func (z *Zone) secure(sg *signer, name, next string) (*secured, error) {
 	due := ^uint32(0)
-	var keys, all []dns.RR
+	var keys []dns.RR
 	rrs := z.plainAt(name)
 	if name == z.Origin {
 		keys = slices.Concat(sg.keys.DNSKEYs(z.TTLOfKeys()), sg.keys.Parent(z.TTLOfKeys()))
@@ -446,44 +426,47 @@ func (z *Zone) secure(sg *signer, name, next string) (*secured, error) {
 		slices.SortFunc(rrs, compareRR)
 	}
 	nsec := z.nsec(name, next, rrs)
-	for set := range rrsets(append(rrs, nsec)) {
+	nsecSigs, nsecN, d, err := sg.sign(nil, []dns.RR{nsec})
+	if err != nil {
+		return nil, err
+	}
+	due = min(due, d)
+	var others []byte
+	othersN := 0
+	for set := range rrsets(rrs) {
 		if set[0].Header().Rrtype == dns.TypeSOA {
 			continue // signed for each serial (Sign)
 		}
-		sigs, d, err := sg.sign(set)
-		if err != nil {
+		var n int
+		if others, n, d, err = sg.sign(others, set); err != nil {
 			return nil, err
 		}
-		all = append(all, sigs...)
+		othersN += n
 		due = min(due, d)
 	}
-	slices.SortFunc(all, compareRR)
-	return newSecured(keys, nsec, all, due)
+	return newSecured(keys, nsec, nsecSigs, nsecN, others, othersN, due)
 }
 
 // renewNSEC returns was with the NSEC record of name pointing to next,
 // signed again, or was itself when it already does.
 func (z *Zone) renewNSEC(sg *signer, was *secured, name, next string) (*secured, error) {
-	old, oldSigs := was.unpacked()
+	old, _ := was.unpacked()
 	if old.NextDomain == next {
 		return was, nil
 	}
 	n := *old
 	n.NextDomain = next
-	sigs, due, err := sg.sign([]dns.RR{&n})
+	sigs, sigsN, due, err := sg.sign(nil, []dns.RR{&n})
 	if err != nil {
 		return nil, err
 	}
-	var all []dns.RR
-	for _, sig := range oldSigs {
-		if sig.(*dns.RRSIG).TypeCovered != dns.TypeNSEC {
-			all = append(all, sig)
-			due = min(due, was.due)
-		}
+	// The other signatures are kept, after the NSEC proof.
+	others := []byte(was.packed[was.proof:])
+	othersN := int(was.n) - int(was.proofN)
+	if othersN > 0 {
+		due = min(due, was.due)
 	}
-	all = append(all, sigs...)
-	slices.SortFunc(all, compareRR)
-	return newSecured(was.keys, &n, all, due)
+	return newSecured(was.keys, &n, sigs, sigsN, others, othersN, due)
 }
 
 // TTLOfKeys is the TTL of the DNSKEY, CDS and CDNSKEY records: the

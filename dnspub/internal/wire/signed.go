@@ -191,23 +191,6 @@ func (t *Table) allSigs(dst, msg []byte, q *Query, nd *node, limit int) ([]byte,
 	return t.appendOPT(resp, q, RcodeSuccess), false, true
 }
 
-// rrsetsOf yields the RRsets of canonical records.
-func rrsetsOf(records []dns.RR) func(func([]dns.RR) bool) {
-	return func(yield func([]dns.RR) bool) {
-		for i := 0; i < len(records); {
-			t := records[i].Header().Rrtype
-			j := i + 1
-			for j < len(records) && records[j].Header().Rrtype == t {
-				j++
-			}
-			if !yield(records[i:j:j]) {
-				return
-			}
-			i = j
-		}
-	}
-}
-
 // proof returns the NSEC record (with its RRSIGs) that covers or matches
 // key, a name of the zone (lower-case wire format): the one of the last
 // name of the chain at or before it in canonical order.
