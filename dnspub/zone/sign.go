@@ -2,6 +2,7 @@ package zone
 
 import (
 	"cmp"
+	"encoding/binary"
 	"fmt"
 	"hash/fnv"
 	"runtime"
@@ -57,25 +58,53 @@ type secured struct {
 }
 
 // newSecured makes the DNSSEC records of a name from its NSEC record,
-// the NSEC's signatures and the other signatures, packed.
+// the NSEC's signatures (packed with their owner names) and the other
+// signatures (packed with pointers for owners: pointerOwners).
 func newSecured(keys []dns.RR, nsec *dns.NSEC, nsecSigs []byte, nsecN int, others []byte, othersN int, due uint32) (*secured, error) {
 	b := make([]byte, dns.Len(nsec)+16, dns.Len(nsec)+16+len(nsecSigs)+len(others))
 	n, err := dns.PackRR(nsec, b, 0, nil, false)
 	if err != nil {
 		return nil, err
 	}
-	b = append(append(b[:n], nsecSigs...), others...)
-	proof := n + len(nsecSigs)
+	b = pointerOwners(b[:n], nsecSigs, packedNameLen(b))
+	proof := len(b)
+	b = append(b, others...)
 	if len(b) > 0xffff || nsecN > 254 {
 		return nil, fmt.Errorf("the DNSSEC records at %s are larger than a DNS message", nsec.Hdr.Name)
 	}
 	return &secured{keys: keys, packed: string(b), n: uint16(1 + nsecN + othersN), proof: uint16(proof), proofN: uint8(1 + nsecN), due: due}, nil
 }
 
+// pointerOwners appends to dst the records of part, each owner name (of
+// ownerLen bytes) replaced by a compression pointer to offset 0, where a
+// name's packed DNSSEC records start with its name: 30 bytes less a
+// signature, and the answer table copies the records as they are,
+// pointing them at the question's name.
+func pointerOwners(dst, part []byte, ownerLen int) []byte {
+	for off := 0; off+ownerLen+10 <= len(part); {
+		end := off + ownerLen + 10 + int(binary.BigEndian.Uint16(part[off+ownerLen+8:]))
+		dst = append(dst, 0xc0, 0)
+		dst = append(dst, part[off+ownerLen:end]...)
+		off = end
+	}
+	return dst
+}
+
+// packedNameLen is the length of the uncompressed name at the start of b.
+func packedNameLen(b []byte) int {
+	i := 0
+	for i < len(b) && b[i] != 0 {
+		i += int(b[i]) + 1
+	}
+	return i + 1
+}
+
 // NSECProof returns what a negative answer at or covered by name carries
-// in a signed zone: name's NSEC record and its RRSIGs, packed with
-// uncompressed names, and their number; "" when name holds no records.
-// The string is shared with the zone.
+// in a signed zone: name's NSEC record and its RRSIGs, packed, and their
+// number; "" when name holds no records. The NSEC's owner is written
+// out, each RRSIG's owner is a compression pointer to offset 0 of the
+// string, which the caller points at where the NSEC's owner lands. The
+// string is shared with the zone.
 func (z *Zone) NSECProof(name string) (string, int) {
 	if z.sec == nil {
 		return "", 0
@@ -85,6 +114,46 @@ func (z *Zone) NSECProof(name string) (string, int) {
 		return "", 0
 	}
 	return s.packed[:s.proof], int(s.proofN)
+}
+
+// Signatures returns the RRSIG records that sign the RRset of type t at
+// name (the SOA's aside), packed, each owner a 2-byte compression pointer
+// for the caller to point at the name, and how many. The string is
+// shared with the zone.
+func (z *Zone) Signatures(name string, t uint16) (string, int) {
+	if z.sec == nil {
+		return "", 0
+	}
+	s, ok := z.sec.at.Get(name)
+	if !ok {
+		return "", 0
+	}
+	from, n := -1, 0
+	b := s.packed
+	off := int(s.proof)
+	if t == dns.TypeNSEC {
+		owner := packedNameLen([]byte(b[:min(len(b), 256)]))
+		off = owner + 10 + int(b[owner+8])<<8 + int(b[owner+9])
+	}
+	for off+14 <= len(b) {
+		end := off + 12 + int(b[off+10])<<8 + int(b[off+11])
+		if end > len(b) {
+			break
+		}
+		if covered := uint16(b[off+12])<<8 | uint16(b[off+13]); covered == t {
+			if from < 0 {
+				from = off
+			}
+			n++
+		} else if from >= 0 {
+			return b[from:off], n
+		}
+		off = end
+	}
+	if from < 0 {
+		return "", 0
+	}
+	return b[from:off], n
 }
 
 // unpacked returns the NSEC record and the signatures.
@@ -443,6 +512,9 @@ func (z *Zone) secure(sg *signer, name, next string) (*secured, error) {
 		}
 		othersN += n
 		due = min(due, d)
+	}
+	if len(others) > 0 {
+		others = pointerOwners(nil, others, packedNameLen(others))
 	}
 	return newSecured(keys, nsec, nsecSigs, nsecN, others, othersN, due)
 }

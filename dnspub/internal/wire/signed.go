@@ -20,9 +20,10 @@ import (
 // securedNode is what a name of a signed zone answers with to DO queries.
 type securedNode struct {
 	// sigs holds, in the order of node.answers, the RRSIG records of each
-	// answer's RRset, packed to follow its answer section (their owner a
-	// pointer to the question's name): a DO answer is the plain one with
-	// them inserted, not a second copy of it.
+	// answer's RRset, packed, each owner a 2-byte compression pointer that
+	// the answer points at the question's name (appendSigs): a DO answer
+	// is the plain one with them inserted, not a second copy of it, and
+	// the bytes are the zone's own (zone.Zone.Signatures).
 	sigs []sigSet
 	// nsec is the name's NSEC record and its RRSIG records, packed with
 	// uncompressed names, and count their number: the proof a NODATA
@@ -89,12 +90,18 @@ func splitSigned(rrs []dns.RR) (plain []dns.RR, sigs map[uint16][]dns.RR) {
 // signatures of each answer's RRset, and its NSEC proof.
 func secureNode(z *zone.Zone, nd *node, name string, sigs map[uint16][]dns.RR) error {
 	sn := &securedNode{sigs: make([]sigSet, len(nd.answers))}
-	var buf []byte
 	for i := range nd.answers {
-		var err error
-		if buf, sn.sigs[i], err = packSigs(buf[:0], name, sigs[nd.answers[i].qtype]); err != nil {
-			return err
+		t := nd.answers[i].qtype
+		rrs, n := z.Signatures(name, t)
+		if n == 0 && len(sigs[t]) > 0 {
+			// The SOA's, which the zone keeps apart (a new serial's).
+			var err error
+			if _, sn.sigs[i], err = packSigs(nil, name, sigs[t]); err != nil {
+				return err
+			}
+			continue
 		}
+		sn.sigs[i] = sigSet{rrs: rrs, n: uint16(n)}
 	}
 	proof, n := z.NSECProof(name)
 	sn.nsec, sn.count = proof, uint16(n)
@@ -153,7 +160,7 @@ func (t *Table) fromSigned(dst, msg []byte, q *Query, a *answer, ss sigSet, mini
 	resp := append(dst[:0], body[:headerLen]...)
 	resp = append(resp, question...)
 	resp = append(resp, body[headerLen:cut]...)
-	resp = append(resp, ss.rrs...)
+	resp = appendSigs(resp, ss.rrs, 0xc000|headerLen)
 	resp = append(resp, body[cut:]...)
 	binary.BigEndian.PutUint16(resp[6:], binary.BigEndian.Uint16(resp[6:])+ss.n)
 	if len(body) == cut && len(body) < len(a.full) {
@@ -186,9 +193,42 @@ func (t *Table) allSigs(dst, msg []byte, q *Query, nd *node, limit int) ([]byte,
 	patchHeader(resp, msg)
 	setCounts(resp, 1, n, 0, 0)
 	for _, ss := range nd.sec.sigs {
-		resp = append(resp, ss.rrs...)
+		resp = appendSigs(resp, ss.rrs, 0xc000|headerLen)
 	}
 	return t.appendOPT(resp, q, RcodeSuccess), false, true
+}
+
+// appendSigs appends packed records whose owners are 2-byte compression
+// pointers, each pointer set to ptr.
+func appendSigs(resp []byte, rrs string, ptr uint16) []byte {
+	for off := 0; off+12 <= len(rrs); {
+		end := min(off+12+int(rrs[off+10])<<8+int(rrs[off+11]), len(rrs))
+		resp = append(resp, byte(ptr>>8), byte(ptr))
+		resp = append(resp, rrs[off+2:end]...)
+		off = end
+	}
+	return resp
+}
+
+// appendProof appends an NSEC proof (zone.Zone.NSECProof): the NSEC
+// record as it is, then its signatures, their owners pointed at the
+// NSEC's.
+func appendProof(resp []byte, proof string) []byte {
+	if proof == "" {
+		return resp
+	}
+	at := len(resp)
+	owner := 0
+	for owner < len(proof) && proof[owner] != 0 {
+		owner += int(proof[owner]) + 1
+	}
+	owner++
+	if owner+10 > len(proof) {
+		return resp
+	}
+	end := min(owner+10+int(proof[owner+8])<<8+int(proof[owner+9]), len(proof))
+	resp = append(resp, proof[:end]...)
+	return appendSigs(resp, proof[end:], 0xc000|uint16(at))
 }
 
 // proof returns the NSEC record (with its RRSIGs) that covers or matches
@@ -338,8 +378,8 @@ func (t *Table) negativeSigned(dst, msg []byte, q *Query, zi *zoneInfo, nd *node
 		resp = append(resp, byte(ptr>>8), byte(ptr))
 		resp = append(resp, s...)
 	}
-	resp = append(resp, proofs[0]...)
-	resp = append(resp, proofs[1]...)
+	resp = appendProof(resp, proofs[0])
+	resp = appendProof(resp, proofs[1])
 	setCounts(resp, 1, 0, 1+uint16(len(sz.soaSigs))+counts[0]+counts[1], 0)
 	return t.appendOPT(resp, q, RcodeSuccess), false
 }
