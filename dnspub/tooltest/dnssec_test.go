@@ -334,3 +334,32 @@ stub-zone:
 		t.Errorf("after the proxy stopped: %v", r)
 	}
 }
+
+// TestKnotServesSignedZone: Knot DNS, as our secondary, transfers the
+// signed zone (AXFR, then IXFR after our NOTIFY), and delv validates its
+// answers from our key: the signatures go through unchanged.
+func TestKnotServesSignedZone(t *testing.T) {
+	need(t, "knotd", "delv")
+	dir := t.TempDir()
+	port := freePort(t)
+	knotAddr := "127.0.0.1:" + port
+	p := startPublisher(t, signedConfig(knotAddr, nil))
+	anchor := anchorFile(t, p)
+	confFile := filepath.Join(dir, "knot.conf")
+	os.WriteFile(confFile, []byte(knotConf(dir, "127.0.0.1@"+port, p.host+"@"+p.port, secret)), 0o644)
+	s := startSecondary(t, "Knot", knotAddr, "knotd", "-c", confFile)
+	ourSerial := func() uint32 { return query(t, p.addr, "example.test.", dns.TypeSOA).Answer[0].(*dns.SOA).Serial }
+	v1 := ourSerial()
+	waitFor(t, "Knot to transfer the zone", 30*time.Second, func() bool { return s.serial() == v1 })
+	delvValidates(t, anchor, "127.0.0.1", port, "TXT", "_grpc_config.echo.example.test")
+	delvValidates(t, anchor, "127.0.0.1", port, "A", "nope.example.test")
+	p.reload(t, signedConfig(knotAddr, []string{"api"}))
+	waitFor(t, "a new serial", 10*time.Second, func() bool { return ourSerial() != v1 })
+	v2 := ourSerial()
+	waitFor(t, "Knot to follow the change", 30*time.Second, func() bool { return s.serial() == v2 })
+	if !strings.Contains(p.logs.String(), "type=ixfr serial="+fmt.Sprint(v2)) {
+		t.Errorf("the change did not go by IXFR:\n%s", p.logs.String())
+	}
+	delvValidates(t, anchor, "127.0.0.1", port, "TXT", "_grpc_config.api.example.test")
+	delvValidates(t, anchor, "127.0.0.1", port, "TXT", "_grpc_config.nope.example.test")
+}
