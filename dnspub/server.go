@@ -733,7 +733,7 @@ func (s *Server) buildZone(zc *model.Zone, prev *zoneEntry, te *wire.Editor, ser
 	var keys *dnssec.KeySet
 	resign := false
 	if zc.DNSSEC != nil {
-		if keys, err = s.keys.get(s.keyDir(), zc); err != nil {
+		if keys, err = s.zoneKeys(zc, now); err != nil {
 			return nil, false, err
 		}
 		resign = prev != nil && (!prev.cur.SameKeys(keys, zc.DNSSEC) || !now.Before(prev.cur.RefreshDue()))

@@ -2,6 +2,7 @@ package dnspub
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -45,6 +46,41 @@ func (c *keyCache) get(dir string, zc *model.Zone) (*dnssec.KeySet, error) {
 	return ks, nil
 }
 
+// zoneKeys returns the keys zone zc is signed with at now, after
+// starting a rollover of its zone-signing key when one is due.
+func (s *Server) zoneKeys(zc *model.Zone, now time.Time) (*dnssec.KeySet, error) {
+	all, err := s.keys.get(s.keyDir(), zc)
+	if err != nil {
+		return nil, err
+	}
+	r := rollover(zc)
+	if rolled, err := all.Roll(s.keyDir(), now, r); err != nil {
+		return nil, fmt.Errorf("zone %s: rolling its zone-signing key: %w", zc.Origin, err)
+	} else if rolled {
+		s.log.Info("zone-signing key rollover", "zone", zc.Origin, "keys", fmt.Sprint(all.At(now.Add(r.Publish), r).Tags()), "signs_from", now.Add(r.Publish))
+	}
+	return all.At(now, r), nil
+}
+
+// rollover is the zone-signing key rollover of zc (RFC 7583 §3.2), its
+// times derived from the TTLs: a new key is published twice the DNSKEY
+// RRset's TTL before it signs, and the old one stays published twice the
+// zone's longest TTL after it stopped.
+func rollover(zc *model.Zone) dnssec.Rollover {
+	if zc.DNSSEC.ZSKLifetime == 0 {
+		return dnssec.Rollover{}
+	}
+	longest := max(zc.TTL, zc.SOA.Minimum)
+	for _, svc := range zc.Services {
+		longest = max(longest, svc.TTL)
+	}
+	return dnssec.Rollover{
+		Lifetime: time.Duration(zc.DNSSEC.ZSKLifetime) * time.Second,
+		Publish:  2 * time.Duration(zc.TTL) * time.Second,
+		Retire:   2 * time.Duration(longest) * time.Second,
+	}
+}
+
 // keyDir is where the DNSSEC keys are (Options.KeyDir).
 func (s *Server) keyDir() string {
 	switch {
@@ -81,31 +117,34 @@ func (s *Server) refreshSignatures() {
 			continue
 		case <-t.C:
 		}
-		snap := s.snap.Load()
-		if snap == nil {
-			continue
-		}
-		due := false
-		for _, e := range snap.zones {
-			due = due || e.cur.Signed() && !s.opts.Now().Before(e.cur.RefreshDue())
-		}
-		if !due {
-			continue
-		}
-		s.reloadMu.Lock()
-		if cur := s.snap.Load(); cur != nil {
-			_, err := s.publish(cur.cfg, s.configName(), "signatures due", false, time.Now())
-			if err != nil {
-				s.log.Error("signatures due could not be made again; retrying in a minute", "err", err)
-				s.reloadMu.Unlock()
-				select {
-				case <-s.done:
-					return
-				case <-time.After(time.Minute):
-				}
-				continue
+		if err := s.refreshDue(); err != nil {
+			s.log.Error("signatures due could not be made again; retrying in a minute", "err", err)
+			select {
+			case <-s.done:
+				return
+			case <-time.After(time.Minute):
 			}
 		}
-		s.reloadMu.Unlock()
 	}
+}
+
+// refreshDue publishes the served config again when a signed zone's
+// signatures or keys are due (zone.Zone.RefreshDue): buildZone signs what
+// is due, and rolls keys.
+func (s *Server) refreshDue() error {
+	s.reloadMu.Lock()
+	defer s.reloadMu.Unlock()
+	snap := s.snap.Load()
+	if snap == nil {
+		return nil
+	}
+	due := false
+	for _, e := range snap.zones {
+		due = due || e.cur.Signed() && !s.opts.Now().Before(e.cur.RefreshDue())
+	}
+	if !due {
+		return nil
+	}
+	_, err := s.publish(snap.cfg, s.configName(), "signatures due", false, time.Now())
+	return err
 }

@@ -176,3 +176,93 @@ func TestStoreModeSigned(t *testing.T) {
 
 // signedAt is the inception of the signatures made at Unix time now.
 func signedAt(now int64) uint32 { return uint32(now - now%3600 - 3600) }
+
+// TestZSKRollover follows a signed zone through two rollovers of its
+// zone-signing key on a clock moved 20 minutes at a time, as a validating
+// resolver caching every record for its TTL would see it: a key signs
+// only once it has been in the DNSKEY RRset for longer than that RRset's
+// TTL (pre-publication), and a key leaves the RRset only once no
+// signature it made can still be cached (RFC 7583 §3.2). The key files
+// keep the timing, so a restart in the middle of a rollover carries on.
+func TestZSKRollover(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.yaml")
+	os.WriteFile(file, []byte(strings.Replace(string(model.Example), "    ttl: 30s\n", "    ttl: 300\n    dnssec: {keys: ksk-zsk, zskLifetime: 10d}\n", 1)), 0o644)
+	var clock atomic.Int64
+	t0 := int64(2_000_000_000)
+	clock.Store(t0)
+	now := func() time.Time { return time.Unix(clock.Load(), 0) }
+	start := func() *Server {
+		s, err := New(Options{ConfigFile: file, Listen: "127.0.0.1:0", WatchInterval: -1, Logger: discardLogger(), Now: now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := start()
+	const ttl = 300
+	origin := "example.test."
+	firstSeen := map[uint16]int64{}
+	lastSigned := map[uint16]int64{}
+	var published map[uint16]bool
+	zsks := map[uint16]bool{}
+	step := func() {
+		t.Helper()
+		if err := s.refreshDue(); err != nil {
+			t.Fatal(err)
+		}
+		at := clock.Load()
+		z := s.snap.Load().zones[origin].cur
+		keys := map[uint16]bool{}
+		ksk := map[uint16]bool{}
+		for _, rr := range z.RecordsAt(origin) {
+			if k, ok := rr.(*dns.DNSKEY); ok {
+				keys[k.KeyTag()] = true
+				ksk[k.KeyTag()] = k.Flags&dns.SEP != 0
+				if _, ok := firstSeen[k.KeyTag()]; !ok {
+					firstSeen[k.KeyTag()] = at
+				}
+			}
+		}
+		for _, rr := range z.Records() {
+			sig, ok := rr.(*dns.RRSIG)
+			if !ok || sig.TypeCovered == dns.TypeDNSKEY {
+				continue
+			}
+			if !keys[sig.KeyTag] {
+				t.Fatalf("at +%ds: %s %s signed by key %d, not in the DNSKEY RRset", at-t0, sig.Hdr.Name, dns.TypeToString[sig.TypeCovered], sig.KeyTag)
+			}
+			if firstSeen[sig.KeyTag] != t0 && at-firstSeen[sig.KeyTag] < ttl {
+				t.Fatalf("at +%ds: key %d signs %ds after it was published, less than the DNSKEY TTL", at-t0, sig.KeyTag, at-firstSeen[sig.KeyTag])
+			}
+			lastSigned[sig.KeyTag] = at
+			zsks[sig.KeyTag] = !ksk[sig.KeyTag]
+		}
+		for tag := range published {
+			if !keys[tag] && at-lastSigned[tag] < ttl {
+				t.Fatalf("at +%ds: key %d left the DNSKEY RRset %ds after its last signature, less than the TTL", at-t0, tag, at-lastSigned[tag])
+			}
+		}
+		published = keys
+	}
+	for clock.Load() < t0+21*86400 {
+		step()
+		clock.Add(20 * 60)
+		if clock.Load() == t0+15*86400 {
+			// A restart in the middle of it all.
+			s.Shutdown(context.Background())
+			s = start()
+		}
+	}
+	rolled := 0
+	for _, zsk := range zsks {
+		if zsk {
+			rolled++
+		}
+	}
+	if rolled < 3 {
+		t.Errorf("%d zone-signing keys signed in 21 days with a 10-day lifetime, want 3", rolled)
+	}
+	files, _ := filepath.Glob(file + ".keys/*.private")
+	t.Logf("%d key files; zone-signing keys that signed: %d", len(files), rolled)
+}

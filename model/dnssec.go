@@ -19,6 +19,10 @@ type DNSSEC struct {
 	// Validity is how long a signature is valid from when it is made, in
 	// seconds; Refresh how long before its expiry it is made again.
 	Validity, Refresh uint32
+	// ZSKLifetime, when not 0, is how long a zone-signing key signs
+	// before it is replaced by pre-publication (SplitKeys only), in
+	// seconds.
+	ZSKLifetime uint32
 }
 
 // DNSSEC defaults: Knot's automatic policy (RFC 6781 §4.4.2 discusses
@@ -37,7 +41,7 @@ const (
 // dnssec reads a zone's dnssec: mapping.
 func (d *doc) dnssec(n *yaml.Node, path string, z *Zone) {
 	s := &DNSSEC{Algorithm: AlgorithmECDSAP256SHA256, Validity: DefaultSignatureValidity, Refresh: DefaultSignatureRefresh}
-	var validityNode, refreshNode *yaml.Node
+	var validityNode, refreshNode, lifetimeNode *yaml.Node
 	if d.object(n, path, "dnssec", []field{
 		{"algorithm", func(_, v *yaml.Node, p string) {
 			a, ok := d.scalar(v, p, "the DNSSEC algorithm")
@@ -85,12 +89,21 @@ func (d *doc) dnssec(n *yaml.Node, path string, z *Zone) {
 				s.Validity, validityNode = x, v
 			}
 		}},
+		{"zskLifetime", func(_, v *yaml.Node, p string) {
+			if x, ok := d.duration(v, p, "the zone-signing key's lifetime", 1, 10*366*86400); ok {
+				s.ZSKLifetime, lifetimeNode = x, v
+			}
+		}},
 		{"signatureRefresh", func(_, v *yaml.Node, p string) {
 			if x, ok := d.duration(v, p, "the signature refresh", 1800, 365*86400); ok {
 				s.Refresh, refreshNode = x, v
 			}
 		}},
 	}) == nil {
+		return
+	}
+	if s.ZSKLifetime > 0 && !s.SplitKeys {
+		d.report(lifetimeNode, path+"/zskLifetime", codeDNSSEC, "zskLifetime rolls a zone-signing key, which a zone signed with one combined key (keys: csk) does not have: write keys: ksk-zsk, or roll the CSK by hand (docs/dnssec.md)")
 		return
 	}
 	if s.Refresh >= s.Validity {

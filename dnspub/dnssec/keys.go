@@ -29,7 +29,10 @@ type Key struct {
 	// DNSKEY is the key as published at the zone's apex.
 	DNSKEY *dns.DNSKEY
 	// File is the key's files' path without their extension.
-	File   string
+	File string
+	// Timing is when the key is published and signs (BIND's timing
+	// metadata, kept in its .private file).
+	Timing Timing
 	signer crypto.Signer
 }
 
@@ -37,13 +40,17 @@ type Key struct {
 // 257): the key the parent's DS record points to.
 func (k *Key) SEP() bool { return k.DNSKEY.Flags&dns.SEP != 0 }
 
-// KeySet is the keys one zone is signed with, every one published and
-// active. It is immutable.
+// KeySet is the keys of one zone: those Load found, or those At says
+// are published at a time. A set from At is immutable.
 type KeySet struct {
 	// Origin is the zone's name.
 	Origin string
-	// Keys are sorted by key tag.
+	// Keys are sorted by key tag: published in the DNSKEY RRset.
 	Keys []*Key
+	// active are the keys that sign (At); nil: all of Keys.
+	active []*Key
+	// next is when the set At made changes next (zero: never).
+	next time.Time
 }
 
 // Options say which keys a zone is signed with.
@@ -103,7 +110,7 @@ func Load(dir, origin string, o Options) (*KeySet, error) {
 		return nil, fmt.Errorf("dnssec: zone %s has no signing keys in %s: make them with dnssec-keygen -a %s %s (and -f KSK for a key-signing key), or let serve make them", origin, dir, dns.AlgorithmToString[o.Algorithm], origin)
 	}
 	for _, flags := range want {
-		k, err := generate(dir, origin, o.Algorithm, flags)
+		k, err := generate(dir, origin, o.Algorithm, flags, Timing{})
 		if err != nil {
 			return nil, err
 		}
@@ -164,7 +171,7 @@ func ReadKey(base, origin string) (*Key, error) {
 	if !samePublic(key, signer) {
 		return nil, fmt.Errorf("dnssec: %s.private is not the private key of %s.key", base, base)
 	}
-	return &Key{DNSKEY: key, File: base, signer: signer}, nil
+	return &Key{DNSKEY: key, File: base, Timing: parseTiming(string(priv)), signer: signer}, nil
 }
 
 // samePublic reports whether signer's public key is the one key holds.
@@ -197,7 +204,7 @@ func readBounded(name string) ([]byte, error) {
 }
 
 // generate makes a key of zone origin and writes its files into dir.
-func generate(dir, origin string, alg uint8, flags uint16) (*Key, error) {
+func generate(dir, origin string, alg uint8, flags uint16, tm Timing) (*Key, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("dnssec: key directory: %v", err)
 	}
@@ -217,18 +224,21 @@ func generate(dir, origin string, alg uint8, flags uint16) (*Key, error) {
 	if flags&dns.SEP != 0 {
 		kind = "key-signing"
 	}
-	now := time.Now().UTC().Format("20060102150405")
+	// A zone's first keys have no timing: published and active from the
+	// start (Roll starts a rollover's clock when one is asked for).
+	created := time.Now()
+	now := created.UTC().Format(timeFormat)
+	k := &Key{DNSKEY: key, File: base, Timing: tm, signer: signer}
 	// The private file first: a .key without its .private is an error
 	// at the next Load, a .private alone is ignored.
-	private := key.PrivateKeyString(p) + "Created: " + now + "\nPublish: " + now + "\nActivate: " + now + "\n"
-	if err := writeFile(base+".private", []byte(private), 0o600); err != nil {
+	if err := k.writePrivate(created); err != nil {
 		return nil, err
 	}
 	public := fmt.Sprintf("; This is a %s key, keyid %d, for %s\n; Created: %s\n%s\n", kind, key.KeyTag(), origin, now, key.String())
 	if err := writeFile(base+".key", []byte(public), 0o644); err != nil {
 		return nil, err
 	}
-	return &Key{DNSKEY: key, File: base, signer: signer}, nil
+	return k, nil
 }
 
 // writeFile writes name whole or not at all: a temporary file in the
@@ -279,7 +289,7 @@ func (ks *KeySet) DNSKEYs(ttl uint32) []dns.RR {
 // what the parent zone publishes.
 func (ks *KeySet) DS(ttl uint32) []*dns.DS {
 	var out []*dns.DS
-	for _, k := range ks.Keys {
+	for _, k := range ks.signers() {
 		if k.SEP() {
 			ds := k.DNSKEY.ToDS(dns.SHA256)
 			ds.Hdr.Ttl = ttl
@@ -296,7 +306,7 @@ func (ks *KeySet) Parent(ttl uint32) []dns.RR {
 	for _, ds := range ks.DS(ttl) {
 		out = append(out, ds.ToCDS())
 	}
-	for _, k := range ks.Keys {
+	for _, k := range ks.signers() {
 		if k.SEP() {
 			c := k.DNSKEY.ToCDNSKEY()
 			c.Hdr.Ttl = ttl
@@ -374,9 +384,10 @@ func (ks *KeySet) SignPacked(dst []byte, rrset []dns.RR, inception, expiration u
 		labels--
 	}
 	keyset := h.Rrtype == dns.TypeDNSKEY
-	hasZSK := slices.ContainsFunc(ks.Keys, func(k *Key) bool { return !k.SEP() })
+	signers := ks.signers()
+	hasZSK := slices.ContainsFunc(signers, func(k *Key) bool { return !k.SEP() })
 	n := 0
-	for _, k := range ks.Keys {
+	for _, k := range signers {
 		if keyset != k.SEP() && (keyset || hasZSK) {
 			continue
 		}

@@ -255,49 +255,8 @@ func TestUnboundValidates(t *testing.T) {
 	ds := run(t, bin, "dnssec", "ds", "example.test", "--config", p.file)
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "anchor.ds"), []byte(ds), 0o644)
-	port := freePort(t)
 	_, proxyPort, _ := net.SplitHostPort(proxy.addr)
-	conf := fmt.Sprintf(`server:
-	interface: 127.0.0.1
-	port: %s
-	do-ip6: no
-	do-not-query-localhost: no
-	username: ""
-	chroot: ""
-	directory: "%s"
-	pidfile: "%s/unbound.pid"
-	use-syslog: no
-	logfile: ""
-	verbosity: 1
-	val-log-level: 2
-	module-config: "validator iterator"
-	trust-anchor-file: "%s/anchor.ds"
-	access-control: 127.0.0.0/8 allow
-	harden-dnssec-stripped: yes
-	# .test is one of Unbound's default local zones (RFC 6761).
-	local-zone: "test." nodefault
-remote-control:
-	control-enable: no
-stub-zone:
-	name: "example.test"
-	stub-addr: 127.0.0.1@%s
-`, port, dir, dir, dir, proxyPort)
-	confFile := filepath.Join(dir, "unbound.conf")
-	os.WriteFile(confFile, []byte(conf), 0o644)
-	run(t, "unbound-checkconf", confFile)
-	cmd := exec.Command("unbound", "-d", "-c", confFile)
-	var logs lockedBuffer
-	cmd.Stdout, cmd.Stderr = &logs, &logs
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		cmd.Wait()
-		if t.Failed() {
-			t.Logf("unbound log:\n%s", logs.String())
-		}
-	})
+	port := startUnbound(t, dir, proxyPort)
 	addr := "127.0.0.1:" + port
 	ask := func(name string, qtype uint16) *dns.Msg {
 		m := new(dns.Msg)
@@ -362,4 +321,124 @@ func TestKnotServesSignedZone(t *testing.T) {
 	}
 	delvValidates(t, anchor, "127.0.0.1", port, "TXT", "_grpc_config.api.example.test")
 	delvValidates(t, anchor, "127.0.0.1", port, "TXT", "_grpc_config.nope.example.test")
+}
+
+// startUnbound starts Unbound, validating from the trust anchor in
+// dir/anchor.ds, with the publisher at stubPort as the zone's stub, and
+// returns its port.
+func startUnbound(t *testing.T, dir, stubPort string) string {
+	t.Helper()
+	port := freePort(t)
+	conf := fmt.Sprintf(`server:
+	interface: 127.0.0.1
+	port: %s
+	do-ip6: no
+	do-not-query-localhost: no
+	username: ""
+	chroot: ""
+	directory: "%s"
+	pidfile: "%s/unbound.pid"
+	use-syslog: no
+	logfile: ""
+	verbosity: 1
+	val-log-level: 2
+	module-config: "validator iterator"
+	trust-anchor-file: "%s/anchor.ds"
+	access-control: 127.0.0.0/8 allow
+	harden-dnssec-stripped: yes
+	# .test is one of Unbound's default local zones (RFC 6761).
+	local-zone: "test." nodefault
+remote-control:
+	control-enable: no
+stub-zone:
+	name: "example.test"
+	stub-addr: 127.0.0.1@%s
+`, port, dir, dir, dir, stubPort)
+	confFile := filepath.Join(dir, "unbound.conf")
+	os.WriteFile(confFile, []byte(conf), 0o644)
+	run(t, "unbound-checkconf", confFile)
+	cmd := exec.Command("unbound", "-d", "-c", confFile)
+	var logs lockedBuffer
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+		if t.Failed() {
+			t.Logf("unbound log:\n%s", logs.String())
+		}
+	})
+	return port
+}
+
+// TestUnboundThroughZSKRollovers: Unbound validates the zone without a
+// single SERVFAIL while its zone-signing key is rolled twice, the
+// timings shortened by configuration (a TTL of 1 s, a key lifetime of
+// 6 s: each new key published 2 s before it signs, each old one kept 2 s
+// after).
+func TestUnboundThroughZSKRollovers(t *testing.T) {
+	need(t, "unbound")
+	cfg := strings.Replace(signedConfig("", []string{"api"}), "    ttl: 60\n    dnssec: {algorithm: ecdsap256sha256, keys: csk}\n",
+		"    ttl: 1\n    soa: {minimum: 1}\n    dnssec: {keys: ksk-zsk, zskLifetime: 6s, signatureValidity: 1h, signatureRefresh: 30m}\n", 1)
+	if cfg == signedConfig("", []string{"api"}) {
+		t.Fatal("the config was not changed")
+	}
+	p := startPublisher(t, cfg)
+	ds := run(t, bin, "dnssec", "ds", "example.test", "--config", p.file)
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "anchor.ds"), []byte(ds), 0o644)
+	port := startUnbound(t, dir, p.port)
+	addr := "127.0.0.1:" + port
+	ask := func(name string, qtype uint16) *dns.Msg {
+		m := new(dns.Msg)
+		m.SetQuestion(name, qtype)
+		m.SetEdns0(1232, true)
+		r, _, err := (&dns.Client{Net: "tcp", Timeout: 5 * time.Second}).Exchange(m, addr)
+		if err != nil {
+			return nil
+		}
+		return r
+	}
+	waitFor(t, "unbound to answer", 10*time.Second, func() bool { return ask("example.test.", dns.TypeSOA) != nil })
+	signers := map[uint16]bool{}
+	deadline := time.Now().Add(16 * time.Second)
+	asked := 0
+	for time.Now().Before(deadline) {
+		for _, q := range []struct {
+			name  string
+			qtype uint16
+		}{{"_grpc_config.echo.example.test.", dns.TypeTXT}, {"api.example.test.", dns.TypeA}, {"_grpc_config.nope.example.test.", dns.TypeTXT}} {
+			r := ask(q.name, q.qtype)
+			asked++
+			if r == nil || r.Rcode == dns.RcodeServerFailure || !r.AuthenticatedData {
+				t.Fatalf("after %d answers, %s %s: %v\npublisher log:\n%s", asked, q.name, dns.TypeToString[q.qtype], r, p.logs.String())
+			}
+		}
+		// Which key signs, straight from the publisher.
+		for _, rr := range askDO(t, p.addr, "_grpc_config.echo.example.test.", dns.TypeTXT).Answer {
+			if sig, ok := rr.(*dns.RRSIG); ok {
+				signers[sig.KeyTag] = true
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if len(signers) < 3 {
+		t.Errorf("%d zone-signing keys signed in 16 s with a lifetime of 6 s, want 3 or more", len(signers))
+	}
+	t.Logf("%d answers validated, %d zone-signing keys", asked, len(signers))
+}
+
+// askDO asks addr with the DO bit, over TCP.
+func askDO(t *testing.T, addr, name string, qtype uint16) *dns.Msg {
+	t.Helper()
+	m := new(dns.Msg)
+	m.SetQuestion(name, qtype)
+	m.SetEdns0(4096, true)
+	r, _, err := (&dns.Client{Net: "tcp", Timeout: 3 * time.Second}).Exchange(m, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }

@@ -25,6 +25,10 @@ import (
 type signing struct {
 	keys   *dnssec.KeySet
 	params model.DNSSEC
+	// phase and signers name the keys published and those that sign
+	// (dnssec.KeySet.Phase): other signers sign everything again, other
+	// published keys the apex.
+	phase, signers string
 	// chain is the names with records, in canonical order: the NSEC
 	// chain. Versions share it until a name comes or goes.
 	chain []string
@@ -232,9 +236,10 @@ func (z *Zone) RefreshDue() time.Time {
 	return time.Unix(int64(z.sec.due), 0)
 }
 
-// SameKeys reports whether z is signed with keys and p.
+// SameKeys reports whether z is signed with keys (the same phase of the
+// same keys) and p.
 func (z *Zone) SameKeys(keys *dnssec.KeySet, p *model.DNSSEC) bool {
-	return z.sec != nil && p != nil && z.sec.keys == keys && z.sec.params == *p
+	return z.sec != nil && p != nil && z.sec.phase == keys.Phase() && z.sec.params == *p
 }
 
 // Sign returns z, a version made by Update and given its serial, signed
@@ -258,13 +263,17 @@ func Sign(prev, z *Zone, ch *Change, keys *dnssec.KeySet, p model.DNSSEC, now ti
 	sg.hour = sg.now - sg.now%3600
 	sg.inception = sg.hour - 3600
 	var err error
-	if prev == nil || prev.sec == nil || prev.sec.keys != keys || prev.sec.params != p || ch.FromNothing() {
+	if prev == nil || prev.sec == nil || prev.sec.signers != keys.SignersPhase() || prev.sec.params != p || ch.FromNothing() {
 		err = z.signAll(sg, prev, ch)
 	} else {
 		err = z.signChanges(sg, prev, ch)
 	}
 	if err != nil {
 		return nil, err
+	}
+	z.sec.keys, z.sec.phase, z.sec.signers = keys, keys.Phase(), keys.SignersPhase()
+	if next := keys.Next(); !next.IsZero() {
+		z.sec.due = min(z.sec.due, uint32(min(next.Unix(), 1<<32-1)))
 	}
 	soa := *z.SOA
 	if z.sec.soa, err = sg.keys.Sign([]dns.RR{&soa}, sg.inception, sg.hour+sg.p.Validity); err != nil {
@@ -380,12 +389,16 @@ func (z *Zone) signChanges(sg *signer, prev *Zone, ch *Change) error {
 		sec.chain = editChain(old.chain, gone, come)
 	}
 	// The names to sign again: the changed ones that hold records, and
-	// the predecessors of names that came or went (their NSEC's next).
+	// the predecessors of names that came or went (their NSEC's next);
+	// the apex when other keys are published.
 	redo := map[string]bool{}
 	for name := range changed {
 		if z.holds(name) {
 			redo[name] = true
 		}
+	}
+	if old.phase != sg.keys.Phase() {
+		redo[z.Origin] = true
 	}
 	neighbours := map[string]bool{}
 	for _, name := range slices.Concat(gone, come) {
