@@ -253,3 +253,46 @@ func TestDNSSECNegativeAnswers(t *testing.T) {
 func netListenUDP() (net.PacketConn, error) { return net.ListenPacket("udp", "127.0.0.1:0") }
 
 func netListenTCP(addr string) (net.Listener, error) { return net.Listen("tcp", addr) }
+
+// TestRequireAuthenticatedData: trusting a local validating resolver,
+// an answer without the AD bit is bogus and one with it is taken; a
+// nameserver that is not on this machine is refused up front.
+func TestRequireAuthenticatedData(t *testing.T) {
+	var ad atomic.Bool
+	pc, err := netListenUDP()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &dns.Server{PacketConn: pc, Handler: dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
+		m := new(dns.Msg)
+		m.SetReply(req)
+		m.RecursionAvailable = true
+		m.AuthenticatedData = ad.Load() && req.AuthenticatedData
+		if req.Question[0].Qtype == dns.TypeTXT {
+			m.Answer = []dns.RR{&dns.TXT{Hdr: dns.RR_Header{Name: req.Question[0].Name, Rrtype: dns.TypeTXT, Class: dns.ClassINET, Ttl: 30}, Txt: []string{`grpc_config=[{"serviceConfig":{}}]`}}}
+		}
+		w.WriteMsg(m)
+	})}
+	go srv.ActivateAndServe()
+	t.Cleanup(func() { srv.Shutdown() })
+	o := fastOptions()
+	o.RequireAuthenticatedData = true
+	o.Nameservers = []string{pc.LocalAddr().String()}
+	b := NewBuilder(o)
+	lookup := func() error {
+		_, err := (&dnsClient{servers: o.Nameservers, timeout: time.Second, attempts: 1, val: b.cfg.val}).lookup(t.Context(), "_grpc_config.echo.example.test", typeTXT)
+		return err
+	}
+	var be *BogusError
+	if err := lookup(); !errors.As(err, &be) || !strings.Contains(err.Error(), "AD") {
+		t.Errorf("without AD: %v", err)
+	}
+	ad.Store(true)
+	if err := lookup(); err != nil {
+		t.Errorf("with AD: %v", err)
+	}
+	o.Nameservers = []string{"192.0.2.53"}
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("a remote nameserver: %v", err)
+	}
+}
