@@ -93,6 +93,15 @@ func delvValidates(t *testing.T, anchor, host, port, qtype, name string) {
 	t.Errorf("delv %s %s at %s:%s did not validate:\n%s", qtype, name, host, port, out.String())
 }
 
+// verifyAXFR transfers the zone from addr into file and runs BIND's
+// dnssec-verify and ldns-verify-zone on it.
+func verifyAXFR(t *testing.T, addr, file string) {
+	t.Helper()
+	os.WriteFile(file, []byte(transferZone(t, addr)), 0o644)
+	run(t, "dnssec-verify", "-q", "-z", "-o", "example.test", file)
+	run(t, "ldns-verify-zone", file)
+}
+
 // transferZone returns the zone by AXFR from addr, with the TSIG key,
 // as a master file for the verifiers (the closing SOA left out).
 func transferZone(t *testing.T, addr string) string {
@@ -133,11 +142,13 @@ func TestSignedZoneVerifies(t *testing.T) {
 	serial := func() uint32 { return query(t, p.addr, "example.test.", dns.TypeSOA).Answer[0].(*dns.SOA).Serial }
 	names := []string{"a", "b.a", "z", "m.www", "q.r.s", "api", "x-1"}
 	dir := t.TempDir()
-	for round := range 12 {
-		zoneFile := filepath.Join(dir, fmt.Sprintf("v%d.zone", round))
-		os.WriteFile(zoneFile, []byte(transferZone(t, p.addr)), 0o644)
-		run(t, "dnssec-verify", "-q", "-z", "-o", "example.test", zoneFile)
-		run(t, "ldns-verify-zone", zoneFile)
+	for round := range 50 {
+		verifyAXFR(t, p.addr, filepath.Join(dir, fmt.Sprintf("v%d.zone", round)))
+		if round%10 != 0 {
+			// delv's answers are checked every tenth version (each asks
+			// the keys again): the verifiers check every one.
+			goto change
+		}
 		delvValidates(t, anchor, p.host, p.port, "TXT", "_grpc_config.echo.example.test")
 		delvValidates(t, anchor, p.host, p.port, "A", "www.example.test")
 		delvValidates(t, anchor, p.host, p.port, "TXT", "_grpc_config.www.example.test") // NXDOMAIN
@@ -145,6 +156,7 @@ func TestSignedZoneVerifies(t *testing.T) {
 		for _, n := range extra {
 			delvValidates(t, anchor, p.host, p.port, "TXT", "_grpc_config."+n+".example.test")
 		}
+	change:
 		// A change: a service added or removed.
 		n := names[rng.IntN(len(names))]
 		if i := indexOf(extra, n); i >= 0 {
@@ -441,4 +453,96 @@ func askDO(t *testing.T, addr, name string, qtype uint16) *dns.Msg {
 		t.Fatal(err)
 	}
 	return r
+}
+
+// TestSignedStoreVerifies: a signed zone of serve --store, changed
+// through the admin API (services created, replaced and deleted at
+// random, with the CLI), passes dnssec-verify and ldns-verify-zone at
+// every serial, and delv validates the changed names from its DS.
+func TestSignedStoreVerifies(t *testing.T) {
+	need(t, "delv", "dnssec-verify", "ldns-verify-zone")
+	dir := t.TempDir()
+	ourPort, adminPort := freePort(t), freePort(t)
+	ourAddr := "127.0.0.1:" + ourPort
+	server := "http://127.0.0.1:" + adminPort
+	settings := filepath.Join(dir, "settings.yaml")
+	os.WriteFile(settings, []byte("tsigKeys:\n  - {name: xfr-key, algorithm: hmac-sha256, secret: \""+secret+"\"}\n"), 0o644)
+	keys := filepath.Join(dir, "keys")
+	var logs lockedBuffer
+	pub := exec.Command(bin, "serve", "--store", filepath.Join(dir, "store"), "--config", settings, "--dnssec-keys", keys,
+		"--listen", ourAddr, "--admin", "127.0.0.1:"+adminPort)
+	pub.Stderr = &logs
+	if err := pub.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		pub.Process.Signal(syscall.SIGTERM)
+		pub.Wait()
+		if t.Failed() {
+			t.Logf("publisher log:\n%s", logs.String())
+		}
+	})
+	waitFor(t, "the admin API", 10*time.Second, func() bool { return strings.Contains(logs.String(), `msg="admin API"`) })
+	cfg := filepath.Join(dir, "publisher.yaml")
+	os.WriteFile(cfg, []byte(signedConfig("", nil)), 0o644)
+	run(t, bin, "import", "--config", cfg, "--server", server)
+	serial := func() uint32 {
+		r := query(t, ourAddr, "example.test.", dns.TypeSOA)
+		if len(r.Answer) == 0 {
+			return 0
+		}
+		return r.Answer[0].(*dns.SOA).Serial
+	}
+	waitFor(t, "the zone to be served", 10*time.Second, func() bool { return serial() != 0 })
+	ds := run(t, bin, "dnssec", "ds", "example.test", "--dnssec-keys", keys)
+	anchor := filepath.Join(dir, "anchor.ds")
+	var key strings.Builder
+	for _, f := range mustGlob(t, filepath.Join(keys, "Kexample.test.+013+*.key")) {
+		text, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(text), "\n") {
+			if rr, err := dns.NewRR(line); err == nil && rr != nil {
+				if k, ok := rr.(*dns.DNSKEY); ok && k.Flags&dns.SEP != 0 {
+					fmt.Fprintf(&key, "example.test. static-key %d %d %d \"%s\";\n", k.Flags, k.Protocol, k.Algorithm, k.PublicKey)
+				}
+			}
+		}
+	}
+	os.WriteFile(anchor, []byte("trust-anchors {\n"+key.String()+"};\n"), 0o644)
+	if !strings.Contains(ds, "\tDS\t") {
+		t.Fatalf("dnssec ds: %s", ds)
+	}
+	rng := rand.New(rand.NewPCG(3, 5))
+	names := []string{"a", "b.a", "z", "m.www", "q.r.s", "api", "x-1", "echo"}
+	have := map[string]bool{"echo": true, "www": true}
+	for round := range 50 {
+		verifyAXFR(t, ourAddr, filepath.Join(dir, fmt.Sprintf("v%d.zone", round)))
+		n := names[rng.IntN(len(names))]
+		before := serial()
+		if have[n] && rng.IntN(2) == 0 {
+			run(t, bin, "delete", "example.test", n, "--server", server)
+			delete(have, n)
+		} else {
+			svc := filepath.Join(dir, "svc.yaml")
+			os.WriteFile(svc, []byte(fmt.Sprintf("metadata: {zone: example.test, name: %s}\nspec:\n  addresses: [10.0.0.%d]\n  serviceConfig: {methodConfig: [{name: [{service: s.S}], timeout: %ds}]}\n", n, round+1, round+1)), 0o644)
+			run(t, bin, "publish", svc, "--server", server)
+			have[n] = true
+		}
+		waitFor(t, "the write to be served", 10*time.Second, func() bool { return serial() != before })
+		if round%10 == 9 {
+			if have[n] {
+				delvValidates(t, anchor, "127.0.0.1", ourPort, "TXT", "_grpc_config."+n+".example.test")
+			} else {
+				delvValidates(t, anchor, "127.0.0.1", ourPort, "A", n+".example.test")
+			}
+		}
+	}
+}
+
+func mustGlob(t *testing.T, pattern string) []string {
+	t.Helper()
+	m, err := filepath.Glob(pattern)
+	if err != nil || len(m) == 0 {
+		t.Fatalf("no file matches %s", pattern)
+	}
+	return m
 }
