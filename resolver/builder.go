@@ -202,7 +202,7 @@ func (b *Builder) build(t grpcresolver.Target, cc grpcresolver.ClientConn, opts 
 		return nil, err
 	}
 	d.names, d.name, d.hostsFile = lc.names, lc.names[0], lc.hostsFile
-	d.client = dnsClient{servers: lc.servers, timeout: lc.timeout, attempts: lc.attempts, rotate: lc.rotate, next: new(atomic.Uint32), net: b.net, val: b.cfg.val}
+	d.client = dnsClient{servers: lc.servers, timeout: lc.timeout, attempts: lc.attempts, rotate: lc.rotate, next: new(atomic.Uint32), net: b.net, val: b.cfg.Validator, ad: b.cfg.RequireAuthenticatedData}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	b.add(d)
 	d.wg.Add(1)
@@ -262,7 +262,7 @@ type lookupConf struct {
 // unset.
 func (c *config) lookupConf(tg target) (*lookupConf, error) {
 	lc, err := c.lookupServers(tg)
-	if err != nil || c.val == nil || !c.val.ad {
+	if err != nil || !c.RequireAuthenticatedData {
 		return lc, err
 	}
 	for _, ns := range lc.servers {

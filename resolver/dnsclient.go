@@ -34,9 +34,11 @@ type dnsClient struct {
 	next   *atomic.Uint32
 	// net carries the queries; nil is the network (netTransport).
 	net transport
-	// val validates the answers for names under a trust anchor; nil
-	// when validation is off.
-	val *validator
+	// val validates the answers (Options.Validator); nil when off.
+	val Validator
+	// ad requires the AD bit of every answer
+	// (Options.RequireAuthenticatedData).
+	ad bool
 }
 
 // transport carries one DNS message, in wire format, to one server and
@@ -172,9 +174,16 @@ func (c *dnsClient) lookup(ctx context.Context, name string, qtype uint16) (*ans
 	var res *answer
 	for {
 		r, server, tcp, err := c.query(ctx, name, qtype)
-		var vd verdict
-		if err == nil && c.val != nil {
-			vd, err = c.val.verdict(ctx, c, r, name, qtype)
+		var secure bool
+		var expires time.Time
+		switch {
+		case err != nil:
+		case c.ad:
+			if secure = r.authenticData; !secure {
+				err = &notAuthenticated{name: name, qtype: qtype}
+			}
+		case c.val != nil:
+			secure, expires, err = c.val.Validate(ctx, r.raw, name, qtype, c.ask)
 		}
 		if err != nil {
 			if res != nil {
@@ -188,7 +197,7 @@ func (c *dnsClient) lookup(ctx context.Context, name string, qtype uint16) (*ans
 			return nil, &serverError{server, err.Error()}
 		}
 		a.server, a.tcp = server, tcp
-		a.secure, a.expires = vd.secure && (res == nil || res.secure), vd.expires
+		a.secure, a.expires = secure && (res == nil || res.secure), expires
 		if res != nil && !res.expires.IsZero() && (a.expires.IsZero() || res.expires.Before(a.expires)) {
 			a.expires = res.expires
 		}
@@ -325,7 +334,7 @@ func (c *dnsClient) query(ctx context.Context, name string, qtype uint16) (*mess
 // answer is truncated, and again without EDNS0 if the server rejects it
 // with FORMERR (RFC 6891 §7: old servers).
 func (c *dnsClient) exchange(ctx context.Context, server, name string, qtype uint16) (*message, bool, error) {
-	q := query{id: newID(), name: name, qtype: qtype, edns: true, do: c.val != nil, ad: c.val != nil && c.val.ad}
+	q := query{id: newID(), name: name, qtype: qtype, edns: true, do: c.val != nil || c.ad, ad: c.ad}
 	r, err := c.exchangeOver(ctx, "udp", server, q)
 	if err != nil {
 		if ctx.Err() != nil || !errors.Is(err, errUnreadable) {
@@ -399,6 +408,7 @@ func (c *dnsClient) exchangeOver(ctx context.Context, network, server string, q 
 	if err != nil {
 		return nil, err
 	}
+	r.raw = b
 	if r.id != q.id {
 		return nil, fmt.Errorf("reply has message ID %d, the query %d", r.id, q.id)
 	}
@@ -434,4 +444,45 @@ func checkReply(q query, r *message, tcp bool) error {
 		return nil
 	}
 	return fmt.Errorf("answered %s", rcodeName(r.rcode))
+}
+
+// ask asks the servers another question for a Validator: the message
+// they answered with.
+func (c *dnsClient) ask(ctx context.Context, name string, qtype uint16) ([]byte, error) {
+	r, _, _, err := c.query(ctx, name, qtype)
+	if err != nil {
+		return nil, err
+	}
+	return r.raw, nil
+}
+
+// Validator checks the answers of lookups: package resolver/dnssec makes
+// one that validates DNSSEC from trust anchors (Options.Validator).
+type Validator interface {
+	// Validate checks msg, the answer (a DNS message) to qtype at name;
+	// ask asks the same nameservers another question. It reports whether
+	// the answer was validated (false for a name it does not validate)
+	// and when its first signature expires. An error is a failed lookup;
+	// one with a method Bogus() bool returning true is counted as
+	// "bogus" in State.Problems.
+	Validate(ctx context.Context, msg []byte, name string, qtype uint16, ask func(ctx context.Context, name string, qtype uint16) ([]byte, error)) (secure bool, expires time.Time, err error)
+}
+
+// notAuthenticated is an answer without the AD bit when
+// Options.RequireAuthenticatedData wants it.
+type notAuthenticated struct {
+	name  string
+	qtype uint16
+}
+
+func (e *notAuthenticated) Error() string {
+	return fmt.Sprintf("bogus DNSSEC answer for %s %s: the nameserver did not mark it authenticated (AD): it does not validate, or the answer is not signed (resolver.Options.RequireAuthenticatedData)", e.name, typeName(e.qtype))
+}
+
+func (e *notAuthenticated) Bogus() bool { return true }
+
+// isBogus reports whether err says an answer failed validation.
+func isBogus(err error) bool {
+	var b interface{ Bogus() bool }
+	return errors.As(err, &b) && b.Bogus()
 }

@@ -17,8 +17,9 @@ import (
 	grpcresolver "google.golang.org/grpc/resolver"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub"
-	"github.com/grpc-config-dns/grpc-config-dns/dnspub/dnssec"
+	pubdnssec "github.com/grpc-config-dns/grpc-config-dns/dnspub/dnssec"
 	"github.com/grpc-config-dns/grpc-config-dns/model"
+	"github.com/grpc-config-dns/grpc-config-dns/resolver/dnssec"
 )
 
 // signedPublisher serves the built-in example zone, signed, from the
@@ -36,7 +37,7 @@ func signedPublisher(t *testing.T) (addr, ds string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Shutdown(t.Context()) })
-	keys, err := dnssec.Find(file+".keys", "example.test.")
+	keys, err := pubdnssec.Find(file+".keys", "example.test.")
 	if err != nil || len(keys) == 0 {
 		t.Fatalf("keys: %v", err)
 	}
@@ -55,15 +56,24 @@ func startHostile(t *testing.T, upstream string) *hostile {
 	t.Helper()
 	h := &hostile{upstream: upstream}
 	h.mode.Store("pass")
-	pc, err := netListenUDP()
-	if err != nil {
-		t.Fatal(err)
+	// UDP and TCP on one port: another test may hold the TCP port of a
+	// free UDP one, so try a few.
+	var pc net.PacketConn
+	var l net.Listener
+	for try := 0; ; try++ {
+		var err error
+		if pc, err = netListenUDP(); err != nil {
+			t.Fatal(err)
+		}
+		if l, err = netListenTCP(pc.LocalAddr().String()); err == nil {
+			break
+		}
+		pc.Close()
+		if try == 20 {
+			t.Fatal(err)
+		}
 	}
 	h.addr = pc.LocalAddr().String()
-	l, err := netListenTCP(h.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
 	handler := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
 		r, _, err := (&dns.Client{Net: "tcp", Timeout: 2 * time.Second}).Exchange(req, upstream)
 		if err != nil {
@@ -133,8 +143,10 @@ const (
 func TestDNSSECRefusesForgedConfig(t *testing.T) {
 	pub, ds := signedPublisher(t)
 	h := startHostile(t, pub)
+	var skew atomic.Int64 // the validator's clock, ahead of ours
+	v := validator(t, ds, func() time.Time { return time.Now().Add(time.Duration(skew.Load())) })
 	o := fastOptions()
-	o.TrustAnchors = []string{ds}
+	o.Validator = v
 	o.DefaultServiceConfig = defaultConfig
 	o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	b := NewBuilder(o)
@@ -171,7 +183,7 @@ func TestDNSSECRefusesForgedConfig(t *testing.T) {
 			h.mode.Store(mode)
 			if mode == "expired" {
 				h.mode.Store("pass")
-				b.cfg.val.now = func() time.Time { return time.Now().Add(30 * 24 * time.Hour) }
+				skew.Store(int64(30 * 24 * time.Hour))
 			}
 			before := len(cc.all())
 			var st State
@@ -179,7 +191,7 @@ func TestDNSSECRefusesForgedConfig(t *testing.T) {
 			for {
 				r.ResolveNow(grpcresolver.ResolveNowOptions{})
 				st, _ = b.State(target)
-				var be *BogusError
+				var be *dnssec.BogusError
 				if errors.As(st.LastError, &be) && strings.Contains(be.Reason, tc.why) {
 					break
 				}
@@ -202,10 +214,9 @@ func TestDNSSECRefusesForgedConfig(t *testing.T) {
 			// validate (expired), no address and the error.
 			b2 := NewBuilder(o)
 			if mode == "expired" {
-				b2.cfg.val.now = b.cfg.val.now
 				cc2, _ := buildFake(t, b2, target)
 				cc2.waitFor(t, 10*time.Second, "with the bogus error", func(u update) bool { return u.err != nil && strings.Contains(u.err.Error(), "bogus") })
-				b.cfg.val.now = time.Now
+				skew.Store(0)
 			} else {
 				cc2, _ := buildFake(t, b2, target)
 				cc2.waitFor(t, 10*time.Second, "with the default config", func(u update) bool { return u.config == defaultConfig })
@@ -222,32 +233,43 @@ func TestDNSSECRefusesForgedConfig(t *testing.T) {
 // the anchors are not validated.
 func TestDNSSECNegativeAnswers(t *testing.T) {
 	pub, ds := signedPublisher(t)
-	o := fastOptions()
-	o.TrustAnchors = []string{ds}
-	b := NewBuilder(o)
+	v := validator(t, ds, nil)
+	client := func(v Validator) *dnsClient {
+		return &dnsClient{servers: []string{pub}, timeout: time.Second, attempts: 1, val: v}
+	}
 	for _, host := range []string{"www.example.test", "nope.example.test", "_tcp.echo.example.test"} {
-		a, err := (&dnsClient{servers: []string{pub}, timeout: time.Second, attempts: 1, val: b.cfg.val}).lookup(t.Context(), "_grpc_config."+host, typeTXT)
-		if err != nil || len(a.txt) != 0 {
+		a, err := client(v).lookup(t.Context(), "_grpc_config."+host, typeTXT)
+		if err != nil || len(a.txt) != 0 || !a.secure {
 			t.Errorf("%s: %v %v", host, a, err)
 		}
-		if _, err := (&dnsClient{servers: []string{pub}, timeout: time.Second, attempts: 1, val: b.cfg.val}).lookup(t.Context(), host, typeA); err != nil {
+		if _, err := client(v).lookup(t.Context(), host, typeA); err != nil {
 			t.Errorf("%s A: %v", host, err)
 		}
 	}
 	// An anchor for another zone: example.test is not validated.
-	o.TrustAnchors = []string{"other.test. IN DS 1 13 2 " + strings.Repeat("AB", 32)}
-	b = NewBuilder(o)
-	if _, err := (&dnsClient{servers: []string{pub}, timeout: time.Second, attempts: 1, val: b.cfg.val}).lookup(t.Context(), "_grpc_config.echo.example.test", typeTXT); err != nil {
-		t.Errorf("a name under no anchor: %v", err)
+	if a, err := client(validator(t, "other.test. IN DS 1 13 2 "+strings.Repeat("AB", 32), nil)).lookup(t.Context(), "_grpc_config.echo.example.test", typeTXT); err != nil || a.secure {
+		t.Errorf("a name under no anchor: %v %v", a, err)
 	}
 	// A wrong anchor for the zone: its keys are refused.
-	o.TrustAnchors = []string{"example.test. IN DS 1 13 2 " + strings.Repeat("AB", 32)}
-	b = NewBuilder(o)
-	_, err := (&dnsClient{servers: []string{pub}, timeout: time.Second, attempts: 1, val: b.cfg.val}).lookup(t.Context(), "_grpc_config.echo.example.test", typeTXT)
-	var be *BogusError
-	if !errors.As(err, &be) || !strings.Contains(err.Error(), "matches its trust anchor") {
+	_, err := client(validator(t, "example.test. IN DS 1 13 2 "+strings.Repeat("AB", 32), nil)).lookup(t.Context(), "_grpc_config.echo.example.test", typeTXT)
+	if !isBogus(err) || !strings.Contains(err.Error(), "matches its trust anchor") {
 		t.Errorf("a wrong anchor: %v", err)
 	}
+}
+
+// validator is a DNSSEC validator from the anchors in text, on clock now
+// (nil: time.Now).
+func validator(t *testing.T, text string, now func() time.Time) *dnssec.Validator {
+	t.Helper()
+	anchors, err := dnssec.ParseAnchors(text, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := dnssec.New(anchors, dnssec.Options{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
 
 func netListenUDP() (net.PacketConn, error) { return net.ListenPacket("udp", "127.0.0.1:0") }
@@ -278,13 +300,14 @@ func TestRequireAuthenticatedData(t *testing.T) {
 	o := fastOptions()
 	o.RequireAuthenticatedData = true
 	o.Nameservers = []string{pc.LocalAddr().String()}
-	b := NewBuilder(o)
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
 	lookup := func() error {
-		_, err := (&dnsClient{servers: o.Nameservers, timeout: time.Second, attempts: 1, val: b.cfg.val}).lookup(t.Context(), "_grpc_config.echo.example.test", typeTXT)
+		_, err := (&dnsClient{servers: o.Nameservers, timeout: time.Second, attempts: 1, ad: true}).lookup(t.Context(), "_grpc_config.echo.example.test", typeTXT)
 		return err
 	}
-	var be *BogusError
-	if err := lookup(); !errors.As(err, &be) || !strings.Contains(err.Error(), "AD") {
+	if err := lookup(); !isBogus(err) || !strings.Contains(err.Error(), "AD") {
 		t.Errorf("without AD: %v", err)
 	}
 	ad.Store(true)

@@ -29,10 +29,11 @@ type ConfigRecords struct {
 	// was truncated over UDP and asked again over TCP.
 	Server string
 	TCP    bool
-	// Secure is set when the answer was validated with DNSSEC up to a
-	// trust anchor (Options.TrustAnchors of LookupTarget); an answer that
-	// does not validate is an error (*BogusError). SignatureExpires is
-	// when the first signature validated expires.
+	// Secure is set when the answer was validated (Options.Validator of
+	// LookupTarget: resolver/dnssec), or carried the AD bit
+	// (Options.RequireAuthenticatedData); an answer that does not
+	// validate is an error. SignatureExpires is when the first signature
+	// validated expires.
 	Secure           bool
 	SignatureExpires time.Time
 }
@@ -98,7 +99,7 @@ func lookupTarget(ctx context.Context, target string, o Options, net transport) 
 	if err != nil {
 		return nil, err
 	}
-	client := dnsClient{servers: lc.servers, timeout: lc.timeout, attempts: lc.attempts, rotate: lc.rotate, next: new(atomic.Uint32), net: net, val: c.val}
+	client := dnsClient{servers: lc.servers, timeout: lc.timeout, attempts: lc.attempts, rotate: lc.rotate, next: new(atomic.Uint32), net: net, val: c.Validator, ad: c.RequireAuthenticatedData}
 	name, err := addressName(ctx, &client, lc, tg.host, c.ResolvConf)
 	if err != nil {
 		return nil, err

@@ -9,8 +9,6 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	"os"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -108,27 +106,19 @@ type Options struct {
 	// default one. Nil: none.
 	HeaderRules *extract.Rules
 
-	// TrustAnchors turns on DNSSEC validation (docs/dnssec.md): the
-	// resolver asks with the DO bit and validates, up to these anchors,
-	// the TXT and address answers for names under them; an answer that
-	// does not validate (forged, unsigned, expired, or a negative answer
-	// without its proof) is a failed lookup (gRFC A21: a running channel
-	// keeps its config, a new one gets the default), and State says
-	// "bogus" and why. Each entry is a DS or DNSKEY record in presentation
-	// format, as `grpc-config-dns dnssec ds` prints it ("example.test. IN
-	// DS 12345 13 2 ABCD…"). The signer of an answer must be a zone with
-	// an anchor; names under no anchor are not validated.
-	TrustAnchors []string
-	// TrustAnchorFile is a file of trust anchors, in the format of
-	// Unbound's trust-anchor-file (DS or DNSKEY records, one a line) or
-	// BIND's trust-anchors { } clause; read with TrustAnchors.
-	TrustAnchorFile string
+	// Validator, when set, checks every answer (docs/dnssec.md):
+	// resolver/dnssec's validates DNSSEC up to trust anchors, so that a
+	// forged, unsigned or expired answer is a failed lookup (gRFC A21: a
+	// running channel keeps its config, a new one gets the default) and
+	// State says "bogus" and why. It is an interface so that a client
+	// that does not validate does not link the validator.
+	Validator Validator
 	// RequireAuthenticatedData trusts a validating resolver on this
 	// machine (Unbound, systemd-resolved, BIND) instead: every answer
 	// must carry the AD bit, or the lookup fails. The nameservers must
 	// then be loopback addresses: the AD bit of a resolver across a
-	// network proves nothing to the client (RFC 6840 §5.7). With
-	// TrustAnchors, it applies to the names under them only.
+	// network proves nothing to the client (RFC 6840 §5.7). It is instead
+	// of Validator.
 	RequireAuthenticatedData bool
 
 	// Logger receives a record for every service config change, with the
@@ -172,9 +162,6 @@ type config struct {
 	nameservers             []string
 	authParams              map[string]map[string]string
 	defaultConfig           string // compact JSON, or ""
-	// val validates answers (TrustAnchors, RequireAuthenticatedData);
-	// nil when neither is set.
-	val *validator
 }
 
 // Validate reports the first problem with the options, naming the field.
@@ -366,25 +353,10 @@ func (c *config) backoff(retries int) time.Duration {
 	return max(time.Duration(d), 0)
 }
 
-// resolveValidation reads the trust anchors and makes the validator.
+// resolveValidation checks the validation options.
 func (c *config) resolveValidation() error {
-	var anchors []*anchor
-	if len(c.TrustAnchors) > 0 {
-		as, err := parseAnchors(strings.Join(c.TrustAnchors, "\n"), "resolver.Options.TrustAnchors")
-		if err != nil {
-			return err
-		}
-		anchors = append(anchors, as...)
-	}
-	if c.TrustAnchorFile != "" {
-		as, err := readAnchorFile(c.TrustAnchorFile)
-		if err != nil {
-			return fmt.Errorf("resolver.Options.TrustAnchorFile: %v", err)
-		}
-		anchors = append(anchors, as...)
-	}
-	if len(anchors) == 0 && !c.RequireAuthenticatedData {
-		return nil
+	if c.RequireAuthenticatedData && c.Validator != nil {
+		return fmt.Errorf("resolver.Options: RequireAuthenticatedData and Validator are two ways to validate: choose one")
 	}
 	if c.RequireAuthenticatedData {
 		for _, ns := range c.nameservers {
@@ -392,11 +364,6 @@ func (c *config) resolveValidation() error {
 				return fmt.Errorf("resolver.Options.RequireAuthenticatedData trusts the AD bit of a resolver on this machine only: nameserver %s is not a loopback address", ns)
 			}
 		}
-		if len(anchors) == 0 {
-			anchors = []*anchor{{zone: "."}}
-		}
 	}
-	slices.SortStableFunc(anchors, func(a, b *anchor) int { return len(labels(b.zone)) - len(labels(a.zone)) })
-	c.val = &validator{anchors: anchors, ad: c.RequireAuthenticatedData, skew: time.Minute, now: time.Now}
 	return nil
 }

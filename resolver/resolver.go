@@ -3,7 +3,6 @@ package resolver
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -421,8 +420,7 @@ func (d *dnsResolver) finish(r *resolution) (time.Duration, bool) {
 			s.count("channel_refused")
 		}
 		for _, lr := range r.got {
-			var be *BogusError
-			if errors.As(lr.err, &be) {
+			if isBogus(lr.err) {
 				s.count("bogus")
 				break
 			}

@@ -1,13 +1,14 @@
 package resolver
 
 import (
-	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
 	"strings"
+
+	"github.com/grpc-config-dns/grpc-config-dns/resolver/internal/dnswire"
 )
 
 // DNS messages in wire format, written and read here for the five record
@@ -156,9 +157,6 @@ type record struct {
 	alias string     // CNAME: the target
 	// minimum is the SOA's negative-caching TTL.
 	minimum uint32
-	// rdata is the record's data in canonical form (RFC 4034 §6.2: the
-	// names in it uncompressed and in lower case), for DNSSEC validation.
-	rdata []byte
 }
 
 // question is the question of a reply.
@@ -172,7 +170,9 @@ type message struct {
 	id                                                 uint16
 	response, authoritative, truncated, recursionAvail bool
 	// authenticData is the AD bit: the nameserver validated the answer.
-	authenticData        bool
+	authenticData bool
+	// raw is the message as received, for a Validator.
+	raw                  []byte
 	rcode                int
 	questions            []question
 	answers, authorities []record
@@ -221,61 +221,12 @@ func (r *wireReader) u32() (uint32, error) {
 // name reads a possibly compressed name (RFC 1035 §4.1.4) at the reader's
 // offset and moves past it.
 func (r *wireReader) name() (string, error) {
-	n, next, err := readName(r.msg, r.off)
+	n, next, err := dnswire.ReadName(r.msg, r.off)
 	if err != nil {
 		return "", err
 	}
 	r.off = next
 	return n, nil
-}
-
-// readName reads the name at off in msg, following compression pointers,
-// and returns it fully qualified with the offset after it. Pointers must
-// point backwards, which bounds the walk.
-func readName(msg []byte, off int) (string, int, error) {
-	var sb strings.Builder
-	next := -1
-	for {
-		if off >= len(msg) {
-			return "", 0, errShort
-		}
-		c := int(msg[off])
-		switch c & 0xC0 {
-		case 0x00:
-			if c == 0 {
-				if next < 0 {
-					next = off + 1
-				}
-				if sb.Len() == 0 {
-					return ".", next, nil
-				}
-				return sb.String(), next, nil
-			}
-			if off+1+c > len(msg) {
-				return "", 0, errShort
-			}
-			sb.Write(msg[off+1 : off+1+c])
-			sb.WriteByte('.')
-			if sb.Len() > 255 {
-				return "", 0, errors.New("name longer than 255 bytes")
-			}
-			off += 1 + c
-		case 0xC0:
-			if off+1 >= len(msg) {
-				return "", 0, errShort
-			}
-			ptr := int(binary.BigEndian.Uint16(msg[off:]) & 0x3FFF)
-			if ptr >= off {
-				return "", 0, errors.New("name compression pointer does not point backwards")
-			}
-			if next < 0 {
-				next = off + 2
-			}
-			off = ptr
-		default:
-			return "", 0, fmt.Errorf("unknown label type %#x", c&0xC0)
-		}
-	}
 }
 
 // parseMessage reads a reply.
@@ -362,9 +313,6 @@ func readSection(r *wireReader, count uint16) ([]record, error) {
 		if err := rr.readData(r.msg, start, data); err != nil {
 			return nil, fmt.Errorf("%s record of %s: %v", typeName(rr.rtype), rr.name, err)
 		}
-		if rr.rdata, err = canonicalData(r.msg, start, data, rr.rtype); err != nil {
-			return nil, fmt.Errorf("%s record of %s: %v", typeName(rr.rtype), rr.name, err)
-		}
 		out = append(out, rr)
 	}
 	return out, nil
@@ -416,7 +364,7 @@ func txtStrings(data []byte) ([]string, error) {
 // cnameTarget reads the data of a CNAME record, msg[start:start+n], which
 // is a name and nothing else.
 func cnameTarget(msg []byte, start, n int) (string, error) {
-	name, end, err := readName(msg, start)
+	name, end, err := dnswire.ReadName(msg, start)
 	if err != nil {
 		return "", err
 	}
@@ -440,40 +388,4 @@ func soaMinimum(msg []byte, start, n int) (uint32, error) {
 		return 0, err
 	}
 	return r.u32()
-}
-
-// canonicalData is the data of a record of type t, msg[start:start+len(data)],
-// in canonical form (RFC 4034 §6.2, RFC 6840 §5.1): the names of the
-// types that may compress them expanded and in lower case, any other
-// data as it is.
-func canonicalData(msg []byte, start int, data []byte, t uint16) ([]byte, error) {
-	// Where the names are: how many fixed bytes come first, how many
-	// names follow, and how many fixed bytes after them.
-	var pre, names int
-	switch t {
-	case 2, typeCNAME, 12: // NS, CNAME, PTR
-		names = 1
-	case typeSOA:
-		names = 2
-	case 15: // MX
-		pre, names = 2, 1
-	case 33: // SRV
-		pre, names = 6, 1
-	default:
-		return bytes.Clone(data), nil
-	}
-	if len(data) < pre {
-		return nil, errShort
-	}
-	out := bytes.Clone(data[:pre])
-	off := start + pre
-	for range names {
-		name, next, err := readName(msg[:start+len(data)], off)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, wireLower(name)...)
-		off = next
-	}
-	return append(out, msg[off:start+len(data)]...), nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/grpc-config-dns/grpc-config-dns/resolver"
+	"github.com/grpc-config-dns/grpc-config-dns/resolver/dnssec"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 	"github.com/spf13/cobra"
 )
@@ -45,7 +46,11 @@ func lookupDNS(arg, trustAnchor string) (*input, error) {
 	if trustAnchor != "" {
 		// The resolver's way with the nameserver given: the name as
 		// written, validated from the anchor.
-		rec, err := resolver.LookupTarget(ctx, "dnsconfig://"+server+"/"+name, resolver.Options{TrustAnchorFile: trustAnchor})
+		v, err := anchorValidator(trustAnchor)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := resolver.LookupTarget(ctx, "dnsconfig://"+server+"/"+name, resolver.Options{Validator: v})
 		return validatedInput(arg, trustAnchor, rec, err)
 	}
 	rec, err := resolver.LookupConfig(ctx, server, name)
@@ -58,7 +63,7 @@ func lookupDNS(arg, trustAnchor string) (*input, error) {
 // validatedInput is the input of a lookup validated with DNSSEC from the
 // anchors of file trustAnchor: its records, and what validation found.
 func validatedInput(arg, trustAnchor string, rec *resolver.ConfigRecords, err error) (*input, error) {
-	var bogus *resolver.BogusError
+	var bogus *dnssec.BogusError
 	if errors.As(err, &bogus) {
 		return &input{name: arg, dnssec: sc.Diagnostics{sc.DNSSECDiagnostic("bogus", bogus.Error()+": a validating client refuses this answer")}}, nil
 	}
@@ -83,7 +88,15 @@ func validatedInput(arg, trustAnchor string, rec *resolver.ConfigRecords, err er
 func lookupTarget(arg, trustAnchor string) (*input, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), lookupTimeout)
 	defer cancel()
-	rec, err := resolver.LookupTarget(ctx, arg, resolver.Options{ResolvConf: resolvConf, HostsFile: hostsFile, TrustAnchorFile: trustAnchor})
+	o := resolver.Options{ResolvConf: resolvConf, HostsFile: hostsFile}
+	if trustAnchor != "" {
+		v, err := anchorValidator(trustAnchor)
+		if err != nil {
+			return nil, err
+		}
+		o.Validator = v
+	}
+	rec, err := resolver.LookupTarget(ctx, arg, o)
 	if trustAnchor != "" && !errors.Is(err, resolver.ErrNoNameservers) {
 		return validatedInput(arg, trustAnchor, rec, err)
 	}
@@ -138,8 +151,8 @@ func trustAnchorFlag(cmd *cobra.Command, e *env) {
 	prev := cmd.PreRunE
 	cmd.PreRunE = func(c *cobra.Command, args []string) error {
 		if e.trustAnchor != "" {
-			if err := (resolver.Options{TrustAnchorFile: e.trustAnchor}).Validate(); err != nil {
-				return usageErr("--trust-anchor: %v", err)
+			if _, err := anchorValidator(e.trustAnchor); err != nil {
+				return err
 			}
 		}
 		if prev != nil {
@@ -147,4 +160,17 @@ func trustAnchorFlag(cmd *cobra.Command, e *env) {
 		}
 		return nil
 	}
+}
+
+// anchorValidator is the DNSSEC validator of the anchors in file.
+func anchorValidator(file string) (*dnssec.Validator, error) {
+	anchors, err := dnssec.ReadAnchorFile(file)
+	if err != nil {
+		return nil, usageErr("--trust-anchor: %v", err)
+	}
+	v, err := dnssec.New(anchors, dnssec.Options{})
+	if err != nil {
+		return nil, usageErr("--trust-anchor: %v", err)
+	}
+	return v, nil
 }

@@ -1,4 +1,22 @@
-package resolver
+// Package dnssec validates the answers of the dnsconfig resolver with
+// DNSSEC, up to trust anchors (RFC 4033-4035, RFC 6840), so that a forged,
+// stripped or stale config is refused whatever the network between a
+// client and the zone's servers:
+//
+//	v, err := dnssec.New(anchors, dnssec.Options{})
+//	b := resolver.NewBuilder(resolver.Options{Validator: v})
+//
+// It is a package of its own so that a client that does not validate
+// does not link it (resolver's TestClientSize). It reads the records it
+// needs from the wire (no DNS library) and checks signatures with the
+// standard library: ECDSA P-256 and P-384 (13, 14), Ed25519 (15) and
+// RSA/SHA-256 (8).
+//
+// Scope: the signer of an answer must be a zone with a trust anchor (a
+// chain of DS records down from an anchor is not followed), and an answer
+// synthesised from a wildcard is refused. Names under no anchor are not
+// validated (insecure), as a validating resolver treats them.
+package dnssec
 
 import (
 	"bytes"
@@ -18,34 +36,49 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/grpc-config-dns/grpc-config-dns/resolver/internal/dnswire"
 )
 
-// DNSSEC validation of the answers for names under a trust anchor (RFC
-// 4033-4035, RFC 6840), done by the resolver itself, so that a forged,
-// stripped or stale config is refused whatever the network between the
-// client and the zone's servers. It reads the records it needs from the
-// wire (no DNS library, see wire.go) and checks signatures with the
-// standard library: ECDSA P-256 and P-384 (13, 14), Ed25519 (15) and
-// RSA/SHA-256 (8).
-//
-// Scope: the signer of an answer must be a zone with a trust anchor (a
-// chain of DS records down from an anchor is not followed), and an answer
-// synthesised from a wildcard is refused. Names under no anchor are not
-// validated (insecure), as a validating resolver treats them.
-
-// DNSSEC record types.
+// Record types and codes read here.
 const (
+	typeCNAME  uint16 = 5
+	typeOPT    uint16 = 41
 	typeDS     uint16 = 43
 	typeRRSIG  uint16 = 46
 	typeNSEC   uint16 = 47
 	typeDNSKEY uint16 = 48
+
+	classINET      = 1
+	rcodeNameError = 3
 )
 
-// BogusError is a lookup whose answer, for a name under a trust anchor,
-// does not validate: forged, stripped of its signatures, signed by an
-// unknown key, expired, or without the proof of a negative answer. The
-// resolver treats it as a failed lookup (gRFC A21): a running channel keeps
-// its config, a new one gets the default.
+// typeName is a record type's mnemonic, for messages.
+func typeName(t uint16) string {
+	switch t {
+	case 1:
+		return "A"
+	case 28:
+		return "AAAA"
+	case 16:
+		return "TXT"
+	case typeCNAME:
+		return "CNAME"
+	case 6:
+		return "SOA"
+	case typeDNSKEY:
+		return "DNSKEY"
+	case typeNSEC:
+		return "NSEC"
+	}
+	return fmt.Sprintf("TYPE%d", t)
+}
+
+// BogusError is an answer for a name under a trust anchor that does not
+// validate: forged, stripped of its signatures, signed by an unknown key,
+// expired, or without the proof of a negative answer. The resolver treats
+// it as a failed lookup (gRFC A21): a running channel keeps its config, a
+// new one gets the default, and its State counts the problem as "bogus".
 type BogusError struct {
 	// Name and Type are the question's.
 	Name, Type string
@@ -57,20 +90,46 @@ func (e *BogusError) Error() string {
 	return fmt.Sprintf("bogus DNSSEC answer for %s %s: %s", e.Name, e.Type, e.Reason)
 }
 
-// validator checks answers against the trust anchors, and keeps the
-// validated DNSKEY RRsets of the anchored zones.
-type validator struct {
+// Bogus marks the error for the resolver (resolver.Validator).
+func (e *BogusError) Bogus() bool { return true }
+
+// Options tune a Validator.
+type Options struct {
+	// Skew is the clock difference tolerated at both ends of a
+	// signature's validity; 0 means a minute.
+	Skew time.Duration
+	// Now is the clock signatures are checked against; nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// Validator checks answers against trust anchors, and keeps the validated
+// DNSKEY RRsets of the anchored zones. It implements resolver.Validator;
+// one Validator may serve every channel of a process.
+type Validator struct {
 	anchors []*anchor // longest zone first
-	// ad trusts the AD bit of the nameservers instead of validating
-	// (Options.RequireAuthenticatedData).
-	ad bool
-	// skew is the clock difference tolerated at both ends of a
-	// signature's validity.
-	skew time.Duration
-	now  func() time.Time
+	skew    time.Duration
+	now     func() time.Time
 
 	mu   sync.Mutex
 	keys map[string]*zoneKeys
+}
+
+// New returns a validator of the names under anchors (ParseAnchors,
+// ReadAnchorFile).
+func New(anchors []*Anchor, o Options) (*Validator, error) {
+	if len(anchors) == 0 {
+		return nil, fmt.Errorf("dnssec: no trust anchor: give DS or DNSKEY records, like the output of grpc-config-dns dnssec ds")
+	}
+	v := &Validator{anchors: slices.Clone(anchors), skew: o.Skew, now: o.Now}
+	if v.skew == 0 {
+		v.skew = time.Minute
+	}
+	if v.now == nil {
+		v.now = time.Now
+	}
+	slices.SortStableFunc(v.anchors, func(a, b *anchor) int { return len(labels(b.zone)) - len(labels(a.zone)) })
+	return v, nil
 }
 
 // zoneKeys is a validated DNSKEY RRset, usable until until.
@@ -92,7 +151,7 @@ type dnskey struct {
 const maxKeyCache = time.Hour
 
 // anchorFor returns the trust anchor of the zone that holds name, or nil.
-func (v *validator) anchorFor(name string) *anchor {
+func (v *Validator) anchorFor(name string) *anchor {
 	for _, a := range v.anchors {
 		if isBelow(name, a.zone) {
 			return a
@@ -107,40 +166,40 @@ func isBelow(name, zone string) bool {
 	return zone == "." || name == zone || strings.HasSuffix(name, "."+zone)
 }
 
+// Asker asks the nameservers of a lookup another question, returning
+// their answer (a DNS message).
+type Asker func(ctx context.Context, name string, qtype uint16) ([]byte, error)
+
+// Validate checks msg, the answer (a DNS message) to qtype at name, asking
+// the zone's DNSKEY records with ask when it does not hold them. It
+// reports whether the answer was validated (false, and no error, for a
+// name under no anchor) and when the first of its signatures expires; an
+// answer that does not validate is a *BogusError.
+func (v *Validator) Validate(ctx context.Context, msg []byte, name string, qtype uint16, ask func(ctx context.Context, name string, qtype uint16) ([]byte, error)) (secure bool, expires time.Time, err error) {
+	an := v.anchorFor(name)
+	if an == nil {
+		return false, time.Time{}, nil
+	}
+	r, err := parseMessage(msg)
+	if err != nil {
+		return false, time.Time{}, &BogusError{Name: name, Type: typeName(qtype), Reason: "an answer that does not parse: " + err.Error()}
+	}
+	vd, err := v.verdict(ctx, ask, r, name, qtype, an)
+	return vd.secure, vd.expires, err
+}
+
 // verdict is what validation found of an answer that passed it.
 type verdict struct {
-	// secure is set when the answer was validated (or, with
-	// RequireAuthenticatedData, carried the AD bit); not for a name under
-	// no anchor.
-	secure bool
-	// expires is when the first of the signatures validated expires
-	// (zero with RequireAuthenticatedData).
+	secure  bool
 	expires time.Time
 }
 
-// check validates r, the answer to qtype at name. Names under no anchor
-// pass unchecked.
-func (v *validator) check(ctx context.Context, c *dnsClient, r *message, name string, qtype uint16) error {
-	_, err := v.verdict(ctx, c, r, name, qtype)
-	return err
-}
-
-// verdict is check, saying what it found of an answer that passed.
-func (v *validator) verdict(ctx context.Context, c *dnsClient, r *message, name string, qtype uint16) (verdict, error) {
-	an := v.anchorFor(name)
-	if an == nil {
-		return verdict{}, nil
-	}
+// verdict validates r, the answer to qtype at name, under anchor an.
+func (v *Validator) verdict(ctx context.Context, ask Asker, r *message, name string, qtype uint16, an *anchor) (verdict, error) {
 	bogus := func(format string, args ...any) error {
 		return &BogusError{Name: name, Type: typeName(qtype), Reason: fmt.Sprintf(format, args...)}
 	}
-	if v.ad {
-		if !r.authenticData {
-			return verdict{}, bogus("the nameserver did not mark the answer authenticated (AD): it does not validate, or the answer is not signed (resolver.Options.RequireAuthenticatedData)")
-		}
-		return verdict{secure: true}, nil
-	}
-	keys, err := v.zoneKeys(ctx, c, an)
+	keys, err := v.zoneKeys(ctx, ask, an)
 	if err != nil {
 		return verdict{}, err
 	}
@@ -274,7 +333,7 @@ func (n *nsec) covers(name string) bool {
 }
 
 func parseNSEC(rr record) (nsec, error) {
-	next, end, err := readName(rr.rdata, 0)
+	next, end, err := dnswire.ReadName(rr.rdata, 0)
 	if err != nil {
 		return nsec{}, err
 	}
@@ -297,14 +356,7 @@ func parseNSEC(rr record) (nsec, error) {
 	return n, nil
 }
 
-// labels splits a fully qualified name into its labels, lower case.
-func labels(name string) []string {
-	name = strings.TrimSuffix(strings.ToLower(name), ".")
-	if name == "" {
-		return nil
-	}
-	return strings.Split(name, ".")
-}
+func labels(name string) []string { return dnswire.Labels(name) }
 
 // compareNames orders names canonically (RFC 4034 §6.1): label by label
 // from the right, each as lower-case bytes.
@@ -339,7 +391,7 @@ func commonAncestor(a, b string) string {
 
 // zoneKeys returns the validated DNSKEY RRset of an anchored zone, asking
 // for it when it is not cached.
-func (v *validator) zoneKeys(ctx context.Context, c *dnsClient, an *anchor) ([]dnskey, error) {
+func (v *Validator) zoneKeys(ctx context.Context, ask Asker, an *anchor) ([]dnskey, error) {
 	now := v.now()
 	v.mu.Lock()
 	zk := v.keys[an.zone]
@@ -350,9 +402,13 @@ func (v *validator) zoneKeys(ctx context.Context, c *dnsClient, an *anchor) ([]d
 	bogus := func(format string, args ...any) error {
 		return &BogusError{Name: an.zone, Type: "DNSKEY", Reason: fmt.Sprintf(format, args...)}
 	}
-	r, _, _, err := c.query(ctx, an.zone, typeDNSKEY)
+	b, err := ask(ctx, an.zone, typeDNSKEY)
 	if err != nil {
 		return nil, fmt.Errorf("asking the DNSKEY records of %s to validate: %w", an.zone, err)
+	}
+	r, err := parseMessage(b)
+	if err != nil {
+		return nil, bogus("the DNSKEY answer does not parse: %v", err)
 	}
 	var set []record
 	var keys []dnskey
@@ -456,7 +512,7 @@ func parseRRSIG(rdata []byte) (rrsig, error) {
 		origTTL: binary.BigEndian.Uint32(rdata[4:]), expiration: binary.BigEndian.Uint32(rdata[8:]),
 		inception: binary.BigEndian.Uint32(rdata[12:]), tag: binary.BigEndian.Uint16(rdata[16:]),
 	}
-	signer, end, err := readName(rdata, 18)
+	signer, end, err := dnswire.ReadName(rdata, 18)
 	if err != nil {
 		return rrsig{}, fmt.Errorf("the signer's name: %v", err)
 	}
@@ -562,15 +618,7 @@ func lowerLabel(b []byte) {
 	}
 }
 
-// wireLower is a name in lower-case wire format.
-func wireLower(name string) []byte {
-	var out []byte
-	for _, l := range labels(name) {
-		out = append(out, byte(len(l)))
-		out = append(out, l...)
-	}
-	return append(out, 0)
-}
+func wireLower(name string) []byte { return dnswire.WireLower(name) }
 
 // verifySig checks a signature over data with key k.
 func verifySig(k dnskey, data, sig []byte) error {

@@ -1,4 +1,4 @@
-package resolver
+package dnssec
 
 import (
 	"bytes"
@@ -16,7 +16,7 @@ import (
 // signedAnswers are answers of the signed example zone, as the publisher
 // gives them, and the validator that trusts its key (its DNSKEY RRset
 // taken as validated): the seeds of FuzzValidate, and their checks.
-func signedAnswers(tb testing.TB) (*validator, map[string][]byte) {
+func signedAnswers(tb testing.TB) (*Validator, map[string][]byte) {
 	tb.Helper()
 	cfg, ds := model.Parse(bytes.Replace(model.Example, []byte("    ttl: 30s\n"), []byte("    ttl: 30s\n    dnssec: {}\n"), 1))
 	if cfg == nil {
@@ -32,8 +32,8 @@ func signedAnswers(tb testing.TB) (*validator, map[string][]byte) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	v := &validator{anchors: []*anchor{{zone: "example.test."}}, skew: time.Minute, now: time.Now,
-		keys: map[string]*zoneKeys{"example.test.": {until: time.Now().Add(time.Hour)}}}
+	v, _ := New([]*Anchor{{zone: "example.test."}}, Options{})
+	v.keys = map[string]*zoneKeys{"example.test.": {until: time.Now().Add(time.Hour)}}
 	for _, rr := range ks.DNSKEYs(30) {
 		buf := make([]byte, 512)
 		n, _ := dns.PackRR(rr, buf, 0, nil, false)
@@ -74,22 +74,16 @@ func signedAnswers(tb testing.TB) (*validator, map[string][]byte) {
 func TestValidatorOnSeeds(t *testing.T) {
 	v, seeds := signedAnswers(t)
 	for name, b := range seeds {
-		m, err := parseMessage(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		q := m.questions[0]
-		if err := v.check(context.Background(), nil, m, q.name, q.qtype); err != nil {
+		q := question(b)
+		if secure, _, err := v.Validate(context.Background(), b, q.Name, q.Qtype, nil); err != nil || !secure {
 			t.Errorf("%s: %v", name, err)
 		}
 		// The signatures are the last 64 bytes of each RRSIG: flip a bit
 		// of the last record's.
 		bad := bytes.Clone(b)
 		bad[len(bad)-3] ^= 0x10
-		if m, err := parseMessage(bad); err == nil {
-			if err := v.check(context.Background(), nil, m, q.name, q.qtype); err == nil {
-				t.Errorf("%s with a flipped bit: validated", name)
-			}
+		if _, _, err := v.Validate(context.Background(), bad, q.Name, q.Qtype, nil); err == nil {
+			t.Errorf("%s with a flipped bit: validated", name)
 		}
 	}
 }
@@ -104,12 +98,12 @@ func FuzzValidate(f *testing.F) {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		m, err := parseMessage(b)
-		if err != nil || len(m.questions) != 1 {
+		m := new(dns.Msg)
+		if m.Unpack(b) != nil || len(m.Question) != 1 {
 			return
 		}
-		q := m.questions[0]
-		v.check(context.Background(), nil, m, q.name, q.qtype)
+		q := m.Question[0]
+		v.Validate(context.Background(), b, q.Name, q.Qtype, nil)
 	})
 }
 
@@ -124,7 +118,7 @@ func FuzzParseAnchors(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		as, err := parseAnchors(s, "fuzz")
+		as, err := ParseAnchors(s, "fuzz")
 		if err != nil {
 			return
 		}
@@ -134,4 +128,13 @@ func FuzzParseAnchors(f *testing.F) {
 			}
 		}
 	})
+}
+
+// question is the question of a packed message.
+func question(b []byte) dns.Question {
+	m := new(dns.Msg)
+	if err := m.Unpack(b); err != nil || len(m.Question) != 1 {
+		return dns.Question{}
+	}
+	return m.Question[0]
 }

@@ -1,4 +1,4 @@
-package resolver
+package dnssec
 
 import (
 	"bufio"
@@ -15,8 +15,10 @@ import (
 	"strings"
 )
 
-// anchor is the trust anchor of one zone: DS records, DNSKEY records, or
+// Anchor is the trust anchor of one zone: DS records, DNSKEY records, or
 // both; a DNSKEY of the zone that matches one vouches for its RRset.
+type Anchor = anchor
+
 type anchor struct {
 	zone string // lower case, fully qualified
 	ds   []dsRecord
@@ -63,13 +65,13 @@ func (a *anchor) vouches(zone string, k dnskey) bool {
 	return false
 }
 
-// parseAnchors reads trust anchors: DS or DNSKEY records in presentation
+// ParseAnchors reads trust anchors: DS or DNSKEY records in presentation
 // format, one a line ("example.test. 3600 IN DS 12345 13 2 ABCD…", as
 // dnssec ds, dig and Unbound's trust-anchor-file write them), or BIND's
 // trust-anchors { }, managed-keys { } and trusted-keys { } clauses
 // ("example.test. static-ds 12345 13 2 "ABCD…";", static-key, initial-key,
 // initial-ds). where names the input in errors.
-func parseAnchors(text, where string) ([]*anchor, error) {
+func ParseAnchors(text, where string) ([]*anchor, error) {
 	byZone := map[string]*anchor{}
 	var order []string
 	add := func(zone string) *anchor {
@@ -194,8 +196,10 @@ func bindAnchors(text string) string {
 	return out.String()
 }
 
-// readAnchorFile reads a trust anchor file (Options.TrustAnchorFile).
-func readAnchorFile(path string) ([]*anchor, error) {
+// ReadAnchorFile reads a file of trust anchors in the format of Unbound's
+// trust-anchor-file (DS or DNSKEY records, one a line) or BIND's
+// trust-anchors { } clause.
+func ReadAnchorFile(path string) ([]*Anchor, error) {
 	fi, err := os.Stat(path)
 	if err != nil {
 		return nil, err
@@ -207,5 +211,16 @@ func readAnchorFile(path string) ([]*anchor, error) {
 	if err != nil {
 		return nil, err
 	}
-	return parseAnchors(string(b), path)
+	return ParseAnchors(string(b), path)
 }
+
+// fqdn returns name with a final dot.
+func fqdn(name string) string {
+	if strings.HasSuffix(name, ".") {
+		return name
+	}
+	return name + "."
+}
+
+// Zone is the name of the zone the anchor is for.
+func (a *anchor) Zone() string { return a.zone }
