@@ -891,6 +891,10 @@ type ListOptions struct {
 	Continue             string
 	ResourceVersion      string
 	ResourceVersionMatch string
+	// Match, when set, selects the objects listed (label and field
+	// selectors): Limit counts the objects selected, and a continue
+	// token resumes after the last one returned, at the same revision.
+	Match func(*Object) bool
 }
 
 // The values of ResourceVersionMatch.
@@ -1021,9 +1025,13 @@ func (s *Store) list(ctx context.Context, prefix string, o ListOptions) (*List, 
 	if err != nil {
 		return nil, err
 	}
-	kvs, more, read, err := s.b.rangeKeys(ctx, prefix, p.from, int(o.Limit), p.at)
+	limit := int(o.Limit)
+	if o.Match != nil {
+		limit = 0 // every object from the start, filtered below
+	}
+	kvs, more, read, err := s.b.rangeKeys(ctx, prefix, p.from, limit, p.at)
 	if err == nil && read < p.min {
-		kvs, more, read, err = s.b.rangeKeys(ctx, prefix, p.from, int(o.Limit), 0)
+		kvs, more, read, err = s.b.rangeKeys(ctx, prefix, p.from, limit, 0)
 	}
 	switch {
 	case errors.Is(err, errCompacted) && o.Continue != "":
@@ -1042,6 +1050,27 @@ func (s *Store) list(ctx context.Context, prefix string, o ListOptions) (*List, 
 			return nil, s.internal(err)
 		}
 		out.Items[i] = &objs[i]
+	}
+	if o.Match != nil {
+		n := 0
+		for i, obj := range out.Items {
+			if !o.Match(obj) {
+				continue
+			}
+			if o.Limit > 0 && n == int(o.Limit) {
+				more, kvs = true, kvs[:i]
+				break
+			}
+			out.Items[n] = obj
+			n++
+			kvs[n-1] = kvs[i] // the key of the last one kept, for continue
+		}
+		out.Items = out.Items[:n]
+		if !more {
+			kvs = nil
+		} else {
+			kvs = kvs[:n]
+		}
 	}
 	if more && len(kvs) > 0 {
 		out.Metadata.Continue = encodeContinue(read, kvs[len(kvs)-1].key+"\x00")

@@ -850,15 +850,18 @@ func listCmd(e *env) *cobra.Command {
 	var cf clientFlags
 	var policies bool
 	var o store.ListOptions
+	var sel selectorFlags
 	cmd := &cobra.Command{
-		Use:   "list [ZONE] --server URL [--policies] [--limit N] [--resource-version RV] [--match Exact|NotOlderThan] [--continue TOKEN]",
+		Use:   "list [ZONE] --server URL [--policies] [-l SELECTOR] [--field-selector SELECTOR] [--limit N] [--resource-version RV] [--match Exact|NotOlderThan] [--continue TOKEN]",
 		Short: "List the services (or policies) of a zone, or the zones, of a store",
 		Long: `List the services of ZONE (its policies with --policies), or the zones
 without it. --resource-version and
 --match follow Kubernetes (resourceVersion and resourceVersionMatch): without
 them the latest; NotOlderThan RV at least that version; Exact RV exactly that
 version (refused when it was compacted). --limit N shows one page of N and
-prints the command for the next page on stderr.`,
+prints the command for the next page on stderr. -l selects by labels as
+kubectl does (team=a, team!=a, "team in (a,b)", team, !team), and
+--field-selector by metadata.name or metadata.zone.`,
 		Args: cobra.RangeArgs(0, 1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := cf.client(e)
@@ -870,6 +873,7 @@ prints the command for the next page on stderr.`,
 				return err
 			}
 			q := url.Values{}
+			sel.set(q)
 			if o.Limit > 0 {
 				q.Set("limit", fmt.Sprint(o.Limit))
 			}
@@ -900,16 +904,35 @@ prints the command for the next page on stderr.`,
 	f.StringVar(&o.ResourceVersion, "resource-version", "", "the version to list at (see --match)")
 	f.StringVar(&o.ResourceVersionMatch, "match", "", "how --resource-version applies: Exact or NotOlderThan")
 	f.StringVar(&o.Continue, "continue", "", "the continue token of the previous page")
+	sel.add(cmd)
 	cf.add(cmd, true)
 	return cmd
+}
+
+// selectorFlags are -l and --field-selector of list and watch.
+type selectorFlags struct{ labels, fields string }
+
+func (s *selectorFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&s.labels, "selector", "l", "", "label selector, as kubectl's (team=a,tier!=canary, \"team in (a,b)\", !team)")
+	cmd.Flags().StringVar(&s.fields, "field-selector", "", "field selector: metadata.name=NAME, metadata.zone=ZONE (=, ==, !=)")
+}
+
+func (s *selectorFlags) set(q url.Values) {
+	if s.labels != "" {
+		q.Set("labelSelector", s.labels)
+	}
+	if s.fields != "" {
+		q.Set("fieldSelector", s.fields)
+	}
 }
 
 func watchCmd(e *env) *cobra.Command {
 	var cf clientFlags
 	var rv string
 	var policies bool
+	var sel selectorFlags
 	cmd := &cobra.Command{
-		Use:   "watch [ZONE] --server URL [--policies] [--resource-version RV]",
+		Use:   "watch [ZONE] --server URL [--policies] [-l SELECTOR] [--field-selector SELECTOR] [--resource-version RV]",
 		Short: "Follow the changes of the services (or policies) of a zone, or of the zones",
 		Long: `Print every change of the services of ZONE (its policies with --policies,
 the zones without ZONE) as it happens:
@@ -925,10 +948,12 @@ and then the changes. Stops on SIGINT; -o json prints the raw events.`,
 			if err != nil {
 				return err
 			}
-			path += "?watch=true"
+			q := url.Values{"watch": {"true"}}
 			if rv != "" {
-				path += "&resourceVersion=" + url.QueryEscape(rv)
+				q.Set("resourceVersion", rv)
 			}
+			sel.set(q)
+			path += "?" + q.Encode()
 			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 			defer stop()
 			return c.watch(ctx, path)
@@ -936,6 +961,7 @@ and then the changes. Stops on SIGINT; -o json prints the raw events.`,
 	}
 	cmd.Flags().StringVar(&rv, "resource-version", "", "print the changes after this version")
 	cmd.Flags().BoolVar(&policies, "policies", false, "follow the zone's policies instead of its services")
+	sel.add(cmd)
 	cf.add(cmd, true)
 	return cmd
 }

@@ -246,6 +246,16 @@ func TestStoreCLI(t *testing.T) {
 	if code, out, _ := s.cli("list", "example.test", "--continue", m[1]); code != 0 || strings.Count(out, "example.test") != 1 {
 		t.Errorf("second page: exit %d\n%s", code, out)
 	}
+	// Selectors, as kubectl's.
+	if code, out, errs := s.cli("list", "example.test", "--field-selector", "metadata.name=www"); code != 0 || strings.Count(out, "example.test") != 1 || !strings.Contains(out, "www") {
+		t.Errorf("list --field-selector: exit %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := s.cli("list", "example.test", "-l", "nobody=here"); code != 0 || strings.Count(out, "example.test") != 0 {
+		t.Errorf("list -l nobody=here: exit %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := s.cli("list", "example.test", "-l", "team in ("); code != exitInvalid || !strings.Contains(errs, "labelSelector") {
+		t.Errorf("list -l with a bad selector: exit %d\n%s", code, errs)
+	}
 	if code, _, errs := s.cli("list", "example.test", "--match", "Exact"); code != exitInvalid || !strings.Contains(errs, "resourceVersionMatch") {
 		t.Errorf("--match without --resource-version: exit %d\n%s", code, errs)
 	}

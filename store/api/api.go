@@ -480,6 +480,11 @@ func (h *handler) listOrWatch(w http.ResponseWriter, r *http.Request,
 	list func(context.Context, store.ListOptions) (*store.List, error),
 	watch func(context.Context, string) (<-chan store.Event, error)) {
 	q := r.URL.Query()
+	match, err := objectMatch(r)
+	if err != nil {
+		writeError(w, err)
+		return
+	}
 	if q.Get("watch") == "true" || q.Get("watch") == "1" {
 		for _, p := range []string{"limit", "continue", "resourceVersionMatch"} {
 			if q.Get(p) != "" {
@@ -498,10 +503,27 @@ func (h *handler) listOrWatch(w http.ResponseWriter, r *http.Request,
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), timeout)
 		defer cancel()
-		events, err := watch(ctx, q.Get("resourceVersion"))
+		rv := q.Get("resourceVersion")
+		selected := map[string]bool{}
+		if match != nil && rv != "" && rv != "0" {
+			// What the selector selects at rv: the objects whose change
+			// makes them stop matching are DELETED for this watch.
+			l, err := list(ctx, store.ListOptions{ResourceVersion: rv, ResourceVersionMatch: store.MatchExact, Match: match})
+			if err != nil {
+				writeError(w, err)
+				return
+			}
+			for _, o := range l.Items {
+				selected[o.Metadata.Zone+"/"+o.Metadata.Name] = true
+			}
+		}
+		events, err := watch(ctx, rv)
 		if err != nil {
 			writeError(w, err)
 			return
+		}
+		if match != nil {
+			events = filterWatch(ctx, events, match, selected)
 		}
 		h.stream(ctx, w, events, timeout)
 		return
@@ -511,6 +533,7 @@ func (h *handler) listOrWatch(w http.ResponseWriter, r *http.Request,
 		writeError(w, err)
 		return
 	}
+	o.Match = match
 	l, err := list(r.Context(), o)
 	respond(w, http.StatusOK, l, err)
 }

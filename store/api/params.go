@@ -12,7 +12,7 @@ import (
 // The query parameters each kind of route takes: a list (or watch), one
 // object by method, and what takes none.
 var (
-	listParams   = []string{"limit", "continue", "resourceVersion", "resourceVersionMatch", "watch", "timeoutSeconds", "allowWatchBookmarks"}
+	listParams   = []string{"limit", "continue", "resourceVersion", "resourceVersionMatch", "watch", "timeoutSeconds", "allowWatchBookmarks", "labelSelector", "fieldSelector"}
 	objectParams = map[string][]string{http.MethodGet: {"resourceVersion"}, http.MethodDelete: {"resourceVersion"}}
 )
 
@@ -49,7 +49,7 @@ func refusedParam(name string, r *http.Request, allowed []string) string {
 	case "dryRun":
 		msg += " (a dry run is not supported yet; `grpc-config-dns lint` checks a config without storing it)"
 	case "labelSelector", "fieldSelector":
-		msg += " (selectors are not supported yet)"
+		msg += " (selectors apply to lists and watches: GET the collection)"
 	}
 	return msg
 }
