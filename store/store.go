@@ -793,6 +793,17 @@ func (s *Store) putService(ctx context.Context, zone, svc string, obj *Object, d
 // DeleteZone deletes an empty zone; ifRV, when not "", is a precondition.
 // It returns the zone's last state, at the revision of its deletion.
 func (s *Store) DeleteZone(ctx context.Context, zone, ifRV string) (*Object, error) {
+	return s.deleteZone(ctx, zone, ifRV, false)
+}
+
+// DryRunDeleteZone checks a deletion of a zone as DeleteZone does (the
+// precondition, the zone empty) and returns the zone it would delete;
+// nothing is deleted.
+func (s *Store) DryRunDeleteZone(ctx context.Context, zone, ifRV string) (*Object, error) {
+	return s.deleteZone(ctx, zone, ifRV, true)
+}
+
+func (s *Store) deleteZone(ctx context.Context, zone, ifRV string, dry bool) (*Object, error) {
 	name, err := zoneName(zone)
 	if err != nil {
 		return nil, err
@@ -812,6 +823,12 @@ func (s *Store) DeleteZone(ctx context.Context, zone, ifRV string) (*Object, err
 		if e := checkPrecondition(cur, want, "zone "+name); e != nil {
 			return nil, e
 		}
+		if dry {
+			if e := s.zoneEmpty(ctx, name); e != nil {
+				return nil, e
+			}
+			return decode(*cur)
+		}
 		res, err := s.b.txn(ctx, &txn{
 			cmps: []cmp{{key: zoneKey(name), modRev: cur.modRev}, {key: servicePrefix(name), empty: true}, {key: policyPrefix(name), empty: true}},
 			dels: []string{zoneKey(name), markerKey(name), policyMarkerKey(name)},
@@ -822,21 +839,30 @@ func (s *Store) DeleteZone(ctx context.Context, zone, ifRV string) (*Object, err
 		if res.ok {
 			return deletedObject(res, zoneKey(name))
 		}
-		kvs, _, _, err := s.b.rangeKeys(ctx, servicePrefix(name), "", 1, 0)
-		if err != nil {
-			return nil, s.internal(err)
-		}
-		if len(kvs) > 0 {
-			return nil, conflict("zone %s still has services (%s, …): delete them first, then the zone", name, strings.TrimPrefix(kvs[0].key, servicePrefix(name)))
-		}
-		if kvs, _, _, err = s.b.rangeKeys(ctx, policyPrefix(name), "", 1, 0); err != nil {
-			return nil, s.internal(err)
-		}
-		if len(kvs) > 0 {
-			return nil, conflict("zone %s still has policies (%s, …): delete them first, then the zone", name, strings.TrimPrefix(kvs[0].key, policyPrefix(name)))
+		if e := s.zoneEmpty(ctx, name); e != nil {
+			return nil, e
 		}
 	}
 	return nil, conflict("zone %s kept changing while it was deleted; try again", name)
+}
+
+// zoneEmpty is the conflict of deleting zone name while it has services
+// or policies, nil when it has none.
+func (s *Store) zoneEmpty(ctx context.Context, name string) error {
+	kvs, _, _, err := s.b.rangeKeys(ctx, servicePrefix(name), "", 1, 0)
+	if err != nil {
+		return s.internal(err)
+	}
+	if len(kvs) > 0 {
+		return conflict("zone %s still has services (%s, …): delete them first, then the zone", name, strings.TrimPrefix(kvs[0].key, servicePrefix(name)))
+	}
+	if kvs, _, _, err = s.b.rangeKeys(ctx, policyPrefix(name), "", 1, 0); err != nil {
+		return s.internal(err)
+	}
+	if len(kvs) > 0 {
+		return conflict("zone %s still has policies (%s, …): delete them first, then the zone", name, strings.TrimPrefix(kvs[0].key, policyPrefix(name)))
+	}
+	return nil
 }
 
 func deletedObject(res txnResult, key string) (*Object, error) {
@@ -850,6 +876,17 @@ func deletedObject(res txnResult, key string) (*Object, error) {
 
 // DeleteService deletes a service; ifRV, when not "", is a precondition.
 func (s *Store) DeleteService(ctx context.Context, zone, svc, ifRV string) (*Object, error) {
+	return s.deleteService(ctx, zone, svc, ifRV, false)
+}
+
+// DryRunDeleteService checks a deletion of a service as DeleteService
+// does (the precondition) and returns the service it would delete;
+// nothing is deleted.
+func (s *Store) DryRunDeleteService(ctx context.Context, zone, svc, ifRV string) (*Object, error) {
+	return s.deleteService(ctx, zone, svc, ifRV, true)
+}
+
+func (s *Store) deleteService(ctx context.Context, zone, svc, ifRV string, dry bool) (*Object, error) {
 	z, name, err := serviceName(zone, svc)
 	if err != nil {
 		return nil, err
@@ -869,6 +906,9 @@ func (s *Store) DeleteService(ctx context.Context, zone, svc, ifRV string) (*Obj
 		}
 		if e := checkPrecondition(cur, want, "service "+name+" of zone "+z); e != nil {
 			return nil, e
+		}
+		if dry {
+			return decode(*cur)
 		}
 		res, err := s.b.txn(ctx, &txn{
 			cmps: []cmp{{key: key, modRev: cur.modRev}, {key: zoneKey(z), modRev: -1}},

@@ -107,7 +107,7 @@ func New(opts Options) (http.Handler, error) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", h.readyz)
 	mux.HandleFunc("/v1/zones", h.auth(takes(listTakes, h.zones)))
-	mux.HandleFunc("/v1/zones/{zone}", h.auth(takes(objectTakes, h.zone)))
+	mux.HandleFunc("/v1/zones/{zone}", h.auth(takes(zoneTakes, h.zone)))
 	mux.HandleFunc("/v1/zones/{zone}/services", h.auth(takes(listTakes, h.services)))
 	mux.HandleFunc("/v1/zones/{zone}/services:batch", h.auth(takes(takesNone, h.servicesBatch)))
 	mux.HandleFunc("/v1/zones/{zone}/services/{name}", h.auth(takes(serviceTakes, h.service)))
@@ -348,6 +348,9 @@ type objectOps struct {
 	get func(ctx context.Context, r *http.Request, rv string) (*store.Object, error)
 	put func(ctx context.Context, r *http.Request, obj *store.Object) (*store.Object, bool, error)
 	del func(ctx context.Context, r *http.Request, rv string) (*store.Object, error)
+	// dryDel checks a DELETE (dryRun=All) without deleting; nil where
+	// the route has no dry run.
+	dryDel func(ctx context.Context, r *http.Request, rv string) (*store.Object, error)
 }
 
 // serve serves GET, PUT and DELETE of one object.
@@ -371,7 +374,16 @@ func (o objectOps) serve(w http.ResponseWriter, r *http.Request) {
 			writeError(w, err)
 			return
 		}
-		out, err := o.del(ctx, r, rv)
+		del := o.del
+		if r.URL.Query().Has("dryRun") {
+			if v := r.URL.Query()["dryRun"]; len(v) != 1 || v[0] != "All" || o.dryDel == nil {
+				writeError(w, &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest,
+					Message: fmt.Sprintf("dryRun %q: the one dry run is dryRun=All (check, delete nothing)", strings.Join(v, ","))})
+				return
+			}
+			del = o.dryDel
+		}
+		out, err := del(ctx, r, rv)
 		respond(w, http.StatusOK, out, err)
 	default:
 		notAllowed(w, r, "GET, PUT, DELETE")
@@ -388,6 +400,9 @@ func (h *handler) zone(w http.ResponseWriter, r *http.Request) {
 		},
 		del: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
 			return h.s.DeleteZone(ctx, r.PathValue("zone"), rv)
+		},
+		dryDel: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
+			return h.s.DryRunDeleteZone(ctx, r.PathValue("zone"), rv)
 		},
 	}.serve(w, r)
 }
@@ -406,6 +421,9 @@ func (h *handler) service(w http.ResponseWriter, r *http.Request) {
 		},
 		del: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
 			return h.s.DeleteService(ctx, r.PathValue("zone"), r.PathValue("name"), rv)
+		},
+		dryDel: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
+			return h.s.DryRunDeleteService(ctx, r.PathValue("zone"), r.PathValue("name"), rv)
 		},
 	}.serve(w, r)
 }

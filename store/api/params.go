@@ -58,10 +58,22 @@ func listTakes(string) []string { return listParams }
 
 func objectTakes(method string) []string { return objectParams[method] }
 
-// serviceTakes is objectTakes, and a PUT of a service may be a dry run.
+// serviceTakes is objectTakes, and a PUT or DELETE of a service may be a
+// dry run.
 func serviceTakes(method string) []string {
-	if method == http.MethodPut {
+	switch method {
+	case http.MethodPut:
 		return []string{"dryRun"}
+	case http.MethodDelete:
+		return []string{"resourceVersion", "dryRun"}
+	}
+	return objectParams[method]
+}
+
+// zoneTakes is objectTakes, and a DELETE of a zone may be a dry run.
+func zoneTakes(method string) []string {
+	if method == http.MethodDelete {
+		return []string{"resourceVersion", "dryRun"}
 	}
 	return objectParams[method]
 }
