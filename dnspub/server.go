@@ -204,9 +204,6 @@ type zoneEntry struct {
 	cfg     *model.Zone
 	cur     *zone.Zone
 	history []*ixfrStep // oldest first; the last one ends at cur
-	// resigned is set in store mode when the serial went past the
-	// store's for signatures made again with nothing else changed.
-	resigned bool
 }
 
 // ixfrStep is the difference between two consecutive versions of a zone.
@@ -729,14 +726,17 @@ func (s *Server) buildZone(zc *model.Zone, prev *zoneEntry, te *wire.Editor, ser
 	// In store mode a zone's serial is decided by the store's revisions
 	// (storeSerial), else by the serial state.
 	want, fixed := s.fixedSerial(zc.Origin)
-	same := prev != nil && (!fixed || want == prev.cur.Serial() || prev.resigned && !serialGreater(want, prev.cur.Serial()))
+	same := prev != nil && (!fixed || want == prev.cur.Serial())
 	var keys *dnssec.KeySet
 	resign := false
 	if zc.DNSSEC != nil {
 		if keys, err = s.zoneKeys(zc, now); err != nil {
 			return nil, false, err
 		}
-		resign = prev != nil && (!prev.cur.SameKeys(keys, zc.DNSSEC) || !now.Before(prev.cur.RefreshDue()))
+		// In store mode a zone's serial is the store's: signatures due
+		// are made again when refreshDue has written a new revision of
+		// the zone (same is then false), never past the store's serial.
+		resign = prev != nil && !(fixed && same) && (!prev.cur.SameKeys(keys, zc.DNSSEC) || !now.Before(prev.cur.RefreshDue()))
 	}
 	if same && prev.cfg == zc && !resign {
 		// The same config object (store mode keeps a zone's config while
@@ -750,15 +750,14 @@ func (s *Server) buildZone(zc *model.Zone, prev *zoneEntry, te *wire.Editor, ser
 	z, ch := zone.Update(prevZone, zc)
 	e = &zoneEntry{cfg: zc}
 	if same && prev.cur.Digest() == z.Digest() && !resign {
-		e.cur, e.history, e.resigned = prev.cur, prev.history, prev.resigned
+		e.cur, e.history = prev.cur, prev.history
 		return e, false, nil
 	}
 	serial := want
 	if !fixed {
 		serial = serials.next(zc.Origin, z.Digest(), now)
 	}
-	e.cur = z.WithSerial(s.above(zc.Origin, serial, prev, fixed && !(same && resign)))
-	e.resigned = fixed && e.cur.Serial() != want
+	e.cur = z.WithSerial(s.above(zc.Origin, serial, prev, fixed))
 	if keys != nil {
 		if e.cur, err = zone.Sign(prevZone, e.cur, ch, keys, *zc.DNSSEC, now); err != nil {
 			return nil, false, fmt.Errorf("zone %s: signing: %w", zc.Origin, err)
@@ -783,7 +782,7 @@ func (s *Server) above(origin string, serial uint32, prev *zoneEntry, fromStore 
 	if prev == nil || serialGreater(serial, prev.cur.Serial()) {
 		return serial
 	}
-	if fromStore && !prev.resigned {
+	if fromStore {
 		s.log.Error("the store's revision for this zone is not above the serial served (was the store restored from an older backup?): serving the served serial + 1", "zone", origin, "store_serial", serial, "served", prev.cur.Serial())
 	}
 	// Else the state file was edited or the zone's content went back to

@@ -1,6 +1,7 @@
 package dnspub
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -143,11 +144,23 @@ func (s *Server) refreshDue() error {
 	if snap == nil {
 		return nil
 	}
-	due := false
-	for _, e := range snap.zones {
-		due = due || e.cur.Signed() && !s.opts.Now().Before(e.cur.RefreshDue())
+	var due []string
+	for origin, e := range snap.zones {
+		if e.cur.Signed() && !s.opts.Now().Before(e.cur.RefreshDue()) {
+			due = append(due, origin)
+		}
 	}
-	if !due {
+	if len(due) == 0 {
+		return nil
+	}
+	if s.feed != nil {
+		// The store decides serials: a new revision of each zone due,
+		// which the feed follows with a build that signs what is due.
+		for _, origin := range due {
+			if err := s.feed.st.TouchZone(context.Background(), origin); err != nil {
+				return fmt.Errorf("zone %s: a new revision for its signatures: %w", origin, err)
+			}
+		}
 		return nil
 	}
 	_, err := s.publish(snap.cfg, s.configName(), "signatures due", false, time.Now())

@@ -266,3 +266,62 @@ func TestZSKRollover(t *testing.T) {
 	files, _ := filepath.Glob(file + ".keys/*.private")
 	t.Logf("%d key files; zone-signing keys that signed: %d", len(files), rolled)
 }
+
+// TestStoreModeRefresh: in store mode, signatures due are made again
+// under a new revision of the zone, so the serial is the store's: a
+// publisher started afterwards serves the same serial, not a lower one.
+func TestStoreModeRefresh(t *testing.T) {
+	st := openTestStore(t, t.TempDir())
+	defer st.Close()
+	putZone(t, st, "example.test", strings.Replace(storeZoneSpec, `{"ttl":"30s",`, `{"ttl":"30s","dnssec":{},`, 1))
+	putService(t, st, "example.test", "echo", storeService(1))
+	keys := t.TempDir()
+	var clock atomic.Int64
+	clock.Store(2_000_000_000)
+	start := func() *Server {
+		s, err := New(Options{Store: st, KeyDir: keys, Listen: "127.0.0.1:0", StorePing: 100 * time.Millisecond, Logger: discardLogger(),
+			Now: func() time.Time { return time.Unix(clock.Load(), 0) }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Start(); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	s := start()
+	origin := "example.test."
+	waitSerial := func(s *Server, pred func(uint32) bool) uint32 {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if v := s.Serials()[origin]; pred(v) {
+				return v
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("serial %d", s.Serials()[origin])
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	s1 := waitSerial(s, func(v uint32) bool { return v != 0 })
+	clock.Add(8 * 86400)
+	s.resign <- struct{}{}
+	s2 := waitSerial(s, func(v uint32) bool { return v != s1 })
+	base, _ := st.SerialBase(context.Background())
+	rev, _ := st.Revision(context.Background())
+	if s2 != base+uint32(rev) {
+		t.Errorf("refreshed under serial %d, the store's is %d", s2, base+uint32(rev))
+	}
+	for _, sig := range signedRRSIGs(t, s, origin) {
+		if sig.Inception != signedAt(clock.Load()) {
+			t.Fatalf("%s %s still signed at %d", sig.Hdr.Name, dns.TypeToString[sig.TypeCovered], sig.Inception)
+		}
+	}
+	s.Shutdown(context.Background())
+	s = start()
+	defer s.Shutdown(context.Background())
+	if s3 := waitSerial(s, func(v uint32) bool { return v != 0 }); s3 != s2 {
+		t.Errorf("after a restart, serial %d; served %d before", s3, s2)
+	}
+}

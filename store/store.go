@@ -1147,3 +1147,23 @@ func (s *Store) Compact(ctx context.Context, rev int64) error {
 	}
 	return s.b.compactTo(ctx, rev)
 }
+
+// TouchZone makes a new revision of zone that changes nothing but its
+// marker: the SOA serial every publisher derives from the store moves, so
+// that signatures made again (a signed zone's refresh) are published
+// under a serial of the store's, the same on every replica and after a
+// restart.
+func (s *Store) TouchZone(ctx context.Context, zone string) error {
+	name, err := zoneName(zone)
+	if err != nil {
+		return err
+	}
+	res, err := s.b.txn(ctx, &txn{cmps: []cmp{{key: zoneKey(name), modRev: -1}}, puts: []kvPut{{markerKey(name), nil}}})
+	if err != nil {
+		return s.internal(err)
+	}
+	if !res.ok {
+		return notFound("zone %s not found", name)
+	}
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/miekg/dns"
 )
@@ -124,5 +125,45 @@ func TestRefusesBadKeyFiles(t *testing.T) {
 	os.Mkdir(filepath.Join(dir, "Ka.test.+013+00001.key"), 0o700)
 	if _, err := Load(dir, "a.test", Options{Algorithm: 13, Generate: true}); err == nil || !strings.Contains(err.Error(), "not a key file") {
 		t.Errorf("a directory as key file: %v", err)
+	}
+}
+
+// TestRollHealsAFailedRetirement: when the current key's retirement
+// cannot be written (here its .private file is a directory), the
+// successor, whose files were written, is one of the keys, the current
+// key keeps the timing its file says, and the next Roll retires it.
+func TestRollHealsAFailedRetirement(t *testing.T) {
+	dir := t.TempDir()
+	ks, err := Load(dir, "example.test", Options{Algorithm: 13, SplitKeys: true, Generate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Rollover{Lifetime: 10 * 24 * time.Hour, Publish: time.Hour, Retire: 2 * time.Hour}
+	t0 := time.Unix(2_000_000_000, 0).UTC()
+	if _, err := ks.Roll(dir, t0, r); err != nil { // starts the clock
+		t.Fatal(err)
+	}
+	cur := ks.currentZSK(t0)
+	priv, _ := os.ReadFile(cur.File + ".private")
+	os.Remove(cur.File + ".private")
+	os.Mkdir(cur.File+".private", 0o700)
+	at := t0.Add(r.Lifetime)
+	if changed, err := ks.Roll(dir, at, r); err == nil || !changed {
+		t.Fatalf("Roll with an unwritable key file: %v %v", changed, err)
+	}
+	if len(ks.Keys) != 3 || !cur.Timing.Inactive.IsZero() {
+		t.Fatalf("after the failure: %d keys, current inactive at %v", len(ks.Keys), cur.Timing.Inactive)
+	}
+	os.Remove(cur.File + ".private")
+	os.WriteFile(cur.File+".private", priv, 0o600)
+	if changed, err := ks.Roll(dir, at, r); err != nil || !changed || cur.Timing.Inactive.IsZero() {
+		t.Fatalf("the next Roll: %v %v, inactive %v", changed, err, cur.Timing.Inactive)
+	}
+	again, err := Load(dir, "example.test", Options{Algorithm: 13, SplitKeys: true})
+	if err != nil || len(again.Keys) != 3 {
+		t.Fatalf("reloaded: %v", err)
+	}
+	if v := again.At(at.Add(2*time.Hour), r); len(v.signers()) != 2 || v.currentZSK(at.Add(2*time.Hour)).DNSKEY.KeyTag() == cur.DNSKEY.KeyTag() {
+		t.Errorf("after the rollover the old key still signs: %v", v.Phase())
 	}
 }

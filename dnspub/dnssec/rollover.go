@@ -197,11 +197,16 @@ func (ks *KeySet) Roll(dir string, now time.Time, r Rollover) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	cur.Timing.Inactive, cur.Timing.Delete = next.Timing.Activate, next.Timing.Activate.Add(r.Retire)
-	if err := cur.writePrivate(now); err != nil {
-		return false, err
-	}
+	// The successor's files are written: it is one of the keys whether
+	// or not the current key's retirement is (a failed write of it is
+	// healed by the next Roll, as after a crash).
 	ks.Keys = append(ks.Keys, next)
 	slices.SortFunc(ks.Keys, func(a, b *Key) int { return int(a.DNSKEY.KeyTag()) - int(b.DNSKEY.KeyTag()) })
+	was := cur.Timing
+	cur.Timing.Inactive, cur.Timing.Delete = next.Timing.Activate, next.Timing.Activate.Add(r.Retire)
+	if err := cur.writePrivate(now); err != nil {
+		cur.Timing = was // memory as the files say
+		return true, err
+	}
 	return true, nil
 }

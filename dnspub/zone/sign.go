@@ -587,7 +587,10 @@ func (z *Zone) plainAt(name string) []dns.RR {
 		}
 	}
 	if ok && len(o.units) > 1 || name == z.Origin {
-		slices.SortFunc(out, compareRR) // one unit's records are canonical
+		// Records of several units (or the SOA) merged: sorted. One
+		// unit's are canonical already: comparing their data (as text)
+		// was most of a signed zone's table build.
+		slices.SortFunc(out, compareRR)
 		out = slices.CompactFunc(out, func(a, b dns.RR) bool { return compareRR(a, b) == 0 })
 	}
 	return out

@@ -298,28 +298,7 @@ func (z *Zone) AXFR() []dns.RR {
 // RecordsAt returns the records at name, the SOA included at the origin,
 // in canonical order.
 func (z *Zone) RecordsAt(name string) []dns.RR {
-	var out []dns.RR
-	if name == z.Origin {
-		out = append(out, z.SOA)
-	}
-	o, ok := z.owners.Get(name)
-	if ok {
-		for _, key := range o.units {
-			u, _ := z.units.Get(key)
-			for _, rr := range u.records() {
-				if rr.Header().Name == name {
-					out = append(out, rr)
-				}
-			}
-		}
-	}
-	if ok && len(o.units) > 1 || name == z.Origin {
-		// Records of several units (or the SOA) merged: sorted. One
-		// unit's are canonical already: comparing their data (as text)
-		// was most of a signed zone's table build.
-		slices.SortFunc(out, compareRR)
-		out = slices.CompactFunc(out, func(a, b dns.RR) bool { return compareRR(a, b) == 0 })
-	}
+	out := z.plainAt(name)
 	if sec := z.securedAt(name); len(sec) > 0 {
 		// The DNSSEC records, canonical among themselves, go among the
 		// others by type.
