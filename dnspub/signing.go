@@ -58,7 +58,7 @@ func (s *Server) zoneKeys(zc *model.Zone, now time.Time) (*dnssec.KeySet, error)
 	if rolled, err := all.Roll(s.keyDir(), now, r); err != nil {
 		return nil, fmt.Errorf("zone %s: rolling its zone-signing key: %w", zc.Origin, err)
 	} else if rolled {
-		s.log.Info("zone-signing key rollover", "zone", zc.Origin, "keys", fmt.Sprint(all.At(now.Add(r.Publish), r).Tags()), "signs_from", now.Add(r.Publish))
+		s.log.Info("key rollover", "zone", zc.Origin, "keys", fmt.Sprint(all.At(now.Add(r.Publish), r).Tags()), "signs_from", now.Add(r.Publish))
 	}
 	return all.At(now, r), nil
 }
@@ -68,7 +68,7 @@ func (s *Server) zoneKeys(zc *model.Zone, now time.Time) (*dnssec.KeySet, error)
 // RRset's TTL before it signs, and the old one stays published twice the
 // zone's longest TTL after it stopped.
 func rollover(zc *model.Zone) dnssec.Rollover {
-	if zc.DNSSEC.ZSKLifetime == 0 {
+	if zc.DNSSEC.ZSKLifetime == 0 && zc.DNSSEC.KSKLifetime == 0 {
 		return dnssec.Rollover{}
 	}
 	longest := max(zc.TTL, zc.SOA.Minimum)
@@ -76,9 +76,10 @@ func rollover(zc *model.Zone) dnssec.Rollover {
 		longest = max(longest, svc.TTL)
 	}
 	return dnssec.Rollover{
-		Lifetime: time.Duration(zc.DNSSEC.ZSKLifetime) * time.Second,
-		Publish:  2 * time.Duration(zc.TTL) * time.Second,
-		Retire:   2 * time.Duration(longest) * time.Second,
+		Lifetime:    time.Duration(zc.DNSSEC.ZSKLifetime) * time.Second,
+		SEPLifetime: sepRollover(zc),
+		Publish:     2 * time.Duration(zc.TTL) * time.Second,
+		Retire:      2 * time.Duration(longest) * time.Second,
 	}
 }
 
@@ -100,6 +101,13 @@ func (s *Server) keyDir() string {
 func (s *Server) refreshSignatures() {
 	for {
 		wait := time.Hour
+		again, decided := s.checkParents()
+		if again > 0 {
+			wait = again
+		}
+		if decided {
+			wait = 0
+		}
 		if snap := s.snap.Load(); snap != nil {
 			// The clock is read only when a zone is signed: Options.Now
 			// is otherwise read by builds alone (tests' clocks rely on it).
@@ -145,8 +153,17 @@ func (s *Server) refreshDue() error {
 		return nil
 	}
 	var due []string
+	now := s.opts.Now()
 	for origin, e := range snap.zones {
-		if e.cur.Signed() && !s.opts.Now().Before(e.cur.RefreshDue()) {
+		if !e.cur.Signed() {
+			continue
+		}
+		if !now.Before(e.cur.RefreshDue()) {
+			due = append(due, origin)
+			continue
+		}
+		// Keys whose timing changed outside a build (checkParents).
+		if all, err := s.keys.get(s.keyDir(), e.cfg); err == nil && !e.cur.SameKeys(all.At(now, rollover(e.cfg)), e.cfg.DNSSEC) {
 			due = append(due, origin)
 		}
 	}

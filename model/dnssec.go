@@ -1,6 +1,8 @@
 package model
 
 import (
+	"fmt"
+	"net/netip"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -23,6 +25,26 @@ type DNSSEC struct {
 	// before it is replaced by pre-publication (SplitKeys only), in
 	// seconds.
 	ZSKLifetime uint32
+	// KSKLifetime, when not 0, is how long the key the parent's DS names
+	// (the CSK, or the KSK of SplitKeys) is used before it is replaced by
+	// a double-DS rollover (RFC 7583 §3.3.2), in seconds. The rollover
+	// waits for the parent: ParentalAgents, or the operator's word.
+	KSKLifetime uint32
+	// ParentalAgents are the servers of the parent zone asked for the
+	// zone's DS records during a rollover (as Knot's parental-agent):
+	// the new key's DS at every one of them is the parent's word.
+	ParentalAgents string
+}
+
+// Agents returns the parental agents' addresses.
+func (s *DNSSEC) Agents() []netip.AddrPort {
+	var out []netip.AddrPort
+	for _, f := range strings.Fields(s.ParentalAgents) {
+		if ap, err := netip.ParseAddrPort(f); err == nil {
+			out = append(out, ap)
+		}
+	}
+	return out
 }
 
 // DNSSEC defaults: Knot's automatic policy (RFC 6781 §4.4.2 discusses
@@ -41,7 +63,7 @@ const (
 // dnssec reads a zone's dnssec: mapping.
 func (d *doc) dnssec(n *yaml.Node, path string, z *Zone) {
 	s := &DNSSEC{Algorithm: AlgorithmECDSAP256SHA256, Validity: DefaultSignatureValidity, Refresh: DefaultSignatureRefresh}
-	var validityNode, refreshNode, lifetimeNode *yaml.Node
+	var validityNode, refreshNode, lifetimeNode, agentsNode *yaml.Node
 	if d.object(n, path, "dnssec", []field{
 		{"algorithm", func(_, v *yaml.Node, p string) {
 			a, ok := d.scalar(v, p, "the DNSSEC algorithm")
@@ -94,6 +116,32 @@ func (d *doc) dnssec(n *yaml.Node, path string, z *Zone) {
 				s.ZSKLifetime, lifetimeNode = x, v
 			}
 		}},
+		{"kskLifetime", func(_, v *yaml.Node, p string) {
+			if x, ok := d.duration(v, p, "the key-signing key's lifetime", 1, 10*366*86400); ok {
+				s.KSKLifetime = x
+			}
+		}},
+		{"parentalAgents", func(_, v *yaml.Node, p string) {
+			agentsNode = v
+			var agents []string
+			for i, e := range d.list(v, p, "parentalAgents") {
+				ep := p
+				if deref(v).Kind == yaml.SequenceNode {
+					ep = fmt.Sprintf("%s/%d", p, i)
+				}
+				a, ok := d.scalar(e, ep, "a parental agent")
+				if !ok {
+					continue
+				}
+				ap, err := parseAddrPort(strings.TrimSpace(a))
+				if err != nil {
+					d.report(e, ep, codeDNSSEC, "parental agent %q: %v", a, err)
+					continue
+				}
+				agents = append(agents, ap.String())
+			}
+			s.ParentalAgents = strings.Join(agents, " ")
+		}},
 		{"signatureRefresh", func(_, v *yaml.Node, p string) {
 			if x, ok := d.duration(v, p, "the signature refresh", 1800, 365*86400); ok {
 				s.Refresh, refreshNode = x, v
@@ -104,6 +152,10 @@ func (d *doc) dnssec(n *yaml.Node, path string, z *Zone) {
 	}
 	if s.ZSKLifetime > 0 && !s.SplitKeys {
 		d.report(lifetimeNode, path+"/zskLifetime", codeDNSSEC, "zskLifetime rolls a zone-signing key, which a zone signed with one combined key (keys: csk) does not have: write keys: ksk-zsk, or roll the CSK by hand (docs/dnssec.md)")
+		return
+	}
+	if s.ParentalAgents != "" && s.KSKLifetime == 0 {
+		d.report(agentsNode, path+"/parentalAgents", codeDNSSEC, "parentalAgents are asked for the DS records during a rollover of the key the parent names, which happens only with kskLifetime: set kskLifetime (for example 365d), or remove parentalAgents")
 		return
 	}
 	if s.Refresh >= s.Validity {

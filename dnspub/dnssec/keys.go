@@ -49,6 +49,9 @@ type KeySet struct {
 	Keys []*Key
 	// active are the keys that sign (At); nil: all of Keys.
 	active []*Key
+	// parent are the SEP keys the parent is to name in DS records (At):
+	// published long enough, not being retired; nil: every SEP key.
+	parent []*Key
 	// next is when the set At made changes next (zero: never).
 	next time.Time
 }
@@ -285,15 +288,28 @@ func (ks *KeySet) DNSKEYs(ttl uint32) []dns.RR {
 	return out
 }
 
-// DS returns the DS records (SHA-256, RFC 4509) of the zone's SEP keys:
-// what the parent zone publishes.
+// DS returns the DS records (SHA-256, RFC 4509) of the zone's SEP keys
+// the parent zone is to publish: during a rollover (Rollover.SEPLifetime)
+// the old and the new key's, then the new key's alone.
 func (ks *KeySet) DS(ttl uint32) []*dns.DS {
 	var out []*dns.DS
-	for _, k := range ks.signers() {
-		if k.SEP() {
-			ds := k.DNSKEY.ToDS(dns.SHA256)
-			ds.Hdr.Ttl = ttl
-			out = append(out, ds)
+	for _, k := range ks.parentKeys() {
+		ds := k.DNSKEY.ToDS(dns.SHA256)
+		ds.Hdr.Ttl = ttl
+		out = append(out, ds)
+	}
+	return out
+}
+
+// parentKeys are the keys DS names.
+func (ks *KeySet) parentKeys() []*Key {
+	if ks.parent != nil {
+		return ks.parent
+	}
+	var out []*Key
+	for _, k := range ks.Keys {
+		if k.SEP() && k.Timing.Delete.IsZero() {
+			out = append(out, k)
 		}
 	}
 	return out
@@ -306,12 +322,10 @@ func (ks *KeySet) Parent(ttl uint32) []dns.RR {
 	for _, ds := range ks.DS(ttl) {
 		out = append(out, ds.ToCDS())
 	}
-	for _, k := range ks.signers() {
-		if k.SEP() {
-			c := k.DNSKEY.ToCDNSKEY()
-			c.Hdr.Ttl = ttl
-			out = append(out, c)
-		}
+	for _, k := range ks.parentKeys() {
+		c := k.DNSKEY.ToCDNSKEY()
+		c.Hdr.Ttl = ttl
+		out = append(out, c)
 	}
 	return out
 }
@@ -327,8 +341,9 @@ func (ks *KeySet) Tags() []uint16 {
 
 // Sign returns the RRSIG records of rrset (one RRset: one owner, type
 // and class) valid from inception to expiration (Unix seconds): by every
-// SEP key for the DNSKEY RRset, else by every zone-signing key (the SEP
-// keys when there is none: a CSK). It is SignPacked, unpacked.
+// published SEP key for the DNSKEY RRset (during a rollover, the parent
+// may name either), else by every zone-signing key that signs (the SEP
+// keys that sign when there is none: a CSK). It is SignPacked, unpacked.
 func (ks *KeySet) Sign(rrset []dns.RR, inception, expiration uint32) ([]dns.RR, error) {
 	b, n, err := ks.SignPacked(nil, rrset, inception, expiration)
 	if err != nil {
@@ -383,12 +398,14 @@ func (ks *KeySet) SignPacked(dst []byte, rrset []dns.RR, inception, expiration u
 	if strings.HasPrefix(h.Name, "*.") {
 		labels--
 	}
-	keyset := h.Rrtype == dns.TypeDNSKEY
 	signers := ks.signers()
+	if h.Rrtype == dns.TypeDNSKEY {
+		signers = ks.Keys
+	}
 	hasZSK := slices.ContainsFunc(signers, func(k *Key) bool { return !k.SEP() })
 	n := 0
 	for _, k := range signers {
-		if keyset != k.SEP() && (keyset || hasZSK) {
+		if h.Rrtype == dns.TypeDNSKEY && !k.SEP() || h.Rrtype != dns.TypeDNSKEY && k.SEP() && hasZSK {
 			continue
 		}
 		// The RRSIG's data up to the signature, then the records.

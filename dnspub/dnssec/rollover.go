@@ -80,8 +80,17 @@ func (k *Key) writePrivate(created time.Time) error {
 // replaces stays published Retire after it stops signing (the zone's
 // longest TTL and then some, so that no signature by it is still cached
 // when it goes).
+//
+// SEPLifetime is the same for the key the parent's DS names (a CSK, or
+// the KSK of a KSK/ZSK pair), rolled by double-DS (RFC 7583 §3.3.2)
+// because the parent has a say: its successor is published (and signs
+// the DNSKEY RRset) at once; Publish later it is ready, CDS and CDNSKEY
+// name both keys, and a CSK successor signs the zone in the old one's
+// place (its DNSKEY is in every cache by then); the old key goes only
+// once the parent publishes the new key's DS (DSSeen) and that DS's TTL
+// has passed, and, for a CSK, Retire after it stopped signing.
 type Rollover struct {
-	Lifetime, Publish, Retire time.Duration
+	Lifetime, SEPLifetime, Publish, Retire time.Duration
 }
 
 // signers are the keys that sign: the active ones of a set from At, all
@@ -97,7 +106,7 @@ func (ks *KeySet) signers() []*Key {
 // sign, and when that changes next (a key's timing, or a rollover r
 // starts: Next).
 func (ks *KeySet) At(now time.Time, r Rollover) *KeySet {
-	view := &KeySet{Origin: ks.Origin, active: []*Key{}}
+	view := &KeySet{Origin: ks.Origin, active: []*Key{}, parent: []*Key{}}
 	soonest := func(t time.Time) {
 		if t.After(now) && (view.next.IsZero() || t.Before(view.next)) {
 			view.next = t
@@ -109,6 +118,12 @@ func (ks *KeySet) At(now time.Time, r Rollover) *KeySet {
 			if k.Timing.Active(now) {
 				view.active = append(view.active, k)
 			}
+			// The parent is to name a SEP key once its DNSKEY is in
+			// every cache (it signs: a successor is activated Publish
+			// after it is published) until its retirement is decided.
+			if k.SEP() && !now.Before(k.Timing.Activate) && k.Timing.Delete.IsZero() {
+				view.parent = append(view.parent, k)
+			}
 		}
 		soonest(k.Timing.Publish)
 		soonest(k.Timing.Activate)
@@ -117,6 +132,9 @@ func (ks *KeySet) At(now time.Time, r Rollover) *KeySet {
 	}
 	if cur := ks.currentZSK(now); cur != nil && r.Lifetime > 0 && cur.Timing.Inactive.IsZero() {
 		soonest(cur.Timing.Activate.Add(r.Lifetime - r.Publish))
+	}
+	if cur, succ := ks.currentSEP(now); cur != nil && succ == nil && r.SEPLifetime > 0 && !cur.Timing.Activate.IsZero() {
+		soonest(cur.Timing.Activate.Add(r.SEPLifetime - r.Publish))
 	}
 	return view
 }
@@ -127,7 +145,7 @@ func (ks *KeySet) Next() time.Time { return ks.next }
 // Phase names the keys of a set from At: those published and those that
 // sign. Two sets of one phase sign alike.
 func (ks *KeySet) Phase() string {
-	return fmt.Sprint(tags(ks.Keys), "/", tags(ks.signers()))
+	return fmt.Sprint(tags(ks.Keys), "/", tags(ks.signers()), "/", tags(ks.parentKeys()))
 }
 
 // SignersPhase names the keys that sign: when it changes, every
@@ -154,16 +172,26 @@ func (ks *KeySet) currentZSK(now time.Time) *Key {
 	return cur
 }
 
-// Roll replaces the zone-signing key of ks when its lifetime is up:
+// Roll starts the rollovers r asks for when a key's lifetime is up, and
+// carries on those under way: the SEP key's (rollSEP) and the
+// zone-signing key's (rollZSK). Files are written before it returns. It
+// reports whether the keys changed. dir is the key directory.
+func (ks *KeySet) Roll(dir string, now time.Time, r Rollover) (bool, error) {
+	split := slices.ContainsFunc(ks.Keys, func(k *Key) bool { return !k.SEP() })
+	rolled, err := ks.rollSEP(dir, now, r, split)
+	if err != nil || r.Lifetime <= 0 {
+		return rolled, err
+	}
+	z, err := ks.rollZSK(dir, now, r)
+	return rolled || z, err
+}
+
+// rollZSK replaces the zone-signing key of ks when its lifetime is up:
 // it makes the successor, published at now and signing from now +
 // r.Publish, and retires the current one then, deleted r.Retire later;
-// both files are written before Roll returns. A successor found without
+// both files are written before it returns. A successor found without
 // the current key's retirement (a crash between the two writes) gets it.
-// It reports whether the keys changed. dir is the key directory.
-func (ks *KeySet) Roll(dir string, now time.Time, r Rollover) (bool, error) {
-	if r.Lifetime <= 0 {
-		return false, nil
-	}
+func (ks *KeySet) rollZSK(dir string, now time.Time, r Rollover) (bool, error) {
 	cur := ks.currentZSK(now)
 	if cur == nil {
 		return false, nil
@@ -209,4 +237,126 @@ func (ks *KeySet) Roll(dir string, now time.Time, r Rollover) (bool, error) {
 		return true, err
 	}
 	return true, nil
+}
+
+// currentSEP is the SEP key of ks at now that is not being retired and
+// was activated first, and its successor when a rollover is under way.
+func (ks *KeySet) currentSEP(now time.Time) (cur, succ *Key) {
+	for _, k := range ks.Keys {
+		if !k.SEP() || !k.Timing.Delete.IsZero() || !k.Timing.Published(now) {
+			continue
+		}
+		switch {
+		case cur == nil:
+			cur = k
+		case k.Timing.Activate.Before(cur.Timing.Activate):
+			cur, succ = k, cur
+		case succ == nil || k.Timing.Activate.After(succ.Timing.Activate):
+			succ = k
+		}
+	}
+	return cur, succ
+}
+
+// rollSEP starts the rollover of the SEP key of ks when its lifetime is
+// up (Rollover), and heals one that a crash interrupted. split says the
+// zone has zone-signing keys: the SEP key signs only the DNSKEY RRset.
+func (ks *KeySet) rollSEP(dir string, now time.Time, r Rollover, split bool) (bool, error) {
+	cur, succ := ks.currentSEP(now)
+	if r.SEPLifetime <= 0 || cur == nil {
+		return false, nil
+	}
+	if cur.Timing.Activate.IsZero() {
+		// A zone's first key, or one brought without timing: its
+		// lifetime starts now.
+		cur.Timing.Activate = now
+		if cur.Timing.Publish.IsZero() {
+			cur.Timing.Publish = now
+		}
+		return false, cur.writePrivate(now)
+	}
+	if succ != nil {
+		if !split && cur.Timing.Inactive.IsZero() {
+			// A CSK hands its signing over when its successor starts.
+			cur.Timing.Inactive = succ.Timing.Activate
+			return true, cur.writePrivate(now)
+		}
+		return false, nil
+	}
+	if now.Before(cur.Timing.Activate.Add(r.SEPLifetime - r.Publish)) {
+		return false, nil
+	}
+	next, err := generate(dir, ks.Origin, cur.DNSKEY.Algorithm, dns.ZONE|dns.SEP, Timing{Publish: now, Activate: now.Add(r.Publish)})
+	if err != nil {
+		return false, err
+	}
+	ks.Keys = append(ks.Keys, next)
+	slices.SortFunc(ks.Keys, func(a, b *Key) int { return int(a.DNSKEY.KeyTag()) - int(b.DNSKEY.KeyTag()) })
+	if !split {
+		was := cur.Timing
+		cur.Timing.Inactive = next.Timing.Activate
+		if err := cur.writePrivate(now); err != nil {
+			cur.Timing = was
+			return true, err
+		}
+	}
+	return true, nil
+}
+
+// AwaitingDS returns the new SEP key of a rollover whose DS the parent
+// is to publish: ready (CDS names it), the old key's retirement not yet
+// decided. Nil when no rollover waits for the parent.
+func (ks *KeySet) AwaitingDS(now time.Time) *Key {
+	if _, succ := ks.currentSEP(now); succ != nil && !now.Before(succ.Timing.Activate) {
+		return succ
+	}
+	return nil
+}
+
+// DSSeen records that the parent publishes the DS of the key AwaitingDS
+// returns, with TTL ttl: the old SEP key is deleted once that TTL has
+// passed (no cache holds a DS RRset without the new key) and, for a CSK,
+// r.Retire after it stopped signing (no cache holds its signatures). Its
+// file is written before DSSeen returns. It reports whether a rollover
+// waited.
+func (ks *KeySet) DSSeen(now time.Time, ttl time.Duration, r Rollover) (bool, error) {
+	cur, succ := ks.currentSEP(now)
+	if succ == nil || now.Before(succ.Timing.Activate) {
+		return false, nil
+	}
+	del := now.Add(ttl + r.Publish/2)
+	if !cur.Timing.Inactive.IsZero() {
+		del = later(del, cur.Timing.Inactive.Add(r.Retire))
+	}
+	was := cur.Timing
+	cur.Timing.Delete = del
+	if cur.Timing.Inactive.IsZero() || cur.Timing.Inactive.After(del) {
+		cur.Timing.Inactive = del
+	}
+	if err := cur.writePrivate(now); err != nil {
+		cur.Timing = was
+		return true, err
+	}
+	return true, nil
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// ReadTiming reads the timing of the keys of ks from their .private
+// files again: what `dnssec ds-seen` (or dnssec-settime) wrote there
+// while the keys were in use.
+func (ks *KeySet) ReadTiming() error {
+	for _, k := range ks.Keys {
+		b, err := readBounded(k.File + ".private")
+		if err != nil {
+			return err
+		}
+		k.Timing = parseTiming(string(b))
+	}
+	return nil
 }
