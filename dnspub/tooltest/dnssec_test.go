@@ -336,9 +336,9 @@ func TestKnotServesSignedZone(t *testing.T) {
 }
 
 // startUnbound starts Unbound, validating from the trust anchor in
-// dir/anchor.ds, with the publisher at stubPort as the zone's stub, and
-// returns its port.
-func startUnbound(t *testing.T, dir, stubPort string) string {
+// dir/anchor.ds, with the publisher at stubPort as the zone's stub (and
+// the configuration extra adds), and returns its port.
+func startUnbound(t *testing.T, dir, stubPort string, extra ...string) string {
 	t.Helper()
 	port := freePort(t)
 	conf := fmt.Sprintf(`server:
@@ -365,7 +365,7 @@ remote-control:
 stub-zone:
 	name: "example.test"
 	stub-addr: 127.0.0.1@%s
-`, port, dir, dir, dir, stubPort)
+%s`, port, dir, dir, dir, stubPort, strings.Join(extra, ""))
 	confFile := filepath.Join(dir, "unbound.conf")
 	os.WriteFile(confFile, []byte(conf), 0o644)
 	run(t, "unbound-checkconf", confFile)
