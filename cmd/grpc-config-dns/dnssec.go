@@ -14,14 +14,20 @@ func init() { extraCommands = append(extraCommands, dnssecCmd) }
 func dnssecCmd(e *env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dnssec",
-		Short: "DNSSEC keys of signed zones: the DS records for the parent",
+		Short: "DNSSEC keys of signed zones: the DS records for the parent, keys from Knot",
 		Long: `Commands about the DNSSEC keys of signed zones (docs/dnssec.md).
 
   grpc-config-dns dnssec ds example.test --dnssec-keys DIR
 
 prints the DS records of the zone's key-signing keys (or CSK), to hand
 to the parent zone; resolvers validate the zone once the parent
-publishes them.`,
+publishes them.
+
+  grpc-config-dns dnssec import example.test KEY.pem --role csk --dnssec-keys DIR
+
+writes a private key in PEM form (Knot's keymgr keeps them as
+<kasp-db>/keys/<key id>.pem) into the key directory, as dnssec-keygen
+writes keys.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error { return cmd.Help() },
 	}
@@ -64,6 +70,6 @@ Exit status: 0 printed; 2 usage or I/O error, or no key-signing key.`,
 	}
 	ds.Flags().StringVar(&dir, "dnssec-keys", "", "directory of the zone's keys")
 	ds.Flags().StringVar(&config, "config", "", "publisher config whose keys are in FILE.keys")
-	cmd.AddCommand(ds)
+	cmd.AddCommand(ds, dnssecImportCmd(e))
 	return cmd
 }
