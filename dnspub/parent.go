@@ -39,8 +39,9 @@ func (s *Server) checkParents() (again time.Duration, decided bool) {
 		var succ *dnssec.Key
 		if err == nil {
 			if succ = all.AwaitingDS(s.opts.Now()); succ != nil {
-				// An operator's word (dnssec ds-seen) is in the files.
-				err = all.ReadTiming()
+				// An operator's word (dnssec ds-seen), or another
+				// publisher's, is in the files.
+				err = all.Reload(s.keyDir())
 				succ = all.AwaitingDS(s.opts.Now())
 			}
 		}
@@ -66,7 +67,7 @@ func (s *Server) checkParents() (again time.Duration, decided bool) {
 			continue
 		}
 		s.reloadMu.Lock()
-		_, err = all.DSSeen(s.opts.Now(), ttl, r)
+		_, err = all.DSSeen(s.keyDir(), s.opts.Now(), ttl, r)
 		s.reloadMu.Unlock()
 		if err != nil {
 			s.log.Error("recording the parent's new DS", "zone", origin, "err", err)

@@ -54,6 +54,8 @@ type KeySet struct {
 	parent []*Key
 	// next is when the set At made changes next (zero: never).
 	next time.Time
+	// algorithm is the keys' algorithm (Load).
+	algorithm uint8
 }
 
 // Options say which keys a zone is signed with.
@@ -77,18 +79,16 @@ func Load(dir, origin string, o Options) (*KeySet, error) {
 	if o.Algorithm != dns.ECDSAP256SHA256 && o.Algorithm != dns.ED25519 {
 		return nil, fmt.Errorf("dnssec: zone %s: algorithm %d is not one the publisher signs with (13 or 15)", origin, o.Algorithm)
 	}
-	pattern := filepath.Join(dir, "K"+escapeGlob(origin)+fmt.Sprintf("+%03d+*.key", o.Algorithm))
-	files, err := filepath.Glob(pattern)
-	if err != nil {
-		return nil, fmt.Errorf("dnssec: zone %s: %v", origin, err)
-	}
-	ks := &KeySet{Origin: origin}
-	for _, f := range files {
-		k, err := ReadKey(strings.TrimSuffix(f, ".key"), origin)
+	if o.Generate {
+		unlock, err := lockKeys(dir, origin)
 		if err != nil {
 			return nil, err
 		}
-		ks.Keys = append(ks.Keys, k)
+		defer unlock()
+	}
+	ks := &KeySet{Origin: origin, algorithm: o.Algorithm}
+	if err := ks.Reload(dir); err != nil {
+		return nil, err
 	}
 	sep, zsk := 0, 0
 	for _, k := range ks.Keys {
@@ -121,6 +121,28 @@ func Load(dir, origin string, o Options) (*KeySet, error) {
 	}
 	slices.SortFunc(ks.Keys, func(a, b *Key) int { return int(a.DNSKEY.KeyTag()) - int(b.DNSKEY.KeyTag()) })
 	return ks, nil
+}
+
+// Reload reads the keys of a set from Load again from dir: those another
+// publisher of the store made, and timing an operator wrote (dnssec
+// ds-seen, dnssec-settime).
+func (ks *KeySet) Reload(dir string) error {
+	pattern := filepath.Join(dir, "K"+escapeGlob(ks.Origin)+fmt.Sprintf("+%03d+*.key", ks.algorithm))
+	files, err := filepath.Glob(pattern)
+	if err != nil {
+		return fmt.Errorf("dnssec: zone %s: %v", ks.Origin, err)
+	}
+	keys := make([]*Key, 0, len(files))
+	for _, f := range files {
+		k, err := ReadKey(strings.TrimSuffix(f, ".key"), ks.Origin)
+		if err != nil {
+			return err
+		}
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b *Key) int { return int(a.DNSKEY.KeyTag()) - int(b.DNSKEY.KeyTag()) })
+	ks.Keys = keys
+	return nil
 }
 
 // escapeGlob escapes the characters filepath.Match treats specially.

@@ -128,10 +128,10 @@ func TestRefusesBadKeyFiles(t *testing.T) {
 	}
 }
 
-// TestRollHealsAFailedRetirement: when the current key's retirement
-// cannot be written (here its .private file is a directory), the
-// successor, whose files were written, is one of the keys, the current
-// key keeps the timing its file says, and the next Roll retires it.
+// TestRollHealsAFailedRetirement: when the current key's retirement is
+// lost (a crash, or a full disk, between the successor's files and the
+// current key's), the successor is one of the keys and the next Roll,
+// by this publisher or another of the store, retires the current key.
 func TestRollHealsAFailedRetirement(t *testing.T) {
 	dir := t.TempDir()
 	ks, err := Load(dir, "example.test", Options{Algorithm: 13, SplitKeys: true, Generate: true})
@@ -145,19 +145,17 @@ func TestRollHealsAFailedRetirement(t *testing.T) {
 	}
 	cur := ks.currentZSK(t0)
 	priv, _ := os.ReadFile(cur.File + ".private")
-	os.Remove(cur.File + ".private")
-	os.Mkdir(cur.File+".private", 0o700)
 	at := t0.Add(r.Lifetime)
-	if changed, err := ks.Roll(dir, at, r); err == nil || !changed {
-		t.Fatalf("Roll with an unwritable key file: %v %v", changed, err)
+	if changed, err := ks.Roll(dir, at, r); err != nil || !changed {
+		t.Fatalf("Roll: %v %v", changed, err)
 	}
-	if len(ks.Keys) != 3 || !cur.Timing.Inactive.IsZero() {
-		t.Fatalf("after the failure: %d keys, current inactive at %v", len(ks.Keys), cur.Timing.Inactive)
+	os.WriteFile(cur.File+".private", priv, 0o600) // the retirement lost
+	other, err := Load(dir, "example.test", Options{Algorithm: 13, SplitKeys: true})
+	if err != nil || len(other.Keys) != 3 {
+		t.Fatalf("after the loss: %v, %d keys", err, len(other.Keys))
 	}
-	os.Remove(cur.File + ".private")
-	os.WriteFile(cur.File+".private", priv, 0o600)
-	if changed, err := ks.Roll(dir, at, r); err != nil || !changed || cur.Timing.Inactive.IsZero() {
-		t.Fatalf("the next Roll: %v %v, inactive %v", changed, err, cur.Timing.Inactive)
+	if changed, err := other.Roll(dir, at, r); err != nil || !changed {
+		t.Fatalf("the next Roll: %v %v", changed, err)
 	}
 	again, err := Load(dir, "example.test", Options{Algorithm: 13, SplitKeys: true})
 	if err != nil || len(again.Keys) != 3 {
@@ -165,5 +163,37 @@ func TestRollHealsAFailedRetirement(t *testing.T) {
 	}
 	if v := again.At(at.Add(2*time.Hour), r); len(v.signers()) != 2 || v.currentZSK(at.Add(2*time.Hour)).DNSKEY.KeyTag() == cur.DNSKEY.KeyTag() {
 		t.Errorf("after the rollover the old key still signs: %v", v.Phase())
+	}
+}
+
+// TestRollOnce: two publishers sharing a key directory roll at the same
+// time; one successor is made, and both take it.
+func TestRollOnce(t *testing.T) {
+	dir := t.TempDir()
+	a, err := Load(dir, "example.test", Options{Algorithm: 13, Generate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load(dir, "example.test", Options{Algorithm: 13, Generate: true})
+	if err != nil || len(b.Keys) != 1 {
+		t.Fatalf("a second publisher's Load: %v, %d keys", err, len(b.Keys))
+	}
+	r := Rollover{SEPLifetime: 10 * 24 * time.Hour, Publish: time.Hour, Retire: 2 * time.Hour}
+	t0 := time.Unix(2_000_000_000, 0).UTC()
+	a.Roll(dir, t0, r)
+	b.Roll(dir, t0, r)
+	at := t0.Add(r.SEPLifetime)
+	done := make(chan error, 2)
+	for _, ks := range []*KeySet{a, b} {
+		go func() { _, err := ks.Roll(dir, at, r); done <- err }()
+	}
+	for range 2 {
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*.key"))
+	if len(files) != 2 || a.At(at, r).Phase() != b.At(at, r).Phase() {
+		t.Errorf("%d key files; phases %s and %s", len(files), a.At(at, r).Phase(), b.At(at, r).Phase())
 	}
 }

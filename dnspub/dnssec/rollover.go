@@ -176,7 +176,29 @@ func (ks *KeySet) currentZSK(now time.Time) *Key {
 // carries on those under way: the SEP key's (rollSEP) and the
 // zone-signing key's (rollZSK). Files are written before it returns. It
 // reports whether the keys changed. dir is the key directory.
+//
+// Publishers of one store share the key directory: Roll reads the keys
+// again under the directory's lock before it decides, so that one of
+// them makes a key that is due and the others take it.
 func (ks *KeySet) Roll(dir string, now time.Time, r Rollover) (bool, error) {
+	if r.Lifetime <= 0 && r.SEPLifetime <= 0 {
+		return false, nil
+	}
+	unlock, err := lockKeys(dir, ks.Origin)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	before := fmt.Sprint(tags(ks.Keys))
+	if err := ks.Reload(dir); err != nil {
+		return false, err
+	}
+	rolled, err := ks.roll(dir, now, r)
+	return rolled || fmt.Sprint(tags(ks.Keys)) != before, err
+}
+
+// roll is Roll with the lock held.
+func (ks *KeySet) roll(dir string, now time.Time, r Rollover) (bool, error) {
 	split := slices.ContainsFunc(ks.Keys, func(k *Key) bool { return !k.SEP() })
 	rolled, err := ks.rollSEP(dir, now, r, split)
 	if err != nil || r.Lifetime <= 0 {
@@ -316,10 +338,19 @@ func (ks *KeySet) AwaitingDS(now time.Time) *Key {
 // DSSeen records that the parent publishes the DS of the key AwaitingDS
 // returns, with TTL ttl: the old SEP key is deleted once that TTL has
 // passed (no cache holds a DS RRset without the new key) and, for a CSK,
-// r.Retire after it stopped signing (no cache holds its signatures). Its
-// file is written before DSSeen returns. It reports whether a rollover
-// waited.
-func (ks *KeySet) DSSeen(now time.Time, ttl time.Duration, r Rollover) (bool, error) {
+// r.Retire after it stopped signing (no cache holds its signatures). It
+// reads the keys again under the directory's lock first (another
+// publisher of the store may have decided), and writes the old key's
+// file before it returns. It reports whether a rollover waited.
+func (ks *KeySet) DSSeen(dir string, now time.Time, ttl time.Duration, r Rollover) (bool, error) {
+	unlock, err := lockKeys(dir, ks.Origin)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	if err := ks.Reload(dir); err != nil {
+		return false, err
+	}
 	cur, succ := ks.currentSEP(now)
 	if succ == nil || now.Before(succ.Timing.Activate) {
 		return false, nil
@@ -345,18 +376,4 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// ReadTiming reads the timing of the keys of ks from their .private
-// files again: what `dnssec ds-seen` (or dnssec-settime) wrote there
-// while the keys were in use.
-func (ks *KeySet) ReadTiming() error {
-	for _, k := range ks.Keys {
-		b, err := readBounded(k.File + ".private")
-		if err != nil {
-			return err
-		}
-		k.Timing = parseTiming(string(b))
-	}
-	return nil
 }
