@@ -83,6 +83,13 @@ func importPEM(dir, origin, what string, data []byte, sep bool) (*Key, error) {
 		return nil, fmt.Errorf("dnssec: %s: no public key can be derived from its private key", what)
 	}
 	tag := key.KeyTag()
+	// Under the directory's lock: a publisher making a key at the same
+	// moment does not race the check below.
+	unlock, err := lockKeys(dir, origin)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	base := filepath.Join(dir, fmt.Sprintf("K%s+%03d+%05d", origin, alg, tag))
 	for _, ext := range []string{".key", ".private"} {
 		if _, err := os.Lstat(base + ext); err != nil && !errors.Is(err, fs.ErrNotExist) {
