@@ -54,6 +54,20 @@ func (s *Server) checkParents() (again time.Duration, decided bool) {
 		if succ == nil {
 			continue
 		}
+		if seen := succ.Timing.DSPublish; !seen.IsZero() {
+			// The operator's word (dnssec ds-seen).
+			s.reloadMu.Lock()
+			_, err = all.DSSeen(s.keyDir(), seen, dnssec.ManualDSTTL, r)
+			s.reloadMu.Unlock()
+			if err != nil {
+				s.log.Error("recording the parent's new DS", "zone", origin, "err", err)
+				again = nonzeroMin(again, every)
+				continue
+			}
+			s.log.Info("the operator says the parent publishes the new key's DS: the old key retires", "zone", origin, "key", succ.DNSKEY.KeyTag(), "ds_ttl_assumed", dnssec.ManualDSTTL)
+			decided = true
+			continue
+		}
 		agents := zc.DNSSEC.Agents()
 		if len(agents) == 0 {
 			s.log.Info("key rollover waits for the parent: hand it the new DS and run `grpc-config-dns dnssec ds-seen`", "zone", origin, "key", succ.DNSKEY.KeyTag(), "ds", succ.DNSKEY.ToDS(dns.SHA256).String())

@@ -15,6 +15,7 @@ import (
 
 	"github.com/miekg/dns"
 
+	"github.com/grpc-config-dns/grpc-config-dns/dnspub/dnssec"
 	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
@@ -75,18 +76,22 @@ func (p *testParent) set(ds []*dns.DS) {
 func TestSEPRollover(t *testing.T) {
 	for _, tc := range []struct {
 		name, dnssec string
-		silent       bool
+		parent       string
 	}{
-		{"csk", "{kskLifetime: 10d, parentalAgents: [%s]}", false},
-		{"ksk-zsk", "{keys: ksk-zsk, zskLifetime: 4d, kskLifetime: 10d, parentalAgents: [%s]}", false},
+		{"csk", "{kskLifetime: 10d, parentalAgents: [%s]}", "agent"},
+		{"ksk-zsk", "{keys: ksk-zsk, zskLifetime: 4d, kskLifetime: 10d, parentalAgents: [%s]}", "agent"},
 		// A parent that never publishes the new DS: the old key stays.
-		{"silent-parent", "{kskLifetime: 10d, parentalAgents: [%s]}", true},
+		{"silent-parent", "{kskLifetime: 10d, parentalAgents: [%s]}", "silent"},
+		// No parental agents: the operator runs dnssec ds-seen once the
+		// parent publishes the DS.
+		{"by-hand", "{kskLifetime: 10d}%.0s", "operator"},
 	} {
-		t.Run(tc.name, func(t *testing.T) { testSEPRollover(t, tc.dnssec, tc.silent) })
+		t.Run(tc.name, func(t *testing.T) { testSEPRollover(t, tc.dnssec, tc.parent) })
 	}
 }
 
-func testSEPRollover(t *testing.T, dnssecYAML string, silent bool) {
+func testSEPRollover(t *testing.T, dnssecYAML string, parentKind string) {
+	silent := parentKind == "silent"
 	const ttl, dsTTL, registryDelay = 300, 3600, 2 * 3600
 	parent := startTestParent(t, dsTTL)
 	dir := t.TempDir()
@@ -157,6 +162,11 @@ func testSEPRollover(t *testing.T, dnssecYAML string, silent bool) {
 			}
 			parent.set(ds)
 			dsHistory = append(dsHistory, dsAt{at, cdsTags})
+			if parentKind == "operator" && len(cdsTags) > 1 {
+				if _, err := dnssec.MarkDSSeen(file+".keys", origin, now()); err != nil {
+					t.Logf("at +%ds: dnssec ds-seen: %v", at-t0, err)
+				}
+			}
 		}
 		var dnskeySigners []uint16
 		for _, rr := range z.Records() {

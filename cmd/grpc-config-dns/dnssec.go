@@ -37,8 +37,8 @@ writes keys.`,
 		Short: "Print the DS records of a signed zone's key-signing keys",
 		Long: `Print the DS records (SHA-256) of the key-signing keys (or CSK) of ZONE
 found in the key directory: --dnssec-keys DIR, or FILE.keys for a
-publisher config FILE (where serve keeps them). Hand them to the parent
-zone. They are also published as CDS and CDNSKEY records at the zone's
+publisher config FILE (where serve keeps them), but those being retired
+after a rollover. Hand them to the parent zone. They are also published as CDS and CDNSKEY records at the zone's
 apex, for parents that poll (RFC 7344).
 
 Exit status: 0 printed; 2 usage or I/O error, or no key-signing key.`,
@@ -56,7 +56,8 @@ Exit status: 0 printed; 2 usage or I/O error, or no key-signing key.`,
 			}
 			n := 0
 			for _, k := range keys {
-				if !k.SEP() {
+				if !k.SEP() || !k.Timing.Delete.IsZero() {
+					// A key being retired: the parent drops its DS.
 					continue
 				}
 				fmt.Fprintln(e.stdout, k.DNSKEY.ToDS(dns.SHA256).String())
@@ -70,6 +71,6 @@ Exit status: 0 printed; 2 usage or I/O error, or no key-signing key.`,
 	}
 	ds.Flags().StringVar(&dir, "dnssec-keys", "", "directory of the zone's keys")
 	ds.Flags().StringVar(&config, "config", "", "publisher config whose keys are in FILE.keys")
-	cmd.AddCommand(ds, dnssecImportCmd(e))
+	cmd.AddCommand(ds, dnssecImportCmd(e), dnssecDSSeenCmd(e))
 	return cmd
 }

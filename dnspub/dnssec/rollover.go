@@ -15,6 +15,9 @@ import (
 // start, never inactive or deleted.
 type Timing struct {
 	Publish, Activate, Inactive, Delete time.Time
+	// DSPublish is when the parent was seen publishing the key's DS, as
+	// an operator says (dnssec ds-seen; BIND's dnssec-settime -P ds).
+	DSPublish time.Time
 }
 
 // timeFormat is the format of the timing metadata (UTC).
@@ -51,6 +54,8 @@ func parseTiming(text string) Timing {
 			t.Inactive = at
 		case "delete":
 			t.Delete = at
+		case "dspublish":
+			t.DSPublish = at
 		}
 	}
 	return t
@@ -65,7 +70,7 @@ func (k *Key) writePrivate(created time.Time) error {
 	for _, f := range []struct {
 		name string
 		at   time.Time
-	}{{"Publish", k.Timing.Publish}, {"Activate", k.Timing.Activate}, {"Inactive", k.Timing.Inactive}, {"Delete", k.Timing.Delete}} {
+	}{{"Publish", k.Timing.Publish}, {"Activate", k.Timing.Activate}, {"Inactive", k.Timing.Inactive}, {"Delete", k.Timing.Delete}, {"DSPublish", k.Timing.DSPublish}} {
 		if !f.at.IsZero() {
 			fmt.Fprintf(&b, "%s: %s\n", f.name, f.at.UTC().Format(timeFormat))
 		}
@@ -376,4 +381,37 @@ func later(a, b time.Time) time.Time {
 		return a
 	}
 	return b
+}
+
+// ManualDSTTL is the DS TTL assumed when an operator says the parent
+// publishes a new DS (MarkDSSeen): a day, the longest parents commonly
+// use (.com's); parental agents' answers say the real one.
+const ManualDSTTL = 24 * time.Hour
+
+// MarkDSSeen records an operator's word that the parent of zone origin
+// publishes the DS of the new key of the rollover under way (AwaitingDS)
+// since now, in that key's .private file (DSPublish, as BIND keeps it):
+// a publisher serving the zone then retires the old key (DSSeen, with
+// ManualDSTTL). It returns the new key.
+func MarkDSSeen(dir, origin string, now time.Time) (*Key, error) {
+	origin = dns.CanonicalName(origin)
+	unlock, err := lockKeys(dir, origin)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	keys, err := Find(dir, origin)
+	if err != nil {
+		return nil, err
+	}
+	ks := &KeySet{Origin: origin, Keys: keys}
+	succ := ks.AwaitingDS(now)
+	if succ == nil {
+		if _, next := ks.currentSEP(now); next != nil {
+			return nil, fmt.Errorf("dnssec: zone %s: the new key %d is not ready yet (published %s; its DS is asked for from %s, when CDS names it)", origin, next.DNSKEY.KeyTag(), next.Timing.Publish.UTC().Format(time.RFC3339), next.Timing.Activate.UTC().Format(time.RFC3339))
+		}
+		return nil, fmt.Errorf("dnssec: zone %s: no key rollover in %s waits for the parent's DS (kskLifetime starts one; `dnssec ds` prints the DS records the parent is to have)", origin, dir)
+	}
+	succ.Timing.DSPublish = now
+	return succ, succ.writePrivate(now)
 }
