@@ -180,8 +180,8 @@ func indexOf(s []string, v string) int {
 }
 
 // TestBINDServesSignedZone: BIND, as our secondary, transfers the signed
-// zone (AXFR, then IXFR after a change) and delv validates its answers
-// from our key, as a resolver would through any secondary.
+// zone (AXFR, then IXFR after a change), and delv and Unbound validate
+// its answers from our key, as resolvers do through any secondary.
 func TestBINDServesSignedZone(t *testing.T) {
 	need(t, "named", "delv")
 	namedPort := freePort(t)
@@ -214,6 +214,43 @@ func TestBINDServesSignedZone(t *testing.T) {
 	delvValidates(t, anchor, "127.0.0.1", namedPort, "TXT", "_grpc_config.api.example.test")
 	delvValidates(t, anchor, "127.0.0.1", namedPort, "A", "api.example.test")
 	delvValidates(t, anchor, "127.0.0.1", namedPort, "TXT", "_grpc_config.nope.example.test")
+	unboundValidatesThrough(t, p, namedPort)
+}
+
+// unboundValidatesThrough starts Unbound with the zone's DS as trust
+// anchor and the secondary at port as the zone's stub, and requires
+// answers with AD set: a config, addresses, NXDOMAIN and NODATA.
+func unboundValidatesThrough(t *testing.T, p *publisher, port string) {
+	t.Helper()
+	need(t, "unbound")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "anchor.ds"), []byte(run(t, bin, "dnssec", "ds", "example.test", "--config", p.file)), 0o644)
+	addr := "127.0.0.1:" + startUnbound(t, dir, port)
+	ask := func(name string, qtype uint16) *dns.Msg {
+		m := new(dns.Msg)
+		m.SetQuestion(name, qtype)
+		m.SetEdns0(1232, true)
+		r, _, err := (&dns.Client{Net: "tcp", Timeout: 5 * time.Second}).Exchange(m, addr)
+		if err != nil {
+			return nil
+		}
+		return r
+	}
+	waitFor(t, "unbound to answer", 10*time.Second, func() bool { return ask("example.test.", dns.TypeSOA) != nil })
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+		rcode int
+	}{
+		{"_grpc_config.api.example.test.", dns.TypeTXT, dns.RcodeSuccess},
+		{"api.example.test.", dns.TypeA, dns.RcodeSuccess},
+		{"_grpc_config.nope.example.test.", dns.TypeTXT, dns.RcodeNameError},
+		{"www.example.test.", dns.TypeTXT, dns.RcodeSuccess}, // NODATA
+	} {
+		if r := ask(q.name, q.qtype); r == nil || r.Rcode != q.rcode || !r.AuthenticatedData {
+			t.Errorf("Unbound through the secondary at port %s, %s %s: want rcode %d with AD, got %v", port, q.name, dns.TypeToString[q.qtype], q.rcode, r)
+		}
+	}
 }
 
 // flipProxy forwards DNS queries to upstream, over UDP and TCP, changing
@@ -307,8 +344,8 @@ func TestUnboundValidates(t *testing.T) {
 }
 
 // TestKnotServesSignedZone: Knot DNS, as our secondary, transfers the
-// signed zone (AXFR, then IXFR after our NOTIFY), and delv validates its
-// answers from our key: the signatures go through unchanged.
+// signed zone (AXFR, then IXFR after our NOTIFY), and delv and Unbound
+// validate its answers from our key: the signatures go through unchanged.
 func TestKnotServesSignedZone(t *testing.T) {
 	need(t, "knotd", "delv")
 	dir := t.TempDir()
@@ -333,6 +370,7 @@ func TestKnotServesSignedZone(t *testing.T) {
 	}
 	delvValidates(t, anchor, "127.0.0.1", port, "TXT", "_grpc_config.api.example.test")
 	delvValidates(t, anchor, "127.0.0.1", port, "TXT", "_grpc_config.nope.example.test")
+	unboundValidatesThrough(t, p, port)
 }
 
 // startUnbound starts Unbound, validating from the trust anchor in
