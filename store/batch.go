@@ -149,7 +149,7 @@ func (s *Store) writeBatch(ctx context.Context, z string, zkv *kv, ps *zonePolic
 	for len(write) > 0 {
 		n := s.chunk(write)
 		chunk := write[:n]
-		r, err := s.b.txn(ctx, batchTxn(z, zkv, ps, chunk))
+		r, err := s.commit(ctx, batchTxn(z, zkv, ps, chunk))
 		if err != nil {
 			return nil, s.internal(err)
 		}
@@ -165,7 +165,9 @@ func (s *Store) writeBatch(ctx context.Context, z string, zkv *kv, ps *zonePolic
 			}
 		}
 		res.Transactions++
-		res.ResourceVersion = FormatRV(r.rev)
+		if r.rev != 0 { // else a dry run
+			res.ResourceVersion = FormatRV(r.rev)
+		}
 		write = write[n:]
 	}
 	return nil, nil

@@ -146,6 +146,8 @@ const (
 	ReasonNotAllowed    = "MethodNotAllowed"
 	ReasonStorageFull   = "InsufficientStorage"
 	ReasonAlreadyExists = "AlreadyExists"
+	// ReasonUnsupportedMedia is a PATCH of a media type not taken.
+	ReasonUnsupportedMedia = "UnsupportedMediaType"
 )
 
 func errorf(code int, reason, format string, args ...any) *Error {

@@ -207,7 +207,7 @@ func (s *Store) PutPolicy(ctx context.Context, zone, name string, obj *Object) (
 		}
 		if res.ok {
 			_, existed := res.prev[policyKey(z, name)]
-			return &Object{Kind: PolicyKind, Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, ResourceVersion: FormatRV(res.rev)}, Spec: st.Spec}, !existed, nil
+			return &Object{Kind: PolicyKind, Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, ResourceVersion: resultRV(res, policyKey(z, name))}, Spec: st.Spec}, !existed, nil
 		}
 	}
 	return nil, false, conflict("%s, its zone or its services kept changing while it was written; try again", what)
@@ -306,7 +306,7 @@ func (s *Store) writePolicy(ctx context.Context, z, name string, zc *model.Zone,
 	} else {
 		t.dels = []string{key}
 	}
-	res, err := s.b.txn(ctx, t)
+	res, err := s.commit(ctx, t)
 	if err != nil {
 		return txnResult{}, s.internal(err)
 	}

@@ -450,13 +450,13 @@ func (s *Store) PutZone(ctx context.Context, zone string, obj *Object) (out *Obj
 		if err != nil {
 			return nil, false, err
 		}
-		res, err := s.b.txn(ctx, t)
+		res, err := s.commit(ctx, t)
 		if err != nil {
 			return nil, false, s.internal(err)
 		}
 		if res.ok {
 			_, existed := res.prev[zoneKey(w.name)]
-			return &Object{Metadata: Metadata{Name: w.name, Labels: obj.Metadata.Labels, ResourceVersion: FormatRV(res.rev)}, Spec: w.spec}, !existed, nil
+			return &Object{Metadata: Metadata{Name: w.name, Labels: obj.Metadata.Labels, ResourceVersion: resultRV(res, zoneKey(w.name))}, Spec: w.spec}, !existed, nil
 		}
 	}
 	return nil, false, conflict("zone %s kept changing while it was written; try again", w.name)
@@ -725,20 +725,13 @@ func (s *Store) zoneConfigBut(ctx context.Context, zone, except string) (*model.
 // validating its spec with every rule of the publisher (422 Invalid and
 // nothing stored when it fails).
 func (s *Store) PutService(ctx context.Context, zone, svc string, obj *Object) (out *Object, created bool, err error) {
-	out, created, _, err = s.putService(ctx, zone, svc, obj, false)
+	out, created, _, err = s.PutServicePublished(ctx, zone, svc, obj)
 	return out, created, err
 }
 
-// DryRunPutService is PutService without the write: the same validation
-// and precondition, nothing stored. It returns the object as PutService
-// would store it (at the service's current resourceVersion, none for a
-// new one), whether it would be created, and the service as the zone
-// would publish it.
-func (s *Store) DryRunPutService(ctx context.Context, zone, svc string, obj *Object) (out *Object, created bool, published *model.Service, err error) {
-	return s.putService(ctx, zone, svc, obj, true)
-}
-
-func (s *Store) putService(ctx context.Context, zone, svc string, obj *Object, dry bool) (out *Object, created bool, published *model.Service, err error) {
+// PutServicePublished is PutService, and returns the service as its
+// zone publishes it (what a dry run answers besides the object).
+func (s *Store) PutServicePublished(ctx context.Context, zone, svc string, obj *Object) (out *Object, created bool, published *model.Service, err error) {
 	z, name, err := serviceName(zone, svc)
 	if err != nil {
 		return nil, false, nil, err
@@ -768,14 +761,7 @@ func (s *Store) putService(ctx context.Context, zone, svc string, obj *Object, d
 			o, err := decode(*cur)
 			return o, false, published, err
 		}
-		if dry {
-			rv := ""
-			if cur != nil {
-				rv = FormatRV(cur.modRev)
-			}
-			return &Object{Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, ResourceVersion: rv}, Spec: spec}, cur == nil, published, nil
-		}
-		res, err := s.b.txn(ctx, &txn{
+		res, err := s.commit(ctx, &txn{
 			cmps: []cmp{{key: zoneKey(z), modRev: zkv.modRev}, {key: policyMarkerKey(z), modRev: ps.marker}, {key: key, modRev: modRev(cur)}},
 			puts: []kvPut{{key, value}, {markerKey(z), nil}},
 		})
@@ -784,7 +770,7 @@ func (s *Store) putService(ctx context.Context, zone, svc string, obj *Object, d
 		}
 		if res.ok {
 			_, existed := res.prev[key]
-			return &Object{Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, ResourceVersion: FormatRV(res.rev)}, Spec: spec}, !existed, published, nil
+			return &Object{Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, ResourceVersion: resultRV(res, key)}, Spec: spec}, !existed, published, nil
 		}
 	}
 	return nil, false, nil, conflict("service %s of zone %s, or its zone, kept changing while it was written; try again", name, z)
@@ -793,17 +779,6 @@ func (s *Store) putService(ctx context.Context, zone, svc string, obj *Object, d
 // DeleteZone deletes an empty zone; ifRV, when not "", is a precondition.
 // It returns the zone's last state, at the revision of its deletion.
 func (s *Store) DeleteZone(ctx context.Context, zone, ifRV string) (*Object, error) {
-	return s.deleteZone(ctx, zone, ifRV, false)
-}
-
-// DryRunDeleteZone checks a deletion of a zone as DeleteZone does (the
-// precondition, the zone empty) and returns the zone it would delete;
-// nothing is deleted.
-func (s *Store) DryRunDeleteZone(ctx context.Context, zone, ifRV string) (*Object, error) {
-	return s.deleteZone(ctx, zone, ifRV, true)
-}
-
-func (s *Store) deleteZone(ctx context.Context, zone, ifRV string, dry bool) (*Object, error) {
 	name, err := zoneName(zone)
 	if err != nil {
 		return nil, err
@@ -823,13 +798,13 @@ func (s *Store) deleteZone(ctx context.Context, zone, ifRV string, dry bool) (*O
 		if e := checkPrecondition(cur, want, "zone "+name); e != nil {
 			return nil, e
 		}
-		if dry {
+		if isDryRun(ctx) {
+			// The transaction's conditions, checked here.
 			if e := s.zoneEmpty(ctx, name); e != nil {
 				return nil, e
 			}
-			return decode(*cur)
 		}
-		res, err := s.b.txn(ctx, &txn{
+		res, err := s.commit(ctx, &txn{
 			cmps: []cmp{{key: zoneKey(name), modRev: cur.modRev}, {key: servicePrefix(name), empty: true}, {key: policyPrefix(name), empty: true}},
 			dels: []string{zoneKey(name), markerKey(name), policyMarkerKey(name)},
 		})
@@ -870,23 +845,14 @@ func deletedObject(res txnResult, key string) (*Object, error) {
 	if !ok {
 		return nil, notFound("%s was deleted meanwhile", key)
 	}
-	prev.modRev = res.rev
+	if res.rev != 0 { // else a dry run: the object as it is
+		prev.modRev = res.rev
+	}
 	return decode(prev)
 }
 
 // DeleteService deletes a service; ifRV, when not "", is a precondition.
 func (s *Store) DeleteService(ctx context.Context, zone, svc, ifRV string) (*Object, error) {
-	return s.deleteService(ctx, zone, svc, ifRV, false)
-}
-
-// DryRunDeleteService checks a deletion of a service as DeleteService
-// does (the precondition) and returns the service it would delete;
-// nothing is deleted.
-func (s *Store) DryRunDeleteService(ctx context.Context, zone, svc, ifRV string) (*Object, error) {
-	return s.deleteService(ctx, zone, svc, ifRV, true)
-}
-
-func (s *Store) deleteService(ctx context.Context, zone, svc, ifRV string, dry bool) (*Object, error) {
 	z, name, err := serviceName(zone, svc)
 	if err != nil {
 		return nil, err
@@ -907,10 +873,7 @@ func (s *Store) deleteService(ctx context.Context, zone, svc, ifRV string, dry b
 		if e := checkPrecondition(cur, want, "service "+name+" of zone "+z); e != nil {
 			return nil, e
 		}
-		if dry {
-			return decode(*cur)
-		}
-		res, err := s.b.txn(ctx, &txn{
+		res, err := s.commit(ctx, &txn{
 			cmps: []cmp{{key: key, modRev: cur.modRev}, {key: zoneKey(z), modRev: -1}},
 			dels: []string{key},
 			puts: []kvPut{{markerKey(z), nil}},

@@ -42,6 +42,7 @@ import (
 	"github.com/grpc-config-dns/grpc-config-dns/internal/httpserve"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 	"github.com/grpc-config-dns/grpc-config-dns/store"
 )
 
@@ -107,13 +108,13 @@ func New(opts Options) (http.Handler, error) {
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok\n") })
 	mux.HandleFunc("/readyz", h.readyz)
 	mux.HandleFunc("/v1/zones", h.auth(takes(listTakes, h.zones)))
-	mux.HandleFunc("/v1/zones/{zone}", h.auth(takes(zoneTakes, h.zone)))
+	mux.HandleFunc("/v1/zones/{zone}", h.auth(takes(writeTakes, h.zone)))
 	mux.HandleFunc("/v1/zones/{zone}/services", h.auth(takes(listTakes, h.services)))
-	mux.HandleFunc("/v1/zones/{zone}/services:batch", h.auth(takes(takesNone, h.servicesBatch)))
-	mux.HandleFunc("/v1/zones/{zone}/services/{name}", h.auth(takes(serviceTakes, h.service)))
+	mux.HandleFunc("/v1/zones/{zone}/services:batch", h.auth(takes(batchTakes, h.servicesBatch)))
+	mux.HandleFunc("/v1/zones/{zone}/services/{name}", h.auth(takes(writeTakes, h.service)))
 	mux.HandleFunc("/v1/zones/{zone}/services/{name}/inspect", h.auth(takes(takesNone, h.inspect)))
 	mux.HandleFunc("/v1/zones/{zone}/policies", h.auth(takes(listTakes, h.policies)))
-	mux.HandleFunc("/v1/zones/{zone}/policies/{name}", h.auth(takes(objectTakes, h.policy)))
+	mux.HandleFunc("/v1/zones/{zone}/policies/{name}", h.auth(takes(writeTakes, h.policy)))
 	if opts.UI != nil {
 		mux.HandleFunc("/ui/login", h.login)
 		mux.Handle("/ui/", h.auth(opts.UI.ServeHTTP))
@@ -346,16 +347,34 @@ func (h *handler) services(w http.ResponseWriter, r *http.Request) {
 // the request's path.
 type objectOps struct {
 	get func(ctx context.Context, r *http.Request, rv string) (*store.Object, error)
-	put func(ctx context.Context, r *http.Request, obj *store.Object) (*store.Object, bool, error)
+	// put answers the object stored, or in a dry run what the write
+	// would store (and publish).
+	put func(ctx context.Context, r *http.Request, obj *store.Object) (any, bool, error)
 	del func(ctx context.Context, r *http.Request, rv string) (*store.Object, error)
-	// dryDel checks a DELETE (dryRun=All) without deleting; nil where
-	// the route has no dry run.
-	dryDel func(ctx context.Context, r *http.Request, rv string) (*store.Object, error)
 }
 
-// serve serves GET, PUT and DELETE of one object.
+// dryRun reads the dryRun parameter: the one dry run is dryRun=All.
+func dryRun(r *http.Request) (bool, error) {
+	if !r.URL.Query().Has("dryRun") {
+		return false, nil
+	}
+	if v := r.URL.Query()["dryRun"]; len(v) != 1 || v[0] != "All" {
+		return false, &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest,
+			Message: fmt.Sprintf("dryRun %q: the one dry run is dryRun=All (validate and check, store nothing)", strings.Join(v, ","))}
+	}
+	return true, nil
+}
+
+// serve serves GET, PUT, PATCH and DELETE of one object; a write with
+// dryRun=All is checked as usual and stores nothing (store.DryRun).
 func (o objectOps) serve(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
+	if dry, err := dryRun(r); err != nil {
+		writeError(w, err)
+		return
+	} else if dry {
+		ctx = store.DryRun(ctx)
+	}
 	switch r.Method {
 	case http.MethodGet:
 		obj, err := o.get(ctx, r, r.URL.Query().Get("resourceVersion"))
@@ -368,25 +387,18 @@ func (o objectOps) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		out, created, err := o.put(ctx, r, obj)
 		respond(w, createdCode(created), out, err)
+	case http.MethodPatch:
+		o.patch(ctx, w, r)
 	case http.MethodDelete:
 		rv, err := deletePrecondition(w, r)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		del := o.del
-		if r.URL.Query().Has("dryRun") {
-			if v := r.URL.Query()["dryRun"]; len(v) != 1 || v[0] != "All" || o.dryDel == nil {
-				writeError(w, &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest,
-					Message: fmt.Sprintf("dryRun %q: the one dry run is dryRun=All (check, delete nothing)", strings.Join(v, ","))})
-				return
-			}
-			del = o.dryDel
-		}
-		out, err := del(ctx, r, rv)
+		out, err := o.del(ctx, r, rv)
 		respond(w, http.StatusOK, out, err)
 	default:
-		notAllowed(w, r, "GET, PUT, DELETE")
+		notAllowed(w, r, "GET, PUT, PATCH, DELETE")
 	}
 }
 
@@ -395,41 +407,35 @@ func (h *handler) zone(w http.ResponseWriter, r *http.Request) {
 		get: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
 			return h.s.GetZone(ctx, r.PathValue("zone"), rv)
 		},
-		put: func(ctx context.Context, r *http.Request, obj *store.Object) (*store.Object, bool, error) {
+		put: func(ctx context.Context, r *http.Request, obj *store.Object) (any, bool, error) {
 			return h.s.PutZone(ctx, r.PathValue("zone"), obj)
 		},
 		del: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
 			return h.s.DeleteZone(ctx, r.PathValue("zone"), rv)
 		},
-		dryDel: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
-			return h.s.DryRunDeleteZone(ctx, r.PathValue("zone"), rv)
-		},
 	}.serve(w, r)
 }
 
 func (h *handler) service(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodPut && r.URL.Query().Has("dryRun") {
-		h.dryRunService(w, r)
-		return
-	}
 	objectOps{
 		get: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
 			return h.s.GetService(ctx, r.PathValue("zone"), r.PathValue("name"), rv)
 		},
-		put: func(ctx context.Context, r *http.Request, obj *store.Object) (*store.Object, bool, error) {
-			return h.s.PutService(ctx, r.PathValue("zone"), r.PathValue("name"), obj)
+		put: func(ctx context.Context, r *http.Request, obj *store.Object) (any, bool, error) {
+			out, created, svc, err := h.s.PutServicePublished(ctx, r.PathValue("zone"), r.PathValue("name"), obj)
+			if err != nil || !r.URL.Query().Has("dryRun") {
+				return out, created, err
+			}
+			return dryRunResult{Object: out, Published: publishedOf(svc)}, created, nil
 		},
 		del: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
 			return h.s.DeleteService(ctx, r.PathValue("zone"), r.PathValue("name"), rv)
 		},
-		dryDel: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
-			return h.s.DryRunDeleteService(ctx, r.PathValue("zone"), r.PathValue("name"), rv)
-		},
 	}.serve(w, r)
 }
 
-// dryRunResult is what a dry-run PUT of a service answers: the object as
-// it would be stored, and what DNS would publish for it.
+// dryRunResult is what a dry-run write of a service answers: the object
+// as it would be stored, and what DNS would publish for it.
 type dryRunResult struct {
 	*store.Object
 	Published *published `json:"published"`
@@ -446,34 +452,15 @@ type published struct {
 	TTL       uint32   `json:"ttl"`
 }
 
-// dryRunService answers PUT …/services/{name}?dryRun=All as the PUT
-// would, validation and precondition included, storing nothing
-// (kube-apiserver's dry run).
-func (h *handler) dryRunService(w http.ResponseWriter, r *http.Request) {
-	if v := r.URL.Query()["dryRun"]; len(v) != 1 || v[0] != "All" {
-		writeError(w, &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest,
-			Message: fmt.Sprintf("dryRun %q: the one dry run is dryRun=All (validate and check, store nothing)", strings.Join(v, ","))})
-		return
+func publishedOf(svc *model.Service) *published {
+	if svc == nil {
+		return nil
 	}
-	obj, err := readObject(w, r)
-	if err != nil {
-		writeError(w, err)
-		return
+	p := &published{Owner: svc.TXTOwner(), TXT: svc.TXT, Port: svc.Port, TTL: svc.TTL}
+	for _, a := range svc.Addresses {
+		p.Addresses = append(p.Addresses, a.String())
 	}
-	out, created, svc, err := h.s.DryRunPutService(r.Context(), r.PathValue("zone"), r.PathValue("name"), obj)
-	if err != nil {
-		writeError(w, err)
-		return
-	}
-	res := dryRunResult{Object: out}
-	if svc != nil {
-		p := &published{Owner: svc.TXTOwner(), TXT: svc.TXT, Port: svc.Port, TTL: svc.TTL}
-		for _, a := range svc.Addresses {
-			p.Addresses = append(p.Addresses, a.String())
-		}
-		res.Published = p
-	}
-	writeJSON(w, createdCode(created), res)
+	return p
 }
 
 func createdCode(created bool) int {

@@ -62,6 +62,13 @@ func (h *handler) servicesBatch(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	res, err := h.s.PutServices(r.Context(), r.PathValue("zone"), in.Items)
+	ctx := r.Context()
+	if dry, err := dryRun(r); err != nil {
+		writeError(w, err)
+		return
+	} else if dry {
+		ctx = store.DryRun(ctx)
+	}
+	res, err := h.s.PutServices(ctx, r.PathValue("zone"), in.Items)
 	respond(w, http.StatusOK, res, err)
 }

@@ -126,12 +126,12 @@ func TestUnknownParametersRefused(t *testing.T) {
 	}
 	rev, _ := st.Revision(context.Background())
 	for _, c := range []struct{ method, path, body, want string }{
-		{"PUT", "/v1/zones/a.test?dryRun=All", `{"spec":{"nameservers":["ns1.example.net."]}}`, `"dryRun" is not supported by PUT /v1/zones/{zone}, which takes no query parameter`},
+		{"PUT", "/v1/zones/a.test?fieldManager=kubectl", `{"spec":{"nameservers":["ns1.example.net."]}}`, `"fieldManager" is not supported by PUT /v1/zones/{zone}, which takes dryRun`},
 		{"PUT", "/v1/zones/a.test/services/one?resourceVersion=1", `{"spec":{"addresses":["192.0.2.1"]}}`, `"resourceVersion" is not supported`},
-		{"DELETE", "/v1/zones/a.test/policies/p?dryRun=All", "", `"dryRun" is not supported by DELETE /v1/zones/{zone}/policies/{name}, which takes resourceVersion`},
+		{"DELETE", "/v1/zones/a.test/policies/p?gracePeriodSeconds=0", "", `"gracePeriodSeconds" is not supported by DELETE /v1/zones/{zone}/policies/{name}, which takes resourceVersion, dryRun`},
 		{"GET", "/v1/zones/a.test/services/one?labelSelector=team%3Dnobody", "", "selectors apply to lists and watches"},
 		{"GET", "/v1/zones/a.test/services?limt=1", "", `"limt" is not supported by GET /v1/zones/{zone}/services, which takes limit, continue, resourceVersion`},
-		{"POST", "/v1/zones/a.test/services:batch?dryRun=All", `{"items":[]}`, `"dryRun" is not supported`},
+		{"POST", "/v1/zones/a.test/services:batch?fieldValidation=Strict", `{"items":[]}`, `"fieldValidation" is not supported by POST /v1/zones/{zone}/services:batch, which takes dryRun`},
 		{"GET", "/v1/zones/a.test/services/one/inspect?x=1", "", "takes no query parameter"},
 	} {
 		code, body := do(c.method, c.path, c.body)

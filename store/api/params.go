@@ -47,7 +47,7 @@ func refusedParam(name string, r *http.Request, allowed []string) string {
 	msg := fmt.Sprintf("query parameter %q is not supported by %s, which %s: nothing was done", name, what, takes)
 	switch name {
 	case "dryRun":
-		msg += " (a dry run is not supported yet; `grpc-config-dns lint` checks a config without storing it)"
+		msg += " (dryRun=All applies to writes: PUT, PATCH, DELETE, POST of a batch)"
 	case "labelSelector", "fieldSelector":
 		msg += " (selectors apply to lists and watches: GET the collection)"
 	}
@@ -58,11 +58,10 @@ func listTakes(string) []string { return listParams }
 
 func objectTakes(method string) []string { return objectParams[method] }
 
-// serviceTakes is objectTakes, and a PUT or DELETE of a service may be a
-// dry run.
-func serviceTakes(method string) []string {
+// writeTakes is objectTakes, and every write may be a dry run.
+func writeTakes(method string) []string {
 	switch method {
-	case http.MethodPut:
+	case http.MethodPut, http.MethodPatch:
 		return []string{"dryRun"}
 	case http.MethodDelete:
 		return []string{"resourceVersion", "dryRun"}
@@ -70,12 +69,12 @@ func serviceTakes(method string) []string {
 	return objectParams[method]
 }
 
-// zoneTakes is objectTakes, and a DELETE of a zone may be a dry run.
-func zoneTakes(method string) []string {
-	if method == http.MethodDelete {
-		return []string{"resourceVersion", "dryRun"}
+// batchTakes: a batch may be a dry run.
+func batchTakes(method string) []string {
+	if method == http.MethodPost {
+		return []string{"dryRun"}
 	}
-	return objectParams[method]
+	return nil
 }
 
 func takesNone(string) []string { return nil }

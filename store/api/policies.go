@@ -28,7 +28,7 @@ func (h *handler) policy(w http.ResponseWriter, r *http.Request) {
 		get: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
 			return h.s.GetPolicy(ctx, r.PathValue("zone"), r.PathValue("name"), rv)
 		},
-		put: func(ctx context.Context, r *http.Request, obj *store.Object) (*store.Object, bool, error) {
+		put: func(ctx context.Context, r *http.Request, obj *store.Object) (any, bool, error) {
 			return h.s.PutPolicy(ctx, r.PathValue("zone"), r.PathValue("name"), obj)
 		},
 		del: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
