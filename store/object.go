@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
@@ -12,10 +13,13 @@ import (
 // Object is a zone or a service, shaped as Kubernetes shapes its objects
 // (docs/store.md).
 type Object struct {
-	// Kind is "Policy" for a policy, empty for zones and services.
-	Kind     string          `json:"kind,omitempty"`
-	Metadata Metadata        `json:"metadata"`
-	Spec     json.RawMessage `json:"spec"`
+	// APIVersion is APIVersion; Kind "Zone", "Service" or "Policy". The
+	// store sets both on what it returns; on input, either may be left
+	// out, and one that is not the object's is refused.
+	APIVersion string          `json:"apiVersion,omitempty"`
+	Kind       string          `json:"kind,omitempty"`
+	Metadata   Metadata        `json:"metadata"`
+	Spec       json.RawMessage `json:"spec"`
 }
 
 // Metadata names an object and says which version it is.
@@ -57,10 +61,52 @@ func (k Kind) String() string {
 	return "service"
 }
 
+// APIVersion is the apiVersion of the store's objects and lists.
+const APIVersion = "grpc-config-dns/v1"
+
+// The kinds of objects, as their kind field says them.
+const (
+	ZoneKind    = "Zone"
+	ServiceKind = "Service"
+)
+
+// kindOf is the kind of the object stored under key.
+func kindOf(key string) string {
+	switch {
+	case strings.HasPrefix(key, "z/"):
+		return ZoneKind
+	case strings.HasPrefix(key, "p/"):
+		return PolicyKind
+	}
+	return ServiceKind
+}
+
+// typed returns o with its apiVersion and kind set.
+func typed(o *Object, kind string) *Object {
+	o.APIVersion, o.Kind = APIVersion, kind
+	return o
+}
+
+// checkKind refuses an object whose apiVersion or kind, when given, are
+// not those of a kind object.
+func checkKind(obj *Object, kind, what string) error {
+	if obj.APIVersion != "" && obj.APIVersion != APIVersion {
+		return badRequest("apiVersion %q of %s: this API is %s: write that, or leave apiVersion out", obj.APIVersion, what, APIVersion)
+	}
+	if obj.Kind != "" && obj.Kind != kind {
+		return badRequest("kind %q of %s: it is a %s: write that, or leave kind out", obj.Kind, what, kind)
+	}
+	return nil
+}
+
 // List is one page of a list.
 type List struct {
-	Metadata ListMeta  `json:"metadata"`
-	Items    []*Object `json:"items"`
+	// APIVersion is APIVersion; Kind "ZoneList", "ServiceList" or
+	// "PolicyList".
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Metadata   ListMeta  `json:"metadata"`
+	Items      []*Object `json:"items"`
 }
 
 // ListMeta says at which revision a list was read, and how to go on.

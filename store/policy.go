@@ -207,7 +207,7 @@ func (s *Store) PutPolicy(ctx context.Context, zone, name string, obj *Object) (
 		}
 		if res.ok {
 			_, existed := res.prev[policyKey(z, name)]
-			return &Object{Kind: PolicyKind, Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, ResourceVersion: resultRV(res, policyKey(z, name))}, Spec: st.Spec}, !existed, nil
+			return &Object{APIVersion: APIVersion, Kind: PolicyKind, Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, ResourceVersion: resultRV(res, policyKey(z, name))}, Spec: st.Spec}, !existed, nil
 		}
 	}
 	return nil, false, conflict("%s, its zone or its services kept changing while it was written; try again", what)
@@ -315,8 +315,8 @@ func (s *Store) writePolicy(ctx context.Context, z, name string, zc *model.Zone,
 
 func samePolicy(obj *Object, name, zone string) error {
 	m := obj.Metadata
-	if obj.Kind != "" && obj.Kind != PolicyKind {
-		return badRequest("kind %q is not a policy's: leave kind out, or write %s", obj.Kind, PolicyKind)
+	if err := checkKind(obj, PolicyKind, "policy "+name+" of zone "+zone); err != nil {
+		return err
 	}
 	if m.Zone != "" {
 		if z, msg := model.ZoneName(m.Zone); msg != "" || z != zone {

@@ -140,11 +140,8 @@ func decodeInto(o *Object, k kv) error {
 		}
 		meta, spec = st.Metadata, st.Spec
 	}
-	*o = Object{Metadata: Metadata{Name: meta.Name, Zone: meta.Zone, Labels: meta.Labels,
+	*o = Object{APIVersion: APIVersion, Kind: kindOf(k.key), Metadata: Metadata{Name: meta.Name, Zone: meta.Zone, Labels: meta.Labels,
 		ResourceVersion: FormatRV(k.modRev)}, Spec: spec}
-	if strings.HasPrefix(k.key, "p/") {
-		o.Kind = PolicyKind
-	}
 	return nil
 }
 
@@ -456,7 +453,7 @@ func (s *Store) PutZone(ctx context.Context, zone string, obj *Object) (out *Obj
 		}
 		if res.ok {
 			_, existed := res.prev[zoneKey(w.name)]
-			return &Object{Metadata: Metadata{Name: w.name, Labels: obj.Metadata.Labels, ResourceVersion: resultRV(res, zoneKey(w.name))}, Spec: w.spec}, !existed, nil
+			return typed(&Object{Metadata: Metadata{Name: w.name, Labels: obj.Metadata.Labels, ResourceVersion: resultRV(res, zoneKey(w.name))}, Spec: w.spec}, ZoneKind), !existed, nil
 		}
 	}
 	return nil, false, conflict("zone %s kept changing while it was written; try again", w.name)
@@ -594,6 +591,9 @@ func modRev(k *kv) int64 {
 func sameName(obj *Object, name, zone string) error {
 	m := obj.Metadata
 	if zone == "" {
+		if err := checkKind(obj, ZoneKind, "zone "+name); err != nil {
+			return err
+		}
 		if m.Zone != "" {
 			return badRequest("a zone has no metadata.zone (it is %q): remove it", m.Zone)
 		}
@@ -603,6 +603,9 @@ func sameName(obj *Object, name, zone string) error {
 			}
 		}
 		return nil
+	}
+	if err := checkKind(obj, ServiceKind, "service "+name+" of zone "+zone); err != nil {
+		return err
 	}
 	if m.Zone != "" {
 		if z, msg := model.ZoneName(m.Zone); msg != "" || z != zone {
@@ -770,7 +773,7 @@ func (s *Store) PutServicePublished(ctx context.Context, zone, svc string, obj *
 		}
 		if res.ok {
 			_, existed := res.prev[key]
-			return &Object{Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, ResourceVersion: resultRV(res, key)}, Spec: spec}, !existed, published, nil
+			return typed(&Object{Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, ResourceVersion: resultRV(res, key)}, Spec: spec}, ServiceKind), !existed, published, nil
 		}
 	}
 	return nil, false, nil, conflict("service %s of zone %s, or its zone, kept changing while it was written; try again", name, z)
@@ -1046,7 +1049,7 @@ func (s *Store) list(ctx context.Context, prefix string, o ListOptions) (*List, 
 	case err != nil:
 		return nil, s.internal(err)
 	}
-	out := &List{Metadata: ListMeta{ResourceVersion: FormatRV(read)}, Items: make([]*Object, len(kvs))}
+	out := &List{APIVersion: APIVersion, Kind: kindOf(prefix) + "List", Metadata: ListMeta{ResourceVersion: FormatRV(read)}, Items: make([]*Object, len(kvs))}
 	objs := make([]Object, len(kvs))
 	for i, k := range kvs {
 		if err := decodeInto(&objs[i], k); err != nil {

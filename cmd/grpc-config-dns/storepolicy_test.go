@@ -189,11 +189,19 @@ func TestStorePolicies(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("GET echo: %d %s", code, body)
 	}
-	var echo map[string]map[string]any
+	var echo struct {
+		APIVersion string         `json:"apiVersion"`
+		Kind       string         `json:"kind"`
+		Metadata   map[string]any `json:"metadata"`
+		Spec       map[string]any `json:"spec"`
+	}
 	if err := json.Unmarshal([]byte(body), &echo); err != nil {
 		t.Fatal(err)
 	}
-	echo["spec"]["addresses"] = []string{"127.0.0.1", "127.0.0.9"}
+	if echo.APIVersion != "grpc-config-dns/v1" || echo.Kind != "Service" {
+		t.Errorf("GET echo: apiVersion %q kind %q", echo.APIVersion, echo.Kind)
+	}
+	echo.Spec["addresses"] = []string{"127.0.0.1", "127.0.0.9"}
 	again, _ := json.Marshal(echo)
 	if code, body = s.put("/v1/zones/policies.test/services/echo", string(again)); code != 200 {
 		t.Fatalf("PUT echo again: %d %s", code, body)

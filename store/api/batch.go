@@ -17,8 +17,9 @@ const maxBatchBody = model.MaxConfigSize
 
 // batch is the body of POST /v1/zones/{zone}/services:batch.
 type batch struct {
-	Kind  string          `json:"kind,omitempty"`
-	Items []*store.Object `json:"items"`
+	APIVersion string          `json:"apiVersion,omitempty"`
+	Kind       string          `json:"kind,omitempty"`
+	Items      []*store.Object `json:"items"`
 }
 
 // servicesBatch creates or replaces many services of a zone at once
@@ -50,15 +51,15 @@ func (h *handler) servicesBatch(w http.ResponseWriter, r *http.Request) {
 			Message: fmt.Sprintf(`the body is not a batch {"items":[{"metadata":{…},"spec":{…}},…]}: %v`, err)})
 		return
 	}
-	if in.Kind != "" && in.Kind != "ServiceList" {
+	if in.Kind != "" && in.Kind != "ServiceList" || in.APIVersion != "" && in.APIVersion != store.APIVersion {
 		writeError(w, &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest,
-			Message: fmt.Sprintf("a batch of services is kind ServiceList (or no kind), not %q", in.Kind)})
+			Message: fmt.Sprintf("a batch of services is apiVersion %s, kind ServiceList (or neither), not %q %q", store.APIVersion, in.APIVersion, in.Kind)})
 		return
 	}
 	for i, it := range in.Items {
-		if it == nil || it.Kind != "" {
+		if it == nil || it.Kind != "" && it.Kind != store.ServiceKind {
 			writeError(w, &store.Error{Code: http.StatusBadRequest, Reason: store.ReasonBadRequest,
-				Message: fmt.Sprintf("item %d of the batch is not a service: a batch holds services, with no kind", i)})
+				Message: fmt.Sprintf("item %d of the batch is not a service: a batch holds services (kind Service, or none)", i)})
 			return
 		}
 	}

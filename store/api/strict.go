@@ -39,7 +39,7 @@ var (
 	data = &shape{}
 
 	objectShape = &shape{fields: map[string]*shape{
-		"kind": data,
+		"apiVersion": data, "kind": data,
 		"metadata": {fields: map[string]*shape{
 			"name": data, "zone": data, "resourceVersion": data, "labels": data, "annotations": data,
 		}},
@@ -47,7 +47,7 @@ var (
 	}}
 
 	// batchShape is a batch of services: a list of objects.
-	batchShape = &shape{fields: map[string]*shape{"kind": data, "items": {elem: objectShape}}}
+	batchShape = &shape{fields: map[string]*shape{"apiVersion": data, "kind": data, "items": {elem: objectShape}}}
 
 	// deleteOptionsShape is what a DELETE reads of Kubernetes'
 	// DeleteOptions.
