@@ -24,6 +24,7 @@ import (
 
 	"github.com/grpc-config-dns/grpc-config-dns/model"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/whogets"
 )
 
 // Snapshot is one published version, as the view shows it. Nothing in it
@@ -164,7 +165,7 @@ type serviceView struct {
 	TXT                     []txtString
 	RDataBytes, AnswerBytes int
 	Diagnostics             sc.Diagnostics
-	Split                   *Split
+	Split                   *whogets.Split
 	SplitError              string
 }
 
@@ -210,7 +211,7 @@ func (h *handler) service(w http.ResponseWriter, r *http.Request) {
 		v.RDataBytes = sc.RDataLen(s.TXT)
 		v.AnswerBytes = sc.ResponseSize(s.TXTOwner(), s.TXT, true)
 		v.Diagnostics = sc.LintRecords([][]string{s.TXT}, sc.LintOptions{Owner: s.TXTOwner()})
-		if v.Split, err = whoGetsWhat(s.TXTOwner(), s.TXT); err != nil {
+		if v.Split, err = whogets.Of(s.TXTOwner(), s.TXT); err != nil {
 			v.SplitError = err.Error()
 		}
 	}

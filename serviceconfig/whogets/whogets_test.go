@@ -1,4 +1,4 @@
-package ui
+package whogets
 
 import (
 	"os"
@@ -19,7 +19,7 @@ func TestSplitNamesVariants(t *testing.T) {
 	if rec == nil {
 		t.Fatal(ds)
 	}
-	sp, err := whoGetsWhat("_grpc_config.x.test.", rec.TXT)
+	sp, err := Of("_grpc_config.x.test.", rec.TXT)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestSplitNamesVariants(t *testing.T) {
 			}
 			next, sum = s.To+1, sum+s.Percent
 			for _, b := range []int{s.From, s.To} {
-				c := r.client
+				c := r.Client
 				c.Bucket = b
 				o := sc.Choose(sc.Answer{Records: [][]string{rec.TXT}}, c)
 				if o.Choice != s.Choice {

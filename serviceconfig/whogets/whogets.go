@@ -1,4 +1,10 @@
-package ui
+// Package whogets says who gets what of a published service config
+// record: for each kind of client (a language, a named host, a
+// dynamic-parameter variant), which choice each of the percentage
+// buckets 1..100 selects, decided by serviceconfig.Choose and
+// Choices.Select (the code select --explain runs). The web view draws it;
+// the CLI's diff compares it before and after a change.
+package whogets
 
 import (
 	"fmt"
@@ -8,11 +14,6 @@ import (
 
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
-
-// Who gets what: for each kind of client (a language, a named host, a
-// dynamic-parameter variant), the share of the percentage buckets 1..100
-// that lands on each choice, decided by serviceconfig.Choose and
-// Choices.Select: the code select --explain runs.
 
 // Segment is a run of buckets that selects the same choice.
 type Segment struct {
@@ -37,7 +38,8 @@ func (s Segment) Label() string {
 type Row struct {
 	Who      string
 	Segments []Segment
-	client   sc.Client
+	// Client is the kind of client (Bucket unset).
+	Client sc.Client
 }
 
 // Split is who gets what of one published record.
@@ -58,8 +60,8 @@ const (
 	otherLanguage = "other"
 )
 
-// whoGetsWhat splits the clients of the TXT record txt at owner.
-func whoGetsWhat(owner string, txt []string) (*Split, error) {
+// Of splits the clients of the TXT record txt at owner.
+func Of(owner string, txt []string) (*Split, error) {
 	o := sc.Choose(sc.Answer{Owner: owner, Records: [][]string{txt}}, sc.Client{Language: otherLanguage, Bucket: 1})
 	ch := o.Choices
 	if ch == nil {
@@ -80,7 +82,7 @@ func whoGetsWhat(owner string, txt []string) (*Split, error) {
 					continue
 				}
 				c := sc.Client{Language: l, Hostname: h, Params: p}
-				sp.Rows = append(sp.Rows, Row{Who: describeClient(c, len(langs) > 1), Segments: segments(ch, c), client: c})
+				sp.Rows = append(sp.Rows, Row{Who: describeClient(c, len(langs) > 1), Segments: segments(ch, c), Client: c})
 			}
 		}
 	}
