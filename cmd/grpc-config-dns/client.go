@@ -10,13 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
+	"reflect"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -48,17 +49,43 @@ func (c *clientFlags) add(cmd *cobra.Command, output bool) {
 	f.StringVar(&c.tokenFile, "token-file", "", "file holding the bearer token")
 	f.StringVar(&c.cacert, "cacert", "", "CA certificate (PEM) to verify an https server with")
 	if output {
-		f.StringVarP(&c.output, "output", "o", "table", "output: table, json or yaml")
+		f.StringVarP(&c.output, "output", "o", "table", outputHelp)
 	}
 }
 
 // client talks to the admin API.
 type client struct {
-	base   string
-	token  string
-	hc     *http.Client
-	output string
-	e      *env
+	base  string
+	token string
+	hc    *http.Client
+	out   outputFormat
+	e     *env
+	// dry is a write's dry run (--dry-run): "" none, "server" the API
+	// checks and stores nothing (dryRun=All), "client" nothing is sent
+	// but reads.
+	dry string
+}
+
+// dryNote is what a report of a write adds in a dry run.
+func (c *client) dryNote() string {
+	switch c.dry {
+	case "server":
+		return " (server dry run)"
+	case "client":
+		return " (dry run)"
+	}
+	return ""
+}
+
+// writePath is path with the dry run the client asks for.
+func (c *client) writePath(path string) string {
+	if c.dry != "server" {
+		return path
+	}
+	if strings.Contains(path, "?") {
+		return path + "&dryRun=All"
+	}
+	return path + "?dryRun=All"
 }
 
 func (c *clientFlags) client(e *env) (*client, error) {
@@ -97,12 +124,11 @@ func (c *clientFlags) client(e *env) (*client, error) {
 		}
 		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	switch c.output {
-	case "", "table", "json", "yaml":
-	default:
-		return nil, usageErr("-o must be table, json or yaml, not %q", c.output)
+	out, err := parseOutput(c.output)
+	if err != nil {
+		return nil, err
 	}
-	return &client{base: strings.TrimSuffix(base, "/"), token: token, hc: &http.Client{Transport: tr}, output: c.output, e: e}, nil
+	return &client{base: strings.TrimSuffix(base, "/"), token: token, hc: &http.Client{Transport: tr}, out: out, e: e}, nil
 }
 
 // apiError is a refusal by the server: exit 1, with its message and
@@ -202,25 +228,7 @@ func objectPath(zone, name string) string {
 
 // print writes objects as the output flag says.
 func (c *client) print(v any, objs []*store.Object) error {
-	switch c.output {
-	case "json":
-		b, err := json.MarshalIndent(v, "", "  ")
-		if err != nil {
-			return err
-		}
-		fmt.Fprintln(c.e.stdout, string(b))
-	case "yaml":
-		b, err := toYAML(v)
-		if err != nil {
-			return err
-		}
-		c.e.stdout.Write(b)
-	default:
-		tw := tabwriter.NewWriter(c.e.stdout, 0, 4, 2, ' ', 0)
-		printTable(tw, objs, true)
-		tw.Flush()
-	}
-	return nil
+	return c.out.write(c.e.stdout, v, objs)
 }
 
 // toYAML writes JSON as block YAML, numbers as written.
@@ -250,7 +258,7 @@ func toYAML(v any) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-func printTable(tw io.Writer, objs []*store.Object, header bool) {
+func printTable(tw io.Writer, objs []*store.Object, header, wide bool) {
 	services, policies := false, len(objs) > 0
 	for _, o := range objs {
 		services = services || o.Metadata.Zone != ""
@@ -258,7 +266,11 @@ func printTable(tw io.Writer, objs []*store.Object, header bool) {
 	}
 	if policies {
 		if header {
-			fmt.Fprintln(tw, "ZONE\tNAME\tVERSION\tTARGET")
+			fmt.Fprint(tw, "ZONE\tNAME\tVERSION\tTARGET")
+			if wide {
+				fmt.Fprint(tw, "\tLABELS")
+			}
+			fmt.Fprintln(tw)
 		}
 		for _, o := range objs {
 			var spec struct {
@@ -266,14 +278,27 @@ func printTable(tw io.Writer, objs []*store.Object, header bool) {
 			}
 			json.Unmarshal(o.Spec, &spec)
 			t, _ := json.Marshal(spec.TargetRef)
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", o.Metadata.Zone, o.Metadata.Name, o.Metadata.ResourceVersion, abbrev(string(t), 60))
+			width := 60
+			if wide {
+				width = 200
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s", o.Metadata.Zone, o.Metadata.Name, o.Metadata.ResourceVersion, abbrev(string(t), width))
+			if wide {
+				fmt.Fprintf(tw, "\t%s", labelsText(o.Metadata.Labels))
+			}
+			fmt.Fprintln(tw)
 		}
 		return
 	}
 	if header {
-		if services {
+		switch {
+		case services && wide:
+			fmt.Fprintln(tw, "ZONE\tNAME\tVERSION\tADDRESSES\tPORT\tTTL\tLABELS\tCONFIG")
+		case services:
 			fmt.Fprintln(tw, "ZONE\tNAME\tVERSION\tADDRESSES\tCONFIG")
-		} else {
+		case wide:
+			fmt.Fprintln(tw, "NAME\tVERSION\tTTL\tNAMESERVERS\tLABELS\tDNSSEC")
+		default:
 			fmt.Fprintln(tw, "NAME\tVERSION\tTTL\tNAMESERVERS")
 		}
 	}
@@ -291,11 +316,28 @@ func printTable(tw io.Writer, objs []*store.Object, header bool) {
 			} else if v, ok := spec["serviceConfig"]; ok {
 				cfg = abbrev(string(v), 40)
 			}
+			if wide {
+				if v, ok := spec["serviceConfig"]; ok {
+					cfg = string(v)
+				}
+				port := orDash(strings.Trim(string(spec["port"]), `"`))
+				ttl := orDash(strings.Trim(string(spec["ttl"]), `"`))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", o.Metadata.Zone, o.Metadata.Name, o.Metadata.ResourceVersion, orDash(strings.Join(addrs, ",")), port, ttl, labelsText(o.Metadata.Labels), cfg)
+				continue
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", o.Metadata.Zone, o.Metadata.Name, o.Metadata.ResourceVersion, orDash(strings.Join(addrs, ",")), cfg)
 		} else {
 			ttl := strings.Trim(string(spec["ttl"]), `"`)
 			var nss []json.RawMessage
 			json.Unmarshal(spec["nameservers"], &nss)
+			if wide {
+				dnssec := "-"
+				if v, ok := spec["dnssec"]; ok {
+					dnssec = string(v)
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\n", o.Metadata.Name, o.Metadata.ResourceVersion, orDash(ttl), len(nss), labelsText(o.Metadata.Labels), dnssec)
+				continue
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\n", o.Metadata.Name, o.Metadata.ResourceVersion, orDash(ttl), len(nss))
 		}
 	}
@@ -332,23 +374,57 @@ func (c *client) put(ctx context.Context, zone, name string, o *store.Object) pu
 	}
 	var before *store.Object
 	var out store.Object
-	if o.Metadata.ResourceVersion == "" {
+	{
+		// What is there: a write of the same content is "unchanged".
 		var cur store.Object
 		if err := c.request(ctx, "GET", objectPath(zone, name), nil, &cur); err == nil {
 			before = &cur
+		} else if c.dry == "client" {
+			var ae *apiError
+			if !errors.As(err, &ae) || ae.e.Code != http.StatusNotFound {
+				return putResult{err: err, what: what}
+			}
 		}
 	}
-	if err := c.request(ctx, "PUT", objectPath(zone, name), o, &out); err != nil {
+	if c.dry == "client" {
+		// Nothing is sent: the object as it is, and what the write would do.
+		out = *o
+		action := "created"
+		if before != nil {
+			out.Metadata.ResourceVersion = before.Metadata.ResourceVersion
+			action = "configured"
+			if sameContent(before, o) {
+				action = "unchanged"
+			}
+		}
+		return putResult{obj: &out, action: action + c.dryNote(), what: what}
+	}
+	if err := c.request(ctx, "PUT", c.writePath(objectPath(zone, name)), o, &out); err != nil {
 		return putResult{err: err, what: what}
 	}
 	action := "configured"
 	switch {
-	case before != nil && before.Metadata.ResourceVersion == out.Metadata.ResourceVersion:
+	case c.dry != "" && before != nil && sameContent(before, &out):
 		action = "unchanged"
-	case before == nil && o.Metadata.ResourceVersion == "":
+	case c.dry == "" && before != nil && before.Metadata.ResourceVersion == out.Metadata.ResourceVersion:
+		action = "unchanged"
+	case before == nil:
 		action = "created"
 	}
-	return putResult{obj: &out, action: action, what: what}
+	return putResult{obj: &out, action: action + c.dryNote(), what: what}
+}
+
+// sameContent reports whether two versions of an object say the same:
+// labels and spec, as JSON values (key order and spacing aside).
+func sameContent(a, b *store.Object) bool {
+	if !maps.Equal(a.Metadata.Labels, b.Metadata.Labels) {
+		return false
+	}
+	var x, y any
+	if json.Unmarshal(a.Spec, &x) != nil || json.Unmarshal(b.Spec, &y) != nil {
+		return bytes.Equal(a.Spec, b.Spec)
+	}
+	return reflect.DeepEqual(x, y)
 }
 
 // publishSpecs puts the zones of a publisher config, then their policies,
@@ -443,8 +519,8 @@ func (t *publishTally) publishBatch(ctx context.Context, zone string, svcs []mod
 	t.counts["configured"] += r.Configured
 	t.counts["unchanged"] += r.Unchanged
 	if !t.quiet || r.Created+r.Configured > 0 {
-		fmt.Fprintf(t.c.e.stdout, "services/%s %s to %s: %d created, %d configured, %d unchanged (version %s)\n",
-			zone, svcs[0].Name, svcs[len(svcs)-1].Name, r.Created, r.Configured, r.Unchanged, orDash(r.ResourceVersion))
+		fmt.Fprintf(t.c.e.stdout, "services/%s %s to %s: %d created, %d configured, %d unchanged (version %s)%s\n",
+			zone, svcs[0].Name, svcs[len(svcs)-1].Name, r.Created, r.Configured, r.Unchanged, orDash(r.ResourceVersion), t.c.dryNote())
 	}
 	return nil
 }
@@ -522,9 +598,50 @@ func (c *client) putBatch(ctx context.Context, zone string, svcs []model.Service
 	for i, s := range svcs {
 		items[i] = &store.Object{Metadata: store.Metadata{Name: s.Name, Labels: s.Labels}, Spec: s.Spec}
 	}
+	if c.dry == "client" {
+		return c.compareBatch(ctx, zone, items)
+	}
 	var res store.BatchResult
-	err := c.request(ctx, "POST", "/v1/zones/"+esc(zone)+"/services:batch", map[string]any{"kind": "ServiceList", "items": items}, &res)
+	err := c.request(ctx, "POST", c.writePath("/v1/zones/"+esc(zone)+"/services:batch"), map[string]any{"kind": "ServiceList", "items": items}, &res)
 	return &res, err
+}
+
+// compareBatch is a batch's client dry run: the zone's services read and
+// compared with items, nothing sent.
+func (c *client) compareBatch(ctx context.Context, zone string, items []*store.Object) (*store.BatchResult, error) {
+	cur := map[string]*store.Object{}
+	for cont := ""; ; {
+		path := "/v1/zones/" + esc(zone) + "/services?limit=1000"
+		if cont != "" {
+			path += "&continue=" + url.QueryEscape(cont)
+		}
+		var l store.List
+		if err := c.request(ctx, "GET", path, nil, &l); err != nil {
+			var ae *apiError
+			if errors.As(err, &ae) && ae.e.Code == http.StatusNotFound {
+				break // a zone not there yet: every service is new
+			}
+			return nil, err
+		}
+		for _, o := range l.Items {
+			cur[o.Metadata.Name] = o
+		}
+		if cont = l.Metadata.Continue; cont == "" {
+			break
+		}
+	}
+	res := &store.BatchResult{}
+	for _, it := range items {
+		switch o := cur[it.Metadata.Name]; {
+		case o == nil:
+			res.Created++
+		case sameContent(o, it):
+			res.Unchanged++
+		default:
+			res.Configured++
+		}
+	}
+	return res, nil
 }
 
 // publishConfig checks a publisher config and publishes its objects.
@@ -575,7 +692,7 @@ or connection error.`,
 
 func publishCmd(e *env) *cobra.Command {
 	var cf clientFlags
-	var ifVersion string
+	var ifVersion, dry string
 	cmd := &cobra.Command{
 		Use:   "publish FILE --server URL [--if-version RV]",
 		Short: "Create or replace zones and services through the admin API",
@@ -602,6 +719,9 @@ or connection error.`,
 			if err != nil {
 				return err
 			}
+			if err := c.setDryRun(dry); err != nil {
+				return err
+			}
 			text, err := e.readFileArg(args[0])
 			if err != nil {
 				return err
@@ -626,6 +746,7 @@ or connection error.`,
 		},
 	}
 	cmd.Flags().StringVar(&ifVersion, "if-version", "", "publish only if the object is still at this resourceVersion")
+	dryRunFlag(cmd, &dry)
 	cf.add(cmd, true)
 	return cmd
 }
@@ -650,11 +771,11 @@ func (c *client) publishObjects(file string, objs []*store.Object) error {
 			continue
 		}
 		out = append(out, r.obj)
-		if c.output == "table" {
+		if c.out.human() {
 			fmt.Fprintf(c.e.stdout, "%s %s (version %s)\n", r.what, r.action, r.obj.Metadata.ResourceVersion)
 		}
 	}
-	if c.output != "table" {
+	if !c.out.human() {
 		var v any = out
 		if len(out) == 1 {
 			v = out[0]
@@ -676,8 +797,12 @@ func objectPlace(file string, o *store.Object) (zone, name string, err error) {
 	switch {
 	case o.Kind == store.PolicyKind:
 		name = policyArg + name
-	case o.Kind != "":
-		return "", "", &exitError{code: exitInvalid, err: fmt.Errorf("%s: kind %q: objects are zones and services (no kind) and policies (kind: Policy)", file, o.Kind)}
+	case o.Kind == store.ZoneKind && zone != "":
+		return "", "", &exitError{code: exitInvalid, err: fmt.Errorf("%s: zone %s has metadata.zone %q: a zone is named by metadata.name alone", file, name, zone)}
+	case o.Kind == store.ServiceKind && zone == "":
+		return "", "", &exitError{code: exitInvalid, err: fmt.Errorf("%s: service %s has no metadata.zone: add the zone it belongs to", file, name)}
+	case o.Kind != "" && o.Kind != store.ZoneKind && o.Kind != store.ServiceKind:
+		return "", "", &exitError{code: exitInvalid, err: fmt.Errorf("%s: kind %q: objects are Zone, Service and Policy (a zone or service may leave kind out)", file, o.Kind)}
 	case zone == "":
 		zone, name = name, ""
 	}
@@ -798,7 +923,7 @@ func getCmd(e *env) *cobra.Command {
 
 func deleteCmd(e *env) *cobra.Command {
 	var cf clientFlags
-	var ifVersion string
+	var ifVersion, dry string
 	cmd := &cobra.Command{
 		Use:   "delete ZONE [SERVICE | policy/NAME] --server URL [--if-version RV]",
 		Short: "Delete a service, a policy, or an empty zone of a store",
@@ -812,22 +937,33 @@ func deleteCmd(e *env) *cobra.Command {
 			if len(args) == 2 {
 				name = args[1]
 			}
+			if err := c.setDryRun(dry); err != nil {
+				return err
+			}
 			path := objectPath(args[0], name)
-			if ifVersion != "" {
-				path += "?resourceVersion=" + url.QueryEscape(ifVersion)
-			}
 			var o store.Object
-			if err := c.request(context.Background(), "DELETE", path, nil, &o); err != nil {
-				return c.fail(strings.Join(args, "/"), err)
+			if c.dry == "client" {
+				// Nothing is sent: the object must be there.
+				if err := c.request(context.Background(), "GET", path, nil, &o); err != nil {
+					return c.fail(strings.Join(args, "/"), err)
+				}
+			} else {
+				if ifVersion != "" {
+					path += "?resourceVersion=" + url.QueryEscape(ifVersion)
+				}
+				if err := c.request(context.Background(), "DELETE", c.writePath(path), nil, &o); err != nil {
+					return c.fail(strings.Join(args, "/"), err)
+				}
 			}
-			if c.output == "table" {
-				fmt.Fprintf(e.stdout, "%s deleted (version %s)\n", strings.Join(args, "/"), o.Metadata.ResourceVersion)
+			if c.out.human() {
+				fmt.Fprintf(e.stdout, "%s deleted (version %s)%s\n", strings.Join(args, "/"), o.Metadata.ResourceVersion, c.dryNote())
 				return nil
 			}
 			return c.print(&o, nil)
 		},
 	}
 	cmd.Flags().StringVar(&ifVersion, "if-version", "", "delete only if the object is still at this resourceVersion")
+	dryRunFlag(cmd, &dry)
 	cf.add(cmd, true)
 	return cmd
 }
@@ -1004,7 +1140,7 @@ func (c *client) printEvents(ctx context.Context, body io.Reader) error {
 	// Events are printed as they come, so the columns have fixed widths
 	// (a tabwriter aligns only what it holds).
 	const row = "%-9s %-24s %-24s %s\n"
-	if c.output == "table" {
+	if c.out.human() {
 		fmt.Fprintf(c.e.stdout, row, "EVENT", "ZONE", "NAME", "VERSION")
 	}
 	sc := bufio.NewScanner(body)
@@ -1017,13 +1153,23 @@ func (c *client) printEvents(ctx context.Context, body io.Reader) error {
 		if err := json.Unmarshal(sc.Bytes(), &ev); err != nil {
 			return &exitError{code: exitUsage, err: fmt.Errorf("watch: %v", err)}
 		}
-		switch c.output {
+		switch c.out.kind {
 		case "json":
 			fmt.Fprintln(c.e.stdout, sc.Text())
 			continue
 		case "yaml":
 			b, _ := toYAML(ev)
 			fmt.Fprintf(c.e.stdout, "---\n%s", b)
+			continue
+		case "name", "jsonpath":
+			if ev.Type == store.Bookmark || ev.Type == store.ErrorEvent {
+				break
+			}
+			var o store.Object
+			json.Unmarshal(ev.Object, &o)
+			if err := c.print(&o, []*store.Object{&o}); err != nil {
+				return err
+			}
 			continue
 		}
 		if ev.Type == store.ErrorEvent {

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestKubectlHabits is a kubectl user's script run as written against
+// serve --store: apply twice (the second changes nothing), get -o yaml
+// edited and diffed (exit 1, with the TXT record and who gets what
+// before and after; exit 0 for the unedited file), dry runs on the
+// server and the client that store nothing, apply of the edit reaching
+// DNS, -o name and -o jsonpath, delete --dry-run.
+func TestKubectlHabits(t *testing.T) {
+	s := startStoreServe(t, t.TempDir())
+	defer stopAll(t, s)
+	revision := func() string {
+		t.Helper()
+		code, out, errs := s.cli("list", "-o", "jsonpath={.metadata.resourceVersion}")
+		if code != 0 {
+			t.Fatalf("list -o jsonpath: %d %s", code, errs)
+		}
+		return strings.TrimSpace(out)
+	}
+	code, out, errs := s.cli("apply", "-f", "../../testdata/publisher/example.yaml")
+	if code != 0 || !strings.Contains(out, "zone/example.test created") || !strings.Contains(out, "3 created") {
+		t.Fatalf("apply: %d\n%s%s", code, out, errs)
+	}
+	s.waitTXT("_grpc_config.greeter.example.test.", `\"3s\"`, 2*time.Second)
+	rev := revision()
+	code, out, errs = s.cli("apply", "-f", "../../testdata/publisher/example.yaml")
+	if code != 0 || !strings.Contains(out, "zone/example.test unchanged") || !strings.Contains(out, "0 created, 0 configured, 3 unchanged") {
+		t.Errorf("apply again: %d\n%s%s", code, out, errs)
+	}
+	if now := revision(); now != rev {
+		t.Errorf("a second apply moved the store from %s to %s", rev, now)
+	}
+
+	// get -o yaml, as a file: unchanged, diff says nothing and exits 0.
+	_, yml, _ := s.cli("get", "example.test", "greeter", "-o", "yaml")
+	if !strings.Contains(yml, "apiVersion: grpc-config-dns/v1") || !strings.Contains(yml, "kind: Service") {
+		t.Fatalf("get -o yaml:\n%s", yml)
+	}
+	dir := t.TempDir()
+	same := filepath.Join(dir, "greeter.yaml")
+	os.WriteFile(same, []byte(yml), 0o644)
+	if code, out, errs := s.cli("diff", "-f", same); code != 0 || out != "" {
+		t.Errorf("diff of the object as stored: %d\n%s%s", code, out, errs)
+	}
+	if code, out, _ := s.cli("apply", "-f", same); code != 0 || !strings.Contains(out, "unchanged") {
+		t.Errorf("apply of get -o yaml: %d\n%s", code, out)
+	}
+	// Edited: a longer timeout.
+	edited := filepath.Join(t.TempDir(), "greeter.yaml")
+	os.WriteFile(edited, []byte(strings.Replace(yml, "timeout: 3s", "timeout: 7s", 1)), 0o644)
+	code, out, errs = s.cli("diff", "-f", edited)
+	for _, want := range []string{"--- a/service/example.test/greeter", "+++ b/service/example.test/greeter", "-        timeout: 3s\n+        timeout: 7s",
+		"TXT _grpc_config.greeter.example.test.", "who gets what", `"timeout":"3s"`, `"timeout":"7s"`, "buckets 1–100 (100%)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("diff of the edit lacks %q (exit %d):\n%s%s", want, code, out, errs)
+			break
+		}
+	}
+	if code != exitInvalid {
+		t.Errorf("diff with differences: exit %d, want 1", code)
+	}
+	// Dry runs store nothing.
+	for _, mode := range []string{"server", "client"} {
+		code, out, errs := s.cli("apply", "-f", edited, "--dry-run="+mode)
+		if code != 0 || !strings.Contains(out, "service/example.test/greeter configured") || !strings.Contains(out, "dry run") {
+			t.Errorf("apply --dry-run=%s: %d\n%s%s", mode, code, out, errs)
+		}
+	}
+	if code, out, _ := s.cli("delete", "example.test", "www", "--dry-run=server"); code != 0 || !strings.Contains(out, "deleted") || !strings.Contains(out, "server dry run") {
+		t.Errorf("delete --dry-run=server: %d\n%s", code, out)
+	}
+	if now := revision(); now != rev {
+		t.Errorf("dry runs moved the store from %s to %s", rev, now)
+	}
+	if code, _, _ := s.cli("get", "example.test", "www"); code != 0 {
+		t.Error("a dry-run delete deleted")
+	}
+	// The edit applied reaches DNS.
+	if code, out, errs := s.cli("apply", "-f", edited); code != 0 || !strings.Contains(out, "configured") {
+		t.Fatalf("apply the edit: %d\n%s%s", code, out, errs)
+	}
+	s.waitTXT("_grpc_config.greeter.example.test.", `\"7s\"`, 2*time.Second)
+	// -o name and -o jsonpath.
+	if _, out, _ := s.cli("list", "example.test", "-o", "name"); out != "service/example.test/echo\nservice/example.test/greeter\nservice/example.test/www\n" {
+		t.Errorf("list -o name:\n%s", out)
+	}
+	if _, out, _ := s.cli("get", "example.test", "echo", "-o", "jsonpath={.spec.port}"); out != "50051\n" {
+		t.Errorf("get -o jsonpath={.spec.port}: %q", out)
+	}
+	if _, out, _ := s.cli("list", "example.test", "-o", `jsonpath={range .items[*]}{.metadata.name}:{.kind} {end}`); strings.TrimSpace(out) != "echo:Service greeter:Service www:Service" {
+		t.Errorf("list -o jsonpath with range: %q", out)
+	}
+	if code, _, errs := s.cli("list", "-o", "jsonpath={.items[}"); code != exitUsage || !strings.Contains(errs, "jsonpath") {
+		t.Errorf("a bad template: %d %s", code, errs)
+	}
+	if _, out, _ := s.cli("list", "example.test", "-o", "wide"); !strings.Contains(out, "LABELS") || !strings.Contains(out, "50051") {
+		t.Errorf("list -o wide:\n%s", out)
+	}
+}
