@@ -103,6 +103,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	for _, extra := range extraCommands {
 		root.AddCommand(extra(e))
 	}
+	addCompletions(root, e)
 	err := root.Execute()
 	if err == nil {
 		return exitOK
