@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -103,5 +104,55 @@ func TestKubectlHabits(t *testing.T) {
 	}
 	if _, out, _ := s.cli("list", "example.test", "-o", "wide"); !strings.Contains(out, "LABELS") || !strings.Contains(out, "50051") {
 		t.Errorf("list -o wide:\n%s", out)
+	}
+}
+
+// TestHistoryRollback: history lists an object's versions and what each
+// changed; rollback writes an earlier one again, which DNS serves byte
+// for byte as before, under a higher serial.
+func TestHistoryRollback(t *testing.T) {
+	s := startStoreServe(t, t.TempDir())
+	defer stopAll(t, s)
+	if code, out, errs := s.cli("apply", "-f", "../../testdata/publisher/example.yaml"); code != 0 {
+		t.Fatalf("apply: %d\n%s%s", code, out, errs)
+	}
+	s.waitTXT("_grpc_config.greeter.example.test.", `\"3s\"`, 2*time.Second)
+	original, serial0, err := s.txt("_grpc_config.greeter.example.test.")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, yml, _ := s.cli("get", "example.test", "greeter", "-o", "yaml")
+	first := strings.Trim(strings.SplitN(strings.SplitN(yml, "resourceVersion: ", 2)[1], "\n", 2)[0], "\" ")
+	// The edits leave resourceVersion out (with it, the second would be
+	// refused as a stale write, as kubectl apply's).
+	yml = regexp.MustCompile(`(?m)^\s*resourceVersion: .*\n`).ReplaceAllString(yml, "")
+	for _, timeout := range []string{"7s", "9s"} {
+		f := filepath.Join(t.TempDir(), "greeter.yaml")
+		os.WriteFile(f, []byte(strings.Replace(yml, "timeout: 3s", "timeout: "+timeout, 1)), 0o644)
+		if code, out, errs := s.cli("apply", "-f", f); code != 0 {
+			t.Fatalf("apply %s: %d\n%s%s", timeout, code, out, errs)
+		}
+	}
+	s.waitTXT("_grpc_config.greeter.example.test.", `\"9s\"`, 2*time.Second)
+	code, out, errs := s.cli("history", "example.test", "greeter")
+	if code != 0 || strings.Count(out, "spec.serviceConfig") != 2 || !strings.Contains(out, first+"  ") || !strings.Contains(out, "created") {
+		t.Fatalf("history: %d\n%s%s", code, out, errs)
+	}
+	if code, _, errs := s.cli("rollback", "example.test", "greeter", "--to-revision", "999"); code != exitInvalid || !strings.Contains(errs, "no version 999") {
+		t.Errorf("rollback to a version it never had: %d %s", code, errs)
+	}
+	if code, out, errs := s.cli("rollback", "example.test", "greeter", "--to-revision", first, "--dry-run=server"); code != 0 || !strings.Contains(out, "server dry run") {
+		t.Errorf("rollback --dry-run=server: %d\n%s%s", code, out, errs)
+	}
+	code, out, errs = s.cli("rollback", "example.test", "greeter", "--to-revision", first)
+	if code != 0 || !strings.Contains(out, "service/example.test/greeter rolled back to revision "+first) {
+		t.Fatalf("rollback: %d\n%s%s", code, out, errs)
+	}
+	serial := s.waitTXT("_grpc_config.greeter.example.test.", `\"3s\"`, 2*time.Second)
+	if now, _, _ := s.txt("_grpc_config.greeter.example.test."); now != original || serial <= serial0 {
+		t.Errorf("after the rollback: %q at serial %d; before: %q at serial %d", now, serial, original, serial0)
+	}
+	if _, out, _ := s.cli("history", "example.test", "greeter", "-o", "name"); strings.Count(out, "service/example.test/greeter") != 4 {
+		t.Errorf("history -o name after the rollback:\n%s", out)
 	}
 }

@@ -115,6 +115,9 @@ func New(opts Options) (http.Handler, error) {
 	mux.HandleFunc("/v1/zones/{zone}/services/{name}/inspect", h.auth(takes(takesNone, h.inspect)))
 	mux.HandleFunc("/v1/zones/{zone}/policies", h.auth(takes(listTakes, h.policies)))
 	mux.HandleFunc("/v1/zones/{zone}/policies/{name}", h.auth(takes(writeTakes, h.policy)))
+	mux.HandleFunc("/v1/zones/{zone}/history", h.auth(takes(historyTakes, h.history)))
+	mux.HandleFunc("/v1/zones/{zone}/services/{name}/history", h.auth(takes(historyTakes, h.history)))
+	mux.HandleFunc("/v1/zones/{zone}/policies/{name}/history", h.auth(takes(historyTakes, h.history)))
 	if opts.UI != nil {
 		mux.HandleFunc("/ui/login", h.login)
 		mux.Handle("/ui/", h.auth(opts.UI.ServeHTTP))

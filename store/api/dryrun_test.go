@@ -60,7 +60,12 @@ func TestDryRunDelete(t *testing.T) {
 // move, a watch sees no event, every object reads as before. Invalid
 // writes are refused as they would be.
 func TestDryRunEveryWrite(t *testing.T) {
-	s := serve(t, openStore(t, store.Options{Location: t.TempDir()}))
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) { dryRunEveryWrite(t, serve(t, b.open(t, store.Options{}))) })
+	}
+}
+
+func dryRunEveryWrite(t *testing.T, s *server) {
 	s.putZone("example.test")
 	s.putService("example.test", "echo", svcSpec(1))
 	s.must(201, "PUT", "/v1/zones/example.test/policies/retries", obj(retries, ""))

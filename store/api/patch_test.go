@@ -14,7 +14,12 @@ import (
 // preconditions included; patches without a resourceVersion that race
 // each other all land.
 func TestPatch(t *testing.T) {
-	s := serve(t, openStore(t, store.Options{Location: t.TempDir()}))
+	for _, b := range backends() {
+		t.Run(b.name, func(t *testing.T) { patch(t, serve(t, b.open(t, store.Options{}))) })
+	}
+}
+
+func patch(t *testing.T, s *server) {
 	s.putZone("example.test")
 	rv := s.putService("example.test", "echo", svcSpec(1))
 	const path = "/v1/zones/example.test/services/echo"
