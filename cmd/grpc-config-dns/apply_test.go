@@ -68,11 +68,14 @@ func TestKubectlHabits(t *testing.T) {
 	if code != exitInvalid {
 		t.Errorf("diff with differences: exit %d, want 1", code)
 	}
-	// Dry runs store nothing.
+	// Dry runs store nothing; the server's shows what would change.
 	for _, mode := range []string{"server", "client"} {
 		code, out, errs := s.cli("apply", "-f", edited, "--dry-run="+mode)
 		if code != 0 || !strings.Contains(out, "service/example.test/greeter configured") || !strings.Contains(out, "dry run") {
 			t.Errorf("apply --dry-run=%s: %d\n%s%s", mode, code, out, errs)
+		}
+		if mode == "server" && (!strings.Contains(out, "+        timeout: 7s") || !strings.Contains(out, "who gets what")) {
+			t.Errorf("apply --dry-run=server does not show what changes:\n%s", out)
 		}
 	}
 	if code, out, _ := s.cli("delete", "example.test", "www", "--dry-run=server"); code != 0 || !strings.Contains(out, "deleted") || !strings.Contains(out, "server dry run") {

@@ -773,6 +773,13 @@ func (c *client) publishObjects(file string, objs []*store.Object) error {
 		out = append(out, r.obj)
 		if c.out.human() {
 			fmt.Fprintf(c.e.stdout, "%s %s (version %s)\n", r.what, r.action, r.obj.Metadata.ResourceVersion)
+			if c.dry == "server" && !strings.HasPrefix(r.action, "unchanged") {
+				// What would change, as diff shows it: the object, the
+				// record, who gets what.
+				if _, err := c.diffObject(context.Background(), zone, name, o); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	if !c.out.human() {

@@ -64,6 +64,8 @@ Exit status: 0 printed; 1 the config is invalid, or the server refused;
 	}
 	cmd.Flags().StringVar(&file, "config", "", "publisher config (YAML or JSON)")
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	// -o, as the store's commands and kubectl name it.
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json (the same as --format)")
 	cf.add(cmd, false)
 	return cmd
 }

@@ -45,6 +45,8 @@ warning); 2 usage or I/O error.`,
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	// -o, as the store's commands and kubectl name it.
+	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json (the same as --format)")
 	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings as errors")
 	trustAnchorFlag(cmd, e)
 	return cmd
