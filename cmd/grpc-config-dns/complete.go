@@ -75,7 +75,7 @@ var nameArgs = []struct {
 	command string
 	maxArgs int
 }{
-	{"get", 2}, {"delete", 2}, {"list", 1}, {"watch", 1},
+	{"get", 2}, {"delete", 2}, {"list", 1}, {"watch", 1}, {"history", 2}, {"rollback", 2},
 }
 
 // addCompletions teaches the commands of root what completes their flag
@@ -114,6 +114,10 @@ func addFlagValues(root *cobra.Command, e *env) {
 	for _, v := range flagValues {
 		if c := subcommand(root, v.command); c != nil {
 			completeFlag(c, v.flag, v.values)
+			if v.flag == "format" && c.Flags().Lookup("output") != nil {
+				// -o is --format there (lint, inspect).
+				completeFlag(c, "output", v.values)
+			}
 		}
 	}
 	var outputs []cobra.Completion
@@ -125,7 +129,7 @@ func addFlagValues(root *cobra.Command, e *env) {
 	}
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
-		if c.Flags().Lookup("output") != nil {
+		if c.Flags().Lookup("output") != nil && c.Flags().Lookup("format") == nil {
 			completeFlag(c, "output", outputs)
 		}
 		if c.Flags().Lookup("dry-run") != nil {

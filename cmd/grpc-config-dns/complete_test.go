@@ -83,6 +83,9 @@ func TestCompletedValuesAccepted(t *testing.T) {
 		"delete":        {"delete", "example.test", "x", "--server", deadServer},
 		"list":          {"list", "--server", deadServer},
 		"watch":         {"watch", "--server", deadServer},
+		"history":       {"history", "example.test", "--server", deadServer},
+		"rollback":      {"rollback", "example.test", "x", "--to-revision", "1", "--server", deadServer},
+		"diff":          {"diff", "-f", missing, "--server", deadServer},
 	}
 	check := func(command, flag string, values []string) {
 		t.Helper()
@@ -125,7 +128,13 @@ func TestCompletedValuesAccepted(t *testing.T) {
 		if strings.Contains(help, "-o, --output") {
 			withOutput++
 			values, _ := completeCLI(t, c, "-o", "")
-			if !slices.Contains(values, "table") || !slices.Contains(values, "json") || !slices.Contains(values, "yaml") {
+			switch {
+			case strings.Contains(help, "--format"):
+				// -o is --format: text or json (lint, inspect).
+				if !slices.Equal(values, []string{"text", "json"}) {
+					t.Errorf("%s -o completes to %q, want its --format's", c, values)
+				}
+			case !slices.Contains(values, "table") || !slices.Contains(values, "json") || !slices.Contains(values, "yaml"):
 				t.Errorf("%s -o completes to %q", c, values)
 			}
 			var whole []string
