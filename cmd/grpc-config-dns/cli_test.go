@@ -65,6 +65,11 @@ func TestUnknownCommandSuggests(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errs, `unknown command "pubish"`) || !strings.Contains(errs, "did you mean publish?") {
 		t.Errorf("pubish: exit %d\n%s", code, errs)
 	}
+	// With flags of the command meant: still the command is what is wrong.
+	code, _, errs = runCLI(t, "aply", "-f", "x.yaml")
+	if code != exitUsage || !strings.Contains(errs, `unknown command "aply"`) || !strings.Contains(errs, "did you mean apply?") {
+		t.Errorf("aply -f x.yaml: exit %d\n%s", code, errs)
+	}
 	code, _, errs = runCLI(t)
 	if code != exitUsage || !strings.Contains(errs, "no command given: use one of") || !strings.Contains(errs, "publish") {
 		t.Errorf("no command: exit %d\n%s", code, errs)

@@ -97,6 +97,15 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	root.SetArgs(args)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		if c == root && len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+			// A misspelt command with its flags ("aply -f x"): the
+			// command is what is wrong.
+			msg := fmt.Sprintf("unknown command %q for %q", args[0], c.CommandPath())
+			if s := c.SuggestionsFor(args[0]); len(s) > 0 {
+				msg += "; did you mean " + strings.Join(s, " or ") + "?"
+			}
+			return usageErr("%s\nRun '%s --help' for usage.", msg, c.CommandPath())
+		}
 		return usageErr("%v\nRun '%s --help' for usage.", err, c.CommandPath())
 	})
 	root.AddCommand(lintCmd(e), selectCmd(e), encodeCmd(e))
