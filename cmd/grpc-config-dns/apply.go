@@ -253,6 +253,9 @@ type dryPut struct {
 		Owner string   `json:"owner"`
 		TXT   []string `json:"txt"`
 	} `json:"published"`
+	// Effect is, for a zone or a policy, the services whose record
+	// would change.
+	Effect *store.Effect `json:"effect"`
 }
 
 // diffObject prints what putting o at zone/name would change, and
@@ -283,6 +286,20 @@ func (c *client) diffObject(ctx context.Context, zone, name string, o *store.Obj
 	}
 	afterYAML, _ := toYAML(diffView(&after.Object))
 	fmt.Fprint(c.e.stdout, unifiedDiff(label, string(beforeYAML), string(afterYAML)))
+	if e := after.Effect; e != nil {
+		// A zone's settings and a policy's values reach its services.
+		fmt.Fprintf(c.e.stdout, "  services whose records change: %d\n", e.Total)
+		for _, a := range e.Services {
+			fmt.Fprintf(c.e.stdout, "  service/%s/%s:\n", zone, a.Name)
+			if a.TTLBefore != a.TTLAfter {
+				fmt.Fprintf(c.e.stdout, "  TTL %d → %d\n", a.TTLBefore, a.TTLAfter)
+			}
+			printRecordDiff(c.e.stdout, a.Owner, a.Before, a.After)
+		}
+		if e.Total > len(e.Services) {
+			fmt.Fprintf(c.e.stdout, "  … and %d more\n", e.Total-len(e.Services))
+		}
+	}
 	if after.Published == nil {
 		return true, nil
 	}

@@ -92,6 +92,20 @@ func TestKubectlHabits(t *testing.T) {
 		t.Fatalf("apply the edit: %d\n%s%s", code, out, errs)
 	}
 	s.waitTXT("_grpc_config.greeter.example.test.", `\"7s\"`, 2*time.Second)
+	// A policy's diff names the services it changes, and how.
+	pol := filepath.Join(t.TempDir(), "policy.yaml")
+	os.WriteFile(pol, []byte(`kind: Policy
+metadata: {zone: example.test, name: timeouts}
+spec:
+  targetRef: {kind: Zone}
+  default:
+    methodConfig: [{name: [{service: helloworld.Greeter}], timeout: 1s, waitForReady: true}]
+`), 0o644)
+	code, out, errs = s.cli("diff", "-f", pol)
+	if code != exitInvalid || !strings.Contains(out, "--- /dev/null") || !strings.Contains(out, "services whose records change: 2") || !strings.Contains(out, "service/example.test/echo:") ||
+		!strings.Contains(out, "service/example.test/greeter:") || !strings.Contains(out, `"waitForReady":true`) {
+		t.Errorf("diff of a new policy: %d\n%s%s", code, out, errs)
+	}
 	// -o name and -o jsonpath.
 	if _, out, _ := s.cli("list", "example.test", "-o", "name"); out != "service/example.test/echo\nservice/example.test/greeter\nservice/example.test/www\n" {
 		t.Errorf("list -o name:\n%s", out)

@@ -353,7 +353,17 @@ type objectOps struct {
 	// put answers the object stored, or in a dry run what the write
 	// would store (and publish).
 	put func(ctx context.Context, r *http.Request, obj *store.Object) (any, bool, error)
-	del func(ctx context.Context, r *http.Request, rv string) (*store.Object, error)
+	// del answers the object deleted, or in a dry run what the deletion
+	// would delete (and change).
+	del func(ctx context.Context, r *http.Request, rv string) (any, error)
+}
+
+// dryRunEffect is what a dry-run write of a zone or a policy answers:
+// the object as it would be stored (or deleted), and the services whose
+// record it would change, with their TXT before and after.
+type dryRunEffect struct {
+	*store.Object
+	Effect *store.Effect `json:"effect"`
 }
 
 // dryRun reads the dryRun parameter: the one dry run is dryRun=All.
@@ -411,9 +421,14 @@ func (h *handler) zone(w http.ResponseWriter, r *http.Request) {
 			return h.s.GetZone(ctx, r.PathValue("zone"), rv)
 		},
 		put: func(ctx context.Context, r *http.Request, obj *store.Object) (any, bool, error) {
-			return h.s.PutZone(ctx, r.PathValue("zone"), obj)
+			out, created, err := h.s.PutZone(ctx, r.PathValue("zone"), obj)
+			if err != nil || !r.URL.Query().Has("dryRun") {
+				return out, created, err
+			}
+			eff, err := h.s.ZoneEffect(ctx, r.PathValue("zone"), obj)
+			return dryRunEffect{Object: out, Effect: eff}, created, err
 		},
-		del: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
+		del: func(ctx context.Context, r *http.Request, rv string) (any, error) {
 			return h.s.DeleteZone(ctx, r.PathValue("zone"), rv)
 		},
 	}.serve(w, r)
@@ -431,7 +446,7 @@ func (h *handler) service(w http.ResponseWriter, r *http.Request) {
 			}
 			return dryRunResult{Object: out, Published: publishedOf(svc)}, created, nil
 		},
-		del: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
+		del: func(ctx context.Context, r *http.Request, rv string) (any, error) {
 			return h.s.DeleteService(ctx, r.PathValue("zone"), r.PathValue("name"), rv)
 		},
 	}.serve(w, r)

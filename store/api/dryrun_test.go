@@ -97,6 +97,10 @@ func dryRunEveryWrite(t *testing.T, s *server) {
 			if o := r.object(t); !strings.Contains(string(o.Spec), `"60s"`) {
 				t.Errorf("a changed zone, dry: %s", r.body)
 			}
+			// Its services' default TTL: echo's records change.
+			if !strings.Contains(string(r.body), `"effect":{"services":[{"name":"echo","owner":"_grpc_config.echo.example.test."`) || !strings.Contains(string(r.body), `"ttlBefore":30,"ttlAfter":60}],"total":1}`) {
+				t.Errorf("a changed zone, dry, its effect: %s", r.body)
+			}
 		}},
 		{"PUT", "/v1/zones/example.test/services/web", "", obj(svcSpec(2), ""), 201, func(r response) {
 			if !strings.Contains(string(r.body), `"published":{"owner":"_grpc_config.web.example.test."`) {
@@ -116,6 +120,14 @@ func dryRunEveryWrite(t *testing.T, s *server) {
 		{"DELETE", "/v1/zones/example.test/policies/retries", "", nil, 200, func(r response) {
 			if o := r.object(t); o.Kind != "Policy" || o.Metadata.Name != "retries" {
 				t.Errorf("a policy's deletion, dry: %s", r.body)
+			}
+			// echo loses the policy's retryPolicy.
+			var res struct {
+				Effect store.Effect `json:"effect"`
+			}
+			json.Unmarshal(r.body, &res)
+			if res.Effect.Total != 1 || len(res.Effect.Services) != 1 || !strings.Contains(strings.Join(res.Effect.Services[0].Before, ""), "retryPolicy") || strings.Contains(strings.Join(res.Effect.Services[0].After, ""), "retryPolicy") {
+				t.Errorf("a policy's deletion, dry, its effect: %s", r.body)
 			}
 		}},
 		{"DELETE", "/v1/zones/example.test/services/echo", "", nil, 200, nil},

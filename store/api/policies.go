@@ -29,10 +29,20 @@ func (h *handler) policy(w http.ResponseWriter, r *http.Request) {
 			return h.s.GetPolicy(ctx, r.PathValue("zone"), r.PathValue("name"), rv)
 		},
 		put: func(ctx context.Context, r *http.Request, obj *store.Object) (any, bool, error) {
-			return h.s.PutPolicy(ctx, r.PathValue("zone"), r.PathValue("name"), obj)
+			out, created, err := h.s.PutPolicy(ctx, r.PathValue("zone"), r.PathValue("name"), obj)
+			if err != nil || !r.URL.Query().Has("dryRun") {
+				return out, created, err
+			}
+			eff, err := h.s.PolicyEffect(ctx, r.PathValue("zone"), r.PathValue("name"), obj)
+			return dryRunEffect{Object: out, Effect: eff}, created, err
 		},
-		del: func(ctx context.Context, r *http.Request, rv string) (*store.Object, error) {
-			return h.s.DeletePolicy(ctx, r.PathValue("zone"), r.PathValue("name"), rv)
+		del: func(ctx context.Context, r *http.Request, rv string) (any, error) {
+			out, err := h.s.DeletePolicy(ctx, r.PathValue("zone"), r.PathValue("name"), rv)
+			if err != nil || !r.URL.Query().Has("dryRun") {
+				return out, err
+			}
+			eff, err := h.s.PolicyEffect(ctx, r.PathValue("zone"), r.PathValue("name"), nil)
+			return dryRunEffect{Object: out, Effect: eff}, err
 		},
 	}.serve(w, r)
 }
