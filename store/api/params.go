@@ -56,9 +56,8 @@ func refusedParam(name string, r *http.Request, allowed []string) string {
 
 func listTakes(string) []string { return listParams }
 
-func objectTakes(method string) []string { return objectParams[method] }
-
-// writeTakes is objectTakes, and every write may be a dry run.
+// writeTakes is what one object's route takes: a GET resourceVersion,
+// and every write may be a dry run.
 func writeTakes(method string) []string {
 	switch method {
 	case http.MethodPut, http.MethodPatch:
