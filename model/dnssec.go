@@ -34,6 +34,9 @@ type DNSSEC struct {
 	// zone's DS records during a rollover (as Knot's parental-agent):
 	// the new key's DS at every one of them is the parent's word.
 	ParentalAgents string
+	// ZONEMD publishes at the apex a digest of the whole zone (RFC 8976,
+	// SIMPLE scheme, SHA-384), made again for every serial.
+	ZONEMD bool
 }
 
 // Agents returns the parental agents' addresses.
@@ -141,6 +144,11 @@ func (d *doc) dnssec(n *yaml.Node, path string, z *Zone) {
 				agents = append(agents, ap.String())
 			}
 			s.ParentalAgents = strings.Join(agents, " ")
+		}},
+		{"zonemd", func(_, v *yaml.Node, p string) {
+			if b, ok := d.boolean(v, p, "zonemd"); ok {
+				s.ZONEMD = b
+			}
 		}},
 		{"signatureRefresh", func(_, v *yaml.Node, p string) {
 			if x, ok := d.duration(v, p, "the signature refresh", 1800, 365*86400); ok {

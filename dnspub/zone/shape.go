@@ -38,24 +38,8 @@ type shape struct {
 // TestServiceShapeIsRecords holds it to serviceRecords, hashRecords and
 // size.
 func serviceShape(s *model.Service, buf *[]byte) (sh shape, ok bool) {
-	// The longest owner is the TXT's or the SRV's: a prefix and the name.
-	if s.Name == "." || !plainName(s.Name) || wireNameLen(s.Name)+max(len(sc.OwnerPrefix), len(model.SRVPrefix)) > 255 {
+	if !shapeable(s) {
 		return sh, false
-	}
-	for i, a := range s.Addresses {
-		if !a.IsValid() || a.Zone() != "" { // a zone makes no record of its own
-			return sh, false
-		}
-		for _, b := range s.Addresses[:i] {
-			if a == b {
-				return sh, false
-			}
-		}
-	}
-	for _, t := range s.TXT {
-		if len(t) > 255 {
-			return sh, false
-		}
 	}
 	b := (*buf)[:0]
 	add := func(rec []byte, size int) {
@@ -110,6 +94,31 @@ func serviceShape(s *model.Service, buf *[]byte) (sh shape, ok bool) {
 	}
 	*buf = b
 	return sh, true
+}
+
+// shapeable reports whether the records of s are written as
+// serviceShape writes them: what it says of serviceShape's false.
+func shapeable(s *model.Service) bool {
+	// The longest owner is the TXT's or the SRV's: a prefix and the name.
+	if s.Name == "." || !plainName(s.Name) || wireNameLen(s.Name)+max(len(sc.OwnerPrefix), len(model.SRVPrefix)) > 255 {
+		return false
+	}
+	for i, a := range s.Addresses {
+		if !a.IsValid() || a.Zone() != "" { // a zone makes no record of its own
+			return false
+		}
+		for _, b := range s.Addresses[:i] {
+			if a == b {
+				return false
+			}
+		}
+	}
+	for _, t := range s.TXT {
+		if len(t) > 255 {
+			return false
+		}
+	}
+	return true
 }
 
 func b2i(b bool) int {

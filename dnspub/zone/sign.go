@@ -35,6 +35,9 @@ type signing struct {
 	at    cow.Map[*secured]
 	// soa is the RRSIGs of this version's SOA, which every serial changes.
 	soa []dns.RR
+	// zonemd is, when params.ZONEMD, this version's ZONEMD record and its
+	// RRSIGs, made for every serial too (zonemd.go).
+	zonemd []dns.RR
 	// due is when the earliest signature is to be made again (Unix
 	// seconds): a Sign at or after it refreshes the signatures due.
 	due          uint32
@@ -244,13 +247,15 @@ func (z *Zone) SameKeys(keys *dnssec.KeySet, p *model.DNSSEC) bool {
 
 // Sign returns z, a version made by Update and given its serial, signed
 // with keys as p says: the RRSIG records of each of its RRsets, the NSEC
-// chain of its names, and the DNSKEY, CDS and CDNSKEY records at its
-// apex. prev is the version z follows (nil for none) and ch what Update
-// changed from it: when prev is signed with the same keys, only the names
-// ch changed, their neighbours in the chain, the SOA and the signatures
-// due for refresh at now are signed again, the rest shared. ch gains the
-// DNSSEC records' changes (the names whose answers change, and for a
-// change from a previous version, the records deleted and added).
+// chain of its names, the DNSKEY, CDS and CDNSKEY records at its apex,
+// and with p.ZONEMD the ZONEMD record, a digest of all of them made for
+// every version (zonemd.go). prev is the version z follows (nil for
+// none) and ch what Update changed from it: when prev is signed with the
+// same keys, only the names ch changed, their neighbours in the chain,
+// the SOA (and ZONEMD) and the signatures due for refresh at now are
+// signed again, the rest shared. ch gains the DNSSEC records' changes
+// (the names whose answers change, and for a change from a previous
+// version, the records deleted and added).
 func Sign(prev, z *Zone, ch *Change, keys *dnssec.KeySet, p model.DNSSEC, now time.Time) (*Zone, error) {
 	if ch == nil {
 		ch = &Change{fresh: true}
@@ -281,11 +286,21 @@ func Sign(prev, z *Zone, ch *Change, keys *dnssec.KeySet, p model.DNSSEC, now ti
 	}
 	z.sec.count += len(z.sec.soa)
 	z.sec.bytes += size(z.sec.soa)
+	if p.ZONEMD {
+		// The digest covers every record but itself: made last.
+		if z.sec.zonemd, err = z.makeZONEMD(sg); err != nil {
+			return nil, err
+		}
+		z.sec.count += len(z.sec.zonemd)
+		z.sec.bytes += size(z.sec.zonemd)
+	}
 	if !ch.fresh && prev != nil && prev.sec != nil {
 		ch.Deleted = append(ch.Deleted, prev.sec.soa...)
+		ch.Deleted = append(ch.Deleted, prev.sec.zonemd...)
 	}
 	if !ch.fresh {
 		ch.Added = append(ch.Added, z.sec.soa...)
+		ch.Added = append(ch.Added, z.sec.zonemd...)
 	}
 	return z, nil
 }
@@ -364,7 +379,8 @@ func (sec *signing) sub(s *secured) {
 // same keys and settings.
 func (z *Zone) signChanges(sg *signer, prev *Zone, ch *Change) error {
 	old := prev.sec
-	sec := &signing{keys: old.keys, params: old.params, chain: old.chain, due: old.due, count: old.count - len(old.soa), bytes: old.bytes - size(old.soa)}
+	sec := &signing{keys: old.keys, params: old.params, chain: old.chain, due: old.due,
+		count: old.count - len(old.soa) - len(old.zonemd), bytes: old.bytes - size(old.soa) - size(old.zonemd)}
 	// The names whose records changed, and whether they still hold any.
 	changed := map[string]bool{}
 	for _, list := range [2][]dns.RR{ch.Deleted, ch.Added} {
@@ -508,6 +524,11 @@ func (z *Zone) secure(sg *signer, name, next string) (*secured, error) {
 		slices.SortFunc(rrs, compareRR)
 	}
 	nsec := z.nsec(name, next, rrs)
+	if name == z.Origin && sg.p.ZONEMD {
+		// The ZONEMD record, made once the digest is (Sign).
+		nsec.TypeBitMap = append(nsec.TypeBitMap, dns.TypeZONEMD)
+		slices.Sort(nsec.TypeBitMap)
+	}
 	nsecSigs, nsecN, d, err := sg.sign(nil, []dns.RR{nsec})
 	if err != nil {
 		return nil, err
@@ -609,6 +630,7 @@ func (z *Zone) securedAt(name string) []dns.RR {
 	out := s.records()
 	if name == z.Origin {
 		out = append(out, z.sec.soa...)
+		out = append(out, z.sec.zonemd...)
 	}
 	return out
 }

@@ -281,6 +281,7 @@ func (z *Zone) Records() []dns.RR {
 			out = append(out, s.records()...)
 		}
 		out = append(out, z.sec.soa...)
+		out = append(out, z.sec.zonemd...)
 	}
 	slices.SortFunc(out, compareRR)
 	return out

@@ -200,3 +200,64 @@ func TestSignedAnswers(t *testing.T) {
 		checkDOAnswer(t, m, strings.ToLower(q.name), q.qtype, keys, z2)
 	}
 }
+
+// TestSignedZONEMD: a zone with zonemd: true answers ZONEMD queries at
+// its apex with the record of the version served, signed, and without
+// DO with the record alone; a change serves the new version's.
+func TestSignedZONEMD(t *testing.T) {
+	text := bytes.Replace(model.Example, []byte("    ttl: 30s\n"), []byte("    ttl: 30s\n    dnssec: {zonemd: true}\n"), 1)
+	cfg, ds := model.Parse(text)
+	if cfg == nil {
+		t.Fatal(ds)
+	}
+	zc := cfg.Zones[0]
+	ks, err := dnssec.Load(t.TempDir(), zc.Origin, dnssec.Options{Algorithm: dns.ECDSAP256SHA256, Generate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, ch := zone.Update(nil, zc)
+	z, err := zone.Sign(nil, u.WithSerial(1), ch, ks, *zc.DNSSEC, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb, err := Build([]*zone.Zone{z}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := ks.DNSKEYs(30)
+	check := func(z *zone.Zone) {
+		t.Helper()
+		m, _, _ := exchange(t, tb, ask{name: zc.Origin, qtype: dns.TypeZONEMD, edns: 1232, do: true, tcp: true})
+		checkDOAnswer(t, m, zc.Origin, dns.TypeZONEMD, keys, z)
+		if len(m.Answer) != 2 || m.Answer[0].String() != z.ZONEMD().String() {
+			t.Fatalf("ZONEMD with DO: %v, want %v and its RRSIG", m.Answer, z.ZONEMD())
+		}
+		plain, _, _ := exchange(t, tb, ask{name: zc.Origin, qtype: dns.TypeZONEMD, edns: 1232})
+		if len(plain.Answer) != 1 || plain.Answer[0].String() != z.ZONEMD().String() {
+			t.Errorf("ZONEMD without DO: %v", plain.Answer)
+		}
+		// NODATA below the apex.
+		m, _, _ = exchange(t, tb, ask{name: "echo." + zc.Origin, qtype: dns.TypeZONEMD, edns: 1232, do: true, tcp: true})
+		checkDOAnswer(t, m, "echo."+zc.Origin, dns.TypeZONEMD, keys, z)
+		if len(m.Answer) != 0 {
+			t.Errorf("ZONEMD below the apex: %v", m.Answer)
+		}
+	}
+	check(z)
+	next := *zc
+	next.Services = zc.Services[1:]
+	u, ch = zone.Update(z, &next)
+	z2, err := zone.Sign(z, u.WithSerial(2), ch, ks, *zc.DNSSEC, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if z2.ZONEMD().Serial != 2 || z2.ZONEMD().Digest == z.ZONEMD().Digest {
+		t.Fatalf("after a change: %v", z2.ZONEMD())
+	}
+	e := tb.Edit()
+	if err := e.SetZone(z2, ch); err != nil {
+		t.Fatal(err)
+	}
+	tb = e.Table()
+	check(z2)
+}
