@@ -149,7 +149,7 @@ func (s *Store) writeBatch(ctx context.Context, z string, zkv *kv, ps *zonePolic
 	for len(write) > 0 {
 		n := s.chunk(write)
 		chunk := write[:n]
-		r, err := s.commit(ctx, batchTxn(z, zkv, ps, chunk))
+		r, err := s.commit(ctx, batchTxn(z, zkv, ps, chunk, s.writtenAt()))
 		if err != nil {
 			return nil, s.internal(err)
 		}
@@ -176,14 +176,14 @@ func (s *Store) writeBatch(ctx context.Context, z string, zkv *kv, ps *zonePolic
 // batchTxn is the transaction that writes the services of chunk to zone
 // z, on the condition that the zone, as zkv, its policies, as ps, and
 // those services are as read.
-func batchTxn(z string, zkv *kv, ps *zonePolicies, chunk []*batchItem) *txn {
+func batchTxn(z string, zkv *kv, ps *zonePolicies, chunk []*batchItem, at []byte) *txn {
 	t := &txn{cmps: []cmp{{key: zoneKey(z), modRev: zkv.modRev}, {key: policyMarkerKey(z), modRev: ps.marker}}}
 	for _, it := range chunk {
 		key := serviceKey(z, it.name)
 		t.cmps = append(t.cmps, cmp{key: key, modRev: modRev(it.cur)})
 		t.puts = append(t.puts, kvPut{key, it.value})
 	}
-	t.puts = append(t.puts, kvPut{markerKey(z), nil})
+	t.puts = append(t.puts, kvPut{markerKey(z), at})
 	return t
 }
 

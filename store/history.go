@@ -3,7 +3,19 @@ package store
 import (
 	"context"
 	"errors"
+	"time"
 )
+
+// WrittenAt is the annotation of a History item that says when the
+// version was written (RFC 3339, UTC), when the store knows: the time is
+// kept as the value of the zone's change marker, which every write of
+// the zone, its services and policies rewrites in its transaction.
+const WrittenAt = "grpc-config-dns/written-at"
+
+// writtenAt is the marker value of a write made now.
+func (s *Store) writtenAt() []byte {
+	return []byte(s.opts.Now().UTC().Format(time.RFC3339))
+}
 
 // History is the versions of one object the store still holds, newest
 // first: the current one and those before it, back to its creation or
@@ -24,7 +36,7 @@ func (s *Store) ZoneHistory(ctx context.Context, zone string, limit int) (*Histo
 	if err != nil {
 		return nil, err
 	}
-	return s.history(ctx, zoneKey(name), limit, "zone %s not found", name)
+	return s.history(ctx, name, zoneKey(name), limit, "zone %s not found", name)
 }
 
 // ServiceHistory returns the versions of a service (History).
@@ -33,7 +45,7 @@ func (s *Store) ServiceHistory(ctx context.Context, zone, svc string, limit int)
 	if err != nil {
 		return nil, err
 	}
-	return s.history(ctx, serviceKey(z, name), limit, "service %s of zone %s not found", name, z)
+	return s.history(ctx, z, serviceKey(z, name), limit, "service %s of zone %s not found", name, z)
 }
 
 // PolicyHistory returns the versions of a policy (History).
@@ -42,14 +54,14 @@ func (s *Store) PolicyHistory(ctx context.Context, zone, policy string, limit in
 	if err != nil {
 		return nil, err
 	}
-	return s.history(ctx, policyKey(z, name), limit, "policy %s of zone %s not found", name, z)
+	return s.history(ctx, z, policyKey(z, name), limit, "policy %s of zone %s not found", name, z)
 }
 
 // history walks back from the version of key now: the one before a
 // version is key as of the revision before it, down to the object's
 // creation (its createRev) or the oldest revision kept. At most limit
 // versions (0: all).
-func (s *Store) history(ctx context.Context, key string, limit int, missing string, args ...any) (*History, error) {
+func (s *Store) history(ctx context.Context, zone, key string, limit int, missing string, args ...any) (*History, error) {
 	cur, err := s.getKey(ctx, key, "")
 	if err != nil {
 		return nil, err
@@ -62,6 +74,9 @@ func (s *Store) history(ctx context.Context, key string, limit int, missing stri
 		o, err := decode(*k)
 		if err != nil {
 			return nil, s.internal(err)
+		}
+		if at := s.writeTime(ctx, zone, k.modRev); at != "" {
+			o.Metadata.Annotations = map[string]string{WrittenAt: at}
 		}
 		h.Items = append(h.Items, o)
 		if k.modRev <= k.createRev || limit > 0 && len(h.Items) == limit {
@@ -81,4 +96,18 @@ func (s *Store) history(ctx context.Context, key string, limit int, missing stri
 		}
 	}
 	return h, nil
+}
+
+// writeTime is when the write at revision rev of zone was made: its
+// marker's value at rev, written by the same transaction; "" when the
+// marker of rev is gone or holds no time (a store written before).
+func (s *Store) writeTime(ctx context.Context, zone string, rev int64) string {
+	kvs, _, _, err := s.b.rangeKeys(ctx, markerKey(zone), markerKey(zone), 1, rev)
+	if err != nil || len(kvs) != 1 || kvs[0].key != markerKey(zone) || kvs[0].modRev != rev {
+		return ""
+	}
+	if _, err := time.Parse(time.RFC3339, string(kvs[0].value)); err != nil {
+		return ""
+	}
+	return string(kvs[0].value)
 }

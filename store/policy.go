@@ -296,7 +296,7 @@ func (s *Store) writePolicy(ctx context.Context, z, name string, zc *model.Zone,
 	key := policyKey(z, name)
 	t := &txn{
 		cmps: []cmp{{key: zoneKey(z), modRev: zkv.modRev}, {key: policyMarkerKey(z), modRev: ps.marker}, {key: key, modRev: modRev(ps.kvs[name])}},
-		puts: []kvPut{{policyMarkerKey(z), nil}, {markerKey(z), nil}},
+		puts: []kvPut{{policyMarkerKey(z), nil}, {markerKey(z), s.writtenAt()}},
 	}
 	if rev > 0 {
 		t.cmps = append(t.cmps, cmp{key: servicePrefix(z), notAfter: rev})

@@ -530,7 +530,7 @@ func (s *Store) zoneTxn(ctx context.Context, w *zoneWrite, cur *kv) (*txn, error
 		bad.Message = fmt.Sprintf("zone %s: its services would be invalid with this spec (the zone's settings are their defaults): nothing was stored; fix the zone's spec or the services", w.name)
 		return nil, bad
 	}
-	t := &txn{puts: []kvPut{{zoneKey(w.name), w.value}, {markerKey(w.name), nil}},
+	t := &txn{puts: []kvPut{{zoneKey(w.name), w.value}, {markerKey(w.name), s.writtenAt()}},
 		cmps: []cmp{{key: zoneKey(w.name), modRev: modRev(cur)}, {key: policyMarkerKey(w.name), modRev: ps.marker}}}
 	if rev > 0 {
 		t.cmps = append(t.cmps, cmp{key: servicePrefix(w.name), notAfter: rev})
@@ -766,7 +766,7 @@ func (s *Store) PutServicePublished(ctx context.Context, zone, svc string, obj *
 		}
 		res, err := s.commit(ctx, &txn{
 			cmps: []cmp{{key: zoneKey(z), modRev: zkv.modRev}, {key: policyMarkerKey(z), modRev: ps.marker}, {key: key, modRev: modRev(cur)}},
-			puts: []kvPut{{key, value}, {markerKey(z), nil}},
+			puts: []kvPut{{key, value}, {markerKey(z), s.writtenAt()}},
 		})
 		if err != nil {
 			return nil, false, nil, s.internal(err)
@@ -879,7 +879,7 @@ func (s *Store) DeleteService(ctx context.Context, zone, svc, ifRV string) (*Obj
 		res, err := s.commit(ctx, &txn{
 			cmps: []cmp{{key: key, modRev: cur.modRev}, {key: zoneKey(z), modRev: -1}},
 			dels: []string{key},
-			puts: []kvPut{{markerKey(z), nil}},
+			puts: []kvPut{{markerKey(z), s.writtenAt()}},
 		})
 		if err != nil {
 			return nil, s.internal(err)
@@ -1124,7 +1124,7 @@ func (s *Store) TouchZone(ctx context.Context, zone string) error {
 	if err != nil {
 		return err
 	}
-	res, err := s.b.txn(ctx, &txn{cmps: []cmp{{key: zoneKey(name), modRev: -1}}, puts: []kvPut{{markerKey(name), nil}}})
+	res, err := s.b.txn(ctx, &txn{cmps: []cmp{{key: zoneKey(name), modRev: -1}}, puts: []kvPut{{markerKey(name), s.writtenAt()}}})
 	if err != nil {
 		return s.internal(err)
 	}

@@ -152,7 +152,7 @@ func TestHistoryRollback(t *testing.T) {
 	}
 	s.waitTXT("_grpc_config.greeter.example.test.", `\"9s\"`, 2*time.Second)
 	code, out, errs := s.cli("history", "example.test", "greeter")
-	if code != 0 || strings.Count(out, "spec.serviceConfig") != 2 || !strings.Contains(out, first+"  ") || !strings.Contains(out, "created") {
+	if code != 0 || strings.Count(out, "spec.serviceConfig") != 2 || !strings.Contains(out, first+"  ") || !strings.Contains(out, "created") || !strings.Contains(out, time.Now().UTC().Format("2006-01-02T")) {
 		t.Fatalf("history: %d\n%s%s", code, out, errs)
 	}
 	if code, _, errs := s.cli("rollback", "example.test", "greeter", "--to-revision", "999"); code != exitInvalid || !strings.Contains(errs, "no version 999") {

@@ -36,9 +36,9 @@ func historyCmd(e *env) *cobra.Command {
 		Short: "List the versions of a zone, a service or a policy, and what each changed",
 		Long: `List the versions of an object the store still holds (the last --history
 revisions of serve --store, 10 000 by default), newest first: each
-version's resourceVersion and the fields it changed. rollback returns to
-one of them. The store keeps no time of writes: the resourceVersion orders
-them.`,
+version's resourceVersion, when it was written (UTC; "-" for versions
+written by a release that did not record it) and the fields it changed.
+rollback returns to one of them.`,
 		Args: cobra.RangeArgs(1, 2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := cf.client(e)
@@ -57,7 +57,7 @@ them.`,
 				return c.print(&h, h.Items)
 			}
 			tw := tabwriter.NewWriter(e.stdout, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "REVISION\tCHANGE")
+			fmt.Fprintln(tw, "REVISION\tWRITTEN\tCHANGE")
 			for i, o := range h.Items {
 				change := "created"
 				switch {
@@ -66,7 +66,7 @@ them.`,
 				case h.Truncated || limit > 0 && len(h.Items) == limit:
 					change = "(older versions not shown)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\n", o.Metadata.ResourceVersion, change)
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", o.Metadata.ResourceVersion, orDash(o.Metadata.Annotations[store.WrittenAt]), change)
 			}
 			return tw.Flush()
 		},

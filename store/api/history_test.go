@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/grpc-config-dns/grpc-config-dns/store"
 )
@@ -31,6 +32,9 @@ func TestHistory(t *testing.T) {
 				want := rvs[len(rvs)-1-i]
 				if rvOf(t, o.Metadata.ResourceVersion) != want || !strings.Contains(string(o.Spec), svcSpec(len(rvs) - 1 - i)[15:26]) {
 					t.Errorf("item %d: version %s %s, want version %d", i, o.Metadata.ResourceVersion, o.Spec, want)
+				}
+				if at, err := time.Parse(time.RFC3339, o.Metadata.Annotations[store.WrittenAt]); err != nil || time.Since(at) > time.Minute {
+					t.Errorf("item %d: written at %q", i, o.Metadata.Annotations[store.WrittenAt])
 				}
 			}
 			decodeJSON(t, s.must(200, "GET", "/v1/zones/example.test/services/echo/history?limit=2", nil).body, &h)
