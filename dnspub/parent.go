@@ -11,7 +11,6 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/dnssec"
-	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // checkParents carries on the rollovers of SEP keys that wait for their
@@ -151,9 +150,4 @@ func dsAt(addr, origin string, key *dns.DNSKEY) (uint32, error) {
 		return 0, errors.New("no DS record for " + origin)
 	}
 	return 0, fmt.Errorf("its DS records name keys %s, not %d", strings.Join(names, ", "), key.KeyTag())
-}
-
-// sepRollover is rollover's part for the key the parent names.
-func sepRollover(zc *model.Zone) time.Duration {
-	return time.Duration(zc.DNSSEC.KSKLifetime) * time.Second
 }

@@ -77,7 +77,7 @@ func rollover(zc *model.Zone) dnssec.Rollover {
 	}
 	return dnssec.Rollover{
 		Lifetime:    time.Duration(zc.DNSSEC.ZSKLifetime) * time.Second,
-		SEPLifetime: sepRollover(zc),
+		SEPLifetime: time.Duration(zc.DNSSEC.KSKLifetime) * time.Second,
 		Publish:     2 * time.Duration(zc.TTL) * time.Second,
 		Retire:      2 * time.Duration(longest) * time.Second,
 	}
