@@ -1,9 +1,12 @@
-// Package ui is the publisher's read-only web view (GET /ui/): the zones
-// and services being served, and for one service the published TXT
-// record, its final config with the policy that set each value, its lint
-// diagnostics, and who gets what: the share of clients, by language,
-// host, dynamic parameters and percentage bucket, that lands on each
-// choice.
+// Package ui is the publisher's read-only web view (GET /ui/): the zones,
+// their services and policies being served; for one service the published
+// TXT record, its final config with the policy that set each value (a
+// link to the policy's page), its lint diagnostics, and who gets what: the
+// share of clients, by language, host, dynamic parameters and percentage
+// bucket, that lands on each choice, with the config of each choice beside
+// the bar; for one policy (/ui/zones/{zone}/policies/{name}) its targetRef
+// and default, and the services it selects with what it changes in each:
+// the values it sets, and those a more specific layer overrides.
 //
 // Pages are rendered on the server with html/template from embedded
 // files: no build step, no JavaScript. The Handler reads snapshots
@@ -24,6 +27,7 @@ import (
 
 	"github.com/grpc-config-dns/grpc-config-dns/model"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/whogets"
 )
 
@@ -58,9 +62,23 @@ func (f SourceFunc) Snapshot() *Snapshot { return f() }
 var files embed.FS
 
 var pages = template.Must(template.New("").Funcs(template.FuncMap{
-	"trimdot": func(s string) string { return strings.TrimSuffix(s, ".") },
-	"labels":  formatLabels,
+	"trimdot":    trimdot,
+	"labels":     formatLabels,
+	"serviceURL": serviceURL,
+	"policyURL":  policyURL,
 }).ParseFS(files, "templates/*.html"))
+
+func trimdot(s string) string { return strings.TrimSuffix(s, ".") }
+
+// serviceURL is the page of service name of zone.
+func serviceURL(zone, name string) string {
+	return "/ui/zones/" + trimdot(zone) + "/services/" + trimdot(name)
+}
+
+// policyURL is the page of policy name of zone.
+func policyURL(zone, name string) string {
+	return "/ui/zones/" + trimdot(zone) + "/policies/" + name
+}
 
 // Handler serves the view under /ui/ from src.
 func Handler(src Source, log *slog.Logger) http.Handler {
@@ -72,6 +90,7 @@ func Handler(src Source, log *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /ui/{$}", h.index)
 	mux.HandleFunc("GET /ui/zones/{zone}/services/{name}", h.service)
+	mux.HandleFunc("GET /ui/zones/{zone}/policies/{name}", h.policy)
 	mux.Handle("GET /ui/static/", http.StripPrefix("/ui/static/", http.FileServerFS(static)))
 	mux.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
 		h.render(w, http.StatusNotFound, "notfound", map[string]string{"What": "page " + r.URL.Path})
@@ -103,7 +122,9 @@ type zoneView struct {
 	Origin, ResourceVersion string
 	Serial                  uint32
 	Policies                int
-	Services                []serviceRow
+	// PolicyRows are the zone's policies, in merge order.
+	PolicyRows []policyRow
+	Services   []serviceRow
 	// Total counts the zone's services, Matched those the filter keeps
 	// (at most maxRowsPerZone are listed).
 	Total, Matched int
@@ -111,6 +132,10 @@ type zoneView struct {
 
 // Hidden is how many matching services are not listed.
 func (z zoneView) Hidden() int { return z.Matched - len(z.Services) }
+
+type policyRow struct {
+	Name, Kind, Target string
+}
 
 type serviceRow struct {
 	Name, Labels string
@@ -133,6 +158,9 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 	var zones []zoneView
 	for _, z := range snap.Config.Zones {
 		zv := zoneView{Origin: z.Origin, Serial: snap.Serials[z.Origin], ResourceVersion: snap.ResourceVersions[z.Origin], Policies: len(z.Policies), Total: len(z.Services)}
+		for _, p := range z.Policies {
+			zv.PolicyRows = append(zv.PolicyRows, policyRow{Name: p.Name, Kind: p.TargetRef.Kind.String(), Target: describeTarget(p.TargetRef)})
+		}
 		for _, s := range z.Services {
 			labels := formatLabels(s.Labels)
 			if q != "" && !strings.Contains(s.Name, strings.ToLower(q)) && !strings.Contains(labels, q) {
@@ -166,7 +194,11 @@ type serviceView struct {
 	RDataBytes, AnswerBytes int
 	Diagnostics             sc.Diagnostics
 	Split                   *whogets.Split
-	SplitError              string
+	// Rows are Split's rows, each with the configs of the choices its
+	// bar shows; Choices is the legend: every choice and the default.
+	Rows       []splitRow
+	Choices    []choiceView
+	SplitError string
 }
 
 type txtString struct {
@@ -175,8 +207,19 @@ type txtString struct {
 }
 
 type fieldView struct {
-	Path, Value, SetBy, Over string
-	ByPolicy                 bool
+	Path, Value string
+	// SetBy is the layer whose value is published, Over those it
+	// overrode, in merge order.
+	SetBy    originView
+	Over     []originView
+	ByPolicy bool
+}
+
+// originView is a layer that set a value: a policy (with the URL of its
+// page) or the service itself (Policy ""), and the value's JSON pointer
+// in that layer (Path, "" where only the layer is named).
+type originView struct {
+	Policy, Kind, URL, Path string
 }
 
 func (h *handler) service(w http.ResponseWriter, r *http.Request) {
@@ -197,7 +240,7 @@ func (h *handler) service(w http.ResponseWriter, r *http.Request) {
 	}
 	v.Inspection = z.Inspect(s)
 	for _, f := range v.Inspection.Fields {
-		v.Fields = append(v.Fields, newFieldView(f))
+		v.Fields = append(v.Fields, newFieldView(z.Origin, f))
 	}
 	if s.TXT != nil {
 		var pretty strings.Builder
@@ -213,29 +256,33 @@ func (h *handler) service(w http.ResponseWriter, r *http.Request) {
 		v.Diagnostics = sc.LintRecords([][]string{s.TXT}, sc.LintOptions{Owner: s.TXTOwner()})
 		if v.Split, err = whogets.Of(s.TXTOwner(), s.TXT); err != nil {
 			v.SplitError = err.Error()
+		} else {
+			v.Choices = choicesOf(s)
+			v.Rows = splitRows(v.Split, v.Choices)
 		}
 	}
 	h.render(w, http.StatusOK, "service", v)
 }
 
-func newFieldView(f model.InspectedField) fieldView {
+func newFieldView(zone string, f model.InspectedField) fieldView {
 	fv := fieldView{Path: f.Path, Value: string(f.Value)}
-	name := func(i int) string {
-		o := f.Origins[i]
-		if o.Policy == "" {
-			return "service"
-		}
-		return "policy " + o.Policy + " (" + o.Kind.String() + ")"
-	}
 	if n := len(f.Origins); n > 0 {
-		fv.SetBy, fv.ByPolicy = name(n-1)+" "+f.Origins[n-1].Path, f.Origins[n-1].Policy != ""
-		var over []string
-		for i := range n - 1 {
-			over = append(over, name(i))
+		fv.SetBy, fv.ByPolicy = newOriginView(zone, f.Origins[n-1]), f.Origins[n-1].Policy != ""
+		for _, o := range f.Origins[:n-1] {
+			ov := newOriginView(zone, o)
+			ov.Path = ""
+			fv.Over = append(fv.Over, ov)
 		}
-		fv.Over = strings.Join(over, ", ")
 	}
 	return fv
+}
+
+func newOriginView(zone string, o policy.Origin) originView {
+	ov := originView{Path: o.Path}
+	if o.Policy != "" {
+		ov.Policy, ov.Kind, ov.URL = o.Policy, o.Kind.String(), policyURL(zone, o.Policy)
+	}
+	return ov
 }
 
 func formatLabels(l map[string]string) string {

@@ -326,6 +326,27 @@ func TestWebViewFromAStoreInChromium(t *testing.T) {
 		}
 		t.Logf("screenshot: %s", png)
 	}
+	// The policy page lists the services the policy changes; the service
+	// page shows each choice's config beside its bar; and every link of
+	// every page the view links to resolves, as the browser follows it.
+	p.navigate(base + "/ui/zones/policies.test/policies/retries")
+	if n := p.eval(`String(document.querySelectorAll("#affected tr.affected a").length)`); n == "0" {
+		t.Errorf("the policy page lists no service it changes")
+	}
+	if got := p.eval(`Array.from(document.querySelectorAll("#affected tr.affected a"), a => a.textContent).join(",")`); !strings.Contains(got, "echo") {
+		t.Errorf("the retries policy page lists %q, want echo among them", got)
+	}
+	png := filepath.Join(shots, "store-policy-retries.png")
+	if err := os.WriteFile(png, p.screenshot(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	p.navigate(base + echo)
+	if n := p.eval(`String(document.querySelectorAll("#split .split ul.configs code.config").length)`); n == "0" {
+		t.Errorf("the service page shows no config beside its bars")
+	}
+	if pages := crawlInBrowser(t, p, base, token, "/ui/"); len(pages) < 5 {
+		t.Errorf("crawled %d pages: %v", len(pages), pages)
+	}
 	if logged := b.logged(); len(logged) > 0 {
 		t.Errorf("the browser logged console messages:\n%s", strings.Join(logged, "\n"))
 	}
