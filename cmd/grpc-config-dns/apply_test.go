@@ -68,7 +68,12 @@ func TestKubectlHabits(t *testing.T) {
 	if code != exitInvalid {
 		t.Errorf("diff with differences: exit %d, want 1", code)
 	}
-	// Dry runs store nothing; the server's shows what would change.
+	// Dry runs store nothing (DNS serves the same record under the same
+	// serial); the server's shows what would change.
+	txtBefore, serialBefore, err := s.txt("_grpc_config.greeter.example.test.")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, mode := range []string{"server", "client"} {
 		code, out, errs := s.cli("apply", "-f", edited, "--dry-run="+mode)
 		if code != 0 || !strings.Contains(out, "service/example.test/greeter configured") || !strings.Contains(out, "dry run") {
@@ -86,6 +91,10 @@ func TestKubectlHabits(t *testing.T) {
 	}
 	if code, _, _ := s.cli("get", "example.test", "www"); code != 0 {
 		t.Error("a dry-run delete deleted")
+	}
+	time.Sleep(50 * time.Millisecond) // what a write would have published by now
+	if txt, serial, _ := s.txt("_grpc_config.greeter.example.test."); txt != txtBefore || serial != serialBefore {
+		t.Errorf("after dry runs DNS serves %q at serial %d; before %q at %d", txt, serial, txtBefore, serialBefore)
 	}
 	// The edit applied reaches DNS.
 	if code, out, errs := s.cli("apply", "-f", edited); code != 0 || !strings.Contains(out, "configured") {
