@@ -224,13 +224,7 @@ func (ks *KeySet) rollZSK(dir string, now time.Time, r Rollover) (bool, error) {
 		return false, nil
 	}
 	if cur.Timing.Activate.IsZero() {
-		// A key without timing (a zone's first, or one brought from
-		// dnssec-keygen -G): its lifetime starts now.
-		cur.Timing.Activate = now
-		if cur.Timing.Publish.IsZero() {
-			cur.Timing.Publish = now
-		}
-		return false, cur.writePrivate(now)
+		return false, cur.startLifetime(now)
 	}
 	var succ *Key
 	for _, k := range ks.Keys {
@@ -285,6 +279,17 @@ func (ks *KeySet) currentSEP(now time.Time) (cur, succ *Key) {
 	return cur, succ
 }
 
+// startLifetime starts the lifetime of a key without timing (a zone's
+// first, or one brought from dnssec-keygen without -A): active, and
+// published, from now.
+func (k *Key) startLifetime(now time.Time) error {
+	k.Timing.Activate = now
+	if k.Timing.Publish.IsZero() {
+		k.Timing.Publish = now
+	}
+	return k.writePrivate(now)
+}
+
 // rollSEP starts the rollover of the SEP key of ks when its lifetime is
 // up (Rollover), and heals one that a crash interrupted. split says the
 // zone has zone-signing keys: the SEP key signs only the DNSKEY RRset.
@@ -294,13 +299,7 @@ func (ks *KeySet) rollSEP(dir string, now time.Time, r Rollover, split bool) (bo
 		return false, nil
 	}
 	if cur.Timing.Activate.IsZero() {
-		// A zone's first key, or one brought without timing: its
-		// lifetime starts now.
-		cur.Timing.Activate = now
-		if cur.Timing.Publish.IsZero() {
-			cur.Timing.Publish = now
-		}
-		return false, cur.writePrivate(now)
+		return false, cur.startLifetime(now)
 	}
 	if succ != nil {
 		if !split && cur.Timing.Inactive.IsZero() {

@@ -173,16 +173,7 @@ func TestUnboundThroughCSKRollover(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "anchor.ds"), []byte(parent.anchor()), 0o644)
 	port := startUnbound(t, dir, p.port, "stub-zone:\n\tname: \"test\"\n\tstub-addr: 127.0.0.1@"+parent.port+"\n")
 	addr := "127.0.0.1:" + port
-	ask := func(name string, qtype uint16) *dns.Msg {
-		m := new(dns.Msg)
-		m.SetQuestion(name, qtype)
-		m.SetEdns0(1232, true)
-		r, _, err := (&dns.Client{Net: "tcp", Timeout: 5 * time.Second}).Exchange(m, addr)
-		if err != nil {
-			return nil
-		}
-		return r
-	}
+	ask := resolverAt(addr)
 	waitFor(t, "unbound to answer", 10*time.Second, func() bool { return ask("example.test.", dns.TypeSOA) != nil })
 	first := map[uint16]bool{}
 	for _, rr := range askDO(t, p.addr, "example.test.", dns.TypeDNSKEY).Answer {

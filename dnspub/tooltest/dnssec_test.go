@@ -217,16 +217,10 @@ func TestBINDServesSignedZone(t *testing.T) {
 	unboundValidatesThrough(t, p, namedPort)
 }
 
-// unboundValidatesThrough starts Unbound with the zone's DS as trust
-// anchor and the secondary at port as the zone's stub, and requires
-// answers with AD set: a config, addresses, NXDOMAIN and NODATA.
-func unboundValidatesThrough(t *testing.T, p *publisher, port string) {
-	t.Helper()
-	need(t, "unbound")
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "anchor.ds"), []byte(run(t, bin, "dnssec", "ds", "example.test", "--config", p.file)), 0o644)
-	addr := "127.0.0.1:" + startUnbound(t, dir, port)
-	ask := func(name string, qtype uint16) *dns.Msg {
+// resolverAt returns a function that asks the validating resolver at
+// addr with the DO bit, over TCP: nil when it does not answer.
+func resolverAt(addr string) func(name string, qtype uint16) *dns.Msg {
+	return func(name string, qtype uint16) *dns.Msg {
 		m := new(dns.Msg)
 		m.SetQuestion(name, qtype)
 		m.SetEdns0(1232, true)
@@ -236,6 +230,18 @@ func unboundValidatesThrough(t *testing.T, p *publisher, port string) {
 		}
 		return r
 	}
+}
+
+// unboundValidatesThrough starts Unbound with the zone's DS as trust
+// anchor and the secondary at port as the zone's stub, and requires
+// answers with AD set: a config, addresses, NXDOMAIN and NODATA.
+func unboundValidatesThrough(t *testing.T, p *publisher, port string) {
+	t.Helper()
+	need(t, "unbound")
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "anchor.ds"), []byte(run(t, bin, "dnssec", "ds", "example.test", "--config", p.file)), 0o644)
+	addr := "127.0.0.1:" + startUnbound(t, dir, port)
+	ask := resolverAt(addr)
 	waitFor(t, "unbound to answer", 10*time.Second, func() bool { return ask("example.test.", dns.TypeSOA) != nil })
 	for _, q := range []struct {
 		name  string
@@ -307,16 +313,7 @@ func TestUnboundValidates(t *testing.T) {
 	_, proxyPort, _ := net.SplitHostPort(proxy.addr)
 	port := startUnbound(t, dir, proxyPort)
 	addr := "127.0.0.1:" + port
-	ask := func(name string, qtype uint16) *dns.Msg {
-		m := new(dns.Msg)
-		m.SetQuestion(name, qtype)
-		m.SetEdns0(1232, true)
-		r, _, err := (&dns.Client{Net: "tcp", Timeout: 5 * time.Second}).Exchange(m, addr)
-		if err != nil {
-			return nil
-		}
-		return r
-	}
+	ask := resolverAt(addr)
 	waitFor(t, "unbound to answer", 10*time.Second, func() bool { return ask("example.test.", dns.TypeSOA) != nil })
 	for _, q := range []struct {
 		name  string
@@ -441,16 +438,7 @@ func TestUnboundThroughZSKRollovers(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "anchor.ds"), []byte(ds), 0o644)
 	port := startUnbound(t, dir, p.port)
 	addr := "127.0.0.1:" + port
-	ask := func(name string, qtype uint16) *dns.Msg {
-		m := new(dns.Msg)
-		m.SetQuestion(name, qtype)
-		m.SetEdns0(1232, true)
-		r, _, err := (&dns.Client{Net: "tcp", Timeout: 5 * time.Second}).Exchange(m, addr)
-		if err != nil {
-			return nil
-		}
-		return r
-	}
+	ask := resolverAt(addr)
 	waitFor(t, "unbound to answer", 10*time.Second, func() bool { return ask("example.test.", dns.TypeSOA) != nil })
 	signers := map[uint16]bool{}
 	deadline := time.Now().Add(16 * time.Second)

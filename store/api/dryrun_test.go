@@ -1,10 +1,7 @@
 package api_test
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
-	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -159,38 +156,4 @@ func dryRunEveryWrite(t *testing.T, s *server) {
 		t.Errorf("the objects changed:\n%s\n%s", was, now)
 	}
 	w.quiet(300 * time.Millisecond)
-}
-
-// doType is do with a Content-Type.
-func (s *server) doType(method, path, ctype string, body any) response {
-	s.t.Helper()
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case string:
-		rd = strings.NewReader(b)
-	default:
-		j, err := json.Marshal(b)
-		if err != nil {
-			s.t.Fatal(err)
-		}
-		rd = bytes.NewReader(j)
-	}
-	req, err := http.NewRequest(method, s.url+path, rd)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
-	if s.token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.token)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return response{resp.StatusCode, b}
 }
