@@ -164,7 +164,8 @@ func TestStorePolicies(t *testing.T) {
 	// origin of each value, as for a config file.
 	for _, c := range []struct{ path, want string }{
 		{"/ui/", "echo-fast"},
-		{"/ui/zones/policies.test/services/echo.policies.test", "policy echo-fast"},
+		{"/ui/zones/policies.test/services/echo.policies.test", `policy <a href="/ui/zones/policies.test/policies/echo-fast">echo-fast</a>`},
+		{"/ui/zones/policies.test/policies/echo-fast", `<a href="/ui/zones/policies.test/services/echo.policies.test">`},
 	} {
 		resp, err := http.Get(s.url() + c.path)
 		if err != nil {
