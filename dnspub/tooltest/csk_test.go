@@ -3,6 +3,7 @@
 package tooltest
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -35,12 +36,14 @@ func startSignedParent(t *testing.T) *signedParent {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &signedParent{keys: keys, port: freePort(t)}
+	pc, l := listenBoth(t)
+	_, port, _ := net.SplitHostPort(pc.LocalAddr().String())
+	p := &signedParent{keys: keys, port: port}
 	h := dns.HandlerFunc(p.answer)
-	udp := &dns.Server{Addr: "127.0.0.1:" + p.port, Net: "udp", Handler: h}
-	tcp := &dns.Server{Addr: "127.0.0.1:" + p.port, Net: "tcp", Handler: h}
-	go udp.ListenAndServe()
-	go tcp.ListenAndServe()
+	udp := &dns.Server{PacketConn: pc, Handler: h}
+	tcp := &dns.Server{Listener: l, Handler: h}
+	go udp.ActivateAndServe()
+	go tcp.ActivateAndServe()
 	t.Cleanup(func() { udp.Shutdown(); tcp.Shutdown() })
 	return p
 }

@@ -269,15 +269,8 @@ type flipProxy struct {
 func startFlipProxy(t *testing.T, upstream string) *flipProxy {
 	t.Helper()
 	p := &flipProxy{}
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	pc, l := listenBoth(t)
 	p.addr = pc.LocalAddr().String()
-	l, err := net.Listen("tcp", p.addr)
-	if err != nil {
-		t.Fatal(err)
-	}
 	h := dns.HandlerFunc(func(w dns.ResponseWriter, req *dns.Msg) {
 		r, _, err := (&dns.Client{Net: "tcp", Timeout: 2 * time.Second}).Exchange(req, upstream)
 		if err != nil {
@@ -297,6 +290,26 @@ func startFlipProxy(t *testing.T, upstream string) *flipProxy {
 	go tcp.ActivateAndServe()
 	t.Cleanup(func() { udp.Shutdown(); tcp.Shutdown() })
 	return p
+}
+
+// listenBoth binds UDP and TCP on one free port of 127.0.0.1: a port
+// free for UDP may be taken for TCP (another test's connection), so it
+// tries others.
+func listenBoth(t *testing.T) (net.PacketConn, net.Listener) {
+	t.Helper()
+	for range 50 {
+		pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.Listen("tcp", pc.LocalAddr().String())
+		if err == nil {
+			return pc, l
+		}
+		pc.Close()
+	}
+	t.Fatal("no port free for both UDP and TCP")
+	return nil, nil
 }
 
 // TestUnboundValidates: Unbound, a validating resolver given the zone's
