@@ -145,7 +145,7 @@ KNOT
 		done
 		change=$(awk -v s="$total" -v n="$CHANGES" 'BEGIN { printf "%.3f", s / n }')
 	fi
-	taskset -pc "$SERVER_CPU" "$pid" >/dev/null
+	taskset -a -pc "$SERVER_CPU" "$pid" >/dev/null
 	R[$server]="$took $mem $change"
 	PID[$server]=$pid
 	PORT[$server]=$port
