@@ -16,6 +16,7 @@ import (
 
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
+
 	// The JSON Schema is the first layer of lint (serviceconfig.Lint).
 	_ "github.com/grpc-config-dns/grpc-config-dns/serviceconfig/schema"
 )
@@ -857,6 +858,32 @@ func (d *doc) largeTTL(n *yaml.Node, path string, ttl uint32) {
 }
 
 // name resolves a name written in the config against origin, checks it,
+// addrPorts reads a list (or one) of address:port targets, what names
+// them (field) and one (one) for messages, each bad one reported with
+// code; it returns the targets and their nodes.
+func (d *doc) addrPorts(v *yaml.Node, path, field, one string, code diagCode) ([]netip.AddrPort, []*yaml.Node) {
+	var out []netip.AddrPort
+	var nodes []*yaml.Node
+	for i, e := range d.list(v, path, field) {
+		ep := path
+		if deref(v).Kind == yaml.SequenceNode {
+			ep = fmt.Sprintf("%s/%d", path, i)
+		}
+		s, ok := d.scalar(e, ep, "a "+one)
+		if !ok {
+			continue
+		}
+		ap, err := parseAddrPort(strings.TrimSpace(s))
+		if err != nil {
+			d.report(e, ep, code, "%s %q: %v", one, s, err)
+			continue
+		}
+		out = append(out, ap)
+		nodes = append(nodes, e)
+	}
+	return out, nodes
+}
+
 // and warns about a missing final dot.
 func (d *doc) name(n *yaml.Node, path, what, origin string, hostname bool) (string, bool) {
 	s, ok := d.scalar(n, path, what)
@@ -1277,23 +1304,7 @@ func (d *doc) transfer(n *yaml.Node, path string, z *Zone, keys map[string]bool)
 			}
 		}},
 		{"notify", func(_, v *yaml.Node, p string) {
-			for i, e := range d.list(v, p, "notify") {
-				ep := p
-				if deref(v).Kind == yaml.SequenceNode {
-					ep = fmt.Sprintf("%s/%d", p, i)
-				}
-				s, ok := d.scalar(e, ep, "a notify target")
-				if !ok {
-					continue
-				}
-				ap, err := parseAddrPort(strings.TrimSpace(s))
-				if err != nil {
-					d.report(e, ep, codeNotifyTarget, "notify target %q: %v", s, err)
-					continue
-				}
-				t.Notify = append(t.Notify, ap)
-				notifyNodes = append(notifyNodes, e)
-			}
+			t.Notify, notifyNodes = d.addrPorts(v, p, "notify", "notify target", codeNotifyTarget)
 		}},
 	})
 	for i, p := range t.Allow {

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"fmt"
 	"net/netip"
 	"strings"
 
@@ -126,22 +125,10 @@ func (d *doc) dnssec(n *yaml.Node, path string, z *Zone) {
 		}},
 		{"parentalAgents", func(_, v *yaml.Node, p string) {
 			agentsNode = v
-			var agents []string
-			for i, e := range d.list(v, p, "parentalAgents") {
-				ep := p
-				if deref(v).Kind == yaml.SequenceNode {
-					ep = fmt.Sprintf("%s/%d", p, i)
-				}
-				a, ok := d.scalar(e, ep, "a parental agent")
-				if !ok {
-					continue
-				}
-				ap, err := parseAddrPort(strings.TrimSpace(a))
-				if err != nil {
-					d.report(e, ep, codeDNSSEC, "parental agent %q: %v", a, err)
-					continue
-				}
-				agents = append(agents, ap.String())
+			aps, _ := d.addrPorts(v, p, "parentalAgents", "parental agent", codeDNSSEC)
+			agents := make([]string, len(aps))
+			for i, ap := range aps {
+				agents[i] = ap.String()
 			}
 			s.ParentalAgents = strings.Join(agents, " ")
 		}},
