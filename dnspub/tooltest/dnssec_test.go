@@ -232,29 +232,42 @@ func resolverAt(addr string) func(name string, qtype uint16) *dns.Msg {
 	}
 }
 
-// unboundValidatesThrough starts Unbound with the zone's DS as trust
-// anchor and the secondary at port as the zone's stub, and requires
-// answers with AD set: a config, addresses, NXDOMAIN and NODATA.
+// unboundValidatesThrough requires Unbound, validating from the zone's
+// DS with the secondary at port as the zone's stub, to answer with AD.
 func unboundValidatesThrough(t *testing.T, p *publisher, port string) {
+	t.Helper()
+	requireValidated(t, unboundAt(t, p, port), "Unbound through the secondary at port "+port, "api")
+}
+
+// unboundAt starts Unbound with the zone's DS (of publisher p) as trust
+// anchor and the server at port as the zone's stub, waits for it to
+// answer, and returns how to ask it.
+func unboundAt(t *testing.T, p *publisher, port string) func(name string, qtype uint16) *dns.Msg {
 	t.Helper()
 	need(t, "unbound")
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "anchor.ds"), []byte(run(t, bin, "dnssec", "ds", "example.test", "--config", p.file)), 0o644)
-	addr := "127.0.0.1:" + startUnbound(t, dir, port)
-	ask := resolverAt(addr)
+	ask := resolverAt("127.0.0.1:" + startUnbound(t, dir, port))
 	waitFor(t, "unbound to answer", 10*time.Second, func() bool { return ask("example.test.", dns.TypeSOA) != nil })
+	return ask
+}
+
+// requireValidated requires answers with AD set from ask: service svc's
+// config, an address, NXDOMAIN and NODATA (www has no config).
+func requireValidated(t *testing.T, ask func(string, uint16) *dns.Msg, where, svc string) {
+	t.Helper()
 	for _, q := range []struct {
 		name  string
 		qtype uint16
 		rcode int
 	}{
-		{"_grpc_config.api.example.test.", dns.TypeTXT, dns.RcodeSuccess},
+		{"_grpc_config." + svc + ".example.test.", dns.TypeTXT, dns.RcodeSuccess},
 		{"api.example.test.", dns.TypeA, dns.RcodeSuccess},
 		{"_grpc_config.nope.example.test.", dns.TypeTXT, dns.RcodeNameError},
 		{"www.example.test.", dns.TypeTXT, dns.RcodeSuccess}, // NODATA
 	} {
 		if r := ask(q.name, q.qtype); r == nil || r.Rcode != q.rcode || !r.AuthenticatedData {
-			t.Errorf("Unbound through the secondary at port %s, %s %s: want rcode %d with AD, got %v", port, q.name, dns.TypeToString[q.qtype], q.rcode, r)
+			t.Errorf("%s, %s %s: want rcode %d with AD, got %v", where, q.name, dns.TypeToString[q.qtype], q.rcode, r)
 		}
 	}
 }
@@ -320,29 +333,9 @@ func TestUnboundValidates(t *testing.T) {
 	need(t, "unbound")
 	p := startPublisher(t, signedConfig("", []string{"api", "web"}))
 	proxy := startFlipProxy(t, p.addr)
-	ds := run(t, bin, "dnssec", "ds", "example.test", "--config", p.file)
-	dir := t.TempDir()
-	os.WriteFile(filepath.Join(dir, "anchor.ds"), []byte(ds), 0o644)
 	_, proxyPort, _ := net.SplitHostPort(proxy.addr)
-	port := startUnbound(t, dir, proxyPort)
-	addr := "127.0.0.1:" + port
-	ask := resolverAt(addr)
-	waitFor(t, "unbound to answer", 10*time.Second, func() bool { return ask("example.test.", dns.TypeSOA) != nil })
-	for _, q := range []struct {
-		name  string
-		qtype uint16
-		rcode int
-	}{
-		{"_grpc_config.echo.example.test.", dns.TypeTXT, dns.RcodeSuccess},
-		{"api.example.test.", dns.TypeA, dns.RcodeSuccess},
-		{"_grpc_config.nope.example.test.", dns.TypeTXT, dns.RcodeNameError},
-		{"www.example.test.", dns.TypeTXT, dns.RcodeSuccess}, // NODATA
-	} {
-		r := ask(q.name, q.qtype)
-		if r == nil || r.Rcode != q.rcode || !r.AuthenticatedData {
-			t.Errorf("%s %s: want rcode %d with AD, got %v", q.name, dns.TypeToString[q.qtype], q.rcode, r)
-		}
-	}
+	ask := unboundAt(t, p, proxyPort)
+	requireValidated(t, ask, "Unbound through the proxy", "echo")
 	proxy.flip.Store(true)
 	if r := ask("_grpc_config.api.example.test.", dns.TypeTXT); r == nil || r.Rcode != dns.RcodeServerFailure {
 		t.Errorf("a changed config: want SERVFAIL, got %v", r)
