@@ -72,25 +72,30 @@ func (p *testParent) set(ds []*dns.DS) {
 // DNSKEY has been published longer than that RRset's TTL; a key leaves
 // the DNSKEY RRset only once no signature it made can still be cached;
 // the old key goes only after the parent named the new one. For a CSK,
-// and for a KSK whose ZSK rolls too; with a restart in the middle.
+// for a KSK whose ZSK rolls too, and for a ZSK alone; with a restart in
+// the middle (the key files keep the timing).
 func TestSEPRollover(t *testing.T) {
 	for _, tc := range []struct {
 		name, dnssec string
 		parent       string
+		zsks         int // zone-signing keys that sign in 25 days, at least
 	}{
-		{"csk", "{kskLifetime: 10d, parentalAgents: [%s]}", "agent"},
-		{"ksk-zsk", "{keys: ksk-zsk, zskLifetime: 4d, kskLifetime: 10d, parentalAgents: [%s]}", "agent"},
+		{"csk", "{kskLifetime: 10d, parentalAgents: [%s]}", "agent", 0},
+		// The ZSK rolls too, every 4 days (RFC 7583 §3.2, pre-publication).
+		{"ksk-zsk", "{keys: ksk-zsk, zskLifetime: 4d, kskLifetime: 10d, parentalAgents: [%s]}", "agent", 6},
 		// A parent that never publishes the new DS: the old key stays.
-		{"silent-parent", "{kskLifetime: 10d, parentalAgents: [%s]}", "silent"},
+		{"silent-parent", "{kskLifetime: 10d, parentalAgents: [%s]}", "silent", 0},
 		// No parental agents: the operator runs dnssec ds-seen once the
 		// parent publishes the DS.
-		{"by-hand", "{kskLifetime: 10d}%.0s", "operator"},
+		{"by-hand", "{kskLifetime: 10d}%.0s", "operator", 0},
+		// The ZSK alone rolls; the KSK stays.
+		{"zsk-only", "{keys: ksk-zsk, zskLifetime: 10d}%.0s", "silent", 3},
 	} {
-		t.Run(tc.name, func(t *testing.T) { testSEPRollover(t, tc.dnssec, tc.parent) })
+		t.Run(tc.name, func(t *testing.T) { testSEPRollover(t, tc.dnssec, tc.parent, tc.zsks) })
 	}
 }
 
-func testSEPRollover(t *testing.T, dnssecYAML string, parentKind string) {
+func testSEPRollover(t *testing.T, dnssecYAML string, parentKind string, wantZSKs int) {
 	silent := parentKind == "silent"
 	const ttl, dsTTL, registryDelay = 300, 3600, 2 * 3600
 	parent := startTestParent(t, dsTTL)
@@ -122,6 +127,7 @@ func testSEPRollover(t *testing.T, dnssecYAML string, parentKind string) {
 	lastSigned := map[uint16]int64{}
 	var published map[uint16]bool
 	seps := map[uint16]bool{}
+	signedData := map[uint16]bool{} // keys that signed other RRsets than DNSKEY
 	step := func() {
 		t.Helper()
 		s.checkParents()
@@ -185,6 +191,7 @@ func testSEPRollover(t *testing.T, dnssecYAML string, parentKind string) {
 				t.Fatalf("at +%ds: key %d signs %s %s %ds after it was published, less than the DNSKEY TTL", at-t0, sig.KeyTag, sig.Hdr.Name, dns.TypeToString[sig.TypeCovered], at-firstSeen[sig.KeyTag])
 			}
 			lastSigned[sig.KeyTag] = at
+			signedData[sig.KeyTag] = true
 		}
 		// Every DS RRset a resolver may hold (the parent's now, and those
 		// it served within the DS TTL) names a key that signs the DNSKEY
@@ -218,6 +225,15 @@ func testSEPRollover(t *testing.T, dnssecYAML string, parentKind string) {
 		changes = append(changes, fmt.Sprintf("+%dh %v", (h.from-t0)/3600, h.tags))
 	}
 	t.Logf("parent's DS RRsets: %s; keys published at the end: %v", strings.Join(changes, ", "), published)
+	zsks := 0
+	for tag := range signedData {
+		if !seps[tag] {
+			zsks++
+		}
+	}
+	if zsks < wantZSKs {
+		t.Errorf("%d zone-signing keys signed in 25 days, want %d or more", zsks, wantZSKs)
+	}
 	first := dsHistory[0].tags[0]
 	if silent {
 		if !published[first] || len(dsHistory) != 1 {
