@@ -251,3 +251,51 @@ func testSEPRollover(t *testing.T, dnssecYAML string, parentKind string, wantZSK
 		t.Errorf("the zone's first key %d is still published after two rollovers", first)
 	}
 }
+
+// TestRolloverKeyWriteFails: when a rollover's key files cannot be
+// written (here the key directory is gone, a file in its place, as a
+// full or lost volume would fail it), the server keeps serving the
+// version it had, with its serial, and says why; once the directory is
+// back, the next refresh rolls the key and publishes a higher serial.
+func TestRolloverKeyWriteFails(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "p.yaml")
+	os.WriteFile(file, []byte(strings.Replace(string(model.Example), "    ttl: 30s\n", "    ttl: 300\n    dnssec: {keys: ksk-zsk, zskLifetime: 1d}\n", 1)), 0o644)
+	var clock atomic.Int64
+	clock.Store(2_000_000_000)
+	s, err := New(Options{ConfigFile: file, Listen: "127.0.0.1:0", WatchInterval: -1, Logger: discardLogger(), Now: func() time.Time { return time.Unix(clock.Load(), 0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	origin := "example.test."
+	served := func() (uint32, string) {
+		z := s.snap.Load().zones[origin].cur
+		var keys []string
+		for _, rr := range z.RecordsAt(origin) {
+			if k, ok := rr.(*dns.DNSKEY); ok {
+				keys = append(keys, fmt.Sprint(k.KeyTag()))
+			}
+		}
+		return z.Serial(), strings.Join(keys, " ")
+	}
+	serial0, keys0 := served()
+	keyDir := file + ".keys"
+	os.Rename(keyDir, keyDir+".away")
+	os.WriteFile(keyDir, []byte("not a directory"), 0o644)
+	clock.Add(86400)
+	if err := s.refreshDue(); err == nil {
+		t.Fatal("a rollover whose key files cannot be written succeeded")
+	}
+	if serial, keys := served(); serial != serial0 || keys != keys0 {
+		t.Fatalf("after the failed rollover: serial %d keys %s; before: %d %s", serial, keys, serial0, keys0)
+	}
+	os.Remove(keyDir)
+	os.Rename(keyDir+".away", keyDir)
+	if err := s.refreshDue(); err != nil {
+		t.Fatal(err)
+	}
+	if serial, keys := served(); serial <= serial0 || keys == keys0 {
+		t.Errorf("after the directory came back: serial %d keys %s; before: %d %s", serial, keys, serial0, keys0)
+	}
+}
