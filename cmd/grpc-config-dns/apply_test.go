@@ -182,3 +182,36 @@ func TestHistoryRollback(t *testing.T) {
 		t.Errorf("history -o name after the rollback:\n%s", out)
 	}
 }
+
+// TestApplyKeepsKeyOrder: an object as get -o yaml prints it applies back
+// unchanged even when its keys are not in alphabetical order (a policy's
+// targetRef before its default): the spec is read in the order written,
+// as the store keeps it. A key written twice is refused with its line.
+func TestApplyKeepsKeyOrder(t *testing.T) {
+	s := startStoreServe(t, t.TempDir())
+	defer stopAll(t, s)
+	if code, out, errs := s.cli("apply", "-f", "../../testdata/publisher/policies.yaml"); code != 0 {
+		t.Fatalf("apply: %d\n%s%s", code, out, errs)
+	}
+	_, yml, _ := s.cli("get", "policies.test", "policy/retries", "-o", "yaml")
+	if strings.Index(yml, "targetRef") > strings.Index(yml, "default") {
+		t.Fatalf("the policy's keys are in alphabetical order: the test would prove nothing\n%s", yml)
+	}
+	f := filepath.Join(t.TempDir(), "retries.yaml")
+	os.WriteFile(f, []byte(yml), 0o644)
+	_, rev, _ := s.cli("list", "-o", "jsonpath={.metadata.resourceVersion}")
+	if code, out, errs := s.cli("diff", "-f", f); code != 0 || out != "" {
+		t.Errorf("diff of the policy as stored: %d\n%s%s", code, out, errs)
+	}
+	if code, out, errs := s.cli("apply", "-f", f); code != 0 || !strings.Contains(out, "unchanged") {
+		t.Errorf("apply of the policy as stored: %d\n%s%s", code, out, errs)
+	}
+	if _, now, _ := s.cli("list", "-o", "jsonpath={.metadata.resourceVersion}"); now != rev {
+		t.Errorf("applying the policy as stored moved the store from %s to %s", rev, now)
+	}
+	dup := filepath.Join(t.TempDir(), "dup.yaml")
+	os.WriteFile(dup, []byte("metadata: {zone: policies.test, name: echo}\nspec:\n  port: 1\n  port: 2\n"), 0o644)
+	if code, _, errs := s.cli("apply", "-f", dup); code != exitInvalid || !strings.Contains(errs, "line 4") {
+		t.Errorf("a key twice: %d %s", code, errs)
+	}
+}

@@ -15,7 +15,6 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
-	"reflect"
 	"strings"
 	"syscall"
 	"time"
@@ -414,17 +413,18 @@ func (c *client) put(ctx context.Context, zone, name string, o *store.Object) pu
 	return putResult{obj: &out, action: action + c.dryNote(), what: what}
 }
 
-// sameContent reports whether two versions of an object say the same:
-// labels and spec, as JSON values (key order and spacing aside).
+// sameContent reports whether two versions of an object are the same to
+// the store: labels, and the spec's compact JSON byte for byte (keys in
+// their order: the store keeps a spec as written, and publishes it so).
 func sameContent(a, b *store.Object) bool {
 	if !maps.Equal(a.Metadata.Labels, b.Metadata.Labels) {
 		return false
 	}
-	var x, y any
-	if json.Unmarshal(a.Spec, &x) != nil || json.Unmarshal(b.Spec, &y) != nil {
+	var x, y bytes.Buffer
+	if json.Compact(&x, a.Spec) != nil || json.Compact(&y, b.Spec) != nil {
 		return bytes.Equal(a.Spec, b.Spec)
 	}
-	return reflect.DeepEqual(x, y)
+	return bytes.Equal(x.Bytes(), y.Bytes())
 }
 
 // publishSpecs puts the zones of a publisher config, then their policies,
@@ -829,12 +829,14 @@ func (c *client) failPut(r putResult) error {
 }
 
 // parseObjects reads objects (YAML documents, a JSON object or a JSON
-// list) or recognises a publisher config.
+// list) or recognises a publisher config. A spec keeps its keys in the
+// order written (model.NodeJSON): written back in another order, it
+// would be another value to the store, and another TXT record.
 func parseObjects(text []byte) ([]*store.Object, bool, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(text))
 	var out []*store.Object
 	for i := 0; ; i++ {
-		var doc any
+		var doc yaml.Node
 		err := dec.Decode(&doc)
 		if errors.Is(err, io.EOF) {
 			break
@@ -842,14 +844,18 @@ func parseObjects(text []byte) ([]*store.Object, bool, error) {
 		if err != nil {
 			return nil, false, fmt.Errorf("document %d: %v", i+1, err)
 		}
-		if doc == nil {
+		root := &doc
+		if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+			root = root.Content[0]
+		}
+		if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
 			continue
 		}
-		items, isConfig := documentItems(doc, i)
+		items, isConfig := documentItems(root, i)
 		if isConfig {
 			return nil, true, nil
 		}
-		objs, err := decodeObjects(items, i)
+		objs, err := decodeObjects(text, items, i)
 		if err != nil {
 			return nil, false, err
 		}
@@ -861,31 +867,40 @@ func parseObjects(text []byte) ([]*store.Object, bool, error) {
 	return out, false, nil
 }
 
-// documentItems returns the items of document i, doc: the objects of a
-// list, or of an object with items, or doc itself. isConfig is set when
+// documentItems returns the items of document i, root: the objects of a
+// list, or of an object with items, or root itself. isConfig is set when
 // the first document is a publisher config (zones: …).
-func documentItems(doc any, i int) (items []any, isConfig bool) {
-	switch d := doc.(type) {
-	case map[string]any:
-		if _, ok := d["zones"]; ok && i == 0 {
-			return nil, true
+func documentItems(root *yaml.Node, i int) (items []*yaml.Node, isConfig bool) {
+	switch root.Kind {
+	case yaml.MappingNode:
+		for k := 0; k+1 < len(root.Content); k += 2 {
+			switch key, v := root.Content[k].Value, root.Content[k+1]; {
+			case key == "zones" && i == 0:
+				return nil, true
+			case key == "items" && v.Kind == yaml.SequenceNode:
+				return v.Content, false
+			}
 		}
-		if list, ok := d["items"].([]any); ok {
-			return list, false
-		}
-	case []any:
-		return d, false
+	case yaml.SequenceNode:
+		return root.Content, false
 	}
-	return []any{doc}, false
+	return []*yaml.Node{root}, false
 }
 
-// decodeObjects decodes items, of document i, as objects.
-func decodeObjects(items []any, i int) ([]*store.Object, error) {
+// decodeObjects decodes items, of document i of text, as objects.
+func decodeObjects(text []byte, items []*yaml.Node, i int) ([]*store.Object, error) {
 	var out []*store.Object
 	for _, it := range items {
-		b, err := json.Marshal(it)
-		if err != nil {
-			return nil, fmt.Errorf("document %d: %v", i+1, err)
+		b, ds := model.NodeJSON(text, it)
+		if b == nil {
+			msg := "not JSON"
+			if len(ds) > 0 {
+				msg = ds[0].Message
+				if ds[0].Line > 0 {
+					msg = fmt.Sprintf("line %d: %s", ds[0].Line, msg)
+				}
+			}
+			return nil, fmt.Errorf("document %d: %s", i+1, msg)
 		}
 		var o store.Object
 		if err := json.Unmarshal(b, &o); err != nil || o.Metadata.Name == "" || len(o.Spec) == 0 {
