@@ -76,7 +76,10 @@ func (s *Store) history(ctx context.Context, zone, key string, limit int, missin
 			return nil, s.internal(err)
 		}
 		if at := s.writeTime(ctx, zone, k.modRev); at != "" {
-			o.Metadata.Annotations = map[string]string{WrittenAt: at}
+			if o.Metadata.Annotations == nil {
+				o.Metadata.Annotations = map[string]string{}
+			}
+			o.Metadata.Annotations[WrittenAt] = at
 		}
 		h.Items = append(h.Items, o)
 		if k.modRev <= k.createRev || limit > 0 && len(h.Items) == limit {

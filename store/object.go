@@ -35,8 +35,11 @@ type Metadata struct {
 	// the object is still at that version (409 Conflict otherwise).
 	ResourceVersion string            `json:"resourceVersion,omitempty"`
 	Labels          map[string]string `json:"labels,omitempty"`
-	// Annotations carry what a BOOKMARK says about a watch
-	// ("k8s.io/initial-events-end" after the synthetic ADDED events).
+	// Annotations are stored as written (keys 1 to 253 bytes, 256 KiB
+	// together), but for WrittenAt, which only history items carry. The
+	// CLI writes grpc-config-dns/source on the objects it writes from a
+	// file. A BOOKMARK's say what it marks ("k8s.io/initial-events-end"
+	// after the synthetic ADDED events of a watch).
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
 

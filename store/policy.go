@@ -207,7 +207,7 @@ func (s *Store) PutPolicy(ctx context.Context, zone, name string, obj *Object) (
 		}
 		if res.ok {
 			_, existed := res.prev[policyKey(z, name)]
-			return &Object{APIVersion: APIVersion, Kind: PolicyKind, Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, ResourceVersion: resultRV(res, policyKey(z, name))}, Spec: st.Spec}, !existed, nil
+			return &Object{APIVersion: APIVersion, Kind: PolicyKind, Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, Annotations: annotations(obj), ResourceVersion: resultRV(res, policyKey(z, name))}, Spec: st.Spec}, !existed, nil
 		}
 	}
 	return nil, false, conflict("%s, its zone or its services kept changing while it was written; try again", what)

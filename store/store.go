@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
@@ -116,9 +117,10 @@ type stored struct {
 }
 
 type storedMeta struct {
-	Name   string            `json:"name"`
-	Zone   string            `json:"zone,omitempty"`
-	Labels map[string]string `json:"labels,omitempty"`
+	Name        string            `json:"name"`
+	Zone        string            `json:"zone,omitempty"`
+	Labels      map[string]string `json:"labels,omitempty"`
+	Annotations map[string]string `json:"annotations,omitempty"`
 }
 
 func decode(k kv) (*Object, error) {
@@ -141,7 +143,7 @@ func decodeInto(o *Object, k kv) error {
 		meta, spec = st.Metadata, st.Spec
 	}
 	*o = Object{APIVersion: APIVersion, Kind: kindOf(k.key), Metadata: Metadata{Name: meta.Name, Zone: meta.Zone, Labels: meta.Labels,
-		ResourceVersion: FormatRV(k.modRev)}, Spec: spec}
+		Annotations: meta.Annotations, ResourceVersion: FormatRV(k.modRev)}, Spec: spec}
 	return nil
 }
 
@@ -411,11 +413,40 @@ func body(obj *Object, desc, name, zone string) ([]byte, error) {
 			return nil, badRequest("label %q=%q of %s: keys are 1 to 253 bytes, values at most 63", k, v, desc)
 		}
 	}
+	size := 0
+	for k, v := range obj.Metadata.Annotations {
+		if k == "" || len(k) > 253 {
+			return nil, badRequest("annotation %q of %s: keys are 1 to 253 bytes", k, desc)
+		}
+		size += len(k) + len(v)
+	}
+	if size > maxAnnotationBytes {
+		return nil, badRequest("the annotations of %s are %d bytes; at most %d, keys and values together", desc, size, maxAnnotationBytes)
+	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, spec); err != nil {
 		return nil, badRequest("the spec of %s is not JSON: %v", desc, err)
 	}
-	return json.Marshal(stored{Metadata: storedMeta{Name: name, Zone: zone, Labels: obj.Metadata.Labels}, Spec: buf.Bytes()})
+	return json.Marshal(stored{Metadata: storedMeta{Name: name, Zone: zone, Labels: obj.Metadata.Labels, Annotations: annotations(obj)}, Spec: buf.Bytes()})
+}
+
+// maxAnnotationBytes bounds the annotations of an object, keys and
+// values together, as Kubernetes bounds them.
+const maxAnnotationBytes = 256 << 10
+
+// annotations returns the annotations of obj as the store keeps them: as
+// given, but for WrittenAt, which the store says itself, in history items
+// (one read back and written again carries it); nil when none are left.
+func annotations(obj *Object) map[string]string {
+	a := obj.Metadata.Annotations
+	if _, ok := a[WrittenAt]; ok {
+		a = maps.Clone(a)
+		delete(a, WrittenAt)
+	}
+	if len(a) == 0 {
+		return nil
+	}
+	return a
 }
 
 // maxRetries bounds the retries of a write whose zone changed while it
@@ -453,7 +484,7 @@ func (s *Store) PutZone(ctx context.Context, zone string, obj *Object) (out *Obj
 		}
 		if res.ok {
 			_, existed := res.prev[zoneKey(w.name)]
-			return typed(&Object{Metadata: Metadata{Name: w.name, Labels: obj.Metadata.Labels, ResourceVersion: resultRV(res, zoneKey(w.name))}, Spec: w.spec}, ZoneKind), !existed, nil
+			return typed(&Object{Metadata: Metadata{Name: w.name, Labels: obj.Metadata.Labels, Annotations: annotations(obj), ResourceVersion: resultRV(res, zoneKey(w.name))}, Spec: w.spec}, ZoneKind), !existed, nil
 		}
 	}
 	return nil, false, conflict("zone %s kept changing while it was written; try again", w.name)
@@ -773,7 +804,7 @@ func (s *Store) PutServicePublished(ctx context.Context, zone, svc string, obj *
 		}
 		if res.ok {
 			_, existed := res.prev[key]
-			return typed(&Object{Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, ResourceVersion: resultRV(res, key)}, Spec: spec}, ServiceKind), !existed, published, nil
+			return typed(&Object{Metadata: Metadata{Name: name, Zone: z, Labels: obj.Metadata.Labels, Annotations: annotations(obj), ResourceVersion: resultRV(res, key)}, Spec: spec}, ServiceKind), !existed, published, nil
 		}
 	}
 	return nil, false, nil, conflict("service %s of zone %s, or its zone, kept changing while it was written; try again", name, z)
