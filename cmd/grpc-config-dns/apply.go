@@ -96,6 +96,9 @@ file of DIR, in name order; -f - reads stdin; -f may be repeated.
 (validation, preconditions) and store nothing; --dry-run=client sends
 nothing and compares the objects with the server's.
 
+The server's diagnostics about an object are printed at the FILE:LINE:COL
+of the file that holds it, as lint prints them.
+
 Exit status: 0 applied; 1 an object was refused (the others are applied);
 2 usage or connection error.`,
 		Args: cobra.NoArgs,
@@ -136,14 +139,14 @@ func (c *client) applyFile(file string) error {
 	if err != nil {
 		return err
 	}
-	objs, isConfig, err := parseObjects(text)
+	objs, srcs, isConfig, err := readObjects(file, text)
 	if err != nil {
 		return &exitError{code: exitInvalid, err: fmt.Errorf("%s: %v", file, err)}
 	}
 	if isConfig {
 		return c.publishConfig(file, text)
 	}
-	return c.publishObjects(file, objs)
+	return c.publishObjects(file, objs, srcs)
 }
 
 func diffCmd(e *env) *cobra.Command {
@@ -204,20 +207,26 @@ func (c *client) diffFile(file string) (differ, refused bool, err error) {
 	if err != nil {
 		return false, false, err
 	}
-	objs, isConfig, err := parseObjects(text)
+	objs, srcs, isConfig, err := readObjects(file, text)
 	if err != nil {
 		return false, false, &exitError{code: exitUsage, err: fmt.Errorf("%s: %v", file, err)}
 	}
 	if isConfig {
-		if objs, err = configObjects(file, text, c.e); err != nil {
+		if objs, srcs, err = configObjects(file, text, c.e); err != nil {
 			return false, false, err
 		}
 	}
 	ctx := context.Background()
-	for _, o := range objs {
-		zone, name, err := objectPlace(file, o)
+	for i, o := range objs {
+		zone, name, err := objectPlace(srcs[i].at(file), o)
 		if err != nil {
-			return false, false, err
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != exitInvalid {
+				return false, false, err
+			}
+			fmt.Fprintln(c.e.stderr, ee.err)
+			refused = true
+			continue
 		}
 		d, err := c.diffObject(ctx, zone, name, o)
 		if err != nil {
@@ -225,7 +234,7 @@ func (c *client) diffFile(file string) (differ, refused bool, err error) {
 			if !errors.As(err, &ae) {
 				return false, false, err
 			}
-			c.fail(objectName(placed(o, zone, name)), err)
+			c.failFrom(objectName(placed(o, zone, name)), err, srcs[i].each)
 			refused = true
 			continue
 		}

@@ -15,6 +15,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -190,12 +191,29 @@ func (c *client) request(ctx context.Context, method, path string, body any, out
 // fail prints an API refusal and turns it into the exit code: 1 when the
 // server refused the request (4xx), 2 when it failed (5xx).
 func (c *client) fail(what string, err error) error {
+	return c.failFrom(what, err, nil)
+}
+
+// failFrom is fail for a write of objects read from a file: src, when
+// not nil, says where each diagnostic lies in the file (the source of
+// its object, and the diagnostic's pointer relative to that object), so
+// that it is printed as lint prints it, FILE:LINE:COL, rather than at a
+// position in the JSON the CLI sent, which the user never saw.
+func (c *client) failFrom(what string, err error, src func(store.Diagnostic) (*objectSource, store.Diagnostic)) error {
 	var ae *apiError
 	if !errors.As(err, &ae) {
 		return err
 	}
 	fmt.Fprintf(c.e.stderr, "%s: %s\n", what, ae.e.Message)
 	for _, d := range ae.e.Diagnostics {
+		if src != nil {
+			if s, rel := src(d); s != nil {
+				if line, col, ok := s.place(rel); ok {
+					fmt.Fprintln(c.e.stderr, formatDiagnostic(s.file.name, lintDiagnostic{Severity: d.Severity, Code: d.Code, Message: d.Message, Path: rel.Path, Line: line, Column: col}))
+					continue
+				}
+			}
+		}
 		loc := what + ":" + d.Path
 		if d.Line > 0 {
 			loc = fmt.Sprintf("%s:%d:%d", loc, d.Line, d.Column)
@@ -428,11 +446,13 @@ func sameContent(a, b *store.Object) bool {
 }
 
 // publishSpecs puts the zones of a publisher config, then their policies,
-// then their services in batches (store.PutServices), and reports each.
-func (c *client) publishSpecs(ctx context.Context, specs *model.Specs, quiet bool) error {
-	t := &publishTally{c: c, quiet: quiet, worst: exitInvalid, counts: map[string]int{}}
-	for _, z := range specs.Zones {
-		if err := t.publishZone(ctx, z); err != nil {
+// then their services in batches (store.PutServices), and reports each,
+// the server's diagnostics placed in src, the config's text (nil: not
+// placed).
+func (c *client) publishSpecs(ctx context.Context, specs *model.Specs, quiet bool, src *sourceFile) error {
+	t := &publishTally{c: c, quiet: quiet, worst: exitInvalid, counts: map[string]int{}, src: src}
+	for i, z := range specs.Zones {
+		if err := t.publishZone(ctx, i, z); err != nil {
 			return err
 		}
 	}
@@ -454,14 +474,19 @@ type publishTally struct {
 	counts map[string]int
 	failed int
 	worst  int
+	src    *sourceFile // the config, where diagnostics are placed
 }
 
-// report reports the put r and counts it.
-func (t *publishTally) report(r putResult) {
+// report reports the put r, of the object from src, and counts it.
+func (t *publishTally) report(r putResult, src *objectSource) {
 	if r.err != nil {
 		t.failed++
+		var place func(store.Diagnostic) (*objectSource, store.Diagnostic)
+		if src != nil {
+			place = src.each
+		}
 		var ee *exitError
-		if errors.As(t.c.fail(r.what, r.err), &ee) && ee.code == exitUsage {
+		if errors.As(t.c.failFrom(r.what, r.err, place), &ee) && ee.code == exitUsage {
 			t.worst = exitUsage
 		}
 		return
@@ -471,12 +496,13 @@ func (t *publishTally) report(r putResult) {
 	}
 }
 
-// publishZone puts zone z, then its policies, then its services in
-// batches. Its error, one that is not the API's answer, ends the publish.
-func (t *publishTally) publishZone(ctx context.Context, z model.ZoneSpec) error {
+// publishZone puts zone z, the config's zone i, then its policies, then
+// its services in batches. Its error, one that is not the API's answer,
+// ends the publish.
+func (t *publishTally) publishZone(ctx context.Context, i int, z model.ZoneSpec) error {
 	c := t.c
 	r := c.put(ctx, z.Name, "", &store.Object{Metadata: store.Metadata{Name: z.Name}, Spec: z.Spec})
-	t.report(r)
+	t.report(r, t.src.zone(i, z.Spec))
 	if r.err != nil {
 		var ae *apiError
 		if !errors.As(r.err, &ae) {
@@ -487,9 +513,9 @@ func (t *publishTally) publishZone(ctx context.Context, z model.ZoneSpec) error 
 	t.counts[r.action]++
 	// Policies before services: a service may need a policy's values to
 	// be valid.
-	for _, p := range z.Policies {
+	for k, p := range z.Policies {
 		r := c.put(ctx, z.Name, policyArg+p.Name, &store.Object{Kind: store.PolicyKind, Metadata: store.Metadata{Name: p.Name, Zone: z.Name}, Spec: p.Spec})
-		t.report(r)
+		t.report(r, t.src.entry(i, "policies", k, p.Spec))
 		var ae *apiError
 		if r.err != nil && !errors.As(r.err, &ae) {
 			return r.err
@@ -498,22 +524,23 @@ func (t *publishTally) publishZone(ctx context.Context, z model.ZoneSpec) error 
 			t.counts[r.action]++
 		}
 	}
-	for svcs := z.Services; len(svcs) > 0; {
-		n := batchLen(svcs)
-		if err := t.publishBatch(ctx, z.Name, svcs[:n]); err != nil {
+	for first := 0; first < len(z.Services); {
+		n := batchLen(z.Services[first:])
+		if err := t.publishBatch(ctx, i, z.Name, first, z.Services[first:first+n]); err != nil {
 			return err
 		}
-		svcs = svcs[n:]
+		first += n
 	}
 	return nil
 }
 
-// publishBatch puts svcs, services of zone, in one batch, and reports it.
-// Its error, one that is not the API's answer, ends the publish.
-func (t *publishTally) publishBatch(ctx context.Context, zone string, svcs []model.ServiceSpec) error {
+// publishBatch puts svcs, services of zone, the config's zone zi, from
+// its service first on, in one batch, and reports it. Its error, one
+// that is not the API's answer, ends the publish.
+func (t *publishTally) publishBatch(ctx context.Context, zi int, zone string, first int, svcs []model.ServiceSpec) error {
 	r, err := t.c.putBatch(ctx, zone, svcs)
 	if err != nil {
-		return t.batchRefused(zone, svcs, err)
+		return t.batchRefused(zi, zone, first, svcs, err)
 	}
 	t.counts["created"] += r.Created
 	t.counts["configured"] += r.Configured
@@ -528,7 +555,7 @@ func (t *publishTally) publishBatch(ctx context.Context, zone string, svcs []mod
 // batchRefused reports the batch of svcs that the API refused with err,
 // and counts it, less what the API stored of it before. An err that is
 // not the API's answer is returned, to end the publish.
-func (t *publishTally) batchRefused(zone string, svcs []model.ServiceSpec, err error) error {
+func (t *publishTally) batchRefused(zi int, zone string, first int, svcs []model.ServiceSpec, err error) error {
 	var ae *apiError
 	if !errors.As(err, &ae) {
 		return err
@@ -539,7 +566,28 @@ func (t *publishTally) batchRefused(zone string, svcs []model.ServiceSpec, err e
 		t.counts["created"] += st.Created
 		t.counts["configured"] += st.Configured
 	}
-	t.c.fail(fmt.Sprintf("services/%s (%s to %s)", zone, svcs[0].Name, svcs[len(svcs)-1].Name), err)
+	var place func(store.Diagnostic) (*objectSource, store.Diagnostic)
+	if t.src != nil {
+		// A diagnostic of the batch is about its item N
+		// (/items/N/spec/…): the config's service first+N.
+		place = func(d store.Diagnostic) (*objectSource, store.Diagnostic) {
+			rest, ok := strings.CutPrefix(d.Path, "/items/")
+			if !ok {
+				return nil, d
+			}
+			k, rest, _ := strings.Cut(rest, "/")
+			n, err := strconv.Atoi(k)
+			if err != nil || n < 0 || n >= len(svcs) {
+				return nil, d
+			}
+			d.Path = "/" + rest
+			if rest == "" {
+				d.Path = ""
+			}
+			return t.src.entry(zi, "services", first+n, svcs[n].Spec), d
+		}
+	}
+	t.c.failFrom(fmt.Sprintf("services/%s (%s to %s)", zone, svcs[0].Name, svcs[len(svcs)-1].Name), err, place)
 	if ae.e.Code >= 500 || ae.e.Code == http.StatusUnauthorized {
 		t.worst = exitUsage
 	}
@@ -653,7 +701,7 @@ func (c *client) publishConfig(name string, text []byte) error {
 	if specs == nil {
 		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid: nothing was published", name)}
 	}
-	return c.publishSpecs(context.Background(), specs, false)
+	return c.publishSpecs(context.Background(), specs, false, configSource(name, text))
 }
 
 func importCmd(e *env) *cobra.Command {
@@ -711,6 +759,9 @@ A publisher config's policies are published after its zones and before its
 services, and a service's labels: become its metadata.labels. --if-version RV (or metadata.resourceVersion) makes the write
 conditional: it is refused with a conflict if the object changed since.
 
+The server's diagnostics about an object are printed at the FILE:LINE:COL
+of FILE that holds it, as lint prints them; every object is sent.
+
 Exit status: 0 published; 1 refused (invalid, conflict, not found); 2 usage
 or connection error.`,
 		Args: cobra.ExactArgs(1),
@@ -726,7 +777,7 @@ or connection error.`,
 			if err != nil {
 				return err
 			}
-			objs, isConfig, err := parseObjects(text)
+			objs, srcs, isConfig, err := readObjects(args[0], text)
 			if err != nil {
 				return &exitError{code: exitInvalid, err: fmt.Errorf("%s: %v", args[0], err)}
 			}
@@ -742,7 +793,7 @@ or connection error.`,
 				}
 				objs[0].Metadata.ResourceVersion = ifVersion
 			}
-			return c.publishObjects(args[0], objs)
+			return c.publishObjects(args[0], objs, srcs)
 		},
 	}
 	cmd.Flags().StringVar(&ifVersion, "if-version", "", "publish only if the object is still at this resourceVersion")
@@ -752,19 +803,27 @@ or connection error.`,
 }
 
 // publishObjects puts objs, read from file, and prints them. An object
-// refused as invalid is reported and the others are put; the exit status
-// says so.
-func (c *client) publishObjects(file string, objs []*store.Object) error {
+// refused as invalid is reported, its diagnostics placed in the file by
+// srcs (where each object came from), and the others are put; the exit
+// status says so.
+func (c *client) publishObjects(file string, objs []*store.Object, srcs []*objectSource) error {
 	var out []*store.Object
 	failed := false
-	for _, o := range objs {
-		zone, name, err := objectPlace(file, o)
+	for i, o := range objs {
+		zone, name, err := objectPlace(srcs[i].at(file), o)
 		if err != nil {
-			return err
+			// This object cannot be put: the others still are.
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != exitInvalid {
+				return err
+			}
+			fmt.Fprintln(c.e.stderr, ee.err)
+			failed = true
+			continue
 		}
 		r := c.put(context.Background(), zone, name, o)
 		if r.err != nil {
-			if err := c.failPut(r); err != nil {
+			if err := c.failPut(r, srcs[i]); err != nil {
 				return err
 			}
 			failed = true
@@ -816,11 +875,16 @@ func objectPlace(file string, o *store.Object) (zone, name string, err error) {
 	return zone, name, nil
 }
 
-// failPut reports the put r, which failed, and returns the error that ends
-// the command, or nil when the object was refused as invalid and the
-// others are still put.
-func (c *client) failPut(r putResult) error {
-	err := c.fail(r.what, r.err)
+// failPut reports the put r, which failed, of an object read from a file
+// (src, nil when it was not), and returns the error that ends the
+// command, or nil when the object was refused as invalid and the others
+// are still put.
+func (c *client) failPut(r putResult, src *objectSource) error {
+	var place func(store.Diagnostic) (*objectSource, store.Diagnostic)
+	if src != nil {
+		place = src.each
+	}
+	err := c.failFrom(r.what, r.err, place)
 	var ee *exitError
 	if err == nil || errors.As(err, &ee) && ee.code == exitInvalid {
 		return nil
@@ -829,42 +893,29 @@ func (c *client) failPut(r putResult) error {
 }
 
 // parseObjects reads objects (YAML documents, a JSON object or a JSON
-// list) or recognises a publisher config. A spec keeps its keys in the
-// order written (model.NodeJSON): written back in another order, it
-// would be another value to the store, and another TXT record.
-func parseObjects(text []byte) ([]*store.Object, bool, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(text))
-	var out []*store.Object
-	for i := 0; ; i++ {
-		var doc yaml.Node
-		err := dec.Decode(&doc)
-		if errors.Is(err, io.EOF) {
-			break
-		}
+// list) or recognises a publisher config, and returns with each object
+// the line it starts on. A spec keeps its keys in the order written
+// (model.NodeJSON): written back in another order, it would be another
+// value to the store, and another TXT record.
+func parseObjects(text []byte) (objs []*store.Object, lines []int, isConfig bool, err error) {
+	isConfig, err = eachObjectNode(text, func(doc int, it *yaml.Node) error {
+		o, err := decodeObject(text, it, doc)
 		if err != nil {
-			return nil, false, fmt.Errorf("document %d: %v", i+1, err)
+			return err
 		}
-		root := &doc
-		if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
-			root = root.Content[0]
-		}
-		if root.Kind == yaml.ScalarNode && root.Tag == "!!null" {
-			continue
-		}
-		items, isConfig := documentItems(root, i)
-		if isConfig {
-			return nil, true, nil
-		}
-		objs, err := decodeObjects(text, items, i)
-		if err != nil {
-			return nil, false, err
-		}
-		out = append(out, objs...)
+		objs = append(objs, o)
+		lines = append(lines, it.Line)
+		return nil
+	})
+	switch {
+	case err != nil:
+		return nil, nil, false, err
+	case isConfig:
+		return nil, nil, true, nil
+	case len(objs) == 0:
+		return nil, nil, false, errors.New("no object in the file")
 	}
-	if len(out) == 0 {
-		return nil, false, errors.New("no object in the file")
-	}
-	return out, false, nil
+	return objs, lines, false, nil
 }
 
 // documentItems returns the items of document i, root: the objects of a
@@ -887,28 +938,24 @@ func documentItems(root *yaml.Node, i int) (items []*yaml.Node, isConfig bool) {
 	return []*yaml.Node{root}, false
 }
 
-// decodeObjects decodes items, of document i of text, as objects.
-func decodeObjects(text []byte, items []*yaml.Node, i int) ([]*store.Object, error) {
-	var out []*store.Object
-	for _, it := range items {
-		b, ds := model.NodeJSON(text, it)
-		if b == nil {
-			msg := "not JSON"
-			if len(ds) > 0 {
-				msg = ds[0].Message
-				if ds[0].Line > 0 {
-					msg = fmt.Sprintf("line %d: %s", ds[0].Line, msg)
-				}
+// decodeObject decodes it, an item of document i of text, as an object.
+func decodeObject(text []byte, it *yaml.Node, i int) (*store.Object, error) {
+	b, ds := model.NodeJSON(text, it)
+	if b == nil {
+		msg := "not JSON"
+		if len(ds) > 0 {
+			msg = ds[0].Message
+			if ds[0].Line > 0 {
+				msg = fmt.Sprintf("line %d: %s", ds[0].Line, msg)
 			}
-			return nil, fmt.Errorf("document %d: %s", i+1, msg)
 		}
-		var o store.Object
-		if err := json.Unmarshal(b, &o); err != nil || o.Metadata.Name == "" || len(o.Spec) == 0 {
-			return nil, fmt.Errorf("document %d is not an object {metadata: {name: …, zone: …}, spec: {…}} nor a publisher config (zones: …)", i+1)
-		}
-		out = append(out, &o)
+		return nil, fmt.Errorf("document %d: %s", i+1, msg)
 	}
-	return out, nil
+	var o store.Object
+	if err := json.Unmarshal(b, &o); err != nil || o.Metadata.Name == "" || len(o.Spec) == 0 {
+		return nil, fmt.Errorf("document %d is not an object {metadata: {name: …, zone: …}, spec: {…}} nor a publisher config (zones: …)", i+1)
+	}
+	return &o, nil
 }
 
 func getCmd(e *env) *cobra.Command {

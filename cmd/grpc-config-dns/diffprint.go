@@ -14,27 +14,32 @@ import (
 )
 
 // configObjects returns the objects a publisher config, text of file,
-// puts: its zones, their policies, their services; its diagnostics are
-// printed, and an invalid config is an error.
-func configObjects(file string, text []byte, e *env) ([]*store.Object, error) {
+// puts: its zones, their policies, their services, with where each came
+// from; its diagnostics are printed, and an invalid config is an error.
+func configObjects(file string, text []byte, e *env) ([]*store.Object, []*objectSource, error) {
 	specs, ds := model.SplitSpecs(text)
 	for _, d := range ds {
 		fmt.Fprintln(e.stderr, formatDiagnostic(file, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
 	}
 	if specs == nil {
-		return nil, &exitError{code: exitUsage, err: fmt.Errorf("%s is invalid: nothing to compare", file)}
+		return nil, nil, &exitError{code: exitUsage, err: fmt.Errorf("%s is invalid: nothing to compare", file)}
 	}
 	var out []*store.Object
-	for _, z := range specs.Zones {
+	var srcs []*objectSource
+	f := configSource(file, text)
+	for i, z := range specs.Zones {
 		out = append(out, &store.Object{Kind: store.ZoneKind, Metadata: store.Metadata{Name: z.Name}, Spec: z.Spec})
-		for _, p := range z.Policies {
+		srcs = append(srcs, f.zone(i, z.Spec))
+		for k, p := range z.Policies {
 			out = append(out, &store.Object{Kind: store.PolicyKind, Metadata: store.Metadata{Name: p.Name, Zone: z.Name}, Spec: p.Spec})
+			srcs = append(srcs, f.entry(i, "policies", k, p.Spec))
 		}
-		for _, s := range z.Services {
+		for k, s := range z.Services {
 			out = append(out, &store.Object{Kind: store.ServiceKind, Metadata: store.Metadata{Name: s.Name, Zone: z.Name, Labels: s.Labels}, Spec: s.Spec})
+			srcs = append(srcs, f.entry(i, "services", k, s.Spec))
 		}
 	}
-	return out, nil
+	return out, srcs, nil
 }
 
 // unifiedDiff is the difference of the lines of a and b as a unified

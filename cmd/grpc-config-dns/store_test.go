@@ -278,11 +278,12 @@ func TestStoreCLI(t *testing.T) {
 		t.Errorf("import again: exit %d\n%s", code, errs)
 	}
 	// A zone inside a stored one is refused as lint refuses the two in
-	// one file (zone-nested), and said so; its services are not sent.
+	// one file (zone-nested), and said so, at its origin in the file; its
+	// services are not sent.
 	nested := writeFile(t, "n.yaml", "zones:\n  - origin: sub.other.test.\n    nameservers: [ns1.example.net.]\n    services:\n      - name: a\n        serviceConfig: {}\n")
 	if code, out, errs := s.cli("import", "--config", nested); code != exitInvalid || out != "" ||
-		!strings.Contains(errs, "zone/sub.other.test:/metadata/name: error: zone sub.other.test. lies inside zone other.test. (stored, version ") ||
-		!strings.Contains(errs, "serve its names as services of other.test. [zone-nested]") || !strings.Contains(errs, "0 created, 0 configured, 0 unchanged, 1 refused") {
+		!strings.Contains(errs, nested+":2:13: error: zone sub.other.test. lies inside zone other.test. (stored, version ") ||
+		!strings.Contains(errs, "serve its names as services of other.test. (at /metadata/name) [zone-nested]") || !strings.Contains(errs, "0 created, 0 configured, 0 unchanged, 1 refused") {
 		t.Errorf("import of a zone inside a stored one: exit %d\n%s%s", code, out, errs)
 	}
 	if code, _, _ := s.cli("get", "sub.other.test"); code != exitInvalid {
