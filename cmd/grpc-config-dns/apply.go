@@ -97,7 +97,10 @@ file of DIR, in name order; -f - reads stdin; -f may be repeated.
 nothing and compares the objects with the server's.
 
 The server's diagnostics about an object are printed at the FILE:LINE:COL
-of the file that holds it, as lint prints them.
+of the file that holds it, as lint prints them. Each object of a file of
+objects is written with the annotation grpc-config-dns/source: FILE:LINE
+(where it starts); an object that differs from the stored one only by it
+is unchanged.
 
 Exit status: 0 applied; 1 an object was refused (the others are applied);
 2 usage or connection error.`,
@@ -329,11 +332,15 @@ func (c *client) diffObject(ctx context.Context, zone, name string, o *store.Obj
 	return true, nil
 }
 
-// diffView is what diff compares of an object: its kind, name, labels
-// and spec (not its resourceVersion).
+// diffView is what diff compares of an object: its kind, name, labels,
+// annotations and spec (not its resourceVersion, nor where it was
+// written from: see sameContent).
 func diffView(o *store.Object) *store.Object {
 	v := *o
 	v.Metadata.ResourceVersion = ""
-	v.Metadata.Annotations = nil
+	v.Metadata.Annotations = ownAnnotations(o)
+	if len(v.Metadata.Annotations) == 0 {
+		v.Metadata.Annotations = nil
+	}
 	return &v
 }

@@ -403,6 +403,12 @@ func (c *client) put(ctx context.Context, zone, name string, o *store.Object) pu
 			}
 		}
 	}
+	if before != nil && sameContent(before, o) {
+		// Where the object was written from is no change of it: the
+		// write keeps the annotation stored, and the server, finding
+		// nothing changed, makes no new version (and no new serial).
+		o = withSource(o, before.Metadata.Annotations[sourceAnnotation])
+	}
 	if c.dry == "client" {
 		// Nothing is sent: the object as it is, and what the write would do.
 		out = *o
@@ -432,10 +438,18 @@ func (c *client) put(ctx context.Context, zone, name string, o *store.Object) pu
 }
 
 // sameContent reports whether two versions of an object are the same to
-// the store: labels, and the spec's compact JSON byte for byte (keys in
-// their order: the store keeps a spec as written, and publishes it so).
+// the store: labels, annotations, and the spec's compact JSON byte for
+// byte (keys in their order: the store keeps a spec as written, and
+// publishes it so). The source annotation is left out: it says where a
+// write came from, not what the object is, and an object whose file
+// moved, or whose lines moved in its file (a comment added above it),
+// is still the same object; written again it would be a new version for
+// nothing, with a new SOA serial, NOTIFY and IXFR to the secondaries, a
+// new item in history, and a second apply of a file edited elsewhere
+// would not say "unchanged". So is written-at, which only history items
+// carry.
 func sameContent(a, b *store.Object) bool {
-	if !maps.Equal(a.Metadata.Labels, b.Metadata.Labels) {
+	if !maps.Equal(a.Metadata.Labels, b.Metadata.Labels) || !maps.Equal(ownAnnotations(a), ownAnnotations(b)) {
 		return false
 	}
 	var x, y bytes.Buffer
@@ -443,6 +457,38 @@ func sameContent(a, b *store.Object) bool {
 		return bytes.Equal(a.Spec, b.Spec)
 	}
 	return bytes.Equal(x.Bytes(), y.Bytes())
+}
+
+// ownAnnotations are the annotations of o that are part of what it is:
+// all but the source annotation and written-at.
+func ownAnnotations(o *store.Object) map[string]string {
+	a := o.Metadata.Annotations
+	_, src := a[sourceAnnotation]
+	_, at := a[store.WrittenAt]
+	if !src && !at {
+		return a
+	}
+	a = maps.Clone(a)
+	delete(a, sourceAnnotation)
+	delete(a, store.WrittenAt)
+	return a
+}
+
+// withSource is o with source as its source annotation ("": none).
+func withSource(o *store.Object, source string) *store.Object {
+	w := *o
+	w.Metadata.Annotations = maps.Clone(o.Metadata.Annotations)
+	delete(w.Metadata.Annotations, sourceAnnotation)
+	if source != "" {
+		if w.Metadata.Annotations == nil {
+			w.Metadata.Annotations = map[string]string{}
+		}
+		w.Metadata.Annotations[sourceAnnotation] = source
+	}
+	if len(w.Metadata.Annotations) == 0 {
+		w.Metadata.Annotations = nil
+	}
+	return &w
 }
 
 // publishSpecs puts the zones of a publisher config, then their policies,
@@ -683,7 +729,10 @@ func (c *client) compareBatch(ctx context.Context, zone string, items []*store.O
 		switch o := cur[it.Metadata.Name]; {
 		case o == nil:
 			res.Created++
-		case sameContent(o, it):
+		case sameContent(o, it) && o.Metadata.Annotations[sourceAnnotation] == "":
+			// (A batch is compared by the server byte for byte: one
+			// written from an object file is written again, without
+			// its source annotation.)
 			res.Unchanged++
 		default:
 			res.Configured++
@@ -760,7 +809,10 @@ services, and a service's labels: become its metadata.labels. --if-version RV (o
 conditional: it is refused with a conflict if the object changed since.
 
 The server's diagnostics about an object are printed at the FILE:LINE:COL
-of FILE that holds it, as lint prints them; every object is sent.
+of FILE that holds it, as lint prints them; every object is sent. Each
+object of a file of objects is written with the annotation
+grpc-config-dns/source: FILE:LINE (where it starts); an object that
+differs from the stored one only by it is unchanged.
 
 Exit status: 0 published; 1 refused (invalid, conflict, not found); 2 usage
 or connection error.`,

@@ -77,11 +77,15 @@ rollback returns to one of them.`,
 }
 
 // changedFields names what version b changed of version a: the labels,
-// and the top-level fields of the spec, added, changed or removed.
+// the annotations (but when each was written), and the top-level fields
+// of the spec, added, changed or removed.
 func changedFields(a, b *store.Object) string {
 	var out []string
 	if !maps.Equal(a.Metadata.Labels, b.Metadata.Labels) {
 		out = append(out, "metadata.labels")
+	}
+	if !maps.Equal(storedAnnotations(a), storedAnnotations(b)) {
+		out = append(out, "metadata.annotations")
 	}
 	var x, y map[string]any
 	json.Unmarshal(a.Spec, &x)
@@ -118,10 +122,10 @@ func rollbackCmd(e *env) *cobra.Command {
 		Use:   "rollback ZONE [SERVICE | policy/NAME] --to-revision RV --server URL [--dry-run=server|client]",
 		Short: "Write an earlier version of an object again",
 		Long: `Write the version RV of an object (history lists them) again: a new write
-whose labels and spec are the old version's, validated as any write is
-(a version the zone's policies now make invalid is refused), conditional
-on the object being still at the version read (409 if it changed
-meanwhile). DNS publishes it with a new serial.
+whose labels, annotations and spec are the old version's, validated as any
+write is (a version the zone's policies now make invalid is refused),
+conditional on the object being still at the version read (409 if it
+changed meanwhile). DNS publishes it with a new serial.
 
 Exit status: 0 rolled back; 1 refused; 2 usage or connection error.`,
 		Args: cobra.RangeArgs(1, 2),
@@ -159,7 +163,7 @@ Exit status: 0 rolled back; 1 refused; 2 usage or connection error.`,
 			// The old version's content, on the condition that the object
 			// is still at the version history read.
 			next := &store.Object{Kind: old.Kind, Metadata: store.Metadata{Name: old.Metadata.Name, Zone: old.Metadata.Zone, Labels: old.Metadata.Labels,
-				ResourceVersion: h.Items[0].Metadata.ResourceVersion}, Spec: old.Spec}
+				Annotations: storedAnnotations(old), ResourceVersion: h.Items[0].Metadata.ResourceVersion}, Spec: old.Spec}
 			zone, name, err := objectPlace(what, next)
 			if err != nil {
 				return err
@@ -179,4 +183,15 @@ Exit status: 0 rolled back; 1 refused; 2 usage or connection error.`,
 	dryRunFlag(cmd, &dry)
 	cf.add(cmd, true)
 	return cmd
+}
+
+// storedAnnotations are the annotations of o, a history item, as stored:
+// without when it was written (store.WrittenAt).
+func storedAnnotations(o *store.Object) map[string]string {
+	m := maps.Clone(o.Metadata.Annotations)
+	delete(m, store.WrittenAt)
+	if len(m) == 0 {
+		return nil
+	}
+	return m
 }

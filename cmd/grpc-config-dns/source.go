@@ -14,6 +14,15 @@ import (
 	"github.com/grpc-config-dns/grpc-config-dns/store"
 )
 
+// sourceAnnotation is the annotation the CLI puts on each object it
+// writes from a file of objects: FILE:LINE, the file as it was named
+// ("-" for stdin) and the line the object starts on, so that the
+// object's GET and history say where it came from. It says where the
+// object's last write came from and is not part of what the object is:
+// an object that differs from the one stored only by it is unchanged,
+// and its write keeps the stored annotation (see sameContent and put).
+const sourceAnnotation = "grpc-config-dns/source"
+
 // sourceFile is a file the CLI read objects from: its name, as
 // diagnostics give it, and its text; and, once a diagnostic of the
 // server has to be placed in it, the YAML nodes of its objects and where
@@ -92,8 +101,9 @@ type docError struct {
 func (e *docError) Error() string { return "document " + strconv.Itoa(e.doc+1) + ": " + e.err.Error() }
 
 // readObjects reads the objects of text, read from file arg ("-" for
-// stdin), as parseObjects does, and returns with each where it came
-// from. isConfig is set when text is a publisher config.
+// stdin), as parseObjects does, and puts on each the source annotation
+// of where it starts; it returns with each where it came from. isConfig
+// is set when text is a publisher config.
 func readObjects(arg string, text []byte) ([]*store.Object, []*objectSource, bool, error) {
 	objs, lines, isConfig, err := parseObjects(text)
 	if err != nil || isConfig {
@@ -102,6 +112,12 @@ func readObjects(arg string, text []byte) ([]*store.Object, []*objectSource, boo
 	f := &sourceFile{name: displayName(arg), text: text}
 	srcs := make([]*objectSource, len(objs))
 	for i, o := range objs {
+		a := make(map[string]string, len(o.Metadata.Annotations)+1)
+		for k, v := range o.Metadata.Annotations {
+			a[k] = v
+		}
+		a[sourceAnnotation] = arg + ":" + strconv.Itoa(lines[i])
+		o.Metadata.Annotations = a
 		srcs[i] = &objectSource{file: f, item: i, line: lines[i], spec: o.Spec}
 	}
 	return objs, srcs, false, nil

@@ -214,6 +214,76 @@ spec:
 	}
 }
 
+// TestSourceAnnotation: an object written from a file says where it came
+// from (grpc-config-dns/source: FILE:LINE, -:LINE from stdin), in GET and
+// history; a second apply is unchanged, and so is one of the file with
+// its lines moved: where an object was written from is not part of it
+// (no new version, the annotation stored kept); a changed object gets
+// the new place.
+func TestSourceAnnotation(t *testing.T) {
+	s := startStoreServe(t, t.TempDir())
+	defer stopAll(t, s)
+	objs := `metadata: {name: example.test}
+spec: {nameservers: [{name: ns1, addresses: [192.0.2.53]}]}
+---
+# echo
+metadata: {zone: example.test, name: echo}
+spec: {addresses: [192.0.2.1]}
+`
+	f := writeFile(t, "objs.yaml", objs)
+	if code, out, errs := s.cli("apply", "-f", f); code != 0 {
+		t.Fatalf("apply: exit %d\n%s%s", code, out, errs)
+	}
+	source := func() (string, string) {
+		t.Helper()
+		_, out, errs := s.cli("get", "example.test", "echo", "-o", "jsonpath={.metadata.annotations.grpc-config-dns/source} {.metadata.resourceVersion}")
+		src, rv, ok := strings.Cut(strings.TrimSpace(out), " ")
+		if !ok {
+			t.Fatalf("get: %q %s", out, errs)
+		}
+		return src, rv
+	}
+	src, rv := source()
+	if src != f+":5" {
+		t.Errorf("source %q, want %q", src, f+":5")
+	}
+	if _, out, _ := s.cli("get", "example.test", "-o", "yaml"); !strings.Contains(out, "grpc-config-dns/source: "+f+":1") {
+		t.Errorf("the zone's source:\n%s", out)
+	}
+	if code, out, errs := s.cli("apply", "-f", f); code != 0 || strings.Count(out, " unchanged") != 2 {
+		t.Errorf("apply again: exit %d\n%s%s", code, out, errs)
+	}
+	// Lines added above it: the same object, unchanged, where it was.
+	os.WriteFile(f, []byte("# objects\n# of example.test\n"+objs), 0o644)
+	for _, args := range [][]string{{"apply", "-f", f}, {"apply", "-f", f, "--dry-run=server"}, {"apply", "-f", f, "--dry-run=client"}, {"publish", f}} {
+		if code, out, errs := s.cli(args...); code != 0 || strings.Count(out, " unchanged") != 2 {
+			t.Errorf("%s of the moved file: exit %d\n%s%s", strings.Join(args, " "), code, out, errs)
+		}
+	}
+	if code, out, errs := s.cli("diff", "-f", f); code != 0 || out != "" {
+		t.Errorf("diff of the moved file: exit %d\n%s%s", code, out, errs)
+	}
+	if now, nowRV := source(); now != src || nowRV != rv {
+		t.Errorf("after the moved file: %s at version %s, before %s at %s", now, nowRV, src, rv)
+	}
+	// Changed: the new place, from stdin.
+	var out, errb bytes.Buffer
+	changed := strings.Replace(objs, "192.0.2.1", "192.0.2.9", 1)
+	if code := run([]string{"apply", "-f", "-", "--server", s.url()}, strings.NewReader(changed), &out, &errb); code != 0 || !strings.Contains(out.String(), "service/example.test/echo configured") {
+		t.Fatalf("apply -f - of a change: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	if now, _ := source(); now != "-:5" {
+		t.Errorf("source from stdin %q, want -:5", now)
+	}
+	if _, hist, _ := s.cli("history", "example.test", "echo"); !strings.Contains(hist, "metadata.annotations, spec.addresses") {
+		t.Errorf("history does not say the annotation changed:\n%s", hist)
+	}
+	code, hist, errs := s.cli("history", "example.test", "echo", "-o", "yaml")
+	if code != 0 || !strings.Contains(hist, "grpc-config-dns/source: -:5") || !strings.Contains(hist, "grpc-config-dns/source: "+f+":5") || !strings.Contains(hist, store.WrittenAt) {
+		t.Errorf("history: exit %d\n%s%s", code, hist, errs)
+	}
+}
+
 // TestPlaceDiagnostic: a server diagnostic's pointer, relative to its
 // object, is found in the file as model.NodeJSON read it (aliases, merge
 // keys, escapes), at its value, or at its key when the server points at
@@ -236,6 +306,9 @@ spec:
 	objs, srcs, isConfig, err := readObjects("f.yaml", []byte(text))
 	if err != nil || isConfig || len(objs) != 1 {
 		t.Fatalf("readObjects: %v %v %d", err, isConfig, len(objs))
+	}
+	if got := objs[0].Metadata.Annotations[sourceAnnotation]; got != "f.yaml:1" {
+		t.Errorf("source %q", got)
 	}
 	lines := strings.Split(text, "\n")
 	at := func(line int, marker string) [2]int {
