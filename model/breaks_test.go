@@ -34,11 +34,11 @@ func TestOddLineBreaksKeepKeys(t *testing.T) {
 				var tail string
 				switch where {
 				case "comment":
-					tail = "\n      # note" + br + "    ttl: 7\n    compat: {nineDigitDurations: false}\n"
+					tail = "\n      # note" + br + "    ttl: 7\n    compat: {nineDigitDurations: false, clients: go}\n"
 				case "item":
-					tail = br + "    ttl: 7\n    compat: {nineDigitDurations: false}\n"
+					tail = br + "    ttl: 7\n    compat: {nineDigitDurations: false, clients: go}\n"
 				case "after":
-					tail = "\n    ttl: 7" + br + "    compat: {nineDigitDurations: false}\n"
+					tail = "\n    ttl: 7" + br + "    compat: {nineDigitDurations: false, clients: go}\n"
 				}
 				text := []byte("zones:\n  - origin: z.test.\n    nameservers: [{name: ns1, addresses: [127.0.0.1]}]\n    services:\n" + svc + tail)
 				var ref yaml.Node
@@ -126,7 +126,7 @@ func TestRandomOddTextsReadAsYAML(t *testing.T) {
 		n = 300
 	}
 	for range n {
-		base := []byte(fleetText(1+rng.IntN(5), -1, "    # zone comment\n") + "    ttl: 7\n    compat: {nineDigitDurations: false}\n")
+		base := []byte(fleetText(1+rng.IntN(5), -1, "    # zone comment\n") + "    ttl: 7\n    compat: {nineDigitDurations: false, clients: go}\n")
 		text := oddText(rng, base)
 		checkOddText(t, text)
 		var p Parser

@@ -133,10 +133,13 @@ type Compat struct {
 	// BareHost also publishes the TXT record at the service's own name,
 	// where grpc-js looks for it (it does not ask _grpc_config.<host>).
 	BareHost bool
-	// AllowGrpcGoFailure publishes a record although some grpc-go client
-	// using grpc-go's dns resolver would fail its channel on it (no choice
-	// it matches, or a config it rejects). Off by default: such a record is
-	// refused with the reason.
+	// Clients are the gRPC clients declared to read the records (compat:
+	// {clients: [go, java]}); none declared means every one. A record that
+	// a declared client would reject, fail its channel on, or read
+	// differently from the spec is refused (docs/rules.md, "Clients").
+	Clients sc.Clients
+	// AllowGrpcGoFailure takes grpc-go out of the declared clients: the
+	// setting from before clients could be declared, kept as an alias.
 	AllowGrpcGoFailure bool
 	// AllowMisspelledFields publishes a config with a field one typo away
 	// from one gRPC defines ("timout"), which clients ignore, dropping the
@@ -155,6 +158,7 @@ func compatOf(o sc.PublishOptions) Compat {
 	return Compat{
 		NineDigitDurations:    o.NineDigitDurations,
 		OmitNulls:             o.OmitNulls,
+		Clients:               o.Clients,
 		AllowGrpcGoFailure:    o.AllowGrpcGoFailure,
 		AllowMisspelledFields: o.AllowMisspelledFields,
 	}
@@ -167,9 +171,17 @@ func (c Compat) publishOptions(owner string) sc.PublishOptions {
 		Owner:                 owner,
 		NineDigitDurations:    c.NineDigitDurations,
 		OmitNulls:             c.OmitNulls,
+		Clients:               c.Clients,
 		AllowGrpcGoFailure:    c.AllowGrpcGoFailure,
 		AllowMisspelledFields: c.AllowMisspelledFields,
 	}
+}
+
+// LintOptions are the options that make serviceconfig.Lint judge a record
+// published at owner under c as the publisher did: for the web view and
+// tools that show a served record's diagnostics.
+func (c Compat) LintOptions(owner string) sc.LintOptions {
+	return c.publishOptions(owner).LintOptions()
 }
 
 // SOA holds the zone's SOA fields; the serial is managed by the server.
@@ -1237,9 +1249,6 @@ func (d *doc) serviceTXT(n *yaml.Node, path string, kind sc.Kind, s *Service, z 
 		if diag.Code == sc.CodeMisspelledField {
 			diag.Message += " (or set compat: {allowMisspelledFields: true} to publish it as written)"
 		}
-		if diag.Code == sc.CodeGrpcGoChannelFailure {
-			diag.Message += ", or set compat: {allowGrpcGoFailure: true} on the service or its zone if no grpc-go client reads it"
-		}
 		if place(&diag) {
 			d.add(diag)
 		}
@@ -1271,10 +1280,42 @@ func (d *doc) compat(n *yaml.Node, path string, base Compat) (Compat, map[string
 		flag("nineDigitDurations", &base.NineDigitDurations),
 		flag("omitNulls", &base.OmitNulls),
 		flag("bareHost", &base.BareHost),
+		{"clients", func(_, v *yaml.Node, p string) {
+			if cs, ok := d.clients(v, p); ok {
+				base.Clients, set["clients"] = cs, true
+			}
+		}},
 		flag("allowGrpcGoFailure", &base.AllowGrpcGoFailure),
 		flag("allowMisspelledFields", &base.AllowMisspelledFields),
 	})
 	return base, set
+}
+
+// clients reads compat.clients: a list of client names (go, c-core, java,
+// node, all), or one string of them separated by commas; none declares no
+// client (serviceconfig.ParseClients).
+func (d *doc) clients(n *yaml.Node, path string) (sc.Clients, bool) {
+	var cs sc.Clients
+	ok := true
+	for ep, e := range d.elements(n, path, "compat.clients") {
+		name, good := d.scalar(e, ep, "a client name")
+		if !good {
+			ok = false
+			continue
+		}
+		c, err := sc.ParseClients(name)
+		if err != nil {
+			d.report(e, ep, codeFieldType, "compat.clients: %v", err)
+			ok = false
+			continue
+		}
+		cs |= c
+	}
+	if ok && cs == 0 {
+		d.report(n, path, codeFieldType, "compat.clients is empty: list the clients that read the records, from go, c-core, java, node, or all (leave it out for all)")
+		ok = false
+	}
+	return cs, ok
 }
 
 func (d *doc) transfer(n *yaml.Node, path string, z *Zone, keys map[string]bool) {

@@ -82,7 +82,7 @@ zones:
         choices:
           - clientLanguage: [java]
             serviceConfig: {}
-`, []want{{8, 11, "grpc-go-channel-failure", "/zones/0/services/0/choices"}, {8, 13, "choices-no-catch-all", "/zones/0/services/0/choices/0"}}},
+`, []want{{8, 13, "choices-no-catch-all", "/zones/0/services/0/choices/0"}}},
 		{"grpc-go rejects the chosen config", `
 zones:
   - origin: example.test.
@@ -96,7 +96,7 @@ zones:
               methodConfig:
                 - name: [{}]
                   retryPolicy: {maxAttempts: 3, initialBackoff: 0.1s, maxBackoff: 1s, backoffMultiplier: 2, retryableStatusCodes: [unavailable]}
-`, []want{{10, 13, "grpc-go-channel-failure", "/zones/0/services/0/choices/1"}, {13, 132, "status-code-case", "/zones/0/services/0/choices/1/serviceConfig/methodConfig/0/retryPolicy/retryableStatusCodes/0"}}},
+`, []want{{13, 132, "status-code-case", "/zones/0/services/0/choices/1/serviceConfig/methodConfig/0/retryPolicy/retryableStatusCodes/0"}}},
 		{"compat options", `
 zones:
   - origin: example.test.
@@ -266,7 +266,7 @@ func TestCompat(t *testing.T) {
 zones:
   - origin: example.test.
     nameservers: [{name: ns1, addresses: [192.0.2.1]}]
-    compat: {nineDigitDurations: false, allowGrpcGoFailure: true}
+    compat: {nineDigitDurations: false, allowGrpcGoFailure: true, clients: [go, c-core]}
     services:
       - name: plain
         serviceConfig: {methodConfig: [{name: [{}], timeout: 0.5s}]}
@@ -291,19 +291,20 @@ zones:
 		t.Fatalf("diagnostics:\n%s", dump(ds))
 	}
 	svcs := cfg.Zones[0].Services
+	const cc = sc.ClientGo | sc.ClientCCore
 	want := []struct {
 		value string
 		c     Compat
 	}{
-		{`[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"0.5s"}]}}]`, Compat{OmitNulls: true, AllowGrpcGoFailure: true}},
-		{`[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"0.500000000s"}]}}]`, Compat{NineDigitDurations: true, OmitNulls: true, BareHost: true, AllowGrpcGoFailure: true}},
-		{`[{"clientLanguage":["java"],"serviceConfig":{}}]`, Compat{OmitNulls: true, AllowGrpcGoFailure: true}},
-		{`[{"serviceConfig":{}}]`, Compat{OmitNulls: true}},
-		{`[{"serviceConfig":{}}]`, Compat{OmitNulls: true, BareHost: true, AllowGrpcGoFailure: true}},
+		{`[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"0.5s"}]}}]`, Compat{Clients: cc, OmitNulls: true, AllowGrpcGoFailure: true}},
+		{`[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"0.500000000s"}]}}]`, Compat{Clients: cc, NineDigitDurations: true, OmitNulls: true, BareHost: true, AllowGrpcGoFailure: true}},
+		{`[{"clientLanguage":["java"],"serviceConfig":{}}]`, Compat{Clients: cc, OmitNulls: true, AllowGrpcGoFailure: true}},
+		{`[{"serviceConfig":{}}]`, Compat{Clients: cc, OmitNulls: true}},
+		{`[{"serviceConfig":{}}]`, Compat{Clients: cc, OmitNulls: true, BareHost: true, AllowGrpcGoFailure: true}},
 		// YAML's empty value is null: left out, since grpc-java and
 		// grpc-js reject it (the interop suite's null-method case).
-		{`[{"serviceConfig":{"methodConfig":[{"name":[{"service":"s"}]}]}}]`, Compat{OmitNulls: true, AllowGrpcGoFailure: true}},
-		{`[{"serviceConfig":{"methodConfig":[{"name":[{"service":"s","method":null}]}]}}]`, Compat{AllowGrpcGoFailure: true}},
+		{`[{"serviceConfig":{"methodConfig":[{"name":[{"service":"s"}]}]}}]`, Compat{Clients: cc, OmitNulls: true, AllowGrpcGoFailure: true}},
+		{`[{"serviceConfig":{"methodConfig":[{"name":[{"service":"s","method":null}]}]}}]`, Compat{Clients: cc, AllowGrpcGoFailure: true}},
 	}
 	for i, w := range want {
 		if got := string(svcs[i].Value()); got != w.value || svcs[i].Compat != w.c {
@@ -338,6 +339,7 @@ zones:
     nameservers: [{name: ns1, addresses: [192.0.2.1]}]
     services:
       - name: cafe
+        compat: {clients: [go, c-core]}
         choices:
           - dynamicParameterConstraints: {constraint: {key: env, value: "café\a\x7f"}}
             serviceConfig: {}
@@ -437,5 +439,41 @@ zones:
 	unrelated := strings.Replace(text, "timout", "xExtension", 1)
 	if cfg, ds = Parse([]byte(unrelated)); cfg == nil || len(ds) != 1 || ds[0].Code != "unknown-field" {
 		t.Errorf("a field with no near match: got %v %+v; want it published with a warning", cfg != nil, ds)
+	}
+}
+
+// compat.clients takes a list or a comma-separated string; an unknown
+// client is an error at its place, naming the known ones.
+func TestCompatClients(t *testing.T) {
+	cfg, ds := Parse([]byte(`
+zones:
+  - origin: example.test.
+    nameservers: [{name: ns1, addresses: [192.0.2.1]}]
+    compat: {clients: "go, java"}
+    services:
+      - name: a
+        compat: {clients: [node]}
+        serviceConfig: {}
+      - name: b
+        serviceConfig: {}
+`))
+	if ds.HasErrors() {
+		t.Fatalf("diagnostics:\n%s", dump(ds))
+	}
+	if got := cfg.Zones[0].Services[0].Compat.Clients; got != sc.ClientNode {
+		t.Errorf("service a declares %v, want grpc-js", got)
+	}
+	if got := cfg.Zones[0].Services[1].Compat.Clients; got != sc.ClientGo|sc.ClientJava {
+		t.Errorf("service b declares %v, want the zone's grpc-go and grpc-java", got)
+	}
+	_, ds = Parse([]byte(`
+zones:
+  - origin: example.test.
+    nameservers: [{name: ns1, addresses: [192.0.2.1]}]
+    compat: {clients: [go, swift]}
+    services: []
+`))
+	if len(ds) != 1 || ds[0].Line != 5 || ds[0].Column != 28 || !strings.Contains(ds[0].Message, `unknown client "swift": list clients from go, c-core, java, node, or all`) {
+		t.Errorf("diagnostics:\n%s", dump(ds))
 	}
 }

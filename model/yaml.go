@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"math"
 	"regexp"
 	"slices"
@@ -635,6 +636,24 @@ func (d *doc) list(n *yaml.Node, path, what string) []*yaml.Node {
 		out[i] = deref(e)
 	}
 	return out
+}
+
+// elements is list, each element with its JSON pointer: path/i for the
+// elements of a sequence, path for a single scalar.
+func (d *doc) elements(n *yaml.Node, path, what string) iter.Seq2[string, *yaml.Node] {
+	list := d.list(n, path, what)
+	seq := deref(n) != nil && deref(n).Kind == yaml.SequenceNode
+	return func(yield func(string, *yaml.Node) bool) {
+		for i, e := range list {
+			p := path
+			if seq {
+				p = path + "/" + strconv.Itoa(i)
+			}
+			if !yield(p, e) {
+				return
+			}
+		}
+	}
 }
 
 func (d *doc) boolean(n *yaml.Node, path, what string) (bool, bool) {

@@ -29,7 +29,7 @@ type checker struct {
 	// caseCodes collects the status code names that are not upper-case,
 	// which grpc-go rejects, and caseFields the member names that differ
 	// from a known field only in case, which grpc-go reads as that field:
-	// GrpcGoConfig and grpcGoFailure rewrite them to see what grpc-go sees.
+	// GrpcGoConfig rewrites them to give grpc-go what the spec reads.
 	caseCodes  []rewrite
 	caseFields []rewrite
 	// shown counts the errors and warnings in diags; past MaxDiagnostics
@@ -51,6 +51,9 @@ type checker struct {
 	// quiet are codes whose diagnostics the caller drops
 	// (LintOptions.quiet).
 	quiet codeSet
+	// inList is set while checking a choice list, whose pointers start
+	// with the choice's index.
+	inList bool
 }
 
 // rewrite is a node and the canonical text grpc-go takes it for.
@@ -118,18 +121,24 @@ func (c *checker) report(n int32, code diagCode, format string, args ...any) {
 }
 
 // refuse records a warning about something the spec allows but the clients
-// in who reject (the compat gate and grpcGoFailure ask whether grpc-go is
-// among them).
+// in who reject (the verdict asks whether a declared client is among them,
+// judge).
 func (c *checker) refuse(n int32, code diagCode, who client, format string, args ...any) {
+	c.misread(n, code, who, clientEffects[code].misreads, format, args...)
+}
+
+// misread is refuse, with the clients that misread the value told by the
+// rule rather than by the code (clientEffects).
+func (c *checker) misread(n int32, code diagCode, who, misreads client, format string, args ...any) {
 	sev := code.severity()
 	if sev == Warning && c.errorsOnly {
 		return
 	}
 	// Past the cap, a warning that names a client refusing the config is
-	// still listed when no listed one names it: grpcGoFailure (the
+	// still listed when no listed one names it: the verdict (the
 	// publisher's compat gate) asks the diagnostics which clients refuse
 	// the config, and must not lose the answer to the cap.
-	if c.full(code) && (who == 0 || who&^c.refusers == 0) {
+	if c.full(code) && (who|misreads == 0 || (who|misreads)&^c.refusers == 0) {
 		if c.omitted < 0 {
 			c.omitted = len(c.diags)
 			c.diags = append(c.diags, Omitted(0, 0))
@@ -138,13 +147,17 @@ func (c *checker) refuse(n int32, code diagCode, who client, format string, args
 		return
 	}
 	c.shown[sev-Error]++
-	c.refusers |= who
+	c.refusers |= who | misreads
 	off := -1
 	if n >= 0 {
 		off = int(c.t.Nodes[n].Start)
 	}
+	var choice int32
+	if c.inList && len(c.path) > 0 && c.path[0].key < 0 {
+		choice = c.path[0].idx + 1
+	}
 	if c.quiet.has(code) {
-		c.diags = append(c.diags, Diagnostic{Severity: sev, Code: code.String(), Offset: off, refusedBy: who})
+		c.diags = append(c.diags, Diagnostic{Severity: sev, Code: code.String(), Offset: off, refusedBy: who, misreadBy: misreads, choice: choice})
 		return
 	}
 	for i, a := range args {
@@ -161,6 +174,8 @@ func (c *checker) refuse(n int32, code diagCode, who client, format string, args
 		Path:      c.pointer(),
 		Offset:    off,
 		refusedBy: who,
+		misreadBy: misreads,
+		choice:    choice,
 	})
 }
 
@@ -233,12 +248,12 @@ func (c *checker) unknownField(k int32, code diagCode, where string, known []str
 	for _, f := range known {
 		if strings.EqualFold(f, name) && code.severity() == Warning {
 			c.caseFields = append(c.caseFields, rewrite{k, f})
-			c.report(k, codeFieldCase, "field %q in %s is spelled with different case: grpc-go reads it as %q (its JSON field names are case-insensitive), while C-core, grpc-java and grpc-js ignore it; write %q", name, where, f, f)
-			// To the spec it is unknown too, as the JSON Schema says: the
-			// Go rules say all the schema says (FuzzSchemaAddsNothing). No
-			// suggestion: field-case says it, and the publisher's
-			// misspelled-field gate is for names no client reads.
-			c.report(k, code, "unknown field %s in %s: the spec's field is %q, and only grpc-go reads this one as it", quoteExcerpt(name), where, f)
+			// One diagnostic: to the spec the name is unknown (so the JSON
+			// Schema's unknown-field there is this one, mergeSchema), and
+			// what each client does is the problem. No suggestion: the
+			// publisher's misspelled-field gate is for names no client
+			// reads.
+			c.report(k, codeFieldCase, "field %q in %s is unknown to the spec, which names it %q: grpc-go reads it as that field (its JSON field names are case-insensitive), while C-core, grpc-java and grpc-js ignore it; write %q", name, where, f, f)
 			return
 		}
 	}

@@ -295,7 +295,7 @@ func (ch *Choices) compactEdited(drop, replace map[int32]string) []byte {
 			case len(drop) == 0 && len(replace) == 0:
 				dst = t.AppendCompact(dst, t.Nodes[k].Next)
 			default:
-				dst = appendEdited(t, dst, t.Nodes[k].Next, drop, nil, replace)
+				dst = appendEdited(t, dst, t.Nodes[k].Next, drop, replace)
 			}
 		}
 		dst = append(dst, '}')
@@ -362,7 +362,7 @@ func (ch *Choices) GrpcGoConfig(i int) []byte {
 	for _, r := range c.goText {
 		replace[r.node] = r.canon
 	}
-	return appendEdited(ch.tree, nil, n, drop, nil, replace)
+	return appendEdited(ch.tree, nil, n, drop, replace)
 }
 
 // parsed returns a Choices built by hand, without a parse tree, parsed
@@ -419,39 +419,10 @@ func (x *Choice) config() []byte {
 	return x.ServiceConfig
 }
 
-// grpcGoView returns a service config as grpc-go reads it: members named
-// in another case renamed to the field grpc-go takes them for, status
-// codes as written.
-func grpcGoView(js []byte) []byte {
-	t, c := checkConfig(js)
-	if c == nil || len(c.caseFields) == 0 {
-		return js
-	}
-	return appendEdited(t, nil, 0, nil, toMap(c.caseFields), nil)
-}
-
-func checkConfig(js []byte) (*jtree.Tree, *checker) {
-	t, err := jtree.Parse(js)
-	if err != nil {
-		return nil, nil
-	}
-	c := newChecker(t)
-	validateServiceConfig(c, 0)
-	return t, c
-}
-
-func toMap(rs []rewrite) map[int32]string {
-	m := make(map[int32]string, len(rs))
-	for _, r := range rs {
-		m[r.node] = r.canon
-	}
-	return m
-}
-
 // appendEdited writes node i as compact JSON, leaving out the object
-// members whose key is in drop, renaming the keys in rename, and writing
-// the values in replace as the JSON text given.
-func appendEdited(t *jtree.Tree, dst []byte, i int32, drop, rename, replace map[int32]string) []byte {
+// members whose key is in drop, and writing the values in replace as the
+// JSON text given.
+func appendEdited(t *jtree.Tree, dst []byte, i int32, drop, replace map[int32]string) []byte {
 	n := &t.Nodes[i]
 	switch n.Kind {
 	case jtree.Array:
@@ -460,7 +431,7 @@ func appendEdited(t *jtree.Tree, dst []byte, i int32, drop, rename, replace map[
 			if e != n.First {
 				dst = append(dst, ',')
 			}
-			dst = appendEdited(t, dst, e, drop, rename, replace)
+			dst = appendEdited(t, dst, e, drop, replace)
 		}
 		return append(dst, ']')
 	case jtree.Object:
@@ -473,13 +444,8 @@ func appendEdited(t *jtree.Tree, dst []byte, i int32, drop, rename, replace map[
 					dst = append(dst, ',')
 				}
 				first = false
-				if name, ok := rename[k]; ok {
-					dst = strconv.AppendQuote(dst, name)
-				} else {
-					dst = append(dst, t.Raw(k)...)
-				}
-				dst = append(dst, ':')
-				dst = appendEdited(t, dst, v, drop, rename, replace)
+				dst = append(append(dst, t.Raw(k)...), ':')
+				dst = appendEdited(t, dst, v, drop, replace)
 			}
 			k = t.Nodes[v].Next
 		}
@@ -519,7 +485,7 @@ func omitNulls(value []byte) ([]byte, error) {
 	for _, k := range c.nullMembers {
 		drop[k] = ""
 	}
-	return appendEdited(t, make([]byte, 0, len(value)), 0, drop, nil, nil), nil
+	return appendEdited(t, make([]byte, 0, len(value)), 0, drop, nil), nil
 }
 
 // NineDigitDurations returns a choice list (JSON) with every duration of

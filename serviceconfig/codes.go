@@ -22,8 +22,9 @@ type CodeInfo struct {
 const (
 	// CodeInputTooLarge is an input beyond what any tool reads.
 	CodeInputTooLarge string = "input-too-large"
-	// CodeGrpcGoChannelFailure refuses a record grpc-go's own resolver
-	// fails its channel on ([PublishOptions].AllowGrpcGoFailure).
+	// CodeGrpcGoChannelFailure was the refusal of a record grpc-go's own
+	// resolver fails its channel on; no longer reported since clients are
+	// declared ([PublishOptions].Clients), kept so that it is not reused.
 	CodeGrpcGoChannelFailure string = "grpc-go-channel-failure"
 	// CodeMisspelledField refuses a config with a field one typo away from
 	// one gRPC defines ([PublishOptions].AllowMisspelledFields).
@@ -297,7 +298,7 @@ var codeDocs = [numCodes]codeDoc{
 	codeChoiceUnreachable:           {"no client can ever select this choice: earlier choices take every client it matches", "valid, probably not meant"},
 	codeChoicesNoCatchAll:           {"no choice matches every client: grpc-go and grpc-js fail the channel when none matches", "valid (gRFC A21: no match means no config), but grpc-go and grpc-js fail the channel"},
 	codeChoiceExtensionKey:          {"a choice uses dynamicParameterConstraints, which other gRPC clients reject or ignore", "our extension: grpc-java and grpc-js reject the record when they come to the choice (they stop at the first that matches), grpc-go and C-core ignore the key"},
-	codeGrpcGoChannelFailure:        {"grpc-go clients (its built-in dns resolver) would fail their channel on the record: refused unless allowed (compat.allowGrpcGoFailure, encode --allow-grpc-go-failure)", "the publisher's compat gate (docs/rules.md#severity): valid by the spec, but published only when allowed"},
+	codeGrpcGoChannelFailure:        {"no longer reported: a record grpc-go would fail its channel on is refused by the diagnostic that says why, when go is among the declared clients (compat.clients, --clients)", "kept so that the code is never reused: the declared clients (docs/rules.md#clients) replaced the grpc-go-only gate, and compat.allowGrpcGoFailure takes go out of them"},
 	codeMisspelledField:             {"a field one typo away from one gRPC defines, which clients would drop silently: refused unless allowed (compat.allowMisspelledFields, encode --allow-misspelled-fields)", "the publisher's compat gate (docs/rules.md#severity): valid by the spec (unknown-field, a warning when linting a record), but published only when allowed"},
 	codeChoiceLanguageCase:          {"clientLanguage names Go in a case grpc-go does not match (it compares with \"GO\")", "valid (gRFC A2: case-insensitive), but grpc-go compares exactly"},
 

@@ -58,8 +58,16 @@ type Diagnostic struct {
 	// diagnostic (code diagnostics-omitted) that stands for them.
 	omitted [2]int
 	// refusedBy, on a warning, names the clients that reject the whole
-	// config because of it although the spec allows it.
-	refusedBy client
+	// config because of it although the spec allows it (or fail their
+	// channel, for the codes clientEffects says fail); misreadBy those
+	// that read it differently from the spec.
+	refusedBy, misreadBy client
+	// unreached are the clients that never pick (or read) the choice the
+	// diagnostic is in, so that what they would do does not happen.
+	unreached client
+	// choice is 1 + the index of the choice of a list the diagnostic is
+	// in, or 0.
+	choice int32
 }
 
 func (d Diagnostic) String() string {

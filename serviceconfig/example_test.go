@@ -39,12 +39,20 @@ func ExamplePublish() {
 	fmt.Println(sc.FormatTXT(rec.TXT))
 
 	// grpc-go's own resolver matches clientLanguage "GO" only, and fails
-	// the channel of a client no choice matches.
-	rec, ds := sc.Publish(sc.Source{Text: []byte(`[{"clientLanguage": ["go"], "serviceConfig": {}}]`)}, sc.PublishOptions{})
-	fmt.Println(rec == nil, ds[len(ds)-1].Code)
+	// the channel of a client no choice matches: refused when grpc-go is
+	// among the declared clients, published for grpc-java alone.
+	const javaAndGo = `[{"clientLanguage": ["go", "java"], "serviceConfig": {}}]`
+	rec, ds := sc.Publish(sc.Source{Text: []byte(javaAndGo)}, sc.PublishOptions{Clients: sc.ClientGo})
+	for _, d := range ds {
+		fmt.Println(d.Severity, d.Code, d.Clients()["go"])
+	}
+	rec, _ = sc.Publish(sc.Source{Text: []byte(javaAndGo)}, sc.PublishOptions{Clients: sc.ClientJava})
+	fmt.Println(rec != nil)
 	// Output:
 	// "grpc_config=[{\"serviceConfig\":{\"methodConfig\":[{\"name\":[{}],\"timeout\":\"1.500000000s\"}]}}]"
-	// true grpc-go-channel-failure
+	// error choices-no-catch-all fails channel
+	// error choice-language-case matches only "GO", so no Go client picks it
+	// true
 }
 
 // Lint reports every problem of a record, placed in the text.

@@ -1,11 +1,12 @@
 package serviceconfig
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
 
-func TestGrpcGoFailure(t *testing.T) {
+func TestDeclaredGo(t *testing.T) {
 	const full = `{"loadBalancingConfig":[{"round_robin":{}}]}`
 	cases := []struct {
 		name, value string
@@ -16,38 +17,35 @@ func TestGrpcGoFailure(t *testing.T) {
 		{"GO then catch-all", `[{"clientLanguage":["GO"],"percentage":20,"serviceConfig":` + full + `},{"serviceConfig":{}}]`, -2, ""},
 		{"percentage 100 takes every draw", `[{"percentage":100,"serviceConfig":{}}]`, -2, ""},
 		{"constraints are ignored by grpc-go", `[{"dynamicParameterConstraints":{"constraint":{"key":"env","value":"prod"}},"serviceConfig":{}}]`, -2, ""},
-		{"lower-case go only", `[{"clientLanguage":["go"],"serviceConfig":{}}]`, -1, `choice 0 is for clientLanguage go, and grpc-go matches only "GO"`},
-		{"empty language list", `[{"clientLanguage":[],"serviceConfig":{}}]`, -1, "choice 0 has an empty list"},
-		{"empty hostname list", `[{"clientHostname":[],"serviceConfig":{}}]`, -1, "choice 0 has an empty list"},
-		{"percentage 0 only", `[{"percentage":0,"serviceConfig":{}}]`, -1, "no choice matches a grpc-go client"},
-		{"percentage only", `[{"percentage":20,"serviceConfig":{}}]`, -1, "draws up to 20%"},
-		{"hostname only", `[{"clientHostname":["a","b"],"serviceConfig":{}}]`, -1, "only hosts a, b"},
-		{"java only", `[{"clientLanguage":["java"],"serviceConfig":{}}]`, -1, "choice 0 is for clientLanguage java"},
+		{"lower-case go only", `[{"clientLanguage":["go"],"serviceConfig":{}}]`, -1, "[choice-language-case]"},
+		{"empty language list", `[{"clientLanguage":[],"serviceConfig":{}}]`, -1, "[choice-empty-list]"},
+		{"empty hostname list", `[{"clientHostname":[],"serviceConfig":{}}]`, -1, "[choice-empty-list]"},
+		{"percentage 0 only", `[{"percentage":0,"serviceConfig":{}}]`, -1, "[choices-no-catch-all]"},
+		{"percentage only", `[{"percentage":20,"serviceConfig":{}}]`, -1, "[choices-no-catch-all]"},
+		{"hostname only", `[{"clientHostname":["a","b"],"serviceConfig":{}}]`, -1, "[choices-no-catch-all]"},
+		{"java only", `[{"clientLanguage":["java"],"serviceConfig":{}}]`, -1, "[choices-no-catch-all]"},
 		{"lower-case status code in the chosen config",
 			`[{"serviceConfig":{"methodConfig":[{"name":[{}],"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["unavailable"]}}]}}]`,
-			0, "rejects its config"},
-		{"field named in another case, with a value grpc-go rejects", `[{"serviceConfig":{"methodConfig":[{"name":[{}],"Timeout":"1"}]}}]`, 0, "rejects its config"},
-		{"field named in another case, combining into an invalid name", `[{"serviceConfig":{"MethodConfig":[{"name":[{"method":"x"}]}]}}]`, 0, "rejects its config"},
-		{"lower-case status code under a case-variant key", `[{"serviceConfig":{"methodConfig":[{"name":[{}],"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"RetryableStatusCodes":["unavailable"]}}]}}]`, 0, "rejects its config"},
-		{"field named in another case, with a good value", `[{"serviceConfig":{"methodConfig":[{"name":[{}],"WaitForReady":true}]}}]`, -2, ""},
+			0, "[status-code-case]"},
+		{"field named in another case, with a value grpc-go rejects", `[{"serviceConfig":{"methodConfig":[{"name":[{}],"Timeout":"1"}]}}]`, 0, "[field-case]"},
+		{"field named in another case, combining into an invalid name", `[{"serviceConfig":{"MethodConfig":[{"name":[{"method":"x"}]}]}}]`, 0, "[field-case]"},
+		{"lower-case status code under a case-variant key", `[{"serviceConfig":{"methodConfig":[{"name":[{}],"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"RetryableStatusCodes":["unavailable"]}}]}}]`, 0, "[field-case]"},
+		// grpc-go reads the value, which the spec ignores: a misreading.
+		{"field named in another case, with a good value", `[{"serviceConfig":{"methodConfig":[{"name":[{}],"WaitForReady":true}]}}]`, 0, "[field-case]"},
 		{"lower-case status code under hedgingPolicy, which grpc-go ignores", `[{"serviceConfig":{"methodConfig":[{"name":[{}],"hedgingPolicy":{"maxAttempts":3,"nonFatalStatusCodes":["unavailable"]}}]}}]`, -2, ""},
 		{"lower-case status code for java only", `[{"clientLanguage":["java"],"serviceConfig":{"methodConfig":[{"name":[{}],"retryPolicy":{"maxAttempts":3,"initialBackoff":"0.1s","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["unavailable"]}}]}},{"serviceConfig":{}}]`, -2, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			ch, err := ParseChoices([]byte(tc.value))
-			if err != nil {
-				t.Fatal(err)
-			}
-			reason, i := ch.grpcGoFailure()
+			rec, ds := Publish(Source{JSON: []byte(tc.value), Kind: KindChoices}, PublishOptions{Clients: ClientGo})
 			if tc.choice == -2 {
-				if reason != "" {
-					t.Fatalf("grpcGoFailure = %q, %d; want none", reason, i)
+				if rec == nil {
+					t.Fatalf("refused for grpc-go: %v", ds)
 				}
 				return
 			}
-			if reason == "" || i != tc.choice || !strings.Contains(reason, tc.reason) {
-				t.Fatalf("grpcGoFailure = %q, %d; want choice %d and a reason with %q", reason, i, tc.choice, tc.reason)
+			if rec != nil || !strings.Contains(fmt.Sprint(ds), tc.reason) {
+				t.Fatalf("Publish for grpc-go = %v; want refused, saying %q", ds, tc.reason)
 			}
 		})
 	}

@@ -342,8 +342,9 @@ func TestCapKeepsRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reason, _ := ch.grpcGoFailure(); !strings.Contains(reason, "written as a string") {
-		t.Errorf("grpcGoFailure: %q", reason)
+	rec, ds := Publish(Source{JSON: []byte(`[{"serviceConfig":` + cfg + `}]`), Kind: KindChoices}, PublishOptions{Clients: ClientGo})
+	if rec != nil || !strings.Contains(ds.Err().Error(), "written as a string") {
+		t.Errorf("a refusal past the cap is lost: %v", ds)
 	}
 	if got := string(ch.GrpcGoConfig(0)); !strings.Contains(got, `"maxTokens":10`) {
 		t.Errorf("GrpcGoConfig: %.100s", got)

@@ -460,16 +460,18 @@ func validateLBPolicy(c *checker, v int32, moot bool) {
 // back to pick_first; C-core and grpc-java lower-cased, rejecting a
 // policy they lack; grpc-js not at all.
 func lbPolicyCompat(c *checker, v int32, name, lower string, p *lbPolicy) {
-	var reject client
+	var reject, misread client
 	var notes []string
 	if name != lower {
 		c.goText = append(c.goText, rewrite{v, strconv.Quote(lower)})
 		if lower != "pick_first" {
+			misread = clientGo
 			notes = append(notes, "grpc-go looks policy names up as written and uses pick_first instead of "+lower)
 		}
 	}
 	if lacking := allClients &^ clientJS &^ p.clients; lacking != 0 {
 		if lacking&clientGo != 0 && name == lower {
+			misread = clientGo
 			notes = append(notes, "grpc-go lacks "+lower+" and uses pick_first instead")
 		}
 		if r := lacking &^ clientGo; r != 0 {
@@ -487,7 +489,7 @@ func lbPolicyCompat(c *checker, v int32, name, lower string, p *lbPolicy) {
 	if name != lower && lower != "pick_first" {
 		fix = "write \"" + lower + "\", or better " + fix[len("write "):]
 	}
-	c.refuse(v, codeLBPolicyCompat, reject, "loadBalancingPolicy %s is valid, but %s; %s", c.t.Raw(v), strings.Join(notes, "; "), fix)
+	c.misread(v, codeLBPolicyCompat, reject, misread, "loadBalancingPolicy %s is valid, but %s; %s", c.t.Raw(v), strings.Join(notes, "; "), fix)
 }
 
 // lbPolicyUnspecified is the zero value of service_config.proto's enum

@@ -45,6 +45,23 @@ type LintOptions struct {
 	// Owner is the record's owner name (_grpc_config.<host>.), used to size
 	// the DNS answer; "" assumes a typical name.
 	Owner string
+	// Clients are the clients declared to read the record; none declared
+	// means every one (docs/rules.md, "Clients"). A warning about
+	// something a declared client would reject, fail its channel on, or
+	// read differently from the spec is reported as an error, so that
+	// lint's verdict is the publisher's ([Publish]).
+	Clients Clients
+	// AllowMisspelledFields is PublishOptions.AllowMisspelledFields: without
+	// it a field one typo away from a known one is an error
+	// (misspelled-field), as the publisher refuses it.
+	AllowMisspelledFields bool
+	// AsServed judges the record as clients get it (looked up in DNS)
+	// rather than as the publisher would publish it. The publisher writes
+	// durations with nine fraction digits and leaves null members out
+	// (DefaultPublishOptions), so what grpc-js misreads and grpc-java and
+	// grpc-js reject there is only a warning of a record to publish; of a
+	// record already served it is what clients get.
+	AsServed bool
 
 	// goRulesOnly leaves the JSON Schema layer out even when it is linked
 	// in.
@@ -67,6 +84,13 @@ type LintOptions struct {
 	// tree, when set, is the tree to parse into (Publish's, borrowed
 	// from a pool); else one is made.
 	tree *jtree.Tree
+}
+
+// judge is judge with the options' clients: of a record to publish, what
+// the publisher rewrites (nine-digit durations, nulls left out) is not
+// judged.
+func (o LintOptions) judge(ds Diagnostics) Diagnostics {
+	return judge(ds, o.Clients.declared(), o.AllowMisspelledFields, !o.AsServed)
 }
 
 // codeSet is a set of diagnostic codes.
@@ -103,6 +127,7 @@ func Lint(text []byte, opts LintOptions) (Kind, Diagnostics) {
 			ds[i].Offset = firstSignificant(text)
 		}
 	}
+	ds = opts.judge(ds)
 	ds.Sort()
 	ds = ds.Capped()
 	locate(ds, text)
@@ -120,7 +145,7 @@ func LintRecords(records [][]string, opts LintOptions) Diagnostics {
 	if n > MaxRecordText {
 		return Diagnostics{recordTooLarge(n, "of TXT data")}
 	}
-	ds := lintRecordSet(records, nil, opts)
+	ds := opts.judge(lintRecordSet(records, nil, opts))
 	ds.Sort()
 	return ds.Capped()
 }
@@ -161,6 +186,7 @@ func lintJSON(value []byte, k Kind, opts LintOptions) (Diagnostics, *lintFacts) 
 		return Diagnostics{recordTooLarge(len(value), "of JSON")}, nil
 	}
 	ds, f := lintParsed(value, k, opts, nil)
+	ds = opts.judge(ds)
 	ds.Sort()
 	return ds.Capped(), f
 }
@@ -193,15 +219,9 @@ type lintFacts struct {
 	ch *Choices
 	// shortFractions and nullMembers are the checker's, in t.
 	shortFractions, nullMembers []int32
-	// goRejects tells, for each choice of the list (the one choice of a
-	// bare config), whether its config has an error or a warning naming
-	// grpc-go among the clients that refuse it.
-	goRejects []bool
 	// complete is set when the facts say all that a new validation would:
 	// no diagnostic was left out past the cap (which would hide a refusal
-	// of one choice behind another's), no error, and no member named in
-	// another case, which grpc-go reads as the field (grpcGoView), so that
-	// it validates another config than this one.
+	// of one choice behind another's), and no error.
 	complete bool
 }
 
@@ -223,11 +243,10 @@ func lintParsed(value []byte, k Kind, opts LintOptions, strs []string) (Diagnost
 	defer c.giveBack()
 	c.quiet = opts.quiet
 	f := &lintFacts{t: t}
-	var spans [][2]int
-	f.ch, spans = runRules(c, k)
+	f.ch = runRules(c, k)
+	markUnreached(c.diags, f.ch)
 	f.shortFractions, f.nullMembers = c.shortFractions, c.nullMembers
-	f.complete = c.omitted < 0 && len(c.caseFields) == 0 && !c.diags.HasErrors()
-	f.goRejects = goRejectsBySpan(c.diags, spans)
+	f.complete = c.omitted < 0 && !c.diags.HasErrors()
 	// Past the cap the Go rules only count, and the schema's findings
 	// there, covered by no listed diagnostic, add to the count: the layer
 	// is left out only when nothing was left out.
@@ -255,34 +274,20 @@ func syntaxDiagnostics(err error) Diagnostics {
 }
 
 // runRules applies the rules to the value c checks, of kind k. It returns
-// the choices read (nil for a bare service config) and where each choice's
-// diagnostics are in c.diags (the config's, for a bare config).
-func runRules(c *checker, k Kind) (*Choices, [][2]int) {
+// the choices read (nil for a bare service config).
+func runRules(c *checker, k Kind) *Choices {
 	if k != KindChoices {
 		validateServiceConfig(c, 0)
-		return nil, [][2]int{{0, len(c.diags)}}
+		return nil
 	}
+	c.inList = true
 	ch := parseChoices(c)
-	spans := validateChoiceConfigs(c, ch)
+	validateChoiceConfigs(c, ch)
 	lintChoiceList(c, ch)
 	if !c.diags.HasErrors() {
 		lintVariants(c, ch)
 	}
-	return ch, spans
-}
-
-// goRejectsBySpan tells, for each span of diags, whether it holds an error
-// or a warning naming grpc-go among the clients that refuse the config.
-func goRejectsBySpan(diags Diagnostics, spans [][2]int) []bool {
-	rejects := make([]bool, len(spans))
-	for i, s := range spans {
-		for _, d := range diags[s[0]:s[1]] {
-			if d.Severity == Error || d.refusedBy&clientGo != 0 {
-				rejects[i] = true
-			}
-		}
-	}
-	return rejects
+	return ch
 }
 
 // servedStrings is strs, the TXT strings the value of t came in, or when
@@ -299,12 +304,9 @@ func servedStrings(t *jtree.Tree, k Kind, strs []string) []string {
 }
 
 // validateChoiceConfigs validates the service config of every choice, with
-// paths /i/serviceConfig/…, and returns where each choice's diagnostics
-// are in c.diags.
-func validateChoiceConfigs(c *checker, ch *Choices) [][2]int {
-	spans := make([][2]int, len(ch.List))
+// paths /i/serviceConfig/….
+func validateChoiceConfigs(c *checker, ch *Choices) {
 	for i := range ch.List {
-		spans[i][0] = len(c.diags)
 		if cfg := ch.List[i].configNode; cfg >= 0 {
 			c.pushIdx(ch.List[i].elem)
 			c.pushKey(keyNodeOf(c.t, ch.List[i].node, cfg))
@@ -312,9 +314,7 @@ func validateChoiceConfigs(c *checker, ch *Choices) [][2]int {
 			c.pop()
 			c.pop()
 		}
-		spans[i][1] = len(c.diags)
 	}
-	return spans
 }
 
 // lintChoiceList adds the checks that look at the list as a whole.
@@ -346,7 +346,7 @@ func reportExtensionKey(c *checker, ch *Choices) {
 			c.pushIdx(ch.List[i].elem)
 			k := keyNodeOf(t, ch.List[i].node, v)
 			c.pushKey(k)
-			c.report(k, codeChoiceExtensionKey, "dynamicParameterConstraints is an extension only our resolver reads: grpc-java and grpc-js reject the whole record because of the unknown key when they come to this choice (they check the choices up to the first that matches them), and grpc-go and C-core ignore it, so they may pick a variant meant for other clients; serve such records only to clients that use our resolver")
+			c.refuse(k, codeChoiceExtensionKey, clientJava|clientJS, "dynamicParameterConstraints is an extension only our resolver reads: grpc-java and grpc-js reject the whole record because of the unknown key when they come to this choice (they check the choices up to the first that matches them), and grpc-go and C-core ignore it, so they may pick a variant meant for other clients; serve such records only to clients that use our resolver, and declare the clients that read them (compat: {clients: [go]}, --clients go)")
 			c.pop()
 			c.pop()
 			return
@@ -354,7 +354,10 @@ func reportExtensionKey(c *checker, ch *Choices) {
 	}
 }
 
-// reportNoCatchAll reports a list in which no choice matches every client.
+// reportNoCatchAll reports a list in which no choice matches every client
+// (gRFC A2's reading), naming the clients that then fail their channel:
+// grpc-go and grpc-js, when no choice takes every client of theirs as they
+// read the criteria (choiceReach).
 func reportNoCatchAll(c *checker, ch *Choices) {
 	for i := range ch.List {
 		if ch.List[i].matchesEveryone() {
@@ -364,9 +367,15 @@ func reportNoCatchAll(c *checker, ch *Choices) {
 	if len(ch.List) == 0 {
 		return
 	}
+	_, _, left := choiceReach(ch)
+	who := left & (clientGo | clientJS)
 	last := ch.List[len(ch.List)-1].node
 	c.pushIdx(len(ch.List) - 1)
-	c.refuse(last, codeChoicesNoCatchAll, clientGo|clientJS, "no choice matches every client: a client that matches none gets no config from this record, and grpc-go and grpc-js then fail the channel (UNAVAILABLE) while our resolver, C-core and grpc-java use the channel's default config; end the list with a choice without criteria, like {\"serviceConfig\":{}}")
+	if who == 0 {
+		c.report(last, codeChoicesNoCatchAll, "no choice matches every client: a client that matches none gets no config from this record and uses the channel's default config (our resolver, C-core, grpc-java); end the list with a choice without criteria, like {\"serviceConfig\":{}}")
+	} else {
+		c.refuse(last, codeChoicesNoCatchAll, who, "no choice matches every client: a client that matches none gets no config from this record, and %s then %s the channel (UNAVAILABLE) while our resolver, C-core and grpc-java use the channel's default config; end the list with a choice without criteria, like {\"serviceConfig\":{}}", who, who.verb("fails", "fail"))
+	}
 	c.pop()
 }
 

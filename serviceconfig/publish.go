@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
@@ -48,10 +47,14 @@ type PublishOptions struct {
 	// reject the whole config (YAML writes null for an empty value). The
 	// null-value warning is then not reported.
 	OmitNulls bool
-	// AllowGrpcGoFailure publishes a record although a client that uses
-	// grpc-go's own dns resolver would fail its channel on it (no choice it
-	// matches, or a chosen config it rejects: the model of grpc-go in grpcgo.go).
-	// Without it such a record is refused with grpc-go-channel-failure.
+	// Clients are the clients declared to read the record (none: every
+	// client, docs/rules.md "Clients"): a record that one of them would
+	// reject, fail its channel on, or read differently from the spec is
+	// refused, with the diagnostic that says which client does what.
+	Clients Clients
+	// AllowGrpcGoFailure takes grpc-go out of the declared clients: the
+	// setting from before clients could be declared (compat.allowGrpcGoFailure,
+	// encode --allow-grpc-go-failure), kept as an alias.
 	AllowGrpcGoFailure bool
 	// AllowMisspelledFields publishes a config with a field one typo away
 	// from one gRPC defines ("timout"). Clients ignore unknown fields, so
@@ -108,17 +111,12 @@ func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 	if sizes.HasErrors() {
 		return nil, out
 	}
-	if !opts.AllowGrpcGoFailure {
-		if reason, i := r.ch.grpcGoFailureWith(r.choiceGoRejects); reason != "" {
-			return nil, append(out, r.placed(Diagnostics{r.refusal(reason, i)})...)
-		}
-	}
 	return &Record{Value: value, TXT: txt}, out
 }
 
-// publishedDiagnostics is what Publish reports of lint's diagnostics, ds:
-// without those of what it rewrites, leaves out or sizes anew as opts say,
-// and with a misspelled field refused unless opts allow it.
+// publishedDiagnostics is what Publish reports of lint's diagnostics, ds
+// (judged already, for the declared clients): without those of what it
+// rewrites, leaves out or sizes anew as opts say.
 func publishedDiagnostics(ds Diagnostics, opts PublishOptions) Diagnostics {
 	out := make(Diagnostics, 0, len(ds))
 	for _, d := range ds {
@@ -129,14 +127,27 @@ func publishedDiagnostics(ds Diagnostics, opts PublishOptions) Diagnostics {
 			continue // left out by published
 		case isSizeCode(d.Code):
 			continue // sized by Publish, on the record as published
-		case d.suggestion != "" && !opts.AllowMisspelledFields:
-			d.Severity, d.Code = codeMisspelledField.severity(), codeMisspelledField.String()
-			d.Message = strings.TrimSuffix(d.Message, "; gRPC clients ignore it") +
-				"; gRPC clients would ignore it and drop the value silently, so it is not published: correct the name"
 		}
 		out = append(out, d)
 	}
 	return out
+}
+
+// LintOptions are the options with which Lint judges a record served
+// under opts (its TXT strings, looked up) as Publish judged it: the same
+// declared clients, nothing rewritten.
+func (opts PublishOptions) LintOptions() LintOptions {
+	return LintOptions{Owner: opts.Owner, Clients: opts.declared(), AllowMisspelledFields: opts.AllowMisspelledFields, AsServed: true}
+}
+
+// declared is the set of clients opts declares, with the alias
+// AllowGrpcGoFailure applied.
+func (opts PublishOptions) declared() Clients {
+	d := opts.Clients.declared()
+	if opts.AllowGrpcGoFailure {
+		d &^= ClientGo
+	}
+	return d | clientsDeclared
 }
 
 // published is the choice list's compact form rewritten as opts says, or
@@ -167,7 +178,7 @@ func (r reading) published(opts PublishOptions) ([]byte, Diagnostics) {
 		// Sized once, as compactEdited is: grown from the prefix, it was
 		// copied five times.
 		dst := append(make([]byte, 0, len(wrapPrefix)+len(f.t.Src)+2+8*len(replace)), wrapPrefix...)
-		return append(appendEdited(f.t, dst, 0, drop, nil, replace), "}]"...), nil
+		return append(appendEdited(f.t, dst, 0, drop, replace), "}]"...), nil
 	case drop == nil && replace == nil:
 		return r.ch.Compact(), nil
 	}
@@ -193,16 +204,6 @@ func referencePublished(ch *Choices, opts PublishOptions) ([]byte, Diagnostics) 
 		value = v
 	}
 	return value, nil
-}
-
-// choiceGoRejects is grpcGoRejects of choice i's config, told by lint's
-// facts when they are complete: only a config with an error or a warning
-// naming grpc-go is validated again, for the message.
-func (r reading) choiceGoRejects(i int) string {
-	if f := r.facts; f != nil && f.complete && !f.goRejects[i] {
-		return ""
-	}
-	return grpcGoRejects(r.ch.CompactConfig(i))
 }
 
 // reading is a source, checked and parsed.
@@ -238,7 +239,9 @@ const maxPooledNodes = 1 << 14
 
 // read lints the source with every rule and parses its choices.
 func (s Source) read(opts PublishOptions) reading {
-	lo := LintOptions{Owner: opts.Owner, lazySchema: true}
+	// Judged as served: what Publish rewrites is quiet, and left out.
+	lo := opts.LintOptions()
+	lo.lazySchema = true
 	if opts.NineDigitDurations {
 		lo.quiet.add(codeDurationFraction)
 	}
@@ -313,18 +316,6 @@ func (r reading) placed(ds Diagnostics) Diagnostics {
 		r.src.place(ds, firstSignificant(r.src.text))
 	}
 	return ds
-}
-
-// grpcGoFailure is the diagnostic that refuses a record grpc-go's own
-// resolver fails on, at choice i (-1: the whole list).
-func (r reading) refusal(reason string, i int) Diagnostic {
-	d := Diagnostic{Severity: codeGrpcGoChannelFailure.severity(), Code: codeGrpcGoChannelFailure.String(), Offset: -1,
-		Message: fmt.Sprintf("grpc-go clients (its built-in dns resolver) would fail their channel with UNAVAILABLE on this record: %s; fix the record as lint advises (a last choice without criteria, like {\"serviceConfig\":{}}, serves every client)", reason)}
-	if i >= 0 && !r.bare {
-		d.Offset = int(r.ch.tree.Nodes[r.ch.List[i].node].Start)
-		d.Path = fmt.Sprintf("/%d", i)
-	}
-	return d
 }
 
 // checkTrees are the trees rebuiltProblems parses into.

@@ -15,7 +15,7 @@ import (
 // rewrite and grpc-go's verdict parsing and validating the value anew. It
 // is kept to hold Publish to the same records and diagnostics.
 func referencePublish(src Source, opts PublishOptions) (*Record, Diagnostics) {
-	r := referenceRead(src, opts.Owner)
+	r := referenceRead(src, LintOptions{Owner: opts.Owner, Clients: opts.declared(), AllowMisspelledFields: opts.AllowMisspelledFields, AsServed: true})
 	out := make(Diagnostics, 0, len(r.ds))
 	for _, d := range r.ds {
 		switch {
@@ -25,10 +25,6 @@ func referencePublish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 			continue
 		case isSizeCode(d.Code):
 			continue
-		case d.suggestion != "" && !opts.AllowMisspelledFields:
-			d.Severity, d.Code = codeMisspelledField.severity(), codeMisspelledField.String()
-			d.Message = strings.TrimSuffix(d.Message, "; gRPC clients ignore it") +
-				"; gRPC clients would ignore it and drop the value silently, so it is not published: correct the name"
 		}
 		out = append(out, d)
 	}
@@ -47,26 +43,21 @@ func referencePublish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 	if sizes.HasErrors() {
 		return nil, out
 	}
-	if !opts.AllowGrpcGoFailure {
-		if reason, i := r.ch.grpcGoFailure(); reason != "" {
-			return nil, append(out, r.placed(Diagnostics{r.refusal(reason, i)})...)
-		}
-	}
 	return &Record{Value: value, TXT: EncodeTXT(value)}, out
 }
 
 // referenceRead is Source.read as it was.
-func referenceRead(s Source, owner string) reading {
+func referenceRead(s Source, lo LintOptions) reading {
 	switch {
 	case s.Text != nil:
-		_, ds := Lint(s.Text, LintOptions{Owner: owner})
+		_, ds := Lint(s.Text, lo)
 		r := reading{ds: ds}
 		if r.ch, _ = choicesFromText(s.Text); r.ch != nil {
 			r.src, r.bare = r.ch.src, r.ch.src.wrapped
 		}
 		return r
 	case s.JSON != nil:
-		ds, _ := lintJSON(s.JSON, s.Kind, LintOptions{Owner: owner})
+		ds, _ := lintJSON(s.JSON, s.Kind, lo)
 		r := reading{ds: ds, bare: s.Kind == KindServiceConfig}
 		value := s.JSON
 		if r.bare {
@@ -76,7 +67,7 @@ func referenceRead(s Source, owner string) reading {
 		return r
 	}
 	ch, _ := choicesFromRecords(s.Records)
-	return reading{ch: ch, ds: LintRecords(s.Records, LintOptions{Owner: owner})}
+	return reading{ch: ch, ds: LintRecords(s.Records, lo)}
 }
 
 // publishOptionSets are the compat settings the differential tests try.

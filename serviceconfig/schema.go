@@ -156,6 +156,11 @@ func mergeSchema(t *jtree.Tree, goDiags Diagnostics, findings []schemaFinding) D
 	around := make(map[codePath]bool, len(goDiags))
 	for _, g := range goDiags {
 		at[codePath{g.Code, g.Path}] = true
+		if g.Code == codeFieldCase.String() {
+			// A name in another case than a field's is unknown to the
+			// spec: field-case is the one diagnostic of it.
+			at[codePath{codeUnknownField.String(), g.Path}] = true
+		}
 		for p := g.Path; ; {
 			i := strings.LastIndexByte(p, '/')
 			if i < 0 {

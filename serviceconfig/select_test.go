@@ -173,9 +173,6 @@ func TestHandBuiltChoices(t *testing.T) {
 	if i := ch.Select(Client{Language: "go", Bucket: 50, Params: map[string]string{"env": "prod"}}); i != 2 {
 		t.Errorf("Select = %d, want 2", i)
 	}
-	if reason, _ := ch.grpcGoFailure(); reason != "" {
-		t.Errorf("grpcGoFailure = %q", reason)
-	}
 
 	bad := &Choices{List: []Choice{{Percentage: 101, ServiceConfig: []byte(`{"timeout":`)}}}
 	ds := bad.Validate(0)
@@ -188,6 +185,5 @@ func TestHandBuiltChoices(t *testing.T) {
 	if got := string(bad.CompactConfig(0)); got != `{"timeout":` {
 		t.Errorf("CompactConfig(0) = %s", got)
 	}
-	bad.grpcGoFailure()
 	(&Choices{}).Compact()
 }

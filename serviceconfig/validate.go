@@ -345,8 +345,27 @@ func validateRetryPolicy(c *checker, v int32) {
 		}
 	})
 	if missing := missingFields(retryPolicyFields[:5], seen); missing != "" {
-		c.report(v, codeRetryPolicy, "retryPolicy is missing %s, which gRFC A6 requires (gRPC clients reject the whole config)", missing)
+		who := "gRPC clients reject the whole config"
+		if otherCase(t, v, retryPolicyFields[:5], seen) {
+			// grpc-go's own retry example writes MaxAttempts: grpc-go reads it.
+			who = "C-core, grpc-java and grpc-js reject the whole config; grpc-go reads the fields written in another case (field-case) and accepts it"
+		}
+		c.report(v, codeRetryPolicy, "retryPolicy is missing %s, which gRFC A6 requires (%s)", missing, who)
 	}
+}
+
+// otherCase reports whether object v has a member that names one of the
+// required fields not seen in another case.
+func otherCase(t *jtree.Tree, v int32, required []string, seen map[string]bool) bool {
+	for k := t.Nodes[v].First; k >= 0; k = t.Nodes[t.Nodes[k].Next].Next {
+		name := t.Str(k)
+		for _, f := range required {
+			if !seen[f] && name != f && strings.EqualFold(name, f) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // perAttemptRecvTimeout is in neither gRFC A6 nor service_config.proto, so
@@ -558,11 +577,8 @@ func validateRetryThrottling(c *checker, v int32) {
 			c.unknownField(k, codeUnknownField, "retryThrottling", []string{"maxTokens", "tokenRatio"})
 		}
 	})
-	if !hasMax {
-		c.report(v, codeRetryThrottling, "retryThrottling is missing maxTokens, which gRFC A6 requires")
-	}
-	if !hasRatio {
-		c.report(v, codeRetryThrottling, "retryThrottling is missing tokenRatio, which gRFC A6 requires")
+	if missing := missingFields([]string{"maxTokens", "tokenRatio"}, map[string]bool{"maxTokens": hasMax, "tokenRatio": hasRatio}); missing != "" {
+		c.report(v, codeRetryThrottling, "retryThrottling is missing %s, which gRFC A6 requires", missing)
 	}
 }
 

@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -178,30 +177,12 @@ var updateCodes = flag.Bool("update-codes", false, "rewrite the code table in do
 func TestCodesDocTable(t *testing.T) {
 	const file = "../docs/codes.md"
 	const begin, end = "<!-- codes:begin -->\n", "<!-- codes:end -->"
-	doc, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var table strings.Builder
 	table.WriteString("| code | severity | meaning |\n|---|---|---|\n")
 	for _, c := range Codes() {
 		fmt.Fprintf(&table, "| `%s` | %s | %s |\n", c.Code, c.Severity, c.Summary)
 	}
-	i, j := bytes.Index(doc, []byte(begin)), bytes.Index(doc, []byte(end))
-	if i < 0 || j < i {
-		t.Fatalf("%s has no %q ... %q section", file, begin, end)
-	}
-	got := string(doc[i+len(begin) : j])
-	if got == table.String() {
-		return
-	}
-	if !*updateCodes {
-		t.Fatalf("%s's code table is stale: run go test ./serviceconfig -run CodesDocTable -update-codes", file)
-	}
-	out := append(append(append([]byte{}, doc[:i+len(begin)]...), table.String()...), doc[j:]...)
-	if err := os.WriteFile(file, out, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	syncDocSection(t, file, begin, end, table.String(), *updateCodes, "go test ./serviceconfig -run CodesDocTable -update-codes")
 }
 
 var updateRules = flag.Bool("update-rules", false, "rewrite the code table in docs/rules.md")
@@ -210,10 +191,6 @@ var updateRules = flag.Bool("update-rules", false, "rewrite the code table in do
 // go test ./serviceconfig -run RulesCodeTable -update-rules
 func TestRulesCodeTable(t *testing.T) {
 	const begin, end = "<!-- rules:begin -->\n", "<!-- rules:end -->"
-	doc, err := os.ReadFile("../docs/rules.md")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var table strings.Builder
 	table.WriteString("| code | severity | why |\n|---|---|---|\n")
 	for _, c := range Codes() {
@@ -222,20 +199,7 @@ func TestRulesCodeTable(t *testing.T) {
 		}
 		fmt.Fprintf(&table, "| `%s` | %s | %s |\n", c.Code, c.Severity, strings.ReplaceAll(c.Why, "|", "\\|"))
 	}
-	i, j := bytes.Index(doc, []byte(begin)), bytes.Index(doc, []byte(end))
-	if i < 0 || j < i {
-		t.Fatalf("docs/rules.md has no %q ... %q section", begin, end)
-	}
-	if string(doc[i+len(begin):j]) == table.String() {
-		return
-	}
-	if !*updateRules {
-		t.Fatalf("docs/rules.md's code table is stale: go test ./serviceconfig -run RulesCodeTable -update-rules")
-	}
-	out := append(append(append([]byte{}, doc[:i+len(begin)]...), table.String()...), doc[j:]...)
-	if err := os.WriteFile("../docs/rules.md", out, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	syncDocSection(t, "../docs/rules.md", begin, end, table.String(), *updateRules, "go test ./serviceconfig -run RulesCodeTable -update-rules")
 }
 
 func FuzzLint(f *testing.F) {

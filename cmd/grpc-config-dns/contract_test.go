@@ -29,7 +29,13 @@ func TestNoCommandIsAUsageError(t *testing.T) {
 
 func TestEncodePublishesWhatServeWould(t *testing.T) {
 	in := `[{"dynamicParameterConstraints":{"or_constraints":{"constraints":[{"constraint":{"key":"env","value":"prod"}}]}},"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"0.1s"}]}},{"serviceConfig":{}}]`
-	code, out, errs := runStdin(t, in, "encode", "-")
+	// Dynamic parameter constraints are for our resolver (a Go client):
+	// grpc-java and grpc-js reject the record, so it is refused unless the
+	// declared clients leave them out.
+	if code, _, errs := runStdin(t, in, "encode", "-"); code != exitInvalid || !strings.Contains(errs, "grpc-java and grpc-js are among the declared clients") {
+		t.Errorf("encode for every client: exit %d, %s", code, errs)
+	}
+	code, out, errs := runStdin(t, in, "encode", "--clients", "go", "-")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -41,7 +47,7 @@ func TestEncodePublishesWhatServeWould(t *testing.T) {
 	if strings.Contains(out, "or_constraints") || strings.Contains(errs, "duration-fraction") {
 		t.Errorf("encode kept a proto name or warned about a duration it rewrites:\n%s%s", out, errs)
 	}
-	code, out, errs = runStdin(t, in, "encode", "--nine-digit-durations=false", "-")
+	code, out, errs = runStdin(t, in, "encode", "--clients", "go", "--nine-digit-durations=false", "-")
 	if code != exitOK || !strings.Contains(out, `\"0.1s\"`) || !strings.Contains(errs, "[duration-fraction]") {
 		t.Errorf("--nine-digit-durations=false: exit %d, %s%s; want the duration as written and the warning", code, out, errs)
 	}
@@ -52,8 +58,14 @@ func TestEncodePublishesWhatServeWould(t *testing.T) {
 	if code != exitOK || strings.Contains(out, "null") || strings.Contains(errs, "null-value") {
 		t.Errorf("encode of a null member: exit %d, %s%s; want it left out, without a warning", code, out, errs)
 	}
-	code, out, errs = runStdin(t, withNull, "encode", "--omit-nulls=false", "-")
-	if code != exitOK || !strings.Contains(out, `\"method\":null`) || !strings.Contains(errs, "[null-value]") {
+	// Kept, it is refused for grpc-java and grpc-js, and published with
+	// a warning for the others.
+	code, _, errs = runStdin(t, withNull, "encode", "--omit-nulls=false", "-")
+	if code != exitInvalid || !strings.Contains(errs, "error: \"method\" is null") {
+		t.Errorf("--omit-nulls=false for every client: exit %d, %s; want it refused", code, errs)
+	}
+	code, out, errs = runStdin(t, withNull, "encode", "--omit-nulls=false", "--clients", "go,c-core", "-")
+	if code != exitOK || !strings.Contains(out, `\"method\":null`) || !strings.Contains(errs, "warning: \"method\" is null") {
 		t.Errorf("--omit-nulls=false: exit %d, %s%s; want the null kept and the warning", code, out, errs)
 	}
 }
@@ -116,9 +128,10 @@ func TestLintReportListsEveryInput(t *testing.T) {
 }
 
 func TestLintStrictKeepsSeverities(t *testing.T) {
-	// "go" in clientLanguage is a warning (grpc-go matches only "GO").
+	// "go" in clientLanguage is a warning when grpc-go is not among the
+	// declared clients (grpc-go matches only "GO").
 	p := writeFile(t, "warn.json", `[{"clientLanguage":["go"],"serviceConfig":{}},{"serviceConfig":{}}]`)
-	code, out, _ := runCLI(t, "lint", "--strict", "--format", "json", p)
+	code, out, _ := runCLI(t, "lint", "--strict", "--clients", "java,node", "--format", "json", p)
 	if code != exitInvalid {
 		t.Errorf("exit %d, want %d", code, exitInvalid)
 	}
@@ -156,5 +169,75 @@ func TestEmptyAndScalarInputsSayWhatTheyAre(t *testing.T) {
 		if code != exitInvalid || !strings.Contains(out, want) {
 			t.Errorf("lint of %q: exit %d, %q; want %q", in, code, out, want)
 		}
+	}
+}
+
+// The cases of the issue "one verdict everywhere", each a disagreement
+// between lint and the publisher before declared clients.
+func TestOneVerdictCases(t *testing.T) {
+	// A status code grpc-go, C-core and grpc-java reject: lint fails what
+	// encode refuses, for every client and for those three; grpc-js alone
+	// accepts it.
+	lower := `{"methodConfig":[{"name":[{}],"retryPolicy":{"maxAttempts":2,"initialBackoff":"1s","maxBackoff":"1s","backoffMultiplier":2,"retryableStatusCodes":["resource_exhausted"]}}]}`
+	for _, clients := range []string{"all", "go", "c-core", "java"} {
+		lintCode, out, _ := runStdin(t, lower, "lint", "--clients", clients, "--format", "json", "-")
+		encCode, _, _ := runStdin(t, lower, "encode", "--clients", clients, "-")
+		if lintCode != exitInvalid || encCode != exitInvalid || !strings.Contains(out, `"valid": false`) {
+			t.Errorf("--clients %s: lint exit %d, encode exit %d; want both 1\n%s", clients, lintCode, encCode, out)
+		}
+	}
+	if lintCode, _, _ := runStdin(t, lower, "lint", "--clients", "node", "-"); lintCode != exitOK {
+		t.Errorf("--clients node: lint exit %d, want 0 (grpc-js accepts the code)", lintCode)
+	}
+	// The same record encoded with the old escape hatch, linted again.
+	_, txt, _ := runStdin(t, lower, "encode", "--clients", "node", "-")
+	if code, _, _ := runStdin(t, txt, "lint", "-"); code != exitInvalid {
+		t.Errorf("lint of the TXT encoded for grpc-js alone: exit %d, want 1", code)
+	}
+
+	// "timout": one verdict and one code, whatever the input form.
+	typo := `{"methodConfig":[{"name":[{}],"timout":"1s"}]}`
+	pub := "zones:\n  - origin: example.test.\n    nameservers: [{name: ns1, addresses: [192.0.2.1]}]\n    services:\n      - name: a\n        addresses: [192.0.2.2]\n        serviceConfig: " + typo + "\n"
+	for name, in := range map[string][]string{
+		"lint config":    {"lint", "-"},
+		"encode config":  {"encode", "-"},
+		"lint publisher": {"lint", "-"},
+	} {
+		text := typo
+		if name == "lint publisher" {
+			text = pub
+		}
+		code, out, errs := runStdin(t, text, in...)
+		if code != exitInvalid || !strings.Contains(out+errs, "[misspelled-field]") || strings.Contains(out+errs, "[unknown-field]") {
+			t.Errorf("%s: exit %d, want 1 and misspelled-field alone:\n%s%s", name, code, out, errs)
+		}
+	}
+
+	// grpc-go's own examples/features/retry config: one diagnostic per
+	// capitalised key, saying what each client does.
+	retry := `{"methodConfig":[{"name":[{"service":"grpc.examples.echo.Echo"}],"waitForReady":true,"retryPolicy":{"MaxAttempts":4,"InitialBackoff":".01s","MaxBackoff":".01s","BackoffMultiplier":1.0,"RetryableStatusCodes":["UNAVAILABLE"]}}]}`
+	_, out, _ := runStdin(t, retry, "lint", "--format", "json", "-")
+	var rep lintReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	var fieldCase int
+	for _, d := range rep.Inputs[0].Diagnostics {
+		switch d.Code {
+		case "field-case":
+			fieldCase++
+			if d.Clients["go"] == "" || d.Clients["c-core"] != "ignores field" {
+				t.Errorf("field-case without what each client does: %+v", d)
+			}
+		case "unknown-field":
+			t.Errorf("a second diagnostic of a capitalised key: %+v", d)
+		case "retry-policy":
+			if !strings.Contains(d.Message, "grpc-go reads the fields written in another case") {
+				t.Errorf("retry-policy says every client rejects it: %s", d.Message)
+			}
+		}
+	}
+	if fieldCase != 5 {
+		t.Errorf("%d field-case diagnostics, want 5:\n%s", fieldCase, out)
 	}
 }

@@ -100,7 +100,7 @@ func TestLintCorpus(t *testing.T) {
 			if !slices.Equal(got, want) {
 				t.Errorf("codes %v, want %v", got, want)
 				for _, d := range in.Diagnostics {
-					t.Logf("  %s", formatDiagnostic(c.file, d))
+					t.Logf("  %s", formatDiagnostic(c.file, d.lintDiagnostic))
 				}
 			}
 		})

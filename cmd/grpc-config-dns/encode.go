@@ -11,7 +11,7 @@ import (
 func encodeCmd(e *env) *cobra.Command {
 	opts := sc.DefaultPublishOptions() // as serve publishes a service without compat:
 	cmd := &cobra.Command{
-		Use:   "encode [--nine-digit-durations=false] [--omit-nulls=false] [--allow-grpc-go-failure] [--allow-misspelled-fields] INPUT",
+		Use:   "encode [--clients LIST] [--nine-digit-durations=false] [--omit-nulls=false] [--allow-misspelled-fields] INPUT",
 		Short: "Print the TXT RDATA that publishes a config, as quoted strings of at most 255 bytes",
 		Long: `Validate INPUT (a choice list, a service config, or a TXT record) and print
 the TXT record that publishes it: "grpc_config=" and the compact JSON, cut
@@ -26,9 +26,12 @@ a fraction is written with 9 digits ("0.1s" becomes "0.100000000s", which
 grpc-js would otherwise read as 1 ns; --nine-digit-durations=false keeps
 them as written); members whose value is null, which proto3 JSON reads as
 absent but grpc-java and grpc-js reject, are left out (--omit-nulls=false
-keeps them); and a record on which grpc-go's own dns resolver would fail
-its channel is refused with grpc-go-channel-failure
-(--allow-grpc-go-failure encodes it anyway).
+keeps them); and a record that one of the declared clients (--clients
+go,c-core,java,node or all; default all, as compat.clients) would reject,
+fail its channel on, or read differently from the spec is refused, with the
+diagnostic that says which client does what: lint gives the same verdict
+(docs/rules.md, "Clients"). --allow-grpc-go-failure, from before clients
+could be declared, takes go out of them.
 The record's size (strings, RDATA, and the DNS answer for a typical owner
 name) and any warning (such as an answer too large for UDP) go to stderr.
 
@@ -42,7 +45,8 @@ error.`,
 	cmd.Flags().BoolVar(&opts.NineDigitDurations, "nine-digit-durations", opts.NineDigitDurations, "write every duration with a fraction with 9 digits, as serve does by default")
 	cmd.Flags().BoolVar(&opts.OmitNulls, "omit-nulls", opts.OmitNulls, "leave out the members whose value is null, as serve does by default")
 	cmd.Flags().BoolVar(&opts.AllowMisspelledFields, "allow-misspelled-fields", opts.AllowMisspelledFields, "encode a config with a field one typo away from one gRPC defines (clients drop it), as serve does with compat: {allowMisspelledFields: true}")
-	cmd.Flags().BoolVar(&opts.AllowGrpcGoFailure, "allow-grpc-go-failure", opts.AllowGrpcGoFailure, "encode a record on which grpc-go's own dns resolver would fail its channel, as serve does with compat: {allowGrpcGoFailure: true}")
+	clientsFlag(cmd, &opts.Clients)
+	cmd.Flags().BoolVar(&opts.AllowGrpcGoFailure, "allow-grpc-go-failure", opts.AllowGrpcGoFailure, "take go out of the declared clients (--clients), as serve does with compat: {allowGrpcGoFailure: true}")
 	return cmd
 }
 
@@ -62,20 +66,13 @@ func (e *env) encode(arg string, opts sc.PublishOptions) error {
 	opts.Owner = in.owner
 	rec, ds := sc.Publish(sc.Source{Text: in.text, Records: in.records}, opts)
 	for _, d := range ds {
-		if d.Code == sc.CodeGrpcGoChannelFailure {
-			d.Message += ", or pass --allow-grpc-go-failure if no grpc-go client reads it"
-		}
 		if d.Code == sc.CodeMisspelledField {
 			d.Message += " (or pass --allow-misspelled-fields to encode it as written)"
 		}
-		fmt.Fprintln(e.stderr, formatDiagnostic(name, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
+		fmt.Fprintln(e.stderr, formatDiagnostic(name, diagnosticOf(d)))
 	}
 	if rec == nil {
-		why := "is invalid"
-		if !ds.HasErrors() || ds[len(ds)-1].Code == sc.CodeGrpcGoChannelFailure {
-			why = "is refused"
-		}
-		return &exitError{code: exitInvalid, err: fmt.Errorf("%s %s: nothing encoded", name, why)}
+		return &exitError{code: exitInvalid, err: fmt.Errorf("%s is invalid or refused: nothing encoded", name)}
 	}
 	fmt.Fprintln(e.stdout, sc.FormatTXT(rec.TXT))
 	owner := in.owner

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,8 +16,9 @@ import (
 func lintCmd(e *env) *cobra.Command {
 	var format string
 	var strict bool
+	var opts sc.LintOptions
 	cmd := &cobra.Command{
-		Use:   "lint [--format text|json] [--strict] INPUT...",
+		Use:   "lint [--format text|json] [--strict] [--clients LIST] INPUT...",
 		Short: "Check TXT records, choice lists, service configs and publisher configs",
 		Long: `Check each INPUT and report every problem, like a compiler.
 
@@ -32,7 +34,18 @@ zones:).
 
 Each problem is printed as FILE:LINE:COL: severity: message (at POINTER) [code];
 --format json prints one object listing every input, unreadable ones
-included (code input-unreadable).
+included (code input-unreadable), and gives each diagnostic that concerns
+some clients and not others a "clients" object saying what each does.
+
+lint's verdict is the publisher's (docs/rules.md, "Clients"): a record that
+one of the declared clients (--clients go,c-core,java,node or all; default
+all) would reject, fail its channel on, or read differently from the spec
+is an error, and so is a field one typo away from a known one (unless
+--allow-misspelled-fields), as serve, encode and the admin API refuse it. A
+record to publish is judged as the publisher publishes it (durations with
+nine digits, nulls left out); a record looked up (dns://, dnsconfig://) as
+it is served. A publisher config declares its clients itself
+(compat.clients), and --clients does not apply to it.
 
 Exit status: 0 all valid; 1 an input has an error (or, with --strict, a
 warning); 2 usage or I/O error.`,
@@ -41,13 +54,15 @@ warning); 2 usage or I/O error.`,
 			if format != "text" && format != "json" {
 				return usageErr("--format must be text or json, not %q", format)
 			}
-			return e.lint(args, format, strict)
+			return e.lint(args, format, strict, opts)
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output format: text or json")
 	// -o, as the store's commands and kubectl name it.
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "output format: text or json (the same as --format)")
 	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings as errors")
+	clientsFlag(cmd, &opts.Clients)
+	cmd.Flags().BoolVar(&opts.AllowMisspelledFields, "allow-misspelled-fields", false, "accept a field one typo away from one gRPC defines, as serve does with compat: {allowMisspelledFields: true}")
 	trustAnchorFlag(cmd, e)
 	return cmd
 }
@@ -58,9 +73,16 @@ type lintReport struct {
 }
 
 type lintInput struct {
-	Input       string           `json:"input"`
-	Valid       bool             `json:"valid"`
-	Diagnostics []lintDiagnostic `json:"diagnostics"`
+	Input       string               `json:"input"`
+	Valid       bool                 `json:"valid"`
+	Diagnostics []lintJSONDiagnostic `json:"diagnostics"`
+}
+
+// lintJSONDiagnostic is a diagnostic in lint's JSON report: with what each
+// client does, when that differs between them.
+type lintJSONDiagnostic struct {
+	lintDiagnostic
+	Clients map[string]string `json:"clients,omitempty"`
 }
 
 type lintDiagnostic struct {
@@ -72,14 +94,14 @@ type lintDiagnostic struct {
 	Column   int    `json:"column"`
 }
 
-func (e *env) lint(args []string, format string, strict bool) error {
+func (e *env) lint(args []string, format string, strict bool, opts sc.LintOptions) error {
 	if n := countStdin(args); n > 1 {
 		return usageErr("- (stdin) is given %d times: it can be read only once", n)
 	}
 	report := lintReport{Inputs: []lintInput{}}
 	code := exitOK
 	for _, arg := range args {
-		in, kind, err := e.lintEntry(arg, strict)
+		in, kind, err := e.lintEntry(arg, strict, opts)
 		if err != nil {
 			var ee *exitError
 			if !errors.As(err, &ee) || ee.code != exitUsage {
@@ -90,7 +112,7 @@ func (e *env) lint(args []string, format string, strict bool) error {
 			// The JSON report lists every input, so a script can tell
 			// which one could not be read.
 			report.Inputs = append(report.Inputs, lintInput{Input: displayName(arg), Valid: false,
-				Diagnostics: []lintDiagnostic{{Severity: sc.Error.String(), Code: "input-unreadable", Message: ee.err.Error()}}})
+				Diagnostics: []lintJSONDiagnostic{{lintDiagnostic: lintDiagnostic{Severity: sc.Error.String(), Code: "input-unreadable", Message: ee.err.Error()}}}})
 			continue
 		}
 		if !in.Valid && code == exitOK {
@@ -118,23 +140,56 @@ func (e *env) lint(args []string, format string, strict bool) error {
 // kind of value it holds. With strict (--strict) a warning makes the
 // input invalid: that changes the verdict and the exit status, not what
 // each diagnostic is.
-func (e *env) lintEntry(arg string, strict bool) (lintInput, sc.Kind, error) {
-	ds, kind, err := e.lintOne(arg)
+func (e *env) lintEntry(arg string, strict bool, opts sc.LintOptions) (lintInput, sc.Kind, error) {
+	ds, kind, err := e.lintOne(arg, opts)
 	if err != nil {
 		return lintInput{}, kind, err
 	}
-	in := lintInput{Input: displayName(arg), Valid: !ds.HasErrors() && !(strict && len(ds) > 0), Diagnostics: []lintDiagnostic{}}
-	for _, d := range ds {
-		in.Diagnostics = append(in.Diagnostics, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column})
+	in := lintInput{Input: displayName(arg), Valid: !ds.HasErrors() && !(strict && len(ds) > 0), Diagnostics: []lintJSONDiagnostic{}}
+	for i := range ds {
+		d := &ds[i]
+		in.Diagnostics = append(in.Diagnostics, lintJSONDiagnostic{diagnosticOf(*d), d.Clients()})
 	}
 	return in, kind, nil
+}
+
+// diagnosticOf is d as the CLI prints it.
+func diagnosticOf(d sc.Diagnostic) lintDiagnostic {
+	return lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}
+}
+
+// clientsValue is the value of a --clients flag.
+type clientsValue struct{ c *sc.Clients }
+
+func (v clientsValue) String() string {
+	if v.c == nil || *v.c == 0 {
+		return "all"
+	}
+	return strings.Join(v.c.IDs(), ",")
+}
+
+func (v clientsValue) Set(s string) error {
+	c, err := sc.ParseClients(s)
+	if err != nil {
+		return err
+	}
+	*v.c = c
+	return nil
+}
+
+func (clientsValue) Type() string { return "LIST" }
+
+// clientsFlag adds --clients, the clients declared to read the records
+// (docs/rules.md, "Clients").
+func clientsFlag(cmd *cobra.Command, c *sc.Clients) {
+	cmd.Flags().Var(clientsValue{c}, "clients", "the gRPC clients that read the records, comma-separated from go, c-core, java, node, or all: a record one of them would reject, fail its channel on, or misread is an error")
 }
 
 // printLintText prints the diagnostics of the input in, compiler-style,
 // or that it is a valid value of kind.
 func (e *env) printLintText(in lintInput, kind sc.Kind) {
 	for _, d := range in.Diagnostics {
-		fmt.Fprintln(e.stdout, formatDiagnostic(in.Input, d))
+		fmt.Fprintln(e.stdout, formatDiagnostic(in.Input, d.lintDiagnostic))
 	}
 	if len(in.Diagnostics) == 0 {
 		fmt.Fprintf(e.stderr, "%s: ok (%s)\n", in.Input, kind)
@@ -174,7 +229,7 @@ func countStdin(args []string) int {
 }
 
 // lintOne reads and checks one INPUT.
-func (e *env) lintOne(arg string) (sc.Diagnostics, sc.Kind, error) {
+func (e *env) lintOne(arg string, opts sc.LintOptions) (sc.Diagnostics, sc.Kind, error) {
 	in, err := e.readInput(arg)
 	if err != nil {
 		return nil, sc.KindUnknown, err
@@ -186,9 +241,11 @@ func (e *env) lintOne(arg string) (sc.Diagnostics, sc.Kind, error) {
 		return in.dnssec, sc.KindTXT, nil
 	}
 	if in.text == nil {
-		return append(in.dnssec, sc.LintRecords(in.records, sc.LintOptions{Owner: in.owner})...), sc.KindTXT, nil
+		// A record looked up: judged as clients get it.
+		opts.Owner, opts.AsServed = in.owner, true
+		return append(in.dnssec, sc.LintRecords(in.records, opts)...), sc.KindTXT, nil
 	}
-	kind, ds := sc.Lint(in.text, sc.LintOptions{})
+	kind, ds := sc.Lint(in.text, opts)
 	if kind == sc.KindPublisher {
 		ds, err = lintPublisher(in.name, in.text)
 		if err != nil {

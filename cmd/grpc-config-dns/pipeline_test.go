@@ -1,22 +1,31 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/grpc-config-dns/grpc-config-dns/model"
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
+	"github.com/grpc-config-dns/grpc-config-dns/store"
+	"github.com/grpc-config-dns/grpc-config-dns/store/api"
 )
 
 // One publish pipeline: serve (a publisher config, read by package model),
-// zone, encode and lint decide about a record with serviceconfig.Publish.
-// TestOnePublishPipeline holds them to it on every record of the corpus
-// and of the peers' test suites, under each compat setting.
+// zone, encode, lint and the admin API decide about a record with
+// serviceconfig.Publish. TestOnePublishPipeline holds them to it on every
+// record of the corpus and of the peers' test suites, under each compat
+// setting and each list of declared clients.
 
 // pipelineCase is a record as a user writes it.
 type pipelineCase struct{ name, text string }
@@ -58,26 +67,52 @@ func pipelineCases(t *testing.T) []pipelineCase {
 }
 
 // pipelineCompats are the compat settings the pipeline is tested under:
-// the publisher's default, the grpc-go gate off, and the record as written.
-var pipelineCompats = []sc.PublishOptions{
-	sc.DefaultPublishOptions(),
-	{NineDigitDurations: true, OmitNulls: true, AllowGrpcGoFailure: true},
-	{NineDigitDurations: false, OmitNulls: false, AllowGrpcGoFailure: true, AllowMisspelledFields: true},
+// the publisher's defaults for each list of declared clients, the alias
+// allowGrpcGoFailure (grpc-go taken out of the declared clients), and the
+// record as written, for no client.
+var pipelineCompats = func() []sc.PublishOptions {
+	var out []sc.PublishOptions
+	for _, c := range []sc.Clients{sc.ClientGo, sc.ClientCCore, sc.ClientJava, sc.ClientNode, sc.AllClients} {
+		o := sc.DefaultPublishOptions()
+		o.Clients = c
+		out = append(out, o)
+	}
+	none, _ := sc.ParseClients("none")
+	return append(out,
+		sc.PublishOptions{NineDigitDurations: true, OmitNulls: true, AllowGrpcGoFailure: true, Clients: sc.ClientGo | sc.ClientJava},
+		sc.PublishOptions{NineDigitDurations: false, OmitNulls: false, AllowMisspelledFields: true, Clients: none})
+}()
+
+// clientsArg is opts's declared clients as --clients and compat.clients
+// take them.
+func clientsArg(opts sc.PublishOptions) string {
+	if ids := opts.Clients.IDs(); len(ids) > 0 {
+		return strings.Join(ids, ",")
+	}
+	return "none"
 }
 
 // owner is the owner name of the record in the publisher configs below,
 // as long as the name encode sizes an unnamed record for.
 const owner = "_grpc_config.service.example.com."
 
+// TestOnePublishPipeline: for every record of the corpus and of the peers'
+// suites, and every list of declared clients, lint's exit status, encode's
+// record, serve's, zone's, lint of the publisher config, and the admin
+// API's answer are Publish's decision.
 func TestOnePublishPipeline(t *testing.T) {
 	published, refused, embedded := 0, 0, 0
 	cases := pipelineCases(t)
+	api := newPipelineAPI(t)
 	for _, c := range cases {
-		value, kind := publisherValue(c.text)
-		if value != nil {
+		if value, _ := publisherValue(c.text); value != nil {
 			embedded++
 		}
-		for _, opts := range pipelineCompats {
+	}
+	for _, opts := range pipelineCompats {
+		api.zone(opts)
+		for _, c := range cases {
+			value, kind := publisherValue(c.text)
 			rec, ds := sc.Publish(sc.Source{Text: []byte(c.text)}, opts)
 			want := "refused"
 			if rec != nil {
@@ -85,9 +120,16 @@ func TestOnePublishPipeline(t *testing.T) {
 			} else {
 				refused++
 			}
-			where := fmt.Sprintf("%s (%+v)", c.name, opts)
+			where := fmt.Sprintf("%s (--clients %s, %+v)", c.name, clientsArg(opts), opts)
 			if got := encodeVerdict(t, c.text, opts); got != want {
 				t.Errorf("%s: encode %s, Publish %s %v", where, got, want, codes(ds))
+			}
+			if opts.NineDigitDurations && opts.OmitNulls && !opts.AllowMisspelledFields && !opts.AllowGrpcGoFailure {
+				// Lint judges a record as the publisher publishes it.
+				code, out, _ := runStdin(t, c.text, "lint", "--clients", clientsArg(opts), "-")
+				if (code == exitOK) != (rec != nil) {
+					t.Errorf("%s: lint exits %d, Publish publishes %v %v\n%s", where, code, rec != nil, codes(ds), out)
+				}
 			}
 			if value == nil {
 				continue // a TXT record a publisher config cannot hold
@@ -99,19 +141,95 @@ func TestOnePublishPipeline(t *testing.T) {
 			if got := zoneVerdict(t, cfg); got != want {
 				t.Errorf("%s: zone %s, Publish %s %v", where, got, want, codes(ds))
 			}
-		}
-		// Lint says whether a record is valid: publishable with the
-		// grpc-go gate off, as written.
-		rec, _ := sc.Publish(sc.Source{Text: []byte(c.text)}, sc.PublishOptions{AllowGrpcGoFailure: true, AllowMisspelledFields: true})
-		code, _, _ := runStdin(t, c.text, "lint", "-")
-		if (code == exitOK) != (rec != nil) {
-			t.Errorf("%s: lint exits %d, Publish with the gate off publishes %v", c.name, code, rec != nil)
+			if got := lintConfigVerdict(t, cfg); got != (rec != nil) {
+				t.Errorf("%s: lint of the publisher config says valid=%v, Publish publishes %v %v", where, got, rec != nil, codes(ds))
+			}
+			if got := api.verdict(t, value, kind); got != want {
+				t.Errorf("%s: the admin API %s, Publish %s %v", where, got, want, codes(ds))
+			}
 		}
 	}
 	t.Logf("%d records (%d also in a publisher config) × %d compat settings: %d published, %d refused", len(cases), embedded, len(pipelineCompats), published, refused)
 	if published < 300 || refused < 300 || embedded < len(cases)*3/4 {
 		t.Errorf("%d published, %d refused, %d of %d in a publisher config: the corpus should exercise all", published, refused, embedded, len(cases))
 	}
+}
+
+// lintConfigVerdict is whether lint finds the publisher config cfg valid.
+func lintConfigVerdict(t *testing.T, cfg []byte) bool {
+	code, _, _ := runStdin(t, string(cfg), "lint", "-")
+	return code == exitOK
+}
+
+// pipelineAPI is an admin API on an embedded store, asked with dry runs.
+type pipelineAPI struct {
+	t   *testing.T
+	url string
+}
+
+func newPipelineAPI(t *testing.T) *pipelineAPI {
+	st, err := store.Open(context.Background(), store.Options{Location: t.TempDir(), WaitForRevision: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h, err := api.New(api.Options{Store: st})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return &pipelineAPI{t: t, url: srv.URL}
+}
+
+func (a *pipelineAPI) do(method, path string, body []byte) (int, []byte) {
+	req, _ := http.NewRequest(method, a.url+path, bytes.NewReader(body))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, out
+}
+
+// zone puts zone example.com with opts as its compat.
+func (a *pipelineAPI) zone(opts sc.PublishOptions) {
+	body := fmt.Appendf(nil, `{"spec":{"nameservers":[{"name":"ns1","addresses":["192.0.2.53"]}],"compat":{"nineDigitDurations":%t,"omitNulls":%t,"allowGrpcGoFailure":%t,"allowMisspelledFields":%t,"clients":%q}}}`,
+		opts.NineDigitDurations, opts.OmitNulls, opts.AllowGrpcGoFailure, opts.AllowMisspelledFields, clientsArg(opts))
+	if code, out := a.do("PUT", "/v1/zones/example.com", body); code/100 != 2 {
+		a.t.Fatalf("zone: %d %s", code, out)
+	}
+}
+
+// verdict is the record the API would publish for a service holding
+// value (a dry run), or "refused" when it answers 422.
+func (a *pipelineAPI) verdict(t *testing.T, value []byte, kind sc.Kind) string {
+	key := "choices"
+	if kind == sc.KindServiceConfig {
+		key = "serviceConfig"
+	}
+	body := fmt.Appendf(nil, `{"spec":{"addresses":["192.0.2.1"],%q:%s}}`, key, value)
+	code, out := a.do("PUT", "/v1/zones/example.com/services/service?dryRun=All", body)
+	switch {
+	case code == http.StatusUnprocessableEntity:
+		return "refused"
+	case code/100 != 2:
+		return fmt.Sprintf("HTTP %d: %s", code, out)
+	}
+	var res struct {
+		Published struct {
+			Owner string   `json:"owner"`
+			TXT   []string `json:"txt"`
+		} `json:"published"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Published.Owner != owner {
+		return "at " + res.Published.Owner
+	}
+	return sc.FormatTXT(res.Published.TXT)
 }
 
 func codes(ds sc.Diagnostics) []string {
@@ -125,7 +243,7 @@ func codes(ds sc.Diagnostics) []string {
 // encodeVerdict is what encode prints for text under opts: the record, or
 // "refused".
 func encodeVerdict(t *testing.T, text string, opts sc.PublishOptions) string {
-	code, out, errs := runStdin(t, text, "encode", "--nine-digit-durations="+strconv.FormatBool(opts.NineDigitDurations),
+	code, out, errs := runStdin(t, text, "encode", "--clients", clientsArg(opts), "--nine-digit-durations="+strconv.FormatBool(opts.NineDigitDurations),
 		"--omit-nulls="+strconv.FormatBool(opts.OmitNulls), "--allow-grpc-go-failure="+strconv.FormatBool(opts.AllowGrpcGoFailure), "--allow-misspelled-fields="+strconv.FormatBool(opts.AllowMisspelledFields), "-")
 	switch code {
 	case exitOK:
@@ -190,8 +308,8 @@ func publisherConfig(value []byte, kind sc.Kind, opts sc.PublishOptions) []byte 
 		key = "serviceConfig"
 	}
 	return fmt.Appendf(nil, `{"zones":[{"origin":"example.com.","nameservers":[{"name":"ns1","addresses":["192.0.2.53"]}],
-"compat":{"nineDigitDurations":%t,"omitNulls":%t,"allowGrpcGoFailure":%t,"allowMisspelledFields":%t},
-"services":[{"name":"service","addresses":["192.0.2.1"],%q:%s}]}]}`, opts.NineDigitDurations, opts.OmitNulls, opts.AllowGrpcGoFailure, opts.AllowMisspelledFields, key, value)
+"compat":{"nineDigitDurations":%t,"omitNulls":%t,"allowGrpcGoFailure":%t,"allowMisspelledFields":%t,"clients":%q},
+"services":[{"name":"service","addresses":["192.0.2.1"],%q:%s}]}]}`, opts.NineDigitDurations, opts.OmitNulls, opts.AllowGrpcGoFailure, opts.AllowMisspelledFields, clientsArg(opts), key, value)
 }
 
 // serveVerdict is the record serve would publish from cfg, or "refused".

@@ -17,14 +17,17 @@ func selectCmd(e *env) *cobra.Command {
 		bucket             int
 		params             []string
 		explain            bool
+		clients            sc.Clients
 	)
 	cmd := &cobra.Command{
-		Use:   "select [--language go] [--hostname H] [--bucket 1..100] [--param k=v]... [--explain] INPUT",
+		Use:   "select [--language go] [--hostname H] [--bucket 1..100] [--param k=v]... [--explain [--clients LIST]] INPUT",
 		Short: "Print the service config a client would choose",
 		Long: `Select the choice a client would use, as gRFC A2 says: the first choice
 whose every criterion matches. Print its serviceConfig as compact JSON on
 stdout and nothing else. With --explain, say on stderr why each choice
-matched or not.
+matched or not, and which choices each of the declared clients (--clients,
+default all) may pick as it reads the criteria, which differs from gRFC A2
+(docs/rules.md, "Clients").
 
 The client is described by --language (default go), --hostname (default
 this machine's name), --bucket (its canary bucket, 1..100: a choice with
@@ -71,7 +74,15 @@ default config).`,
 				fmt.Fprintf(e.stderr, "client: language %q, hostname %q, bucket %d%s%s\n",
 					client.Language, client.Hostname, client.Bucket, bucketNote, formatParams(client.Params))
 			}
-			return e.selectChoice(args[0], client, explain)
+			if cmd.Flags().Changed("clients") && !explain {
+				return usageErr("--clients says whose reading --explain shows: add --explain")
+			}
+			if !cmd.Flags().Changed("clients") {
+				clients = 0 // no per-client lines
+			} else if clients == 0 {
+				clients = sc.AllClients
+			}
+			return e.selectChoice(args[0], client, explain, clients)
 		},
 	}
 	f := cmd.Flags()
@@ -80,6 +91,7 @@ default config).`,
 	f.IntVar(&bucket, "bucket", 0, "client canary bucket, 1..100 (default: random)")
 	f.StringArrayVar(&params, "param", nil, "dynamic parameter key=value (repeatable)")
 	f.BoolVar(&explain, "explain", false, "explain on stderr why each choice matched or not")
+	clientsFlag(cmd, &clients)
 	trustAnchorFlag(cmd, e)
 	return cmd
 }
@@ -91,7 +103,7 @@ func formatParams(p map[string]string) string {
 	return ", parameters " + sc.FormatParams(p)
 }
 
-func (e *env) selectChoice(arg string, client sc.Client, explain bool) error {
+func (e *env) selectChoice(arg string, client sc.Client, explain bool, clients sc.Clients) error {
 	in, err := e.readInput(arg)
 	if err != nil {
 		return err
@@ -114,6 +126,11 @@ func (e *env) selectChoice(arg string, client sc.Client, explain bool) error {
 	if explain && o.Choices != nil {
 		for _, v := range o.Choices.Explain(client) {
 			fmt.Fprintln(e.stderr, v)
+		}
+		if clients != 0 {
+			for _, v := range o.Choices.ExplainClients(clients) {
+				fmt.Fprintln(e.stderr, v)
+			}
 		}
 	}
 	switch {
@@ -139,6 +156,6 @@ func (e *env) selectChoice(arg string, client sc.Client, explain bool) error {
 
 func (e *env) printDiagnostics(name string, ds sc.Diagnostics) {
 	for _, d := range ds {
-		fmt.Fprintln(e.stderr, formatDiagnostic(name, lintDiagnostic{d.Severity.String(), d.Code, d.Message, d.Path, d.Line, d.Column}))
+		fmt.Fprintln(e.stderr, formatDiagnostic(name, diagnosticOf(d)))
 	}
 }

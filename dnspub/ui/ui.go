@@ -253,7 +253,7 @@ func (h *handler) service(w http.ResponseWriter, r *http.Request) {
 		}
 		v.RDataBytes = sc.RDataLen(s.TXT)
 		v.AnswerBytes = sc.ResponseSize(s.TXTOwner(), s.TXT, true)
-		v.Diagnostics = sc.LintRecords([][]string{s.TXT}, sc.LintOptions{Owner: s.TXTOwner()})
+		v.Diagnostics = sc.LintRecords([][]string{s.TXT}, s.Compat.LintOptions(s.TXTOwner()))
 		if v.Split, err = whogets.Of(s.TXTOwner(), s.TXT); err != nil {
 			v.SplitError = err.Error()
 		} else {

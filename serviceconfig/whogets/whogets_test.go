@@ -15,7 +15,7 @@ func TestSplitNamesVariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, ds := sc.Publish(sc.Source{Text: text}, sc.PublishOptions{AllowGrpcGoFailure: true})
+	rec, ds := sc.Publish(sc.Source{Text: text}, sc.PublishOptions{Clients: sc.ClientCCore})
 	if rec == nil {
 		t.Fatal(ds)
 	}

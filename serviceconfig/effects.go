@@ -1,0 +1,212 @@
+package serviceconfig
+
+import "strings"
+
+// effect is what one client does with what a diagnostic points at.
+type effect uint8
+
+const (
+	effectOK effect = iota
+	// effectUnreached: the client never picks (or reads) the choice the
+	// diagnostic is in, so whatever it would do does not happen.
+	effectUnreached
+	// effectIgnores: the client drops the field or key, as it drops any it
+	// does not know, and uses its default. Not a verdict: the spec ignores
+	// unknown fields too, and a client that lacks a deprecated field
+	// (grpc-js and loadBalancingPolicy) reads the rest as the spec says.
+	effectIgnores
+	// effectMisreads: the client reads the value differently from the
+	// spec (a duration 10⁸ times too short, no config where there is one).
+	effectMisreads
+	// effectRejects: the client rejects the whole config.
+	effectRejects
+	// effectFails: the client fails its channel (UNAVAILABLE).
+	effectFails
+)
+
+// blocks reports whether a declared client doing e makes the record an
+// error.
+func (e effect) blocks() bool { return e >= effectMisreads }
+
+// codeEffects is what clients do, for one code, beyond the clients a
+// diagnostic names as refusing (Diagnostic.refusedBy, told by the rule
+// that reports it, which knows the value).
+type codeEffects struct {
+	// rejects are the clients the rules may name as refusing (rejecting
+	// the config, or failing the channel when fails is set): each rule
+	// names those that refuse the value at hand, a subset
+	// (TestRefusalsDeclared).
+	rejects Clients
+	// misreads and ignores are the clients that read the value differently
+	// from the spec, or drop it, whenever the code is reported; a rule that
+	// knows better passes its own set (checker.misread).
+	misreads, ignores Clients
+	// reads says how the misreading clients read it, as a short phrase.
+	reads string
+	// ignoresWhat names what the ignoring clients drop ("field", "key").
+	ignoresWhat string
+	// fails is set when the clients named as refusing fail their channel
+	// rather than reject the config.
+	fails bool
+	// some is set when the rule names, per value, which of the clients
+	// listed refuse or misread it.
+	some bool
+}
+
+// clientEffects are the codes whose diagnostics concern some clients and
+// not others. The refusals are the rules' own (refusedBy); this table holds
+// the rest, and docs/rules.md's table of clients is generated from both
+// (TestClientTable).
+var clientEffects = [numCodes]codeEffects{
+	codeTXTPrefixSplit:         {misreads: clientCore | clientJS, reads: "sees no config (looks for the prefix in the first string)"},
+	codeTXTAttributeSpelling:   {misreads: clientGo | clientCore | clientJS, reads: "sees no config (matches the attribute exactly)"},
+	codeTXTOtherRecords:        {misreads: clientGo, reads: "joins every TXT record of the name and fails to parse them"},
+	codeChoiceEmptyList:        {some: true, rejects: clientGo | clientJS, fails: true, misreads: clientGo | clientJS, reads: "matches no client with an empty list"},
+	codeChoicesNoCatchAll:      {some: true, rejects: clientGo | clientJS, fails: true},
+	codeChoiceExtensionKey:     {rejects: clientJava | clientJS, ignores: clientGo | clientCore, ignoresWhat: "key"},
+	codeChoiceLanguageCase:     {misreads: clientGo, reads: "matches only \"GO\", so no Go client picks it"},
+	codeFieldCase:              {misreads: clientGo, reads: "reads it as the field of that name", ignores: clientCore | clientJava | clientJS, ignoresWhat: "field"},
+	codeNullValue:              {rejects: clientJava | clientJS},
+	codeNumberString:           {some: true, rejects: clientGo | clientJava | clientJS},
+	codeNumberForm:             {rejects: clientGo | clientCore},
+	codeNumberRange:            {rejects: clientJava},
+	codeMethodNameMissing:      {rejects: clientJS},
+	codeDurationForm:           {some: true, rejects: clientCore | clientJava | clientJS},
+	codeDurationFraction:       {misreads: clientJS, reads: "takes the fraction digits as nanoseconds (\"0.1s\" as 1 ns)"},
+	codeDurationNegative:       {some: true, rejects: allClients},
+	codeTimeout:                {some: true, rejects: clientCore | clientJS, misreads: clientGo | clientJava, reads: "fails every call at once"},
+	codeRetryPerAttemptTimeout: {rejects: clientCore | clientJava},
+	codeStatusCodeCase:         {rejects: clientGo | clientCore | clientJava},
+	codeStatusCodeNumber:       {rejects: clientCore},
+	codeStatusCodeOK:           {rejects: clientJava},
+	codeTokenRatioPrecision:    {rejects: clientCore},
+	codeLBConfigEmpty:          {rejects: clientGo | clientCore},
+	codeLBPolicyUnsupported:    {some: true, rejects: allClients},
+	codeLBFallbackConfig:       {some: true, rejects: allClients},
+	codeLBPolicyCompat:         {some: true, rejects: clientCore | clientJava, misreads: clientGo, reads: "uses pick_first instead", ignores: clientJS, ignoresWhat: "field (uses pick_first)"},
+	codeRLSLookupScheme:        {some: true, rejects: allClients},
+	codeProtoDefaultValue:      {some: true, rejects: allClients},
+}
+
+// effects is what each client does with what d points at, in the order
+// of clientIDs.
+func (d *Diagnostic) effects() [4]effect {
+	var out [4]effect
+	ce := &clientEffects[d.code()]
+	for i := range out {
+		c := Clients(1 << i)
+		switch {
+		case d.refusedBy&c != 0 && ce.fails:
+			out[i] = effectFails
+		case d.refusedBy&c != 0:
+			out[i] = effectRejects
+		case d.misreadBy&c != 0:
+			out[i] = effectMisreads
+		case ce.ignores&c != 0:
+			out[i] = effectIgnores
+		}
+		if out[i] != effectOK && d.unreached&c != 0 {
+			out[i] = effectUnreached
+		}
+	}
+	return out
+}
+
+// code is d's code as this package numbers it, or 0 for one it does not
+// know (made by a caller).
+func (d *Diagnostic) code() diagCode {
+	if d.Code == "" {
+		return 0
+	}
+	return codeByID()[d.Code]
+}
+
+// blockedBy is the set of clients in declared whose effect blocks.
+func (d *Diagnostic) blockedBy(declared Clients) Clients {
+	if d.refusedBy|d.misreadBy == 0 {
+		return 0
+	}
+	var out Clients
+	for i, e := range d.effects() {
+		if e.blocks() {
+			out |= 1 << i
+		}
+	}
+	return out & declared
+}
+
+// Clients says, for a diagnostic that concerns some clients, what each of
+// them does with what it points at: "rejects config", "fails channel",
+// "ignores field", "reads it …" (how), "never picks this choice", or
+// "ok", keyed by the client's ID (go, c-core, java, node). It is nil for a
+// diagnostic that concerns every client alike.
+func (d *Diagnostic) Clients() map[string]string {
+	ce := &clientEffects[d.code()]
+	if d.refusedBy|d.misreadBy|ce.ignores == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(clientIDs))
+	for i, e := range d.effects() {
+		m[clientIDs[i]] = e.text(ce)
+	}
+	return m
+}
+
+// text is e as Diagnostic.Clients says it.
+func (e effect) text(ce *codeEffects) string {
+	switch e {
+	case effectUnreached:
+		return "never picks this choice"
+	case effectIgnores:
+		return "ignores " + cmpOr(ce.ignoresWhat, "it")
+	case effectMisreads:
+		return cmpOr(ce.reads, "reads it differently from the spec")
+	case effectRejects:
+		return "rejects config"
+	case effectFails:
+		return "fails channel"
+	}
+	return "ok"
+}
+
+func cmpOr(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// judge is the one verdict on lint's diagnostics of a record, for the
+// clients declared: a warning that a declared client's effect blocks
+// (rejects the config, fails its channel, misreads it) becomes an error
+// that says so, and a field one typo away from a known one is refused
+// (misspelled-field) unless allowed. Lint, Publish and through them every
+// tool reach their decision here.
+//
+// When rewritten is set, the record is one the publisher would rewrite
+// (DefaultPublishOptions): its short duration fractions and null members
+// are not judged, as the record published has none.
+func judge(ds Diagnostics, declared Clients, allowMisspelled, rewritten bool) Diagnostics {
+	for i := range ds {
+		d := &ds[i]
+		if d.Severity != Warning {
+			continue
+		}
+		if rewritten && (d.Code == codeDurationFraction.String() || d.Code == codeNullValue.String()) {
+			continue
+		}
+		if d.suggestion != "" && !allowMisspelled {
+			d.Severity, d.Code = codeMisspelledField.severity(), codeMisspelledField.String()
+			d.Message = strings.TrimSuffix(d.Message, "; gRPC clients ignore it") +
+				"; gRPC clients would ignore it and drop the value silently, so it is not published: correct the name"
+			continue
+		}
+		if b := d.blockedBy(declared); b != 0 {
+			d.Severity = Error
+			if d.Message != "" {
+				d.Message += "; an error because " + b.String() + " " + b.verb("is", "are") + " among the declared clients (compat.clients, --clients)"
+			}
+		}
+	}
+	return ds
+}

@@ -1,0 +1,161 @@
+package serviceconfig
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// everyRecord is every record of the corpus and of the peers' suites.
+func everyRecord(t *testing.T) map[string][]byte {
+	out := map[string][]byte{}
+	for _, name := range corpusFiles(t) {
+		text, err := os.ReadFile(filepath.Join("../testdata/corpus", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out["corpus/"+name] = text
+	}
+	for _, f := range loadPeerFiles(t) {
+		for _, v := range f.Vectors {
+			out["peers/"+v.ID] = []byte(v.text())
+		}
+	}
+	return out
+}
+
+// TestRefusalsDeclared: the clients a rule names as refusing or misreading
+// are among those clientEffects declares for its code, so that the table
+// docs/rules.md shows from it says all that the rules do.
+func TestRefusalsDeclared(t *testing.T) {
+	for name, text := range everyRecord(t) {
+		_, ds := Lint(text, LintOptions{Clients: clientsDeclared, AsServed: true})
+		for _, d := range ds {
+			ce := clientEffects[d.code()]
+			if d.refusedBy&^ce.rejects != 0 {
+				t.Errorf("%s: %s names %s as refusing; clientEffects declares %s", name, d.Code, d.refusedBy, ce.rejects)
+			}
+			if d.misreadBy&^ce.misreads != 0 {
+				t.Errorf("%s: %s names %s as misreading; clientEffects declares %s", name, d.Code, d.misreadBy, ce.misreads)
+			}
+		}
+	}
+}
+
+// TestOneDiagnosticPerProblem: no two diagnostics of one code at one place,
+// and a name in another case than a field's is one diagnostic (field-case),
+// not also unknown-field (issue: grpc-go's own retry example).
+func TestOneDiagnosticPerProblem(t *testing.T) {
+	for name, text := range everyRecord(t) {
+		_, ds := Lint(text, LintOptions{})
+		seen := map[string]bool{}
+		for _, d := range ds {
+			if d.Code == omittedCode {
+				continue
+			}
+			k := fmt.Sprintf("%d:%d:%s", d.Line, d.Column, d.Path)
+			if seen[k+d.Code+d.Message] {
+				t.Errorf("%s: two %s at %s: %s", name, d.Code, k, d.Message)
+			}
+			seen[k+d.Code+d.Message], seen[k+d.Code] = true, true
+		}
+		for _, d := range ds {
+			k := fmt.Sprintf("%d:%d:%s", d.Line, d.Column, d.Path)
+			if d.Code == codeUnknownField.String() && seen[k+codeFieldCase.String()] {
+				t.Errorf("%s: field-case and unknown-field at %s", name, k)
+			}
+		}
+	}
+	// grpc-go's examples/features/retry config: one field-case per key,
+	// saying what each client does; the retryPolicy the other clients
+	// see (no fields) is the error, naming them.
+	const retry = `{"methodConfig":[{"name":[{"service":"grpc.examples.echo.Echo"}],"waitForReady":true,
+"retryPolicy":{"MaxAttempts":4,"InitialBackoff":".01s","MaxBackoff":".01s","BackoffMultiplier":1.0,"RetryableStatusCodes":["UNAVAILABLE"]}}]}`
+	_, ds := Lint([]byte(retry), LintOptions{})
+	var fieldCase int
+	for _, d := range ds {
+		switch d.Code {
+		case codeFieldCase.String():
+			fieldCase++
+			if m := d.Clients(); m["go"] != "reads it as the field of that name" || m["java"] != "ignores field" {
+				t.Errorf("field-case clients: %v", m)
+			}
+		case codeUnknownField.String():
+			t.Errorf("unknown-field beside field-case: %v", d)
+		case codeRetryPolicy.String():
+			if !strings.Contains(d.Message, "grpc-go reads") {
+				t.Errorf("retry-policy says all clients reject it, but grpc-go reads the fields: %s", d.Message)
+			}
+		}
+	}
+	if fieldCase != 5 {
+		t.Errorf("%d field-case diagnostics, want one per key (5): %v", fieldCase, ds)
+	}
+}
+
+// TestClientTable keeps docs/rules.md's table of what each client does
+// per code current: go test ./serviceconfig -run ClientTable -update-rules
+func TestClientTable(t *testing.T) {
+	const begin, end = "<!-- clients:begin -->\n", "<!-- clients:end -->"
+	var b strings.Builder
+	b.WriteString("| code | grpc-go (`go`) | C-core (`c-core`) | grpc-java (`java`) | grpc-js (`node`) |\n|---|---|---|---|---|\n")
+	for c := diagCode(1); c < numCodes; c++ {
+		ce := &clientEffects[c]
+		if ce.rejects|ce.misreads|ce.ignores == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "| `%s` |", c)
+		for i := range clientIDs {
+			cl := Clients(1 << i)
+			var e []string
+			switch {
+			case ce.rejects&cl != 0 && ce.fails:
+				e = append(e, "**fails channel**")
+			case ce.rejects&cl != 0:
+				e = append(e, "**rejects config**")
+			}
+			if ce.misreads&cl != 0 {
+				e = append(e, "**"+ce.reads+"**")
+			}
+			if ce.ignores&cl != 0 {
+				e = append(e, effectIgnores.text(ce))
+			}
+			if len(e) == 0 {
+				e = append(e, "ok")
+			} else if ce.some && (ce.rejects|ce.misreads)&cl != 0 {
+				e[len(e)-1] += " (some values)"
+			}
+			fmt.Fprintf(&b, " %s |", strings.Join(e, "; "))
+		}
+		b.WriteString("\n")
+	}
+	syncDocSection(t, "../docs/rules.md", begin, end, b.String(), *updateRules, "go test ./serviceconfig -run ClientTable -update-rules")
+}
+
+// syncDocSection checks that the section of file between the markers begin
+// and end holds want, a table generated from the code; with update it
+// rewrites the section instead, how says how to.
+func syncDocSection(t *testing.T, file, begin, end, want string, update bool, how string) {
+	t.Helper()
+	doc, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i, j := bytes.Index(doc, []byte(begin)), bytes.Index(doc, []byte(end))
+	if i < 0 || j < i {
+		t.Fatalf("%s has no %q ... %q section", file, begin, end)
+	}
+	if string(doc[i+len(begin):j]) == want {
+		return
+	}
+	if !update {
+		t.Fatalf("%s's generated table is stale: %s\n%s", file, how, want)
+	}
+	out := append(append(append([]byte{}, doc[:i+len(begin)]...), want...), doc[j:]...)
+	if err := os.WriteFile(file, out, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
