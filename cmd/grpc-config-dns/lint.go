@@ -192,7 +192,11 @@ func (e *env) printLintText(in lintInput, kind sc.Kind) {
 		fmt.Fprintln(e.stdout, formatDiagnostic(in.Input, d.lintDiagnostic))
 	}
 	if len(in.Diagnostics) == 0 {
-		fmt.Fprintf(e.stderr, "%s: ok (%s)\n", in.Input, kind)
+		what := kind.String()
+		if kind == sc.KindUnknown {
+			what = "store objects" // the only unknown kind that is valid
+		}
+		fmt.Fprintf(e.stderr, "%s: ok (%s)\n", in.Input, what)
 	}
 }
 
@@ -244,6 +248,13 @@ func (e *env) lintOne(arg string, opts sc.LintOptions) (sc.Diagnostics, sc.Kind,
 		// A record looked up: judged as clients get it.
 		opts.Owner, opts.AsServed = in.owner, true
 		return append(in.dnssec, sc.LintRecords(in.records, opts)...), sc.KindTXT, nil
+	}
+	if k := sc.DetectKind(in.text); k != sc.KindPublisher && k != sc.KindTXT {
+		// A file of store objects, as publish and apply take (a JSON list
+		// of them looks like a choice list at first).
+		if objDs, ok := lintObjects(arg, in.text); ok {
+			return objDs, sc.KindUnknown, nil
+		}
 	}
 	kind, ds := sc.Lint(in.text, opts)
 	if kind == sc.KindPublisher {

@@ -98,8 +98,8 @@ const owner = "_grpc_config.service.example.com."
 
 // TestOnePublishPipeline: for every record of the corpus and of the peers'
 // suites, and every list of declared clients, lint's exit status, encode's
-// record, serve's, zone's, lint of the publisher config, and the admin
-// API's answer are Publish's decision.
+// record, serve's, zone's, lint of the publisher config and of the store
+// objects, and the admin API's answer are Publish's decision.
 func TestOnePublishPipeline(t *testing.T) {
 	published, refused, embedded := 0, 0, 0
 	cases := pipelineCases(t)
@@ -147,6 +147,9 @@ func TestOnePublishPipeline(t *testing.T) {
 			if got := api.verdict(t, value, kind); got != want {
 				t.Errorf("%s: the admin API %s, Publish %s %v", where, got, want, codes(ds))
 			}
+			if got := lintConfigVerdict(t, storeObjects(value, kind, opts)); got != (rec != nil) {
+				t.Errorf("%s: lint of the store objects says valid=%v, Publish publishes %v %v", where, got, rec != nil, codes(ds))
+			}
 		}
 	}
 	t.Logf("%d records (%d also in a publisher config) × %d compat settings: %d published, %d refused", len(cases), embedded, len(pipelineCompats), published, refused)
@@ -155,7 +158,21 @@ func TestOnePublishPipeline(t *testing.T) {
 	}
 }
 
-// lintConfigVerdict is whether lint finds the publisher config cfg valid.
+// storeObjects is a file of store objects (publish's input, JSON lines)
+// holding zone example.com with opts as its compat and a service that
+// publishes value.
+func storeObjects(value []byte, kind sc.Kind, opts sc.PublishOptions) []byte {
+	key := "choices"
+	if kind == sc.KindServiceConfig {
+		key = "serviceConfig"
+	}
+	return fmt.Appendf(nil, `[{"metadata":{"name":"example.com"},"spec":{"nameservers":[{"name":"ns1","addresses":["192.0.2.53"]}],"compat":{"nineDigitDurations":%t,"omitNulls":%t,"allowGrpcGoFailure":%t,"allowMisspelledFields":%t,"clients":%q}}},
+{"metadata":{"zone":"example.com","name":"service"},"spec":{"addresses":["192.0.2.1"],%q:%s}}]`,
+		opts.NineDigitDurations, opts.OmitNulls, opts.AllowGrpcGoFailure, opts.AllowMisspelledFields, clientsArg(opts), key, value)
+}
+
+// lintConfigVerdict is whether lint finds cfg (a publisher config, or a
+// file of store objects) valid.
 func lintConfigVerdict(t *testing.T, cfg []byte) bool {
 	code, _, _ := runStdin(t, string(cfg), "lint", "-")
 	return code == exitOK
