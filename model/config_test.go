@@ -339,7 +339,7 @@ zones:
     nameservers: [{name: ns1, addresses: [192.0.2.1]}]
     services:
       - name: cafe
-        compat: {clients: [go, c-core]}
+        compat: {clients: [dnsconfig]}
         choices:
           - dynamicParameterConstraints: {constraint: {key: env, value: "café\a\x7f"}}
             serviceConfig: {}
@@ -473,7 +473,7 @@ zones:
     compat: {clients: [go, swift]}
     services: []
 `))
-	if len(ds) != 1 || ds[0].Line != 5 || ds[0].Column != 28 || !strings.Contains(ds[0].Message, `unknown client "swift": list clients from go, c-core, java, node, or all`) {
+	if len(ds) != 1 || ds[0].Line != 5 || ds[0].Column != 28 || !strings.Contains(ds[0].Message, `unknown client "swift": list clients from go, c-core, java, node, dnsconfig, or all`) {
 		t.Errorf("diagnostics:\n%s", dump(ds))
 	}
 }

@@ -8,7 +8,8 @@ import (
 // Clients is a set of the gRPC implementations whose reading of service
 // configs lint models (docs/rules.md, "Clients"): grpc-go with its own dns
 // resolver, C-core (and the languages built on it: C++, Python, Ruby,
-// PHP, C#), grpc-java and grpc-js. A user declares the clients that read
+// PHP, C#), grpc-java, grpc-js, and our resolver (dnsconfig:///, which
+// reads records as the specs say, our extension included). A user declares the clients that read
 // their records (compat.clients, --clients); a record that a declared
 // client would reject, fail its channel on, or read differently from the
 // spec is then an error, everywhere: lint, encode, serve, zone, publish
@@ -25,8 +26,9 @@ const (
 	ClientCCore
 	ClientJava
 	ClientNode
+	ClientOurs
 
-	AllClients = ClientGo | ClientCCore | ClientJava | ClientNode
+	AllClients = ClientGo | ClientCCore | ClientJava | ClientNode | ClientOurs
 )
 
 // client is the package's own name for a set of clients.
@@ -37,18 +39,20 @@ const (
 	clientCore = ClientCCore
 	clientJava = ClientJava
 	clientJS   = ClientNode
-	allClients = AllClients
+	// allClients are the clients the rules model, each its own way: our
+	// resolver reads records as the specs say, so no rule names it.
+	allClients = ClientGo | ClientCCore | ClientJava | ClientNode
 )
 
 // clientNames are the clients as messages name them, clientIDs as users
 // declare them (ParseClients) and JSON keys them (Diagnostic.Clients).
 var (
-	clientNames = [...]string{"grpc-go", "C-core", "grpc-java", "grpc-js"}
-	clientIDs   = [...]string{"go", "c-core", "java", "node"}
+	clientNames = [...]string{"grpc-go", "C-core", "grpc-java", "grpc-js", "our resolver"}
+	clientIDs   = [...]string{"go", "c-core", "java", "node", "dnsconfig"}
 )
 
 // ParseClients reads a declared list of clients: names from go, c-core,
-// java and node, or all, separated by commas (spaces around them are
+// java, node and dnsconfig (our resolver), or all, separated by commas (spaces around them are
 // allowed). "none" declares no client, for records published to test how
 // clients misread them (the interop suite): nothing a client does is then
 // an error. The empty list is an error, more likely a mistake.
@@ -62,9 +66,9 @@ func ParseClients(s string) (Clients, error) {
 		c, ok := clientByID(f)
 		if !ok {
 			if f == "" {
-				return 0, fmt.Errorf("empty client name in %q: list clients from go, c-core, java, node, or all", s)
+				return 0, fmt.Errorf("empty client name in %q: list clients from go, c-core, java, node, dnsconfig, or all", s)
 			}
-			return 0, fmt.Errorf("unknown client %q: list clients from go, c-core, java, node, or all", f)
+			return 0, fmt.Errorf("unknown client %q: list clients from go, c-core, java, node, dnsconfig, or all", f)
 		}
 		cs |= c
 	}
@@ -86,12 +90,14 @@ func clientByID(id string) (Clients, bool) {
 		return ClientJava, true
 	case "node", "grpc-js", "js", "nodejs", "node.js":
 		return ClientNode, true
+	case "dnsconfig", "ours", "grpc-config-dns":
+		return ClientOurs, true
 	}
 	return 0, false
 }
 
 // IDs are the clients in c as users declare them: "go", "c-core", "java",
-// "node" (none for an empty set).
+// "node", "dnsconfig" (none for an empty set).
 func (c Clients) IDs() []string {
 	var out []string
 	for i, id := range clientIDs {

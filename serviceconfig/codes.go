@@ -300,7 +300,7 @@ var codeDocs = [numCodes]codeDoc{
 	codeChoiceExtensionKey:          {"a choice uses dynamicParameterConstraints, which other gRPC clients reject or ignore", "our extension: grpc-java and grpc-js reject the record when they come to the choice (they stop at the first that matches), grpc-go and C-core ignore the key"},
 	codeGrpcGoChannelFailure:        {"no longer reported: a record grpc-go would fail its channel on is refused by the diagnostic that says why, when go is among the declared clients (compat.clients, --clients)", "kept so that the code is never reused: the declared clients (docs/rules.md#clients) replaced the grpc-go-only gate, and compat.allowGrpcGoFailure takes go out of them"},
 	codeMisspelledField:             {"a field one typo away from one gRPC defines, which clients would drop silently: refused unless allowed (compat.allowMisspelledFields, encode --allow-misspelled-fields)", "the publisher's compat gate (docs/rules.md#severity): valid by the spec (unknown-field, a warning when linting a record), but published only when allowed"},
-	codeChoiceLanguageCase:          {"clientLanguage names Go in a case grpc-go does not match (it compares with \"GO\")", "valid (gRFC A2: case-insensitive), but grpc-go compares exactly"},
+	codeChoiceLanguageCase:          {"clientLanguage names a client's language in a form it does not match: Go other than \"GO\" (grpc-go), Node other than \"node\" (grpc-js), a language built on C-core without \"c++\"", "valid (gRFC A2: case-insensitive), but grpc-go and grpc-js compare exactly, and C-core matches only \"c++\""},
 
 	// Service config.
 	codeServiceConfigType:      {"the service config is not a JSON object", "service_config.proto: a ServiceConfig message"},

@@ -63,8 +63,8 @@ var clientEffects = [numCodes]codeEffects{
 	codeTXTOtherRecords:        {misreads: clientGo, reads: "joins every TXT record of the name and fails to parse them"},
 	codeChoiceEmptyList:        {some: true, rejects: clientGo | clientJS, fails: true, misreads: clientGo | clientJS, reads: "matches no client with an empty list"},
 	codeChoicesNoCatchAll:      {some: true, rejects: clientGo | clientJS, fails: true},
-	codeChoiceExtensionKey:     {rejects: clientJava | clientJS, ignores: clientGo | clientCore, ignoresWhat: "key"},
-	codeChoiceLanguageCase:     {misreads: clientGo, reads: "matches only \"GO\", so no Go client picks it"},
+	codeChoiceExtensionKey:     {rejects: clientJava | clientJS, misreads: clientGo | clientCore, reads: "ignores the constraints, so may pick a choice meant for other clients"},
+	codeChoiceLanguageCase:     {some: true, misreads: clientGo | clientCore | clientJS, reads: "does not match the language as written (grpc-go: only \"GO\"; grpc-js: only \"node\"; C-core: only \"c++\")"},
 	codeFieldCase:              {misreads: clientGo, reads: "reads it as the field of that name", ignores: clientCore | clientJava | clientJS, ignoresWhat: "field"},
 	codeNullValue:              {rejects: clientJava | clientJS},
 	codeNumberString:           {some: true, rejects: clientGo | clientJava | clientJS},
@@ -90,8 +90,8 @@ var clientEffects = [numCodes]codeEffects{
 
 // effects is what each client does with what d points at, in the order
 // of clientIDs.
-func (d *Diagnostic) effects() [4]effect {
-	var out [4]effect
+func (d *Diagnostic) effects() [len(clientIDs)]effect {
+	var out [len(clientIDs)]effect
 	ce := &clientEffects[d.code()]
 	for i := range out {
 		c := Clients(1 << i)
@@ -176,6 +176,16 @@ func cmpOr(s, def string) string {
 	return s
 }
 
+// txtFormCodes are the problems of a TXT record's form (its strings and
+// attribute), which the publisher does not keep: it encodes the value
+// anew.
+var txtFormCodes = func() (s codeSet) {
+	s.add(codeTXTPrefixSplit)
+	s.add(codeTXTAttributeSpelling)
+	s.add(codeTXTOtherRecords)
+	return s
+}()
+
 // judge is the one verdict on lint's diagnostics of a record, for the
 // clients declared: a warning that a declared client's effect blocks
 // (rejects the config, fails its channel, misreads it) becomes an error
@@ -183,16 +193,15 @@ func cmpOr(s, def string) string {
 // (misspelled-field) unless allowed. Lint, Publish and through them every
 // tool reach their decision here.
 //
-// When rewritten is set, the record is one the publisher would rewrite
-// (DefaultPublishOptions): its short duration fractions and null members
-// are not judged, as the record published has none.
-func judge(ds Diagnostics, declared Clients, allowMisspelled, rewritten bool) Diagnostics {
+// The codes in rewritten are not judged: what the publisher rewrites in
+// the record it publishes (rewrittenCodes).
+func judge(ds Diagnostics, declared Clients, allowMisspelled bool, rewritten codeSet) Diagnostics {
 	for i := range ds {
 		d := &ds[i]
 		if d.Severity != Warning {
 			continue
 		}
-		if rewritten && (d.Code == codeDurationFraction.String() || d.Code == codeNullValue.String()) {
+		if c := d.code(); c != 0 && rewritten.has(c) {
 			continue
 		}
 		if d.suggestion != "" && !allowMisspelled {

@@ -101,7 +101,7 @@ func TestOneDiagnosticPerProblem(t *testing.T) {
 func TestClientTable(t *testing.T) {
 	const begin, end = "<!-- clients:begin -->\n", "<!-- clients:end -->"
 	var b strings.Builder
-	b.WriteString("| code | grpc-go (`go`) | C-core (`c-core`) | grpc-java (`java`) | grpc-js (`node`) |\n|---|---|---|---|---|\n")
+	b.WriteString("| code | grpc-go (`go`) | C-core (`c-core`) | grpc-java (`java`) | grpc-js (`node`) | our resolver (`dnsconfig`) |\n|---|---|---|---|---|---|\n")
 	for c := diagCode(1); c < numCodes; c++ {
 		ce := &clientEffects[c]
 		if ce.rejects|ce.misreads|ce.ignores == 0 {

@@ -51,7 +51,7 @@ func ExamplePublish() {
 	// Output:
 	// "grpc_config=[{\"serviceConfig\":{\"methodConfig\":[{\"name\":[{}],\"timeout\":\"1.500000000s\"}]}}]"
 	// error choices-no-catch-all fails channel
-	// error choice-language-case matches only "GO", so no Go client picks it
+	// error choice-language-case does not match the language as written (grpc-go: only "GO"; grpc-js: only "node"; C-core: only "c++")
 	// true
 }
 

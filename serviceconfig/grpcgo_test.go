@@ -16,7 +16,9 @@ func TestDeclaredGo(t *testing.T) {
 		{"catch-all", `[{"serviceConfig":{}}]`, -2, ""},
 		{"GO then catch-all", `[{"clientLanguage":["GO"],"percentage":20,"serviceConfig":` + full + `},{"serviceConfig":{}}]`, -2, ""},
 		{"percentage 100 takes every draw", `[{"percentage":100,"serviceConfig":{}}]`, -2, ""},
-		{"constraints are ignored by grpc-go", `[{"dynamicParameterConstraints":{"constraint":{"key":"env","value":"prod"}},"serviceConfig":{}}]`, -2, ""},
+		// grpc-go ignores the constraints: every grpc-go client takes a
+		// choice meant for env=prod, a misreading.
+		{"constraints are ignored by grpc-go", `[{"dynamicParameterConstraints":{"constraint":{"key":"env","value":"prod"}},"serviceConfig":{}}]`, 0, "[choice-extension-key]"},
 		{"lower-case go only", `[{"clientLanguage":["go"],"serviceConfig":{}}]`, -1, "[choice-language-case]"},
 		{"empty language list", `[{"clientLanguage":[],"serviceConfig":{}}]`, -1, "[choice-empty-list]"},
 		{"empty hostname list", `[{"clientHostname":[],"serviceConfig":{}}]`, -1, "[choice-empty-list]"},

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 )
@@ -81,16 +82,26 @@ type LintOptions struct {
 	// what it rewrites): they are listed and counted as usual, so that the
 	// cap leaves out the same others, but without a message or a path.
 	quiet codeSet
+	// rewritten are codes not judged although AsServed is set: Publish's
+	// TXT form, which it encodes anew (its rewrites of durations and nulls
+	// are quiet codes, left out).
+	rewritten codeSet
 	// tree, when set, is the tree to parse into (Publish's, borrowed
 	// from a pool); else one is made.
 	tree *jtree.Tree
 }
 
 // judge is judge with the options' clients: of a record to publish, what
-// the publisher rewrites (nine-digit durations, nulls left out) is not
-// judged.
+// the publisher rewrites (nine-digit durations, nulls left out, the TXT
+// record's form) is not judged.
 func (o LintOptions) judge(ds Diagnostics) Diagnostics {
-	return judge(ds, o.Clients.declared(), o.AllowMisspelledFields, !o.AsServed)
+	skip := o.rewritten
+	if !o.AsServed {
+		skip = txtFormCodes
+		skip.add(codeDurationFraction)
+		skip.add(codeNullValue)
+	}
+	return judge(ds, o.Clients.declared(), o.AllowMisspelledFields, skip)
 }
 
 // codeSet is a set of diagnostic codes.
@@ -346,7 +357,7 @@ func reportExtensionKey(c *checker, ch *Choices) {
 			c.pushIdx(ch.List[i].elem)
 			k := keyNodeOf(t, ch.List[i].node, v)
 			c.pushKey(k)
-			c.refuse(k, codeChoiceExtensionKey, clientJava|clientJS, "dynamicParameterConstraints is an extension only our resolver reads: grpc-java and grpc-js reject the whole record because of the unknown key when they come to this choice (they check the choices up to the first that matches them), and grpc-go and C-core ignore it, so they may pick a variant meant for other clients; serve such records only to clients that use our resolver, and declare the clients that read them (compat: {clients: [go]}, --clients go)")
+			c.refuse(k, codeChoiceExtensionKey, clientJava|clientJS, "dynamicParameterConstraints is an extension only our resolver reads: grpc-java and grpc-js reject the whole record because of the unknown key when they come to this choice (they check the choices up to the first that matches them), and grpc-go and C-core ignore it, so they may pick a variant meant for other clients; serve such records only to clients that use our resolver, and declare it (compat: {clients: [dnsconfig]}, --clients dnsconfig)")
 			c.pop()
 			c.pop()
 			return
@@ -402,27 +413,51 @@ func reportEmptyCriteria(c *checker, ch *Choices, i int) {
 }
 
 // reportLanguageCase reports a clientLanguage list of choice x that names
-// Go in a case other than "GO" and not in that case too.
+// a client's language in a form that client does not match: Go in a case
+// other than "GO" (grpc-go compares exactly), Node in a case other than
+// "node" (so does grpc-js, measured by the interop suite), or a language
+// built on C-core (Python, Ruby, PHP, C#…) without "c++", the one C-core
+// matches. gRFC A2 compares case-insensitively, as our resolver does.
 func reportLanguageCase(c *checker, x *Choice) {
 	t := c.t
 	v := t.Get(x.node, keyClientLanguage)
 	if v < 0 || t.Nodes[v].Kind != jtree.Array {
 		return
 	}
-	goVariant, exactGO := int32(-1), false
+	goVariant, nodeVariant, coreLang := int32(-1), int32(-1), int32(-1)
+	var exactGO, exactNode, cpp bool
 	for e := t.Nodes[v].First; e >= 0; e = t.Nodes[e].Next {
-		if t.Is(e, "GO") {
+		switch {
+		case t.Is(e, "GO"):
 			exactGO = true
-		} else if t.EqualFoldASCII(e, "go") {
+		case t.EqualFoldASCII(e, "go"):
 			goVariant = e
+		case t.Is(e, "node"):
+			exactNode = true
+		case t.EqualFoldASCII(e, "node"):
+			nodeVariant = e
+		case t.EqualFoldASCII(e, "c++"):
+			cpp = true
+		case coreLang < 0 && t.Nodes[e].Kind == jtree.String && coreLanguages[strings.ToLower(t.Str(e))]:
+			coreLang = e
 		}
 	}
+	c.pushKey(keyNodeOf(t, x.node, v))
 	if goVariant >= 0 && !exactGO {
-		c.pushKey(keyNodeOf(t, x.node, v))
-		c.report(goVariant, codeChoiceLanguageCase, "clientLanguage %s is case-insensitive under gRFC A2, but grpc-go only matches \"GO\": write \"GO\" (our resolver and other clients match either)", t.Raw(goVariant))
-		c.pop()
+		c.misread(goVariant, codeChoiceLanguageCase, 0, clientGo, "clientLanguage %s is case-insensitive under gRFC A2, but grpc-go only matches \"GO\": write \"GO\" (our resolver and other clients match either)", t.Raw(goVariant))
 	}
+	if nodeVariant >= 0 && !exactNode {
+		c.misread(nodeVariant, codeChoiceLanguageCase, 0, clientJS, "clientLanguage %s is case-insensitive under gRFC A2, but grpc-js only matches \"node\" as written (measured): write \"node\"", t.Raw(nodeVariant))
+	}
+	if coreLang >= 0 && !cpp {
+		c.misread(coreLang, codeChoiceLanguageCase, 0, clientCore, "clientLanguage %s names a language built on C-core, whose clients match only \"c++\" (C-core says its language is C++ whatever the wrapping language): add \"c++\", which takes every C-core client", t.Raw(coreLang))
+	}
+	c.pop()
 }
+
+// coreLanguages are languages whose gRPC is C-core, which matches
+// clientLanguage "c++" only.
+var coreLanguages = map[string]bool{"python": true, "ruby": true, "php": true, "c#": true, "csharp": true, "objective-c": true, "objc": true, "cpp": true, "c": true}
 
 // lintTXTText checks a TXT record given as text.
 func lintTXTText(text []byte, opts LintOptions) Diagnostics {
@@ -446,7 +481,7 @@ func lintTXTText(text []byte, opts LintOptions) Diagnostics {
 }
 
 func spellingDiagnostic(off int) Diagnostic {
-	return Diagnostic{Severity: codeTXTAttributeSpelling.severity(), Code: codeTXTAttributeSpelling.String(), Offset: off,
+	return Diagnostic{Severity: codeTXTAttributeSpelling.severity(), Code: codeTXTAttributeSpelling.String(), Offset: off, misreadBy: clientEffects[codeTXTAttributeSpelling].misreads,
 		Message: "the attribute is not written exactly \"grpc_config=\": RFC 1464 allows other spellings (case, spaces, back-quotes) and our resolver reads them, but grpc-go, C-core and grpc-js look for the exact prefix; write grpc_config="}
 }
 
@@ -473,7 +508,7 @@ func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagno
 		return append(ds, Diagnostic{Severity: codeTXTNoRecord.severity(), Code: codeTXTNoRecord.String(), Offset: p.start(0), Message: noRecordMessage(records)})
 	}
 	if others > 0 {
-		ds = append(ds, Diagnostic{Severity: codeTXTOtherRecords.severity(), Code: codeTXTOtherRecords.String(), Offset: p.start(other),
+		ds = append(ds, Diagnostic{Severity: codeTXTOtherRecords.severity(), Code: codeTXTOtherRecords.String(), Offset: p.start(other), misreadBy: clientEffects[codeTXTOtherRecords].misreads,
 			Message: fmt.Sprintf("%d other TXT record(s) share this name: our resolver, C-core, grpc-java and grpc-js ignore them, but grpc-go joins every TXT record at the name and fails to parse the result; publish the config alone at _grpc_config.<host>", others)})
 	}
 	value, offs := recordBytes(records[found], found, pick.skip, p)
@@ -527,7 +562,7 @@ func configRecord(records [][]string, p *presentation) (pick recordPick, other, 
 		// joined), grpc-java (JNDI gives each record's strings joined);
 		// grpc-js (service-config.ts) and C-core's c-ares resolver
 		// (grpc_ares_wrapper.cc) compare the first string only.
-		ds = append(ds, Diagnostic{Severity: codeTXTPrefixSplit.severity(), Code: codeTXTPrefixSplit.String(), Offset: p.start(pick.found),
+		ds = append(ds, Diagnostic{Severity: codeTXTPrefixSplit.severity(), Code: codeTXTPrefixSplit.String(), Offset: p.start(pick.found), misreadBy: clientEffects[codeTXTPrefixSplit].misreads,
 			Message: fmt.Sprintf("record %d cuts grpc_config= across its strings: gRFC A2 joins them, and our resolver, grpc-go and grpc-java read the config, but grpc-js and C-core's c-ares resolver look for the prefix in the first string only and see no config; start the first string with the whole \"grpc_config=\"", pick.found)})
 	}
 	for _, r := range pick.extra {

@@ -147,7 +147,7 @@ func (v *peerVector) check() []string {
 
 // declaredLists are the lists of clients a user may declare, as the
 // corpus tests try them.
-var declaredLists = []Clients{ClientGo, ClientCCore, ClientJava, ClientNode, AllClients}
+var declaredLists = []Clients{ClientGo, ClientCCore, ClientJava, ClientNode, ClientOurs, AllClients}
 
 // checkDeclared compares lint's verdict for each list of declared clients
 // with what the vector records: valid exactly when the spec accepts the

@@ -241,7 +241,7 @@ const maxPooledNodes = 1 << 14
 func (s Source) read(opts PublishOptions) reading {
 	// Judged as served: what Publish rewrites is quiet, and left out.
 	lo := opts.LintOptions()
-	lo.lazySchema = true
+	lo.lazySchema, lo.rewritten = true, txtFormCodes
 	if opts.NineDigitDurations {
 		lo.quiet.add(codeDurationFraction)
 	}

@@ -15,7 +15,9 @@ import (
 // rewrite and grpc-go's verdict parsing and validating the value anew. It
 // is kept to hold Publish to the same records and diagnostics.
 func referencePublish(src Source, opts PublishOptions) (*Record, Diagnostics) {
-	r := referenceRead(src, LintOptions{Owner: opts.Owner, Clients: opts.declared(), AllowMisspelledFields: opts.AllowMisspelledFields, AsServed: true})
+	lo := opts.LintOptions()
+	lo.rewritten = txtFormCodes // the publisher encodes the TXT record anew
+	r := referenceRead(src, lo)
 	out := make(Diagnostics, 0, len(r.ds))
 	for _, d := range r.ds {
 		switch {

@@ -19,14 +19,19 @@ import (
 // grpc-java and grpc-js reject the record when they come to a choice that
 // has them.
 
-// clientLanguages are the clientLanguage values each client matches.
-var clientLanguages = [...]string{"GO", "c++", "java", "node"}
+// clientLanguages are the clientLanguage values each client matches:
+// grpc-go and grpc-js exactly as written here (the interop suite measured
+// "Node" matching no grpc-js client), the others in any case (gRFC A2).
+var clientLanguages = [...]string{"GO", "c++", "java", "node", "go"}
+
+// exactLanguage is the set of clients that compare clientLanguage exactly.
+const exactLanguage = clientGo | clientJS
 
 // languageMatches reports whether client i (a bit index) matches a
 // clientLanguage list.
 func languageMatches(i int, list []string) bool {
 	for _, l := range list {
-		if i == 0 && l == clientLanguages[0] || i > 0 && strings.EqualFold(l, clientLanguages[i]) {
+		if Clients(1<<i)&exactLanguage != 0 && l == clientLanguages[i] || strings.EqualFold(l, clientLanguages[i]) && Clients(1<<i)&exactLanguage == 0 {
 			return true
 		}
 	}
@@ -63,8 +68,11 @@ func (x *Choice) mayPick(i int) (some, every bool) {
 	default:
 		every = false
 	}
-	if x.Constraints != nil && cl&(clientJava|clientJS) != 0 {
-		every = false // they reject the record here; what they pick is moot
+	if x.Constraints != nil && cl&(clientJava|clientJS|ClientOurs) != 0 {
+		// grpc-java and grpc-js reject the record here (what they pick is
+		// moot); our resolver matches the constraints against each
+		// client's parameters.
+		every = false
 	}
 	return true, every
 }
@@ -75,7 +83,7 @@ func (x *Choice) mayPick(i int) (some, every bool) {
 func choiceReach(ch *Choices) (picks, seen []Clients, left Clients) {
 	picks = make([]Clients, len(ch.List))
 	seen = make([]Clients, len(ch.List))
-	left = allClients
+	left = AllClients
 	for k := range ch.List {
 		seen[k] = left
 		for i := range clientIDs {
@@ -122,9 +130,9 @@ func markUnreached(ds Diagnostics, ch *Choices) {
 		}
 		switch {
 		case d.Code == codeChoiceExtensionKey.String():
-			d.unreached = allClients &^ seen[k]
+			d.unreached = AllClients &^ seen[k]
 		case strings.HasPrefix(d.Path, "/"+strconv.Itoa(int(d.choice-1))+"/"+keyServiceConfig+"/") || d.Path == "/"+strconv.Itoa(int(d.choice-1))+"/"+keyServiceConfig:
-			d.unreached = allClients &^ picks[k]
+			d.unreached = AllClients &^ picks[k]
 		}
 	}
 }

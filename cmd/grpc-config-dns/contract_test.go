@@ -35,7 +35,7 @@ func TestEncodePublishesWhatServeWould(t *testing.T) {
 	if code, _, errs := runStdin(t, in, "encode", "-"); code != exitInvalid || !strings.Contains(errs, "grpc-java and grpc-js are among the declared clients") {
 		t.Errorf("encode for every client: exit %d, %s", code, errs)
 	}
-	code, out, errs := runStdin(t, in, "encode", "--clients", "go", "-")
+	code, out, errs := runStdin(t, in, "encode", "--clients", "dnsconfig", "-")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
@@ -47,7 +47,7 @@ func TestEncodePublishesWhatServeWould(t *testing.T) {
 	if strings.Contains(out, "or_constraints") || strings.Contains(errs, "duration-fraction") {
 		t.Errorf("encode kept a proto name or warned about a duration it rewrites:\n%s%s", out, errs)
 	}
-	code, out, errs = runStdin(t, in, "encode", "--clients", "go", "--nine-digit-durations=false", "-")
+	code, out, errs = runStdin(t, in, "encode", "--clients", "dnsconfig", "--nine-digit-durations=false", "-")
 	if code != exitOK || !strings.Contains(out, `\"0.1s\"`) || !strings.Contains(errs, "[duration-fraction]") {
 		t.Errorf("--nine-digit-durations=false: exit %d, %s%s; want the duration as written and the warning", code, out, errs)
 	}

@@ -72,7 +72,7 @@ func pipelineCases(t *testing.T) []pipelineCase {
 // record as written, for no client.
 var pipelineCompats = func() []sc.PublishOptions {
 	var out []sc.PublishOptions
-	for _, c := range []sc.Clients{sc.ClientGo, sc.ClientCCore, sc.ClientJava, sc.ClientNode, sc.AllClients} {
+	for _, c := range []sc.Clients{sc.ClientGo, sc.ClientCCore, sc.ClientJava, sc.ClientNode, sc.ClientOurs, sc.AllClients} {
 		o := sc.DefaultPublishOptions()
 		o.Clients = c
 		out = append(out, o)

@@ -248,3 +248,60 @@ func TestRelay(t *testing.T) {
 		}
 	}
 }
+
+// suiteClients are the clients the suite runs, with the name a user
+// declares them by (our resolver, a Go client, is not among them: it reads
+// records as the spec says).
+var suiteClients = map[string]sc.Clients{grpcGo: sc.ClientGo, grpcPy: sc.ClientCCore, grpcJava: sc.ClientJava, grpcJS: sc.ClientNode}
+
+// notTheRecord are the outcomes the suite measures that no verdict on the
+// record can refuse, with the reason: a client's release older than the
+// one the rules follow, a client's bug, where the record is published,
+// or a field a client ignores (which docs/rules.md counts as no
+// misreading).
+var notTheRecord = map[string]string{
+	"no-bare " + grpcJS:         "where the record is published: grpc-js asks the bare host name (compat.bareHost), not what the record says",
+	"lang-empty " + grpcPy:      "grpcio 1.51's C-core matched no client with an empty list; C-core's current resolver matches all, which the rules follow",
+	"empty-list " + grpcPy:      "grpcio 1.51's C-core matched no client with an empty list; C-core's current resolver matches all, which the rules follow",
+	"number-string " + grpcJava: "grpc-java 1.41 (the suite's) rejects numbers written as strings; 1.43 and later read them, which the rules follow",
+	"short-durations " + grpcPy: "C-core ends calls with a timeout about 1.8 s early (grpc/grpc#34547), whatever the record says",
+	"nine-digits " + grpcPy:     "C-core ends calls with a timeout about 1.8 s early (grpc/grpc#34547), whatever the record says",
+	"timeout-1s " + grpcPy:      "C-core ends calls with a timeout about 1.8 s early (grpc/grpc#34547), whatever the record says",
+	"lb-policy-upper " + grpcJS: "grpc-js ignores loadBalancingPolicy, a field it does not implement: ignoring is not a verdict (docs/rules.md, Clients)",
+}
+
+// TestClientVerdicts: for each record the suite runs and each client it
+// runs, lint --clients CLIENT refuses the record exactly when the suite
+// measured the client doing otherwise than the spec prescribes (rejecting
+// it, failing the channel, misreading it), unless the spec itself makes
+// the record invalid. The interop run asserts the measured outcomes (Want);
+// this holds the declared-clients verdict to them.
+func TestClientVerdicts(t *testing.T) {
+	recs := recordsOf(t, false)
+	none, _ := sc.ParseClients("none")
+	for _, c := range cases {
+		r := recs[c.Host]
+		if r == nil {
+			continue
+		}
+		owner := sc.OwnerPrefix + c.Host + "." + zoneName
+		specInvalid := sc.LintRecords(r, sc.LintOptions{Owner: owner, Clients: none, AsServed: true, AllowMisspelledFields: true}).HasErrors()
+		for name, cl := range suiteClients {
+			want, measured := c.Want[name]
+			deviates := measured && want != c.intent(name)
+			if why, ok := notTheRecord[c.Host+" "+name]; ok && deviates {
+				if why == "" {
+					t.Errorf("%s, %s: an exception without a reason", c.Host, name)
+				}
+				continue
+			}
+			refused := sc.LintRecords(r, sc.LintOptions{Owner: owner, Clients: cl, AsServed: true}).HasErrors()
+			switch {
+			case deviates && !refused:
+				t.Errorf("%s: %s does %q where the spec prescribes %q, but lint --clients %s accepts the record", c.Host, name, want, c.intent(name), cl.IDs()[0])
+			case !deviates && refused && !specInvalid:
+				t.Errorf("%s: %s does as the spec prescribes (%q), but lint --clients %s refuses the record", c.Host, name, c.intent(name), cl.IDs()[0])
+			}
+		}
+	}
+}

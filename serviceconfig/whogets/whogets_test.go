@@ -15,7 +15,7 @@ func TestSplitNamesVariants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, ds := sc.Publish(sc.Source{Text: text}, sc.PublishOptions{Clients: sc.ClientCCore})
+	rec, ds := sc.Publish(sc.Source{Text: text}, sc.PublishOptions{Clients: sc.ClientOurs})
 	if rec == nil {
 		t.Fatal(ds)
 	}
