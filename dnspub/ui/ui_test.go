@@ -251,3 +251,37 @@ func TestIndexListsAtMost500ServicesPerZone(t *testing.T) {
 		t.Error("the index does not say how many services it leaves out")
 	}
 }
+
+// A diagnostic that concerns some clients and not others shows what each
+// does, client by client (Diagnostic.Clients); the record's diagnostics
+// are those of its service's declared clients.
+func TestServicePageShowsWhatEachClientDoes(t *testing.T) {
+	cfg, ds := model.Parse([]byte(`
+zones:
+  - origin: clients.test.
+    nameservers: [{name: ns1, addresses: [192.0.2.1]}]
+    services:
+      - name: echo
+        compat: {clients: [c-core, java]}
+        serviceConfig: {methodConfig: [{name: [{}], WaitForReady: true}]}
+`))
+	if cfg == nil {
+		t.Fatal(ds)
+	}
+	snap := &Snapshot{Config: cfg, Serials: map[string]uint32{"clients.test.": 1}, Version: 1, Source: "clients.yaml"}
+	doc := get(t, Handler(SourceFunc(func() *Snapshot { return snap }), nil), "/ui/zones/clients.test/services/echo.clients.test", 200)
+	items := all(doc, "li", "warning")
+	if len(items) != 1 || !strings.Contains(text(items[0]), "[field-case]") {
+		t.Fatalf("diagnostics: %d warnings", len(items))
+	}
+	tables := all(items[0], "table", "clients")
+	if len(tables) != 1 {
+		t.Fatalf("no table of clients in %q", text(items[0]))
+	}
+	got := text(tables[0])
+	for _, want := range []string{"c-core dnsconfig go java node", "ignores field ok reads it as the field of that name ignores field ignores field"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("clients table %q lacks %q", got, want)
+		}
+	}
+}
