@@ -253,7 +253,7 @@ func (s *Store) validateBatch(zc *model.Zone, z string, todo, all []*batchItem) 
 				}
 				for _, d := range ds {
 					bad[k] = append(bad[k], Diagnostic{Severity: d.Severity.String(), Code: d.Code, Message: d.Message,
-						Path: fmt.Sprintf("/items/%d/spec%s", index[it], d.Path), Line: d.Line, Column: d.Column})
+						Path: fmt.Sprintf("/items/%d/spec%s", index[it], d.Path), Line: d.Line, Column: d.Column, Clients: d.Clients()})
 				}
 			}
 		})

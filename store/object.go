@@ -178,6 +178,9 @@ type Diagnostic struct {
 	Path     string `json:"path"`
 	Line     int    `json:"line,omitempty"`
 	Column   int    `json:"column,omitempty"`
+	// Clients says, for a diagnostic that concerns some gRPC clients and
+	// not others, what each does (serviceconfig.Diagnostic.Clients).
+	Clients map[string]string `json:"clients,omitempty"`
 }
 
 // Reasons of errors (Kubernetes StatusReason).
@@ -226,7 +229,7 @@ func invalid(what string, ds sc.Diagnostics) *Error {
 	e := errorf(http.StatusUnprocessableEntity, ReasonInvalid, "%s is invalid: nothing was stored; fix the errors listed in diagnostics", what)
 	for _, d := range ds {
 		e.Diagnostics = append(e.Diagnostics, Diagnostic{Severity: d.Severity.String(), Code: d.Code, Message: d.Message,
-			Path: "/spec" + d.Path, Line: d.Line, Column: d.Column})
+			Path: "/spec" + d.Path, Line: d.Line, Column: d.Column, Clients: d.Clients()})
 	}
 	return e
 }
