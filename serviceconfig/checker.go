@@ -54,6 +54,10 @@ type checker struct {
 	// inList is set while checking a choice list, whose pointers start
 	// with the choice's index.
 	inList bool
+	// misreads, when misreadsSet, are the clients the next refuse names as
+	// misreading (misread).
+	misreads    client
+	misreadsSet bool
 }
 
 // rewrite is a node and the canonical text grpc-go takes it for.
@@ -123,13 +127,16 @@ func (c *checker) report(n int32, code diagCode, format string, args ...any) {
 // refuse records a warning about something the spec allows but the clients
 // in who reject (the verdict asks whether a declared client is among them,
 // judge).
+//
+// The clients that misread the value are clientEffects', unless misread
+// called it. (A parameter for them, passed at the hundred call sites that
+// report and refuse are inlined at, cost a gRPC client of the resolver
+// kilobytes: TestClientSize.)
 func (c *checker) refuse(n int32, code diagCode, who client, format string, args ...any) {
-	c.misread(n, code, who, clientEffects[code].misreads, format, args...)
-}
-
-// misread is refuse, with the clients that misread the value told by the
-// rule rather than by the code (clientEffects).
-func (c *checker) misread(n int32, code diagCode, who, misreads client, format string, args ...any) {
+	misreads := codeMisreads[code]
+	if c.misreadsSet {
+		misreads, c.misreadsSet = c.misreads, false
+	}
 	sev := code.severity()
 	if sev == Warning && c.errorsOnly {
 		return
@@ -177,6 +184,13 @@ func (c *checker) misread(n int32, code diagCode, who, misreads client, format s
 		misreadBy: misreads,
 		choice:    choice,
 	})
+}
+
+// misread is refuse, with the clients that misread the value told by the
+// rule rather than by the code (clientEffects).
+func (c *checker) misread(n int32, code diagCode, who, misreads client, format string, args ...any) {
+	c.misreads, c.misreadsSet = misreads, true
+	c.refuse(n, code, who, format, args...)
 }
 
 // full reports whether diagnostics of code's severity are no longer

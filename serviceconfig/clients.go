@@ -45,7 +45,7 @@ const (
 )
 
 // clientNames are the clients as messages name them, clientIDs as users
-// declare them (ParseClients) and JSON keys them (Diagnostic.Clients).
+// declare them (ParseClients) and JSON keys them (ClientEffects).
 var (
 	clientNames = [...]string{"grpc-go", "C-core", "grpc-java", "grpc-js", "our resolver"}
 	clientIDs   = [...]string{"go", "c-core", "java", "node", "dnsconfig"}
@@ -96,9 +96,12 @@ func clientByID(id string) (Clients, bool) {
 	return 0, false
 }
 
-// IDs are the clients in c as users declare them: "go", "c-core", "java",
-// "node", "dnsconfig" (none for an empty set).
-func (c Clients) IDs() []string {
+// ClientIDs are the clients in c as users declare them: "go", "c-core",
+// "java", "node", "dnsconfig" (none for an empty set). A function, not a
+// method: a gRPC client of the resolver keeps every exported method of
+// the types it links (grpc-go reaches reflect's MethodByName), and would
+// carry this one (TestClientSize).
+func ClientIDs(c Clients) []string {
 	var out []string
 	for i, id := range clientIDs {
 		if c&(1<<i) != 0 {

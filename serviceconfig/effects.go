@@ -30,21 +30,18 @@ func (e effect) blocks() bool { return e >= effectMisreads }
 
 // codeEffects is what clients do, for one code, beyond the clients a
 // diagnostic names as refusing (Diagnostic.refusedBy, told by the rule
-// that reports it, which knows the value).
+// that reports it, which knows the value). It holds no text, so that a
+// program that only validates (a gRPC client of the resolver) does not
+// carry the descriptions (clientTexts).
 type codeEffects struct {
 	// rejects are the clients the rules may name as refusing (rejecting
 	// the config, or failing the channel when fails is set): each rule
 	// names those that refuse the value at hand, a subset
 	// (TestRefusalsDeclared).
 	rejects Clients
-	// misreads and ignores are the clients that read the value differently
-	// from the spec, or drop it, whenever the code is reported; a rule that
-	// knows better passes its own set (checker.misread).
-	misreads, ignores Clients
-	// reads says how the misreading clients read it, as a short phrase.
-	reads string
-	// ignoresWhat names what the ignoring clients drop ("field", "key").
-	ignoresWhat string
+	// ignores are the clients that drop the value, whenever the code is
+	// reported (misreads: codeMisreads).
+	ignores Clients
 	// fails is set when the clients named as refusing fail their channel
 	// rather than reject the config.
 	fails bool
@@ -53,28 +50,33 @@ type codeEffects struct {
 	some bool
 }
 
+// codeTexts says what the clients of codeEffects do, in words.
+type codeTexts struct {
+	// reads says how the misreading clients read the value, as a short
+	// phrase.
+	reads string
+	// ignoresWhat names what the ignoring clients drop ("field", "key").
+	ignoresWhat string
+}
+
 // clientEffects are the codes whose diagnostics concern some clients and
 // not others. The refusals are the rules' own (refusedBy); this table holds
 // the rest, and docs/rules.md's table of clients is generated from both
 // (TestClientTable).
 var clientEffects = [numCodes]codeEffects{
-	codeTXTPrefixSplit:         {misreads: clientCore | clientJS, reads: "sees no config (looks for the prefix in the first string)"},
-	codeTXTAttributeSpelling:   {misreads: clientGo | clientCore | clientJS, reads: "sees no config (matches the attribute exactly)"},
-	codeTXTOtherRecords:        {misreads: clientGo, reads: "joins every TXT record of the name and fails to parse them"},
-	codeChoiceEmptyList:        {some: true, rejects: clientGo | clientJS, fails: true, misreads: clientGo | clientJS, reads: "matches no client with an empty list"},
+	codeChoiceEmptyList:        {some: true, rejects: clientGo | clientJS, fails: true},
 	codeChoicesNoCatchAll:      {some: true, rejects: clientGo | clientJS, fails: true},
-	codeChoiceExtensionKey:     {rejects: clientJava | clientJS, misreads: clientGo | clientCore, reads: "ignores the constraints, so may pick a choice meant for other clients"},
-	codeChoiceLanguageCase:     {some: true, misreads: clientGo | clientCore | clientJS, reads: "does not match the language as written (grpc-go: only \"GO\"; grpc-js: only \"node\"; C-core: only \"c++\")"},
-	codeFieldCase:              {misreads: clientGo, reads: "reads it as the field of that name", ignores: clientCore | clientJava | clientJS, ignoresWhat: "field"},
+	codeChoiceExtensionKey:     {rejects: clientJava | clientJS},
+	codeChoiceLanguageCase:     {some: true},
+	codeFieldCase:              {ignores: clientCore | clientJava | clientJS},
 	codeNullValue:              {rejects: clientJava | clientJS},
 	codeNumberString:           {some: true, rejects: clientGo | clientJava | clientJS},
 	codeNumberForm:             {rejects: clientGo | clientCore},
 	codeNumberRange:            {rejects: clientJava},
 	codeMethodNameMissing:      {rejects: clientJS},
 	codeDurationForm:           {some: true, rejects: clientCore | clientJava | clientJS},
-	codeDurationFraction:       {misreads: clientJS, reads: "takes the fraction digits as nanoseconds (\"0.1s\" as 1 ns)"},
 	codeDurationNegative:       {some: true, rejects: allClients},
-	codeTimeout:                {some: true, rejects: clientCore | clientJS, misreads: clientGo | clientJava, reads: "fails every call at once"},
+	codeTimeout:                {some: true, rejects: clientCore | clientJS},
 	codeRetryPerAttemptTimeout: {rejects: clientCore | clientJava},
 	codeStatusCodeCase:         {rejects: clientGo | clientCore | clientJava},
 	codeStatusCodeNumber:       {rejects: clientCore},
@@ -83,9 +85,41 @@ var clientEffects = [numCodes]codeEffects{
 	codeLBConfigEmpty:          {rejects: clientGo | clientCore},
 	codeLBPolicyUnsupported:    {some: true, rejects: allClients},
 	codeLBFallbackConfig:       {some: true, rejects: allClients},
-	codeLBPolicyCompat:         {some: true, rejects: clientCore | clientJava, misreads: clientGo, reads: "uses pick_first instead", ignores: clientJS, ignoresWhat: "field (uses pick_first)"},
+	codeLBPolicyCompat:         {some: true, rejects: clientCore | clientJava, ignores: clientJS},
 	codeRLSLookupScheme:        {some: true, rejects: allClients},
 	codeProtoDefaultValue:      {some: true, rejects: allClients},
+}
+
+// codeMisreads are the clients that read a code's values differently from
+// the spec whenever the code is reported; a rule that knows better names
+// its own (checker.misread). Apart from clientEffects because the checker
+// of every gRPC client of the resolver reads it, and nothing else there.
+var codeMisreads = [numCodes]Clients{
+	codeTXTPrefixSplit:       clientCore | clientJS,
+	codeTXTAttributeSpelling: clientGo | clientCore | clientJS,
+	codeTXTOtherRecords:      clientGo,
+	codeChoiceEmptyList:      clientGo | clientJS,
+	codeChoiceExtensionKey:   clientGo | clientCore,
+	codeChoiceLanguageCase:   clientGo | clientCore | clientJS,
+	codeFieldCase:            clientGo,
+	codeDurationFraction:     clientJS,
+	codeTimeout:              clientGo | clientJava,
+	codeLBPolicyCompat:       clientGo,
+}
+
+// clientTexts are the words of clientEffects, for ClientEffects and
+// docs/rules.md.
+var clientTexts = [numCodes]codeTexts{
+	codeTXTPrefixSplit:       {reads: "sees no config (looks for the prefix in the first string)"},
+	codeTXTAttributeSpelling: {reads: "sees no config (matches the attribute exactly)"},
+	codeTXTOtherRecords:      {reads: "joins every TXT record of the name and fails to parse them"},
+	codeChoiceEmptyList:      {reads: "matches no client with an empty list"},
+	codeChoiceExtensionKey:   {reads: "ignores the constraints, so may pick a choice meant for other clients"},
+	codeChoiceLanguageCase:   {reads: "does not match the language as written (grpc-go: only \"GO\"; grpc-js: only \"node\"; C-core: only \"c++\")"},
+	codeFieldCase:            {reads: "reads it as the field of that name", ignoresWhat: "field"},
+	codeDurationFraction:     {reads: "takes the fraction digits as nanoseconds (\"0.1s\" as 1 ns)"},
+	codeTimeout:              {reads: "fails every call at once"},
+	codeLBPolicyCompat:       {reads: "uses pick_first instead", ignoresWhat: "field (uses pick_first)"},
 }
 
 // effects is what each client does with what d points at, in the order
@@ -135,32 +169,35 @@ func (d *Diagnostic) blockedBy(declared Clients) Clients {
 	return out & declared
 }
 
-// Clients says, for a diagnostic that concerns some clients, what each of
-// them does with what it points at: "rejects config", "fails channel",
-// "ignores field", "reads it …" (how), "never picks this choice", or
-// "ok", keyed by the client's ID (go, c-core, java, node). It is nil for a
-// diagnostic that concerns every client alike.
-func (d *Diagnostic) Clients() map[string]string {
-	ce := &clientEffects[d.code()]
+// ClientEffects says, for a diagnostic that concerns some clients and not
+// others, what each of them does with what it points at: "rejects config",
+// "fails channel", "ignores field", "reads it …" (how), "never picks this
+// choice", or "ok", keyed by the client's ID (ClientIDs). It is nil for a
+// diagnostic that concerns every client alike. A function, not a method
+// of Diagnostic, for the reason ClientIDs is: with its texts it would add
+// about 10 kB to every gRPC client of the resolver.
+func ClientEffects(d *Diagnostic) map[string]string {
+	c := d.code()
+	ce := &clientEffects[c]
 	if d.refusedBy|d.misreadBy|ce.ignores == 0 {
 		return nil
 	}
 	m := make(map[string]string, len(clientIDs))
 	for i, e := range d.effects() {
-		m[clientIDs[i]] = e.text(ce)
+		m[clientIDs[i]] = e.text(&clientTexts[c])
 	}
 	return m
 }
 
-// text is e as Diagnostic.Clients says it.
-func (e effect) text(ce *codeEffects) string {
+// text is e as ClientEffects says it.
+func (e effect) text(ct *codeTexts) string {
 	switch e {
 	case effectUnreached:
 		return "never picks this choice"
 	case effectIgnores:
-		return "ignores " + cmpOr(ce.ignoresWhat, "it")
+		return "ignores " + cmpOr(ct.ignoresWhat, "it")
 	case effectMisreads:
-		return cmpOr(ce.reads, "reads it differently from the spec")
+		return cmpOr(ct.reads, "reads it differently from the spec")
 	case effectRejects:
 		return "rejects config"
 	case effectFails:

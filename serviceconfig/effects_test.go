@@ -38,8 +38,8 @@ func TestRefusalsDeclared(t *testing.T) {
 			if d.refusedBy&^ce.rejects != 0 {
 				t.Errorf("%s: %s names %s as refusing; clientEffects declares %s", name, d.Code, d.refusedBy, ce.rejects)
 			}
-			if d.misreadBy&^ce.misreads != 0 {
-				t.Errorf("%s: %s names %s as misreading; clientEffects declares %s", name, d.Code, d.misreadBy, ce.misreads)
+			if d.misreadBy&^codeMisreads[d.code()] != 0 {
+				t.Errorf("%s: %s names %s as misreading; clientEffects declares %s", name, d.Code, d.misreadBy, codeMisreads[d.code()])
 			}
 		}
 	}
@@ -80,7 +80,7 @@ func TestOneDiagnosticPerProblem(t *testing.T) {
 		switch d.Code {
 		case codeFieldCase.String():
 			fieldCase++
-			if m := d.Clients(); m["go"] != "reads it as the field of that name" || m["java"] != "ignores field" {
+			if m := ClientEffects(&d); m["go"] != "reads it as the field of that name" || m["java"] != "ignores field" {
 				t.Errorf("field-case clients: %v", m)
 			}
 		case codeUnknownField.String():
@@ -104,7 +104,7 @@ func TestClientTable(t *testing.T) {
 	b.WriteString("| code | grpc-go (`go`) | C-core (`c-core`) | grpc-java (`java`) | grpc-js (`node`) | our resolver (`dnsconfig`) |\n|---|---|---|---|---|---|\n")
 	for c := diagCode(1); c < numCodes; c++ {
 		ce := &clientEffects[c]
-		if ce.rejects|ce.misreads|ce.ignores == 0 {
+		if ce.rejects|codeMisreads[c]|ce.ignores == 0 {
 			continue
 		}
 		fmt.Fprintf(&b, "| `%s` |", c)
@@ -117,15 +117,15 @@ func TestClientTable(t *testing.T) {
 			case ce.rejects&cl != 0:
 				e = append(e, "**rejects config**")
 			}
-			if ce.misreads&cl != 0 {
-				e = append(e, "**"+ce.reads+"**")
+			if codeMisreads[c]&cl != 0 {
+				e = append(e, "**"+clientTexts[c].reads+"**")
 			}
 			if ce.ignores&cl != 0 {
-				e = append(e, effectIgnores.text(ce))
+				e = append(e, effectIgnores.text(&clientTexts[c]))
 			}
 			if len(e) == 0 {
 				e = append(e, "ok")
-			} else if ce.some && (ce.rejects|ce.misreads)&cl != 0 {
+			} else if ce.some && (ce.rejects|codeMisreads[c])&cl != 0 {
 				e[len(e)-1] += " (some values)"
 			}
 			fmt.Fprintf(&b, " %s |", strings.Join(e, "; "))

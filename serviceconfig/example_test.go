@@ -44,7 +44,7 @@ func ExamplePublish() {
 	const javaAndGo = `[{"clientLanguage": ["go", "java"], "serviceConfig": {}}]`
 	rec, ds := sc.Publish(sc.Source{Text: []byte(javaAndGo)}, sc.PublishOptions{Clients: sc.ClientGo})
 	for _, d := range ds {
-		fmt.Println(d.Severity, d.Code, d.Clients()["go"])
+		fmt.Println(d.Severity, d.Code, sc.ClientEffects(&d)["go"])
 	}
 	rec, _ = sc.Publish(sc.Source{Text: []byte(javaAndGo)}, sc.PublishOptions{Clients: sc.ClientJava})
 	fmt.Println(rec != nil)

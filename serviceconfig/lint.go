@@ -481,7 +481,7 @@ func lintTXTText(text []byte, opts LintOptions) Diagnostics {
 }
 
 func spellingDiagnostic(off int) Diagnostic {
-	return Diagnostic{Severity: codeTXTAttributeSpelling.severity(), Code: codeTXTAttributeSpelling.String(), Offset: off, misreadBy: clientEffects[codeTXTAttributeSpelling].misreads,
+	return Diagnostic{Severity: codeTXTAttributeSpelling.severity(), Code: codeTXTAttributeSpelling.String(), Offset: off, misreadBy: codeMisreads[codeTXTAttributeSpelling],
 		Message: "the attribute is not written exactly \"grpc_config=\": RFC 1464 allows other spellings (case, spaces, back-quotes) and our resolver reads them, but grpc-go, C-core and grpc-js look for the exact prefix; write grpc_config="}
 }
 
@@ -508,7 +508,7 @@ func lintRecordSet(records [][]string, p *presentation, opts LintOptions) Diagno
 		return append(ds, Diagnostic{Severity: codeTXTNoRecord.severity(), Code: codeTXTNoRecord.String(), Offset: p.start(0), Message: noRecordMessage(records)})
 	}
 	if others > 0 {
-		ds = append(ds, Diagnostic{Severity: codeTXTOtherRecords.severity(), Code: codeTXTOtherRecords.String(), Offset: p.start(other), misreadBy: clientEffects[codeTXTOtherRecords].misreads,
+		ds = append(ds, Diagnostic{Severity: codeTXTOtherRecords.severity(), Code: codeTXTOtherRecords.String(), Offset: p.start(other), misreadBy: codeMisreads[codeTXTOtherRecords],
 			Message: fmt.Sprintf("%d other TXT record(s) share this name: our resolver, C-core, grpc-java and grpc-js ignore them, but grpc-go joins every TXT record at the name and fails to parse the result; publish the config alone at _grpc_config.<host>", others)})
 	}
 	value, offs := recordBytes(records[found], found, pick.skip, p)
@@ -562,7 +562,7 @@ func configRecord(records [][]string, p *presentation) (pick recordPick, other, 
 		// joined), grpc-java (JNDI gives each record's strings joined);
 		// grpc-js (service-config.ts) and C-core's c-ares resolver
 		// (grpc_ares_wrapper.cc) compare the first string only.
-		ds = append(ds, Diagnostic{Severity: codeTXTPrefixSplit.severity(), Code: codeTXTPrefixSplit.String(), Offset: p.start(pick.found), misreadBy: clientEffects[codeTXTPrefixSplit].misreads,
+		ds = append(ds, Diagnostic{Severity: codeTXTPrefixSplit.severity(), Code: codeTXTPrefixSplit.String(), Offset: p.start(pick.found), misreadBy: codeMisreads[codeTXTPrefixSplit],
 			Message: fmt.Sprintf("record %d cuts grpc_config= across its strings: gRFC A2 joins them, and our resolver, grpc-go and grpc-java read the config, but grpc-js and C-core's c-ares resolver look for the prefix in the first string only and see no config; start the first string with the whole \"grpc_config=\"", pick.found)})
 	}
 	for _, r := range pick.extra {

@@ -179,9 +179,9 @@ func (v *peerVector) checkDeclared() []string {
 		}
 		switch {
 		case valid && !accepted:
-			bad = append(bad, fmt.Sprintf("--clients %s: lint says valid, but the spec or a declared client rejects it", strings.Join(list.IDs(), ",")))
+			bad = append(bad, fmt.Sprintf("--clients %s: lint says valid, but the spec or a declared client rejects it", strings.Join(ClientIDs(list), ",")))
 		case !valid && accepted && !misread:
-			bad = append(bad, fmt.Sprintf("--clients %s: lint says invalid, but the spec and the declared clients accept it and none misreads it: %v", strings.Join(list.IDs(), ","), ds))
+			bad = append(bad, fmt.Sprintf("--clients %s: lint says invalid, but the spec and the declared clients accept it and none misreads it: %v", strings.Join(ClientIDs(list), ","), ds))
 		}
 	}
 	return bad

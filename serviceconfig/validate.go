@@ -3,6 +3,7 @@ package serviceconfig
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -313,6 +314,7 @@ func validateRetryPolicy(c *checker, v int32) {
 		return
 	}
 	seen := map[string]bool{}
+	caseFrom := len(c.caseFields)
 	c.fields(v, func(k, val int32) {
 		switch {
 		case t.Is(k, "maxAttempts"):
@@ -346,26 +348,12 @@ func validateRetryPolicy(c *checker, v int32) {
 	})
 	if missing := missingFields(retryPolicyFields[:5], seen); missing != "" {
 		who := "gRPC clients reject the whole config"
-		if otherCase(t, v, retryPolicyFields[:5], seen) {
+		if caseVariantOf(c.caseFields[caseFrom:], retryPolicyFields[:5], seen) {
 			// grpc-go's own retry example writes MaxAttempts: grpc-go reads it.
 			who = "C-core, grpc-java and grpc-js reject the whole config; grpc-go reads the fields written in another case (field-case) and accepts it"
 		}
 		c.report(v, codeRetryPolicy, "retryPolicy is missing %s, which gRFC A6 requires (%s)", missing, who)
 	}
-}
-
-// otherCase reports whether object v has a member that names one of the
-// required fields not seen in another case.
-func otherCase(t *jtree.Tree, v int32, required []string, seen map[string]bool) bool {
-	for k := t.Nodes[v].First; k >= 0; k = t.Nodes[t.Nodes[k].Next].Next {
-		name := t.Str(k)
-		for _, f := range required {
-			if !seen[f] && name != f && strings.EqualFold(name, f) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // perAttemptRecvTimeout is in neither gRFC A6 nor service_config.proto, so
@@ -577,9 +565,33 @@ func validateRetryThrottling(c *checker, v int32) {
 			c.unknownField(k, codeUnknownField, "retryThrottling", []string{"maxTokens", "tokenRatio"})
 		}
 	})
-	if missing := missingFields([]string{"maxTokens", "tokenRatio"}, map[string]bool{"maxTokens": hasMax, "tokenRatio": hasRatio}); missing != "" {
+	if missing := missingThrottling(hasMax, hasRatio); missing != "" {
 		c.report(v, codeRetryThrottling, "retryThrottling is missing %s, which gRFC A6 requires", missing)
 	}
+}
+
+// caseVariantOf reports whether one of fields (names in another case than
+// a field's) names a required field not seen.
+func caseVariantOf(fields []rewrite, required []string, seen map[string]bool) bool {
+	for _, f := range fields {
+		if !seen[f.canon] && slices.Contains(required, f.canon) {
+			return true
+		}
+	}
+	return false
+}
+
+// missingThrottling names the required fields of retryThrottling not seen.
+func missingThrottling(hasMax, hasRatio bool) string {
+	switch {
+	case !hasMax && !hasRatio:
+		return "maxTokens and tokenRatio"
+	case !hasMax:
+		return "maxTokens"
+	case !hasRatio:
+		return "tokenRatio"
+	}
+	return ""
 }
 
 func truncateDecimals(raw string, n int) string {

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/grpc-config-dns/grpc-config-dns/model"
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
 )
 
@@ -253,7 +254,7 @@ func (s *Store) validateBatch(zc *model.Zone, z string, todo, all []*batchItem) 
 				}
 				for _, d := range ds {
 					bad[k] = append(bad[k], Diagnostic{Severity: d.Severity.String(), Code: d.Code, Message: d.Message,
-						Path: fmt.Sprintf("/items/%d/spec%s", index[it], d.Path), Line: d.Line, Column: d.Column, Clients: d.Clients()})
+						Path: fmt.Sprintf("/items/%d/spec%s", index[it], d.Path), Line: d.Line, Column: d.Column, Clients: sc.ClientEffects(&d)})
 				}
 			}
 		})

@@ -179,7 +179,7 @@ type Diagnostic struct {
 	Line     int    `json:"line,omitempty"`
 	Column   int    `json:"column,omitempty"`
 	// Clients says, for a diagnostic that concerns some gRPC clients and
-	// not others, what each does (serviceconfig.Diagnostic.Clients).
+	// not others, what each does (serviceconfig.ClientEffects).
 	Clients map[string]string `json:"clients,omitempty"`
 }
 
@@ -229,7 +229,7 @@ func invalid(what string, ds sc.Diagnostics) *Error {
 	e := errorf(http.StatusUnprocessableEntity, ReasonInvalid, "%s is invalid: nothing was stored; fix the errors listed in diagnostics", what)
 	for _, d := range ds {
 		e.Diagnostics = append(e.Diagnostics, Diagnostic{Severity: d.Severity.String(), Code: d.Code, Message: d.Message,
-			Path: "/spec" + d.Path, Line: d.Line, Column: d.Column, Clients: d.Clients()})
+			Path: "/spec" + d.Path, Line: d.Line, Column: d.Column, Clients: sc.ClientEffects(&d)})
 	}
 	return e
 }

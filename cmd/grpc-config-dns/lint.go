@@ -148,7 +148,7 @@ func (e *env) lintEntry(arg string, strict bool, opts sc.LintOptions) (lintInput
 	in := lintInput{Input: displayName(arg), Valid: !ds.HasErrors() && !(strict && len(ds) > 0), Diagnostics: []lintJSONDiagnostic{}}
 	for i := range ds {
 		d := &ds[i]
-		in.Diagnostics = append(in.Diagnostics, lintJSONDiagnostic{diagnosticOf(*d), d.Clients()})
+		in.Diagnostics = append(in.Diagnostics, lintJSONDiagnostic{diagnosticOf(*d), sc.ClientEffects(d)})
 	}
 	return in, kind, nil
 }
@@ -165,7 +165,7 @@ func (v clientsValue) String() string {
 	if v.c == nil || *v.c == 0 {
 		return "all"
 	}
-	return strings.Join(v.c.IDs(), ",")
+	return strings.Join(sc.ClientIDs(*v.c), ",")
 }
 
 func (v clientsValue) Set(s string) error {

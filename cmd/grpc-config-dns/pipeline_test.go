@@ -86,7 +86,7 @@ var pipelineCompats = func() []sc.PublishOptions {
 // clientsArg is opts's declared clients as --clients and compat.clients
 // take them.
 func clientsArg(opts sc.PublishOptions) string {
-	if ids := opts.Clients.IDs(); len(ids) > 0 {
+	if ids := sc.ClientIDs(opts.Clients); len(ids) > 0 {
 		return strings.Join(ids, ",")
 	}
 	return "none"

@@ -66,6 +66,8 @@ var pages = template.Must(template.New("").Funcs(template.FuncMap{
 	"labels":     formatLabels,
 	"serviceURL": serviceURL,
 	"policyURL":  policyURL,
+	// What each client does with a diagnostic's value.
+	"clients": func(d sc.Diagnostic) map[string]string { return sc.ClientEffects(&d) },
 }).ParseFS(files, "templates/*.html"))
 
 func trimdot(s string) string { return strings.TrimSuffix(s, ".") }

@@ -253,7 +253,7 @@ func TestIndexListsAtMost500ServicesPerZone(t *testing.T) {
 }
 
 // A diagnostic that concerns some clients and not others shows what each
-// does, client by client (Diagnostic.Clients); the record's diagnostics
+// does, client by client (ClientEffects); the record's diagnostics
 // are those of its service's declared clients.
 func TestServicePageShowsWhatEachClientDoes(t *testing.T) {
 	cfg, ds := model.Parse([]byte(`

@@ -298,9 +298,9 @@ func TestClientVerdicts(t *testing.T) {
 			refused := sc.LintRecords(r, sc.LintOptions{Owner: owner, Clients: cl, AsServed: true}).HasErrors()
 			switch {
 			case deviates && !refused:
-				t.Errorf("%s: %s does %q where the spec prescribes %q, but lint --clients %s accepts the record", c.Host, name, want, c.intent(name), cl.IDs()[0])
+				t.Errorf("%s: %s does %q where the spec prescribes %q, but lint --clients %s accepts the record", c.Host, name, want, c.intent(name), sc.ClientIDs(cl)[0])
 			case !deviates && refused && !specInvalid:
-				t.Errorf("%s: %s does as the spec prescribes (%q), but lint --clients %s refuses the record", c.Host, name, c.intent(name), cl.IDs()[0])
+				t.Errorf("%s: %s does as the spec prescribes (%q), but lint --clients %s refuses the record", c.Host, name, c.intent(name), sc.ClientIDs(cl)[0])
 			}
 		}
 	}
