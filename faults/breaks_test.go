@@ -24,7 +24,7 @@ func breaksFleet(n int, br string, timeout string) string {
 	for i := range n {
 		fmt.Fprintf(&b, "      - name: s%d\n        addresses: [10.0.%d.%d]\n        serviceConfig: {methodConfig: [{name: [{service: s%d}], timeout: %s}]}\n", i, i/256, i%256, i, timeout)
 	}
-	b.WriteString("      # note" + br + "    ttl: 7\n    compat: {nineDigitDurations: false}\n")
+	b.WriteString("      # note" + br + "    ttl: 7\n    compat: {nineDigitDurations: false, clients: go}\n")
 	return b.String()
 }
 
