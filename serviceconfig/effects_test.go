@@ -159,3 +159,32 @@ func syncDocSection(t *testing.T, file, begin, end, want string, update bool, ho
 		t.Fatal(err)
 	}
 }
+
+// FuzzParseClients: compat.clients and --clients are read by
+// ParseClients, from a user's file: it never panics, and what it accepts
+// is written back by ClientIDs and read again as the same set.
+func FuzzParseClients(f *testing.F) {
+	for _, s := range []string{"all", "go,java", " c-core , node ", "dnsconfig", "none", "", ",", "go,,java", "swift", "GO", "grpc-js,python"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		c, err := ParseClients(s)
+		if err != nil {
+			if c != 0 {
+				t.Fatalf("ParseClients(%q) = %v with error %v", s, c, err)
+			}
+			return
+		}
+		ids := ClientIDs(c)
+		if len(ids) == 0 {
+			if c != clientsDeclared {
+				t.Fatalf("ParseClients(%q) = %08b: no client, but not none", s, c)
+			}
+			return
+		}
+		back, err := ParseClients(strings.Join(ids, ","))
+		if err != nil || back != c&AllClients {
+			t.Fatalf("ParseClients(%q) = %v; its IDs %v read back as %v, %v", s, c, ids, back, err)
+		}
+	})
+}

@@ -28,8 +28,27 @@ func lintObjects(arg string, text []byte) (ds sc.Diagnostics, ok bool) {
 			return nil, false // not an object: a record, or something lint does not know
 		}
 	}
-	add := func(src *objectSource, what string, found sc.Diagnostics) {
+	zones := map[string]*model.Zone{}
+	policies := map[string][]*policy.Policy{}
+	// policySrc is where each policy of the file is, by zone and name: a
+	// service's problem that a policy's value causes is placed there, as
+	// serve places it in a config (the model says which policy: its
+	// message starts "policy NAME, applied to service …", its pointer is
+	// into the policy's spec).
+	policySrc := map[string]*objectSource{}
+	placeIn := func(src *objectSource, zone string, d sc.Diagnostic) *objectSource {
+		name, _, ok := strings.Cut(strings.TrimPrefix(d.Message, "policy "), ", applied to service ")
+		if !strings.HasPrefix(d.Path, "/default") || !strings.HasPrefix(d.Message, "policy ") || !ok {
+			return src
+		}
+		if ps := policySrc[zone+"/"+name]; ps != nil {
+			return ps
+		}
+		return src
+	}
+	add := func(src *objectSource, zone, what string, found sc.Diagnostics) {
 		for _, d := range found {
+			src := placeIn(src, zone, d)
 			sd := store.Diagnostic{Severity: d.Severity.String(), Code: d.Code, Message: d.Message, Path: "/spec" + d.Path, Line: d.Line, Column: d.Column}
 			if d.Path == "" && d.Line == 0 {
 				sd.Path = ""
@@ -43,8 +62,6 @@ func lintObjects(arg string, text []byte) (ds sc.Diagnostics, ok bool) {
 			ds = append(ds, d)
 		}
 	}
-	zones := map[string]*model.Zone{}
-	policies := map[string][]*policy.Policy{}
 	zoneOf := func(name string) *model.Zone {
 		if z := zones[name]; z != nil {
 			return z
@@ -67,7 +84,7 @@ func lintObjects(arg string, text []byte) (ds sc.Diagnostics, ok bool) {
 			switch {
 			case pass == 0 && name == "":
 				z, found := model.ValidateZone(zone, o.Spec, nil)
-				add(srcs[i], "zone "+zone, found)
+				add(srcs[i], key, "zone "+zone, found)
 				if z != nil {
 					zones[key] = z
 				}
@@ -77,7 +94,8 @@ func lintObjects(arg string, text []byte) (ds sc.Diagnostics, ok bool) {
 					continue
 				}
 				p, found := model.ValidatePolicy(z, o.Metadata.Name, o.Spec)
-				add(srcs[i], fmt.Sprintf("policy %s of zone %s", o.Metadata.Name, zone), found)
+				add(srcs[i], key, fmt.Sprintf("policy %s of zone %s", o.Metadata.Name, zone), found)
+				policySrc[key+"/"+o.Metadata.Name] = srcs[i]
 				if p != nil {
 					policies[key] = append(policies[key], p)
 				}
@@ -92,7 +110,7 @@ func lintObjects(arg string, text []byte) (ds sc.Diagnostics, ok bool) {
 					}
 				}
 				_, found := model.ValidateService(z, name, o.Metadata.Labels, o.Spec, nil)
-				add(srcs[i], fmt.Sprintf("service %s of zone %s", name, zone), found)
+				add(srcs[i], key, fmt.Sprintf("service %s of zone %s", name, zone), found)
 			}
 		}
 	}
