@@ -111,14 +111,16 @@ func markUnreached(ds Diagnostics, ch *Choices) {
 	if ch == nil || len(ch.List) == 0 {
 		return
 	}
+	// Most records have no refusal: the reach is worked out for the first.
 	var byElem map[int32]int
-	picks, seen, _ := choiceReach(ch)
+	var picks, seen []Clients
 	for j := range ds {
 		d := &ds[j]
 		if d.choice == 0 || d.refusedBy|d.misreadBy == 0 {
 			continue
 		}
 		if byElem == nil {
+			picks, seen, _ = choiceReach(ch)
 			byElem = make(map[int32]int, len(ch.List))
 			for k := range ch.List {
 				byElem[int32(ch.List[k].elem)] = k
