@@ -142,15 +142,20 @@ func (c *checker) refuse(n int32, code diagCode, who client, format string, args
 		return
 	}
 	// Past the cap, a warning that names a client refusing the config is
-	// still listed when no listed one names it: the verdict (the
-	// publisher's compat gate) asks the diagnostics which clients refuse
-	// the config, and must not lose the answer to the cap.
+	// still listed when no listed one names it, so that the message says
+	// which; and the clients of every one left out are kept on the count
+	// (refusedBy of diagnostics-omitted), which the verdict takes as a
+	// refusal by them: a refusal is never lost to the cap, though one left
+	// out may be of a choice the client never picks, or a rewritten value
+	// (the verdict errs on the side of refusing a record of a hundred
+	// problems).
 	if c.full(code) && (who|misreads == 0 || (who|misreads)&^c.refusers == 0) {
 		if c.omitted < 0 {
 			c.omitted = len(c.diags)
 			c.diags = append(c.diags, Omitted(0, 0))
 		}
 		c.diags[c.omitted].omitted[sev-Error]++
+		c.diags[c.omitted].refusedBy |= who | misreads
 		return
 	}
 	c.shown[sev-Error]++

@@ -9,11 +9,12 @@ import (
 // configs lint models (docs/rules.md, "Clients"): grpc-go with its own dns
 // resolver, C-core (and the languages built on it: C++, Python, Ruby,
 // PHP, C#), grpc-java, grpc-js, and our resolver (dnsconfig:///, which
-// reads records as the specs say, our extension included). A user declares the clients that read
-// their records (compat.clients, --clients); a record that a declared
-// client would reject, fail its channel on, or read differently from the
-// spec is then an error, everywhere: lint, encode, serve, zone, publish
-// and the admin API reach that verdict from one function (Publish).
+// reads records as the specs say, our extension included). A user
+// declares the clients that read their records (compat.clients,
+// --clients); a record that a declared client would reject, fail its
+// channel on, or read differently from the spec is then an error,
+// everywhere: lint, encode, serve, zone, publish and the admin API reach
+// that verdict from one function (judge, which Lint and Publish apply).
 //
 // What each client does was read from its sources and tests (grpc-go 1.85,
 // C-core and grpc-java at HEAD of 2026-08, grpc-js 1.13/1.14); the
@@ -66,9 +67,9 @@ func ParseClients(s string) (Clients, error) {
 		c, ok := clientByID(f)
 		if !ok {
 			if f == "" {
-				return 0, fmt.Errorf("empty client name in %q: list clients from go, c-core, java, node, dnsconfig, or all", s)
+				return 0, fmt.Errorf("empty client name in %q: list clients from go, c-core, java, node, dnsconfig, or all (or none)", s)
 			}
-			return 0, fmt.Errorf("unknown client %q: list clients from go, c-core, java, node, dnsconfig, or all", f)
+			return 0, fmt.Errorf("unknown client %q: list clients from go, c-core, java, node, dnsconfig, or all (or none)", f)
 		}
 		cs |= c
 	}

@@ -218,44 +218,66 @@ func omittedMessage(errors, warnings int) string {
 }
 
 // Capped returns ds cut to MaxDiagnostics diagnostics, errors kept before
-// warnings (so that an invalid input still shows an error), in their
-// order, followed by one diagnostic that counts what was left out (its
-// own and any such count already in ds). ds is returned as is when
-// nothing needs to be left out.
+// warnings (so that an invalid input still shows an error), and warnings
+// that name clients refusing or misreading the value before the others (so
+// that the verdict for declared clients, judged after the cap, still shows
+// why), in their order, followed by one diagnostic that counts what was
+// left out (its own and any such count already in ds), with the clients
+// the problems left out name. ds is returned as is when nothing needs to
+// be left out.
 func (ds Diagnostics) Capped() Diagnostics {
-	var nErr, nWarn, summaries int
-	for _, d := range ds {
+	var n [3]int // errors, warnings naming clients, other warnings
+	summaries := 0
+	rank := func(d *Diagnostic) int {
 		switch {
-		case d.Code == omittedCode:
-			summaries++
 		case d.Severity == Error:
-			nErr++
-		default:
-			nWarn++
+			return 0
+		case d.refusedBy|d.misreadBy != 0:
+			return 1
 		}
+		return 2
 	}
-	if summaries == 0 && nErr+nWarn <= MaxDiagnostics {
+	for i := range ds {
+		if ds[i].Code == omittedCode {
+			summaries++
+			continue
+		}
+		n[rank(&ds[i])]++
+	}
+	if summaries == 0 && n[0]+n[1]+n[2] <= MaxDiagnostics {
 		return ds
 	}
-	keepErr := min(nErr, MaxDiagnostics)
-	keepWarn := min(nWarn, MaxDiagnostics-keepErr)
-	more := [2]int{nErr - keepErr, nWarn - keepWarn}
-	out := make(Diagnostics, 0, keepErr+keepWarn+1)
-	for _, d := range ds {
-		switch {
-		case d.Code == omittedCode:
+	var keep [3]int
+	room := MaxDiagnostics
+	for r := range keep {
+		keep[r] = min(n[r], room)
+		room -= keep[r]
+	}
+	more := [2]int{n[0] - keep[0], n[1] + n[2] - keep[1] - keep[2]}
+	out := make(Diagnostics, 0, MaxDiagnostics-room+1)
+	// The clients that a problem left out refuses or misreads stay on the
+	// count, as the checker keeps them (refuse), for the verdict (judge,
+	// which runs after the cap).
+	var refused Clients
+	for i := range ds {
+		d := &ds[i]
+		if d.Code == omittedCode {
 			more[0] += d.omitted[0]
 			more[1] += d.omitted[1]
-		case d.Severity == Error && keepErr > 0:
-			out = append(out, d)
-			keepErr--
-		case d.Severity != Error && keepWarn > 0:
-			out = append(out, d)
-			keepWarn--
+			refused |= d.refusedBy
+			continue
 		}
+		if r := rank(d); keep[r] > 0 {
+			out = append(out, *d)
+			keep[r]--
+			continue
+		}
+		refused |= d.refusedBy | d.misreadBy
 	}
 	if more[0]+more[1] > 0 {
-		out = append(out, Omitted(more[0], more[1]))
+		o := Omitted(more[0], more[1])
+		o.refusedBy = refused
+		out = append(out, o)
 	}
 	return out
 }

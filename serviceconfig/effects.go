@@ -103,7 +103,7 @@ var codeMisreads = [numCodes]Clients{
 	codeChoiceLanguageCase:   clientGo | clientCore | clientJS,
 	codeFieldCase:            clientGo,
 	codeDurationFraction:     clientJS,
-	codeTimeout:              clientGo | clientJava,
+	codeTimeout:              allClients,
 	codeLBPolicyCompat:       clientGo,
 }
 
@@ -233,6 +233,12 @@ var txtFormCodes = func() (s codeSet) {
 // The codes in rewritten are not judged: what the publisher rewrites in
 // the record it publishes (rewrittenCodes).
 func judge(ds Diagnostics, declared Clients, allowMisspelled bool, rewritten codeSet) Diagnostics {
+	judged := false
+	defer func() {
+		if judged {
+			ds.Sort() // errors before warnings at one place
+		}
+	}()
 	for i := range ds {
 		d := &ds[i]
 		if d.Severity != Warning {
@@ -242,12 +248,14 @@ func judge(ds Diagnostics, declared Clients, allowMisspelled bool, rewritten cod
 			continue
 		}
 		if d.suggestion != "" && !allowMisspelled {
+			judged = true
 			d.Severity, d.Code = codeMisspelledField.severity(), codeMisspelledField.String()
 			d.Message = strings.TrimSuffix(d.Message, "; gRPC clients ignore it") +
 				"; gRPC clients would ignore it and drop the value silently, so it is not published: correct the name"
 			continue
 		}
 		if b := d.blockedBy(declared); b != 0 {
+			judged = true
 			d.Severity = Error
 			if d.Message != "" {
 				d.Message += "; an error because " + b.String() + " " + b.verb("is", "are") + " among the declared clients (compat.clients, --clients)"

@@ -188,3 +188,36 @@ func FuzzParseClients(f *testing.F) {
 		}
 	})
 }
+
+// The verdict's edge cases a review found: a refusal past the cap is not
+// lost, and a choice's criteria count only for the clients that come to it.
+func TestVerdictEdges(t *testing.T) {
+	var many strings.Builder
+	for i := range 120 {
+		fmt.Fprintf(&many, `,{"name":[{"service":"s%d"}],"x%d":1}`, i, i)
+	}
+	for _, tc := range []struct {
+		name, record string
+		clients      Clients
+		valid        bool
+	}{
+		// grpc-js rejects the methodConfig without a name, past 120
+		// unknown fields; a rewritten "0.1s" named grpc-js before it.
+		{"past the cap, after a rewritten value", `{"methodConfig":[{"name":[{}],"timeout":"0.1s"}` + many.String() + `,{"timeout":"1s"}]}`, ClientNode, false},
+		{"past the cap", `{"methodConfig":[{"name":[{}],"timeout":"1s"}` + many.String() + `,{"timeout":"1s"}]}`, ClientNode, false},
+		// grpc-go takes choice 0: choice 1's "go" and choice 2's empty
+		// list are never read by it.
+		{"a criterion of a choice grpc-go never reaches", `[{"clientLanguage":["GO"],"serviceConfig":{}},{"clientLanguage":["go","java"],"serviceConfig":{}},{"serviceConfig":{}}]`, ClientGo, true},
+		{"an empty list after grpc-go's choice", `[{"clientLanguage":["GO"],"serviceConfig":{}},{"clientHostname":[],"serviceConfig":{}}]`, ClientGo, true},
+		{"an empty list grpc-go comes to", `[{"clientHostname":[],"serviceConfig":{}},{"serviceConfig":{}}]`, ClientGo, false},
+		// Constraints on a choice grpc-go never picks: nothing to misread.
+		{"constraints on a java-only choice", `[{"clientLanguage":["GO"],"serviceConfig":{}},{"clientLanguage":["java"],"dynamicParameterConstraints":{"constraint":{"key":"env","value":"x"}},"serviceConfig":{}},{"serviceConfig":{}}]`, ClientGo, true},
+		{"constraints grpc-java reads", `[{"clientLanguage":["GO"],"serviceConfig":{}},{"clientLanguage":["java"],"dynamicParameterConstraints":{"constraint":{"key":"env","value":"x"}},"serviceConfig":{}},{"serviceConfig":{}}]`, ClientJava, false},
+	} {
+		_, ds := Lint([]byte(tc.record), LintOptions{Clients: tc.clients})
+		rec, pds := Publish(Source{Text: []byte(tc.record)}, PublishOptions{Clients: tc.clients, NineDigitDurations: true, OmitNulls: true})
+		if !ds.HasErrors() != tc.valid || (rec != nil) != tc.valid {
+			t.Errorf("%s: lint valid=%v, Publish published=%v, want %v\nlint: %v\nPublish: %v", tc.name, !ds.HasErrors(), rec != nil, tc.valid, ds, pds)
+		}
+	}
+}

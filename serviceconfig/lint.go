@@ -63,6 +63,11 @@ type LintOptions struct {
 	// grpc-js reject there is only a warning of a record to publish; of a
 	// record already served it is what clients get.
 	AsServed bool
+	// DurationsAsWritten and NullsKept judge a record to publish as the
+	// publisher publishes it with compat nineDigitDurations: false and
+	// omitNulls: false (PublishOptions): its short fractions and null
+	// members are then served, and judged.
+	DurationsAsWritten, NullsKept bool
 
 	// goRulesOnly leaves the JSON Schema layer out even when it is linked
 	// in.
@@ -98,8 +103,12 @@ func (o LintOptions) judge(ds Diagnostics) Diagnostics {
 	skip := o.rewritten
 	if !o.AsServed {
 		skip = txtFormCodes
-		skip.add(codeDurationFraction)
-		skip.add(codeNullValue)
+		if !o.DurationsAsWritten {
+			skip.add(codeDurationFraction)
+		}
+		if !o.NullsKept {
+			skip.add(codeNullValue)
+		}
 	}
 	return judge(ds, o.Clients.declared(), o.AllowMisspelledFields, skip)
 }
@@ -138,9 +147,8 @@ func Lint(text []byte, opts LintOptions) (Kind, Diagnostics) {
 			ds[i].Offset = firstSignificant(text)
 		}
 	}
-	ds = opts.judge(ds)
 	ds.Sort()
-	ds = ds.Capped()
+	ds = opts.judge(ds.Capped())
 	locate(ds, text)
 	return k, ds
 }
@@ -156,9 +164,9 @@ func LintRecords(records [][]string, opts LintOptions) Diagnostics {
 	if n > MaxRecordText {
 		return Diagnostics{recordTooLarge(n, "of TXT data")}
 	}
-	ds := opts.judge(lintRecordSet(records, nil, opts))
+	ds := lintRecordSet(records, nil, opts)
 	ds.Sort()
-	return ds.Capped()
+	return opts.judge(ds.Capped())
 }
 
 // unknownKind is the diagnostic for an input that is none of the kinds.
@@ -197,9 +205,8 @@ func lintJSON(value []byte, k Kind, opts LintOptions) (Diagnostics, *lintFacts) 
 		return Diagnostics{recordTooLarge(len(value), "of JSON")}, nil
 	}
 	ds, f := lintParsed(value, k, opts, nil)
-	ds = opts.judge(ds)
 	ds.Sort()
-	return ds.Capped(), f
+	return opts.judge(ds.Capped()), f
 }
 
 // lintValue checks a JSON choice list or service config. offs maps value
@@ -381,7 +388,7 @@ func reportNoCatchAll(c *checker, ch *Choices) {
 	_, _, left := choiceReach(ch)
 	who := left & (clientGo | clientJS)
 	last := ch.List[len(ch.List)-1].node
-	c.pushIdx(len(ch.List) - 1)
+	c.pushIdx(ch.List[len(ch.List)-1].elem)
 	if who == 0 {
 		c.report(last, codeChoicesNoCatchAll, "no choice matches every client: a client that matches none gets no config from this record and uses the channel's default config (our resolver, C-core, grpc-java); end the list with a choice without criteria, like {\"serviceConfig\":{}}")
 	} else {

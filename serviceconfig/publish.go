@@ -82,12 +82,13 @@ type Record struct {
 }
 
 // Publish decides whether src may be published and in which form, with
-// every rule: the record is checked as lint checks it; its compact form is
-// rewritten as opts says and sized as it will be served; and, unless opts
-// allows it, a record on which grpc-go's own resolver would fail its
-// channel is refused. It returns the record, or nil when the diagnostics
-// hold an error. It is the one decision the publisher (serve and zone,
-// through package model) and the encode command make.
+// every rule: the record is checked as lint checks it, judged for the
+// clients opts declares (a record one of them would reject, fail its
+// channel on, or misread is refused: judge, which Lint applies too); its
+// compact form is rewritten as opts says and sized as it will be served.
+// It returns the record, or nil when the diagnostics hold an error. It is
+// the one decision the publisher (serve, zone and the admin API, through
+// package model) and the encode command make.
 func Publish(src Source, opts PublishOptions) (*Record, Diagnostics) {
 	r := src.read(opts)
 	defer r.release()

@@ -105,8 +105,9 @@ func choiceReach(ch *Choices) (picks, seen []Clients, left Clients) {
 
 // markUnreached sets, on the diagnostics of ch's choices, the clients that
 // never pick the choice (for what is in its service config) or never come
-// to it (for its dynamicParameterConstraints, which grpc-java and grpc-js
-// reject when they read it).
+// to it (for its criteria; for its dynamicParameterConstraints, which
+// grpc-java and grpc-js reject when they read it and grpc-go and C-core
+// misread when they pick it).
 func markUnreached(ds Diagnostics, ch *Choices) {
 	if ch == nil || len(ch.List) == 0 {
 		return
@@ -130,11 +131,18 @@ func markUnreached(ds Diagnostics, ch *Choices) {
 		if !ok {
 			continue
 		}
+		config := "/" + strconv.Itoa(int(d.choice-1)) + "/" + keyServiceConfig
 		switch {
 		case d.Code == codeChoiceExtensionKey.String():
-			d.unreached = AllClients &^ seen[k]
-		case strings.HasPrefix(d.Path, "/"+strconv.Itoa(int(d.choice-1))+"/"+keyServiceConfig+"/") || d.Path == "/"+strconv.Itoa(int(d.choice-1))+"/"+keyServiceConfig:
+			// grpc-java and grpc-js reject the record when they read the
+			// choice; grpc-go and C-core misread it when they pick it.
+			d.unreached = (clientJava|clientJS)&^seen[k] | (clientGo|clientCore)&^picks[k]
+		case d.Path == config || strings.HasPrefix(d.Path, config+"/"):
+			// A choice's config is read by the clients that pick it.
 			d.unreached = AllClients &^ picks[k]
+		default:
+			// Its criteria, by the clients that come to it.
+			d.unreached = AllClients &^ seen[k]
 		}
 	}
 }

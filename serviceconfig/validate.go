@@ -129,7 +129,7 @@ func validateMethodConfig(c *checker, mc int32, names map[string]int32) {
 			// A Duration; nothing in the spec forbids a negative one.
 			if d, ok := duration(c, v, "timeout"); ok && d.neg() {
 				who := negRefusers(d, clientCore|clientJS)
-				c.refuse(v, codeTimeout, who, "timeout %s is negative: the spec does not forbid it, but %s %s the whole config, and the clients that take it fail every call at once; write a positive duration like \"1.5s\", or remove it for no timeout", t.Raw(v), who, who.verb("rejects", "reject"))
+				c.misread(v, codeTimeout, who, allClients&^who, "timeout %s is negative: the spec does not forbid it, but %s %s the whole config, and the clients that take it fail every call at once; write a positive duration like \"1.5s\", or remove it for no timeout", t.Raw(v), who, who.verb("rejects", "reject"))
 			}
 		case t.Is(k, "maxRequestMessageBytes"), t.Is(k, "maxResponseMessageBytes"):
 			messageSize(c, k, v)

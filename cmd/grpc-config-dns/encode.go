@@ -27,7 +27,7 @@ grpc-js would otherwise read as 1 ns; --nine-digit-durations=false keeps
 them as written); members whose value is null, which proto3 JSON reads as
 absent but grpc-java and grpc-js reject, are left out (--omit-nulls=false
 keeps them); and a record that one of the declared clients (--clients
-go,c-core,java,node or all; default all, as compat.clients) would reject,
+go,c-core,java,node,dnsconfig, all or none; default all, as compat.clients) would reject,
 fail its channel on, or read differently from the spec is refused, with the
 diagnostic that says which client does what: lint gives the same verdict
 (docs/rules.md, "Clients"). --allow-grpc-go-failure, from before clients

@@ -38,7 +38,7 @@ included (code input-unreadable), and gives each diagnostic that concerns
 some clients and not others a "clients" object saying what each does.
 
 lint's verdict is the publisher's (docs/rules.md, "Clients"): a record that
-one of the declared clients (--clients go,c-core,java,node or all; default
+one of the declared clients (--clients go,c-core,java,node,dnsconfig, all or none; default
 all) would reject, fail its channel on, or read differently from the spec
 is an error, and so is a field one typo away from a known one (unless
 --allow-misspelled-fields), as serve, encode and the admin API refuse it. A
@@ -63,6 +63,25 @@ warning); 2 usage or I/O error.`,
 	cmd.Flags().BoolVar(&strict, "strict", false, "treat warnings as errors")
 	clientsFlag(cmd, &opts.Clients)
 	cmd.Flags().BoolVar(&opts.AllowMisspelledFields, "allow-misspelled-fields", false, "accept a field one typo away from one gRPC defines, as serve does with compat: {allowMisspelledFields: true}")
+	// encode's and compat's other settings, so that lint judges a record
+	// as it would be published with them.
+	nine := cmd.Flags().Bool("nine-digit-durations", true, "judge the record as published with durations rewritten to nine fraction digits, as serve does by default")
+	omit := cmd.Flags().Bool("omit-nulls", true, "judge the record as published with null members left out, as serve does by default")
+	noGo := cmd.Flags().Bool("allow-grpc-go-failure", false, "take go out of the declared clients, as compat: {allowGrpcGoFailure: true}")
+	cmd.PreRunE = func(*cobra.Command, []string) error {
+		opts.DurationsAsWritten, opts.NullsKept = !*nine, !*omit
+		if *noGo {
+			c := opts.Clients
+			if c == 0 {
+				c = sc.AllClients
+			}
+			if c &^= sc.ClientGo; c == 0 {
+				c, _ = sc.ParseClients("none")
+			}
+			opts.Clients = c
+		}
+		return nil
+	}
 	trustAnchorFlag(cmd, e)
 	return cmd
 }
@@ -182,7 +201,7 @@ func (clientsValue) Type() string { return "LIST" }
 // clientsFlag adds --clients, the clients declared to read the records
 // (docs/rules.md, "Clients").
 func clientsFlag(cmd *cobra.Command, c *sc.Clients) {
-	cmd.Flags().Var(clientsValue{c}, "clients", "the gRPC clients that read the records, comma-separated from go, c-core, java, node, or all: a record one of them would reject, fail its channel on, or misread is an error")
+	cmd.Flags().Var(clientsValue{c}, "clients", "the gRPC clients that read the records, comma-separated from go, c-core, java, node, dnsconfig (our resolver), all, or none: a record one of them would reject, fail its channel on, or misread is an error")
 }
 
 // printLintText prints the diagnostics of the input in, compiler-style,

@@ -124,12 +124,13 @@ func TestOnePublishPipeline(t *testing.T) {
 			if got := encodeVerdict(t, c.text, opts); got != want {
 				t.Errorf("%s: encode %s, Publish %s %v", where, got, want, codes(ds))
 			}
-			if opts.NineDigitDurations && opts.OmitNulls && !opts.AllowMisspelledFields && !opts.AllowGrpcGoFailure {
-				// Lint judges a record as the publisher publishes it.
-				code, out, _ := runStdin(t, c.text, "lint", "--clients", clientsArg(opts), "-")
-				if (code == exitOK) != (rec != nil) {
-					t.Errorf("%s: lint exits %d, Publish publishes %v %v\n%s", where, code, rec != nil, codes(ds), out)
-				}
+			// Lint judges a record as the publisher publishes it, with the
+			// same settings.
+			code, out, _ := runStdin(t, c.text, "lint", "--clients", clientsArg(opts),
+				"--nine-digit-durations="+strconv.FormatBool(opts.NineDigitDurations), "--omit-nulls="+strconv.FormatBool(opts.OmitNulls),
+				"--allow-misspelled-fields="+strconv.FormatBool(opts.AllowMisspelledFields), "--allow-grpc-go-failure="+strconv.FormatBool(opts.AllowGrpcGoFailure), "-")
+			if (code == exitOK) != (rec != nil) {
+				t.Errorf("%s: lint exits %d, Publish publishes %v %v\n%s", where, code, rec != nil, codes(ds), out)
 			}
 			if value == nil {
 				continue // a TXT record a publisher config cannot hold
