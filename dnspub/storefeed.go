@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"runtime"
 	"slices"
 	"strings"
@@ -62,9 +63,12 @@ type feed struct {
 	// (inner → outer), to log each once.
 	nested map[string]string
 	st     *store.Store
-	keys   []*model.Key
-	base   uint32
-	rev    int64 // read up to
+	// specs reads again the specs of services validated before (the
+	// store; a test's log of items).
+	specs specReader
+	keys  []*model.Key
+	base  uint32
+	rev   int64 // read up to
 	// zones by store name; touched only by the server's feed goroutine
 	// (and by New, before it starts).
 	zones map[string]*feedZone
@@ -111,13 +115,32 @@ type feedZone struct {
 	pending map[string]bool
 }
 
+// feedService is a service of the store. Its spec is kept only until it
+// is validated: at 100 000 services the specs were a third of the
+// server's memory. When the zone or a policy changes and the service must
+// be validated again, its spec is read again from the store at the
+// feed's revision (specReader), where it is the version of rev.
 type feedService struct {
 	spec   []byte
-	labels map[string]string
-	rev    int64
-	svc    *model.Service // nil: not validated yet, or invalid (bad)
-	bad    bool
+	labels map[string]string // its metadata's
+	// selectBy is what policies select it by: labels, or for a service
+	// stored before labels moved to metadata, its spec's.
+	selectBy map[string]string
+	rev      int64
+	svc      *model.Service // nil: not validated yet, or invalid (bad)
+	bad      bool
 }
+
+// specReader reads the services of a store zone as they were at a
+// revision: *store.Store.
+type specReader interface {
+	ServicesAt(ctx context.Context, zone string, names []string, rev int64) ([]store.Item, error)
+}
+
+// errSpecs is the error of a build that could not read again the specs
+// it had let go of (the revision was compacted, the store went away): the
+// feed reads the store whole again.
+var errSpecs = errors.New("cannot read again the specs of the services to validate")
 
 type feedPolicy struct {
 	spec []byte
@@ -135,6 +158,9 @@ func newFeed(st *store.Store, keys []*model.Key) *feed {
 			Help: "Zones and services in the store that this server cannot serve (invalid with its TSIG keys or rules); each is logged."}),
 		resyncs: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "store_resyncs_total",
 			Help: "Times the whole store was read again (start, a watch that fell behind compaction, SIGHUP)."}),
+	}
+	if st != nil {
+		f.specs = st
 	}
 	f.lastErr.Store("")
 	return f
@@ -174,9 +200,12 @@ func (f *feed) apply(it store.Item) {
 			delete(z.services, it.Name)
 		} else {
 			if old := z.services[it.Name]; old != nil && old.rev == it.Rev {
+				if old.svc == nil && !old.bad && old.spec == nil {
+					old.spec = it.Spec // to validate: no need to read it again
+				}
 				return
 			}
-			z.services[it.Name] = &feedService{spec: it.Spec, labels: it.Labels, rev: it.Rev}
+			z.services[it.Name] = &feedService{spec: it.Spec, labels: it.Labels, selectBy: model.ServiceLabels(it.Labels, it.Spec), rev: it.Rev}
 		}
 		if z.pending == nil {
 			z.pending = map[string]bool{}
@@ -263,7 +292,7 @@ func (f *feed) serial(origin string) uint32 {
 // config returns the config to serve: every zone whose spec is valid,
 // with its valid services. A zone that did not change keeps its config
 // object, which build recognises.
-func (f *feed) config(settings model.Server, log func(msg string, args ...any)) *model.Config {
+func (f *feed) config(ctx context.Context, settings model.Server, log func(msg string, args ...any)) (*model.Config, error) {
 	cfg := &model.Config{Server: settings, Keys: f.keys}
 	invalid := 0
 	for name, z := range f.zones {
@@ -277,14 +306,18 @@ func (f *feed) config(settings model.Server, log func(msg string, args ...any)) 
 			continue
 		}
 		if z.cfg == nil {
-			z.cfg = f.build(z, log)
+			zc, err := f.build(ctx, z, log)
+			if err != nil {
+				return nil, err
+			}
+			z.cfg = zc
 		}
 		invalid += len(z.services) - len(z.served) // every service is validated by build
 		cfg.Zones = append(cfg.Zones, z.cfg)
 	}
 	invalid += f.dropNested(cfg, log)
 	f.invalid.Set(float64(invalid))
-	return cfg
+	return cfg, nil
 }
 
 // dropNested takes out of cfg every zone that lies inside another of its
@@ -362,7 +395,7 @@ func (f *feed) rebase(z *feedZone, log func(msg string, args ...any)) {
 		z.pending = map[string]bool{}
 	}
 	for name, s := range z.services {
-		t := z.base.ServiceTarget(name, s.labels, s.spec)
+		t := z.base.ServiceTarget(name, s.selectBy, nil)
 		for _, p := range changed {
 			if p != nil && p.Selects(t) {
 				s.svc, s.bad = nil, false
@@ -404,7 +437,7 @@ func (f *feed) withPolicies(z *feedZone, base *model.Zone, log func(msg string, 
 // 100 000 is read at start) and makes its config: from the changed
 // services alone when only a few changed since the last build, else
 // whole.
-func (f *feed) build(z *feedZone, log func(msg string, args ...any)) *model.Zone {
+func (f *feed) build(ctx context.Context, z *feedZone, log func(msg string, args ...any)) (*model.Zone, error) {
 	whole := z.last == nil || len(z.pending) > len(z.services)/4
 	var names []string
 	if whole {
@@ -416,7 +449,9 @@ func (f *feed) build(z *feedZone, log func(msg string, args ...any)) *model.Zone
 			names = append(names, name)
 		}
 	}
-	f.validate(z, names, log)
+	if err := f.validate(ctx, z, names, log); err != nil {
+		return nil, err
+	}
 	if whole {
 		z.served, z.names, z.index = z.served[:0], z.names[:0], make(map[string]int, len(z.services))
 		for name, s := range z.services {
@@ -449,18 +484,29 @@ func (f *feed) build(z *feedZone, log func(msg string, args ...any)) *model.Zone
 	zc := *z.base
 	zc.Services = slices.Clone(z.served)
 	z.last = &zc
-	return &zc
+	return &zc, nil
 }
 
-// validate validates the services of z named (those not validated yet).
-func (f *feed) validate(z *feedZone, names []string, log func(msg string, args ...any)) {
+// validate validates the services of z named (those not validated yet),
+// and lets go of their specs.
+func (f *feed) validate(ctx context.Context, z *feedZone, names []string, log func(msg string, args ...any)) error {
 	var todo []*feedService
 	var todoNames []string
+	var unread map[string]*feedService
 	for _, name := range names {
 		if s := z.services[name]; s != nil && s.svc == nil && !s.bad {
 			todo = append(todo, s)
 			todoNames = append(todoNames, name)
+			if s.spec == nil {
+				if unread == nil {
+					unread = map[string]*feedService{}
+				}
+				unread[name] = s
+			}
 		}
+	}
+	if err := f.readSpecs(ctx, z.name, unread); err != nil {
+		return err
 	}
 	workers := 1
 	if len(todo) >= 256 {
@@ -475,7 +521,7 @@ func (f *feed) validate(z *feedZone, names []string, log func(msg string, args .
 			v := model.ServiceValidator{Compact: len(todo) >= compactServices}
 			for i := w; i < len(todo); i += workers {
 				todo[i].svc, diags[i] = v.Validate(z.base, todoNames[i], todo[i].labels, todo[i].spec, f.keys)
-				todo[i].bad = todo[i].svc == nil
+				todo[i].bad, todo[i].spec = todo[i].svc == nil, nil
 				if !todo[i].bad {
 					todo[i].svc.ResourceVersion = todo[i].rev
 				}
@@ -488,6 +534,34 @@ func (f *feed) validate(z *feedZone, names []string, log func(msg string, args .
 			log("service in the store is invalid here: not serving it", "zone", z.name, "service", todoNames[i], "version", s.rev, "errors", summary(diags[i]))
 		}
 	}
+	return nil
+}
+
+// readSpecs reads again from the store the specs of the services of zone
+// that are to be validated again, each the version the feed holds: the
+// one at the feed's revision.
+func (f *feed) readSpecs(ctx context.Context, zone string, unread map[string]*feedService) error {
+	if len(unread) == 0 {
+		return nil
+	}
+	if f.specs == nil {
+		return fmt.Errorf("%w of zone %s: no store to read them from", errSpecs, zone)
+	}
+	names := slices.Collect(maps.Keys(unread))
+	items, err := f.specs.ServicesAt(ctx, zone, names, f.rev)
+	if err != nil {
+		return fmt.Errorf("%w of zone %s at revision %d: %w", errSpecs, zone, f.rev, err)
+	}
+	for _, it := range items {
+		if s := unread[it.Name]; s != nil && s.rev == it.Rev {
+			s.spec = it.Spec
+			delete(unread, it.Name)
+		}
+	}
+	for name, s := range unread {
+		return fmt.Errorf("%w of zone %s: the store at revision %d does not hold version %d of service %s", errSpecs, zone, f.rev, s.rev, name)
+	}
+	return nil
 }
 
 // compactServices is how many services validated at once make the
@@ -560,7 +634,7 @@ func (s *Server) syncStore(ctx context.Context) error {
 	}
 	f.resyncs.Inc()
 	f.replace(items, rev)
-	if err := s.publishStore("store snapshot", len(items)); err != nil {
+	if err := s.publishStore(ctx, "store snapshot", len(items)); err != nil {
 		return err
 	}
 	f.synced.Store(true)
@@ -569,13 +643,16 @@ func (s *Server) syncStore(ctx context.Context) error {
 
 // publishStore builds and serves the feed's state, read from items
 // items of the store.
-func (s *Server) publishStore(why string, items int) error {
+func (s *Server) publishStore(ctx context.Context, why string, items int) error {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
 	start := time.Now()
-	cfg := s.feed.config(s.settings(), func(msg string, args ...any) { s.log.Error(msg, args...) })
+	cfg, err := s.feed.config(ctx, s.settings(), func(msg string, args ...any) { s.log.Error(msg, args...) })
+	if err != nil {
+		return err
+	}
 	s.building = s.feed.rev
-	_, err := s.publish(cfg, "the store", why, items >= returnMemoryItems, start)
+	_, err = s.publish(cfg, "the store", why, items >= returnMemoryItems, start)
 	if err == nil {
 		s.feed.revGauge.Set(float64(s.feed.rev))
 	}
@@ -688,7 +765,10 @@ func (s *Server) followChanges(ctx context.Context) error {
 			break
 		}
 		if changed {
-			if err := s.publishStore("store change", items); err != nil {
+			if err := s.publishStore(ctx, "store change", items); err != nil {
+				if errors.Is(err, errSpecs) {
+					return err // read the store whole, which holds them
+				}
 				s.log.Error("a store change is not served", "err", err, "revision", f.rev)
 			}
 		} else {

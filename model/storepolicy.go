@@ -83,10 +83,16 @@ func (z *Zone) WithPolicies(ps []*policy.Policy) (*Zone, error) {
 // labels moved to metadata, the labels of its spec (which ValidateService
 // then reads too).
 func (z *Zone) ServiceTarget(name string, labels map[string]string, spec []byte) policy.Target {
+	return policy.Target{Name: absName(name, z.Origin), Labels: ServiceLabels(labels, spec)}
+}
+
+// ServiceLabels returns the labels of a stored service: those of its
+// metadata, else those its spec holds (where an older version wrote them).
+func ServiceLabels(labels map[string]string, spec []byte) map[string]string {
 	if len(labels) == 0 {
 		labels = specLabels(spec)
 	}
-	return policy.Target{Name: absName(name, z.Origin), Labels: labels}
+	return labels
 }
 
 // specLabels reads the labels of a service spec stored as JSON, nil when

@@ -173,3 +173,74 @@ func TestSnapshotPages(t *testing.T) {
 		t.Fatalf("%d zones and %d services in the snapshot, want 2 and %d", zones, len(seen), n-len(deleted))
 	}
 }
+
+// TestServicesAt: the services of a zone as they were at a revision,
+// read whole (past fewServices names, or none given) and one by one: the
+// version of that revision with its spec, none deleted by then, none of
+// another zone or whose name only begins with a name asked; a compacted
+// revision is ErrCompacted.
+func TestServicesAt(t *testing.T) {
+	ctx := context.Background()
+	s, err := Open(ctx, Options{Location: t.TempDir(), History: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, zone := range []string{"example.test", "other.test"} {
+		if _, _, err := s.PutZone(ctx, zone, &Object{Spec: json.RawMessage(testZoneSpec)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put := func(zone, name string, i int) {
+		t.Helper()
+		if _, _, err := s.PutService(ctx, zone, name, &Object{Spec: batchSpec(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put("example.test", "a", 1)
+	put("example.test", "ab", 2)
+	put("example.test", "b", 3)
+	put("other.test", "a", 4)
+	at, err := s.Revision(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	put("example.test", "a", 5) // after at: not what is read
+	if _, err := s.DeleteService(ctx, "example.test", "b", ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.DeleteService(ctx, "example.test", "a", ""); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"a": string(batchSpec(1)), "ab": string(batchSpec(2)), "b": string(batchSpec(3))}
+	for _, names := range [][]string{nil, {"a", "ab", "b", "c"}, make([]string, fewServices+1)} {
+		items, err := s.ServicesAt(ctx, "example.test", names, at)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, it := range items {
+			if it.Kind != KindService || it.Zone != "example.test" || it.Rev > at {
+				t.Errorf("read %+v at revision %d", it, at)
+			}
+			got[it.Name] = string(it.Spec)
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%d names: read %v, want %v", len(names), got, want)
+		}
+	}
+	// "a" alone, after it was deleted: nothing, not "ab".
+	now, _ := s.Revision(ctx)
+	if items, err := s.ServicesAt(ctx, "example.test", []string{"a"}, now); err != nil || len(items) != 0 {
+		t.Errorf("a deleted service: %v, %v; want nothing", items, err)
+	}
+	for i := range 60 {
+		put("other.test", "x", 6+i)
+	}
+	if _, err := s.ServicesAt(ctx, "example.test", nil, at); !errors.Is(err, ErrCompacted) {
+		t.Errorf("a compacted revision: %v, want ErrCompacted", err)
+	}
+	if _, err := s.ServicesAt(ctx, "example.test", []string{"a"}, at); !errors.Is(err, ErrCompacted) {
+		t.Errorf("a compacted revision, one name: %v, want ErrCompacted", err)
+	}
+}

@@ -253,6 +253,50 @@ func itemOf(k kv, deleted bool) (Item, bool) {
 // Snapshot reads every zone, service and marker at one revision (the
 // latest, read consistently), and returns them with that revision.
 func (s *Store) Snapshot(ctx context.Context) ([]Item, int64, error) {
+	return s.items(ctx, "", 0)
+}
+
+// ServicesAt reads the services of zone (a name as Item.Zone gives it) as
+// they were at revision rev; errors.Is(err, ErrCompacted) when rev was
+// compacted. A publisher lets go of the specs it has validated (they were
+// a third of its memory at 100 000 services) and reads them again here
+// when its zone or a policy changes and they must be validated again.
+//
+// names, when not nil, are the services wanted: a few are read one by one
+// (a policy that selects ten services of 100 000 changed), more with the
+// whole zone. A name not there at rev is left out.
+func (s *Store) ServicesAt(ctx context.Context, zone string, names []string, rev int64) ([]Item, error) {
+	if rev <= 0 {
+		return nil, badRequest("revision %d: give the revision to read the services at", rev)
+	}
+	if names == nil || len(names) > fewServices {
+		items, _, err := s.items(ctx, servicePrefix(zone), rev)
+		return items, err
+	}
+	var out []Item
+	for _, name := range names {
+		key := serviceKey(zone, name)
+		kvs, _, _, err := s.b.rangeKeys(ctx, key, key, 1, rev)
+		if err != nil {
+			return nil, err
+		}
+		if len(kvs) == 1 && kvs[0].key == key {
+			if it, ok := itemOf(kvs[0], false); ok {
+				out = append(out, it)
+			}
+		}
+	}
+	return out, nil
+}
+
+// fewServices is how many services ServicesAt reads one by one at most:
+// reading one took 10–20 µs on the embedded store, reading a zone of
+// 100 000 took 75 ms.
+const fewServices = 1000
+
+// items reads the items under prefix at revision at (0: the latest, read
+// consistently), and returns them with the revision read.
+func (s *Store) items(ctx context.Context, prefix string, at int64) ([]Item, int64, error) {
 	// Each page is decoded while the next is read, on as many cores as
 	// there are: a start reads every object, and decoding them one after
 	// the other held back the first validation by a tenth of a second at
@@ -261,10 +305,9 @@ func (s *Store) Snapshot(ctx context.Context) ([]Item, int64, error) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	busy := make(chan struct{}, runtime.GOMAXPROCS(0))
-	var at int64
 	from := ""
 	for {
-		kvs, more, read, err := s.b.rangeKeys(ctx, "", from, 1000, at)
+		kvs, more, read, err := s.b.rangeKeys(ctx, prefix, from, 1000, at)
 		if err != nil {
 			return nil, 0, err
 		}
