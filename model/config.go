@@ -104,11 +104,11 @@ type Zone struct {
 	// Compat is the zone's default for its services' Compat.
 	Compat Compat
 	// Policies are the zone's policies in merge order (docs/policies.md);
-	// PolicySet indexes them and Rules holds the merged policies of every
-	// service, resolved once. All are nil without policies.
+	// PolicySet indexes them and merges those that select a service
+	// (services selected by the same policies share one merge). Both are
+	// nil without policies.
 	Policies  []*policy.Policy
 	PolicySet *policy.Set
-	Rules     *policy.Rules
 	policyAt  map[string]*policyPlace
 	// DNSSEC, when set, signs the zone (docs/dnssec.md).
 	DNSSEC *DNSSEC

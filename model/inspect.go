@@ -73,10 +73,6 @@ func (z *Zone) stackOf(s *Service) *policy.Stack {
 	if z.PolicySet == nil || s.Own == nil {
 		return nil
 	}
-	if z.Rules != nil {
-		return z.Rules.For(s.Name)
-	}
-	// A zone read from a store resolves stacks as they are asked for.
 	return z.PolicySet.StackFor(s.target())
 }
 

@@ -92,8 +92,7 @@ func (d *doc) policy(n *yaml.Node, path string, z *Zone) (*policy.Policy, *polic
 	return p, &policyPlace{node: n, def: nodeAt(n, "/default"), path: path, digest: string(sum[:])}
 }
 
-// unusedPolicies warns of policies that select no service of z, and
-// resolves the stack of every service once, for inspect and the web view.
+// unusedPolicies warns of policies that select no service of z.
 func (d *doc) unusedPolicies(z *Zone) {
 	if z.PolicySet == nil {
 		return
@@ -106,7 +105,6 @@ func (d *doc) unusedPolicies(z *Zone) {
 		pl := z.policyAt[p.Name]
 		d.report(nodeAt(pl.node, "/targetRef"), pl.path+"/targetRef", codePolicyUnused, "policy %s selects no service of zone %s: check its targetRef (%s)", p.Name, z.Origin, describeRef(p.TargetRef))
 	}
-	z.Rules = z.PolicySet.Resolve(targets)
 }
 
 func describeRef(r policy.TargetRef) string {

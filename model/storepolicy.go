@@ -56,7 +56,7 @@ func ValidatePolicy(z *Zone, name string, spec []byte) (*policy.Policy, sc.Diagn
 // field. It fails when two policies have the same name.
 func (z *Zone) WithPolicies(ps []*policy.Policy) (*Zone, error) {
 	out := *z
-	out.Services, out.Policies, out.PolicySet, out.Rules, out.policyAt = nil, nil, nil, nil, nil
+	out.Services, out.Policies, out.PolicySet, out.policyAt = nil, nil, nil, nil
 	if len(ps) == 0 {
 		return &out, nil
 	}

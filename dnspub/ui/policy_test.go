@@ -31,8 +31,7 @@ func overridesSource(t *testing.T) Source {
 	return SourceFunc(func() *Snapshot { return snap })
 }
 
-// storeLike is src as a store's snapshot is: zones carry resourceVersions,
-// and policy stacks are resolved as they are asked for (no Rules).
+// storeLike is src as a store's snapshot is: zones carry resourceVersions.
 func storeLike(t *testing.T, src Source) Source {
 	t.Helper()
 	snap := *src.Snapshot()
@@ -42,7 +41,6 @@ func storeLike(t *testing.T, src Source) Source {
 	snap.ResourceVersions = map[string]string{}
 	for i, z := range src.Snapshot().Config.Zones {
 		c := *z
-		c.Rules = nil
 		cfg.Zones = append(cfg.Zones, &c)
 		snap.ResourceVersions[z.Origin] = strings.Repeat("1", i+1)
 	}

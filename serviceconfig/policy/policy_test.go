@@ -117,7 +117,8 @@ func TestLabelExceptionOverZoneDefault(t *testing.T) {
 
 // The seed's sparse example: my-service, labeled-service and
 // other-service; four policies. other-service is named by no policy and
-// has no entry of its own: it falls back to the zone's result.
+// shares the zone's stack with every service that only zone policies
+// select.
 func TestSparseRules(t *testing.T) {
 	s := mustSet(t,
 		`{"name":"conf1","targetRef":{"kind":"Zone"},"default":{"a":1}}`,
@@ -130,9 +131,9 @@ func TestSparseRules(t *testing.T) {
 		{Name: "labeled-service", Labels: map[string]string{"a-common-label": "foo", "another-common-label": "foo"}},
 		{Name: "other-service", Labels: map[string]string{}},
 	}
-	rules := s.Resolve(targets)
-	if _, ok := rules.Services["other-service"]; ok || len(rules.Services) != 2 {
-		t.Errorf("Services holds %d entries (other-service: %v), want my-service and labeled-service only", len(rules.Services), ok)
+	stacks := map[string]*Stack{}
+	for _, tg := range targets {
+		stacks[tg.Name] = s.StackFor(tg)
 	}
 	want := map[string]string{
 		"my-service":      `{"a":1,"b":2,"c":3}`,
@@ -140,15 +141,18 @@ func TestSparseRules(t *testing.T) {
 		"other-service":   `{"a":1}`,
 	}
 	for name, w := range want {
-		if got := string(apply(t, rules.For(name), `{}`).JSON); got != w {
+		if got := string(apply(t, stacks[name], `{}`).JSON); got != w {
 			t.Errorf("%s = %s, want %s", name, got, w)
 		}
 	}
-	if rules.For("other-service") != rules.Zone {
-		t.Error("other-service does not use the zone's stack")
+	if stacks["other-service"] != s.StackFor(Target{Name: "unlabelled-service"}) {
+		t.Error("other-service does not share the zone's stack")
+	}
+	if stacks["my-service"] == stacks["labeled-service"] {
+		t.Error("two services selected by different policies share a stack")
 	}
 	var names []string
-	for _, p := range rules.For("labeled-service").Policies {
+	for _, p := range stacks["labeled-service"].Policies {
 		names = append(names, p.Name)
 	}
 	if got := strings.Join(names, ","); got != "conf1,conf2,conf4" {
@@ -343,10 +347,9 @@ func TestShuffledPoliciesSameResults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rules := s.Resolve(ts)
 		var b strings.Builder
 		for i, tg := range ts {
-			r, err := rules.For(tg.Name).Apply(owns[i], true)
+			r, err := s.StackFor(tg).Apply(owns[i], true)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -367,10 +370,9 @@ func TestShuffledPoliciesSameResults(t *testing.T) {
 	}
 }
 
-func TestResolveMatchesSelect(t *testing.T) {
+func TestStackForMatchesSelects(t *testing.T) {
 	ps, ts, _ := fleet(50, 20)
 	s, _ := NewSet(ps)
-	rules := s.Resolve(ts)
 	for _, tg := range ts {
 		var want []string
 		for _, p := range ps {
@@ -379,14 +381,15 @@ func TestResolveMatchesSelect(t *testing.T) {
 			}
 		}
 		var got []string
-		for _, p := range rules.For(tg.Name).Policies {
+		st := s.StackFor(tg)
+		for _, p := range st.Policies {
 			got = append(got, p.Name)
 		}
 		if !reflect.DeepEqual(sorted(got), sorted(want)) {
 			t.Errorf("%s: selected %v, want %v", tg.Name, got, want)
 		}
 		for i := 1; i < len(got); i++ {
-			a, b := rules.For(tg.Name).Policies[i-1], rules.For(tg.Name).Policies[i]
+			a, b := st.Policies[i-1], st.Policies[i]
 			if Less(a, b) >= 0 {
 				t.Errorf("%s: %s before %s", tg.Name, a.Name, b.Name)
 			}
@@ -411,9 +414,8 @@ func resolveSnapshot(tb testing.TB, ps []*Policy, ts []Target, owns [][]byte) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	rules := s.Resolve(ts)
 	for i, tg := range ts {
-		if _, err := rules.For(tg.Name).Apply(owns[i], true); err != nil {
+		if _, err := s.StackFor(tg).Apply(owns[i], true); err != nil {
 			tb.Fatal(err)
 		}
 	}

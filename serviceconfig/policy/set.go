@@ -109,58 +109,36 @@ func stackKey(sel []*Policy) string {
 	return b.String()
 }
 
-// Unused returns the policies that select none of targets, by name.
+// Unused returns the policies that select none of targets, by name. A
+// reload of 100 000 services asks it: each label policy looks at the
+// targets until one is selected, and a name policy at a set of names.
 func (s *Set) Unused(targets []Target) []*Policy {
-	used := map[*Policy]bool{}
-	for _, t := range targets {
-		for _, p := range s.Select(t) {
-			used[p] = true
-		}
-	}
 	var out []*Policy
-	for _, l := range [][]*Policy{s.zone, s.labels} {
-		for _, p := range l {
-			if !used[p] {
-				out = append(out, p)
-			}
+	if len(targets) == 0 {
+		out = append(out, s.zone...)
+	}
+	for _, p := range s.labels {
+		if !slices.ContainsFunc(targets, p.Selects) {
+			out = append(out, p)
 		}
 	}
-	for _, l := range s.byName {
-		for _, p := range l {
-			if !used[p] {
-				out = append(out, p)
-			}
+	named := func(name string) bool {
+		return slices.ContainsFunc(targets, func(t Target) bool { return t.Name == name })
+	}
+	if len(s.byName) > 8 { // more names than are worth a scan each
+		names := make(map[string]bool, len(targets))
+		for _, t := range targets {
+			names[t.Name] = true
+		}
+		named = func(name string) bool { return names[name] }
+	}
+	for name, l := range s.byName {
+		if !named(name) {
+			out = append(out, l...)
 		}
 	}
 	slices.SortFunc(out, Less)
 	return out
-}
-
-// Rules is what a Set makes of a snapshot's services (the seed's
-// ResourceRules): the zone's stack, and a stack for each service that a
-// label or name policy selects. Services missing from Services use Zone.
-type Rules struct {
-	Zone     *Stack
-	Services map[string]*Stack
-}
-
-// Resolve computes the stack of every service of targets, once.
-func (s *Set) Resolve(targets []Target) *Rules {
-	r := &Rules{Zone: s.StackFor(Target{}), Services: map[string]*Stack{}}
-	for _, t := range targets {
-		if st := s.StackFor(t); st != r.Zone {
-			r.Services[t.Name] = st
-		}
-	}
-	return r
-}
-
-// For returns the stack of service name: a map lookup.
-func (r *Rules) For(name string) *Stack {
-	if st, ok := r.Services[name]; ok {
-		return st
-	}
-	return r.Zone
 }
 
 // Stack is the policies that apply to some services, merged in order.
