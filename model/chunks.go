@@ -293,8 +293,8 @@ var errTooManyNodes = fmt.Errorf("config: more YAML values than a config may hol
 // itemResult is what reading one item made: the service (nil when it is
 // invalid) and its diagnostics, with lines, offsets and paths relative to
 // the item, so that a Parser can use them again wherever the item moves.
-// A Parser keeps one per service: what a valid service without policies
-// needs fits in 32 bytes, the rest is in more, nil for most services.
+// A Parser keeps one per service: what a valid service needs fits in 48
+// bytes, the rest is in more, nil for most services.
 type itemResult struct {
 	svc      *Service
 	nameLine int32 // relative line of the name, 0 without one
@@ -302,17 +302,19 @@ type itemResult struct {
 	errors   int32
 	jsonSize int32 // a config is at most MaxConfigSize bytes: all fit
 	nodes    int32 // the estimate of its YAML nodes (nodeEstimate)
-	more     *itemMore
+	// policyKey is what the zone's policies that selected the service
+	// were ("" for none): a reading is used again only when those that
+	// select it now are the same. Services selected by the same policies
+	// share the string.
+	policyKey string
+	more      *itemMore
 }
 
 // itemMore is what an itemResult rarely holds.
 type itemMore struct {
-	// target is what the zone's policies selected the service by (svc's
-	// own when svc is not nil), and policyKey what those policies were:
-	// a reading is used again only when the zone's policies that select
-	// target are the same.
-	target    policy.Target
-	policyKey string
+	// target is what the zone's policies selected an invalid service by
+	// (a valid one's is its own).
+	target policy.Target
 	// abs are diagnostics placed outside the item (in a policy that
 	// makes the service invalid), with the config's own positions.
 	abs     []sc.Diagnostic
@@ -331,13 +333,6 @@ func (r *itemResult) target() policy.Target {
 	return r.more.target
 }
 
-func (r *itemResult) policyKey() string {
-	if r.more == nil {
-		return ""
-	}
-	return r.more.policyKey
-}
-
 // readItem reads item it of a zone's services list, as entry path.
 func (d *doc) readItem(it item, path string, z *Zone, scratch *yamlScratch) (*itemResult, error) {
 	root, ok := readNodes(it.text, scratch)
@@ -354,7 +349,8 @@ func (d *doc) readItem(it item, path string, z *Zone, scratch *yamlScratch) (*it
 	w := d.worker(scratch)
 	e := w.service(entry, path, z)
 	r := &itemResult{svc: e.svc, errors: int32(w.errors), jsonSize: int32(w.jsonBytes), nodes: int32(nodeEstimate(it.text) - 2)}
-	m := itemMore{policyKey: z.policyKey(e.target), omitted: w.omitted}
+	r.policyKey = scratch.policyKey(z, e.target)
+	m := itemMore{omitted: w.omitted}
 	if e.svc == nil {
 		m.target = e.target
 	}
@@ -382,7 +378,7 @@ func (d *doc) readItem(it item, path string, z *Zone, scratch *yamlScratch) (*it
 		diag.Path = strings.TrimPrefix(diag.Path, path)
 		m.diags = append(m.diags, diag)
 	}
-	if m.target.Name != "" || m.target.Labels != nil || m.policyKey != "" || m.abs != nil || m.diags != nil || m.omitted != [2]int{} {
+	if m.target.Name != "" || m.target.Labels != nil || m.abs != nil || m.diags != nil || m.omitted != [2]int{} {
 		more := m // allocated only here
 		r.more = &more
 	}
@@ -586,7 +582,7 @@ func (d *doc) keptReadings(b *block, z *Zone, last *zoneItems, policies string) 
 				if d.cache != nil {
 					keys[i] = d.cache.sum(b.items[i].text)
 					r, at := last.find(keys[i], hint, missed)
-					if r != nil && (samePolicies || r.policyKey() == z.policyKey(r.target())) {
+					if r != nil && (samePolicies || r.policyKey == z.policyKey(r.target())) {
 						results[i] = r
 						nodes[p] += int(r.nodes)
 						hint, missed = at+1, false
@@ -660,11 +656,13 @@ func (d *doc) readItems(b *block, z *Zone, todo []int, results []*itemResult, pa
 // last one read with them is replaced too (at most the size of the reads
 // that made the allocations still in use).
 type keeper struct {
-	rs   []itemResult
-	ss   []Service
-	txt  []string
-	as   []netip.Addr
-	text strings.Builder
+	rs       []itemResult
+	ss       []Service
+	txt      []string
+	as       []netip.Addr
+	text     strings.Builder
+	buf      []byte
+	interned map[string]string
 }
 
 // keepChunk is how many of each thing a keeper allocates at once: enough
@@ -682,6 +680,9 @@ func (k *keeper) keep(r *itemResult) *itemResult {
 	*kr = *r
 	if r.svc != nil {
 		kr.svc = k.service(r.svc)
+	}
+	if kr.policyKey != "" {
+		kr.policyKey = k.intern(r.policyKey)
 	}
 	return kr
 }
@@ -705,6 +706,9 @@ func (k *keeper) service(old *Service) *Service {
 			s.TXT[j] = k.str(t)
 		}
 	}
+	if old.Own != nil {
+		s.Own = k.bytes(old.Own)
+	}
 	if old.Addresses != nil {
 		if len(k.as) < len(old.Addresses) {
 			k.as = make([]netip.Addr, max(keepChunk, len(old.Addresses)))
@@ -726,6 +730,29 @@ func (k *keeper) str(v string) string {
 	start := k.text.Len()
 	k.text.WriteString(v)
 	return k.text.String()[start:]
+}
+
+// bytes is str for a byte slice: capped, so that an append copies.
+func (k *keeper) bytes(v []byte) []byte {
+	if cap(k.buf)-len(k.buf) < len(v) {
+		k.buf = make([]byte, 0, max(64*keepChunk, len(v)))
+	}
+	start := len(k.buf)
+	k.buf = append(k.buf, v...)
+	return k.buf[start:len(k.buf):len(k.buf)]
+}
+
+// intern is str for a string many readings share (a policyKey): one copy.
+func (k *keeper) intern(v string) string {
+	if s, ok := k.interned[v]; ok {
+		return s
+	}
+	if k.interned == nil {
+		k.interned = map[string]string{}
+	}
+	s := k.str(v)
+	k.interned[s] = s
+	return s
 }
 
 // compactAbove is the number of items read at once past which a keeper

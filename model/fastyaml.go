@@ -8,6 +8,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
 )
 
 // A first start of 100 000 services spent a third of its reading in
@@ -61,6 +62,31 @@ type yamlScratch struct {
 	// pairs holds the pairs of the mappings of the service being read
 	// (doc.pairs).
 	pairs []pair
+	// keys are the policyKeys of the services read, by the stack of
+	// policies that selected them: one string for all those a stack
+	// selects, not one a service.
+	keys map[*policy.Stack]string
+}
+
+// policyKey is z.policyKey(t), the same string for every service that
+// the same policies select.
+func (s *yamlScratch) policyKey(z *Zone, t policy.Target) string {
+	if z.PolicySet == nil {
+		return ""
+	}
+	if s == nil {
+		return z.policyKey(t)
+	}
+	st := z.PolicySet.StackFor(t)
+	if k, ok := s.keys[st]; ok {
+		return k
+	}
+	if s.keys == nil {
+		s.keys = map[*policy.Stack]string{}
+	}
+	k := z.policyKey(t)
+	s.keys[st] = k
+	return k
 }
 
 // slab returns n nodes and n pointers to nodes, cleared, from the
