@@ -180,7 +180,7 @@ type Result struct {
 // tracked is the final config with the layers that set each value.
 func (r *Result) tracked() *value {
 	if r.root == nil {
-		r.root, _ = r.st.apply(r.own, r.choices, true)
+		r.root, _ = r.st.apply(new(builder), r.own, r.choices, true)
 	}
 	return r.root
 }
@@ -200,22 +200,26 @@ func (r *Result) Origins(path string) []Origin { return r.tracked().at(path).fro
 // again: it must not change while r is in use. A Result is not safe for
 // concurrent use.
 func (st *Stack) Apply(own []byte, choices bool) (*Result, error) {
-	root, err := st.apply(own, choices, false)
+	b := builders.Get().(*builder)
+	defer builders.Put(b)
+	root, err := st.apply(b, own, choices, false)
 	if err != nil {
 		return nil, err
 	}
+	// root is b's, and b the next Apply's: only its JSON is kept.
 	return &Result{JSON: root.appendJSON(nil), st: st, own: own, choices: choices}, nil
 }
 
 // apply is Apply's merge, recording who set each value when track is set.
 // Without it, own's values are taken into the result as they are: own is
-// the last layer, so nothing merges into them after.
-func (st *Stack) apply(own []byte, choices, track bool) (*value, error) {
-	t, err := jtree.Parse(own)
-	if err != nil {
+// the last layer, so nothing merges into them after. own's values are
+// b's.
+func (st *Stack) apply(b *builder, own []byte, choices, track bool) (*value, error) {
+	if err := b.tree.Reset(own); err != nil {
 		return nil, fmt.Errorf("the service's own config is not JSON: %w", err)
 	}
-	src := fromTree(t, 0)
+	b.reset(&b.tree)
+	src := b.value(0)
 	self := Origin{Kind: Own}
 	switch {
 	case !choices && src.kind == jtree.Object:
