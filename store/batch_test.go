@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/grpc-config-dns/grpc-config-dns/internal/etcdtest"
 )
 
 // everyWrite is a backend that lets another writer in before each of its
@@ -174,18 +176,32 @@ func TestSnapshotPages(t *testing.T) {
 	}
 }
 
-// TestServicesAt: the services of a zone as they were at a revision,
-// read whole (past fewServices names, or none given) and one by one: the
-// version of that revision with its spec, none deleted by then, none of
-// another zone or whose name only begins with a name asked; a compacted
-// revision is ErrCompacted.
-func TestServicesAt(t *testing.T) {
-	ctx := context.Background()
-	s, err := Open(ctx, Options{Location: t.TempDir(), History: 50})
-	if err != nil {
-		t.Fatal(err)
+// TestServicesAtHistory: the services of a zone as they were at a
+// revision, read whole (past fewServices names, or none given) and one
+// by one: the version of that revision with its spec, none deleted by
+// then, none of another zone or whose name only begins with a name
+// asked; a compacted revision is ErrCompacted. On the embedded store and
+// on etcd (its cache and etcd itself).
+func TestServicesAtHistory(t *testing.T) {
+	for _, kind := range []string{"embedded", "etcd", "etcd without cache"} {
+		t.Run(kind, func(t *testing.T) {
+			var s *Store
+			if kind == "embedded" {
+				var err error
+				if s, err = Open(context.Background(), Options{Location: t.TempDir()}); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+			} else {
+				s = openEtcdStore(t, etcdtest.Start(t), kind != "etcd")
+			}
+			servicesAt(t, s)
+		})
 	}
-	defer s.Close()
+}
+
+func servicesAt(t *testing.T, s *Store) {
+	ctx := context.Background()
 	for _, zone := range []string{"example.test", "other.test"} {
 		if _, _, err := s.PutZone(ctx, zone, &Object{Spec: json.RawMessage(testZoneSpec)}); err != nil {
 			t.Fatal(err)
@@ -234,8 +250,8 @@ func TestServicesAt(t *testing.T) {
 	if items, err := s.ServicesAt(ctx, "example.test", []string{"a"}, now); err != nil || len(items) != 0 {
 		t.Errorf("a deleted service: %v, %v; want nothing", items, err)
 	}
-	for i := range 60 {
-		put("other.test", "x", 6+i)
+	if err := s.Compact(ctx, now); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := s.ServicesAt(ctx, "example.test", nil, at); !errors.Is(err, ErrCompacted) {
 		t.Errorf("a compacted revision: %v, want ErrCompacted", err)
