@@ -18,6 +18,11 @@ type backend interface {
 	// that revision (errCompacted, errFuture). more says whether live keys
 	// follow; read is the revision the answer is for.
 	rangeKeys(ctx context.Context, prefix, from string, limit int, at int64) (kvs []kv, more bool, read int64, err error)
+	// rangePages calls page with every live key with prefix as of
+	// revision at (as rangeKeys reads it), in key order, some keys at a
+	// time, and returns the revision read: how a whole prefix is read (a
+	// snapshot, a cache's load), as each backend reads one fastest.
+	rangePages(ctx context.Context, prefix string, at int64, page func([]kv)) (read int64, err error)
 	// txn applies t atomically if every compare holds; ok is false (and
 	// nothing is written) when one does not.
 	txn(ctx context.Context, t *txn) (res txnResult, err error)
@@ -36,6 +41,29 @@ type backend interface {
 	compactTo(ctx context.Context, rev int64) error
 	close() error
 }
+
+// pagesOf reads a prefix for rangePages by pages of rangeKeys: what the
+// embedded store does, whose limited reads seek to where they start.
+func pagesOf(ctx context.Context, b backend, prefix string, at int64, page func([]kv)) (int64, error) {
+	from := ""
+	for {
+		kvs, more, read, err := b.rangeKeys(ctx, prefix, from, pageKeys, at)
+		if err != nil {
+			return 0, err
+		}
+		at = read
+		if len(kvs) > 0 {
+			page(kvs)
+		}
+		if !more || len(kvs) == 0 {
+			return at, nil
+		}
+		from = kvs[len(kvs)-1].key + "\x00"
+	}
+}
+
+// pageKeys is how many keys rangePages hands over at a time.
+const pageKeys = 1000
 
 // kv is a key at a revision.
 type kv struct {

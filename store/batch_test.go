@@ -114,14 +114,33 @@ func TestBatchChunks(t *testing.T) {
 
 // TestSnapshotPages: a snapshot of more objects than a page reads
 // (1 000) has every object once, in key order, with its spec, none that
-// was deleted, and the revision it was read at.
+// was deleted, and the revision it was read at; on each backend.
 func TestSnapshotPages(t *testing.T) {
-	ctx := context.Background()
-	s, err := Open(ctx, Options{Location: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
+	eachBackend(t, snapshotPages)
+}
+
+// eachBackend runs test on an embedded store, and on etcd with and
+// without the store's cache when etcd is there (internal/etcdtest).
+func eachBackend(t *testing.T, test func(*testing.T, *Store)) {
+	for _, kind := range []string{"embedded", "etcd", "etcd without cache"} {
+		t.Run(kind, func(t *testing.T) {
+			var s *Store
+			if kind == "embedded" {
+				var err error
+				if s, err = Open(context.Background(), Options{Location: t.TempDir()}); err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { s.Close() })
+			} else {
+				s = openEtcdStore(t, etcdtest.Start(t), kind != "etcd")
+			}
+			test(t, s)
+		})
 	}
-	defer s.Close()
+}
+
+func snapshotPages(t *testing.T, s *Store) {
+	ctx := context.Background()
 	for _, zone := range []string{"a.test", "example.test"} {
 		if _, _, err := s.PutZone(ctx, zone, &Object{Spec: json.RawMessage(testZoneSpec)}); err != nil {
 			t.Fatal(err)
@@ -183,21 +202,7 @@ func TestSnapshotPages(t *testing.T) {
 // asked; a compacted revision is ErrCompacted. On the embedded store and
 // on etcd (its cache and etcd itself).
 func TestServicesAtHistory(t *testing.T) {
-	for _, kind := range []string{"embedded", "etcd", "etcd without cache"} {
-		t.Run(kind, func(t *testing.T) {
-			var s *Store
-			if kind == "embedded" {
-				var err error
-				if s, err = Open(context.Background(), Options{Location: t.TempDir()}); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { s.Close() })
-			} else {
-				s = openEtcdStore(t, etcdtest.Start(t), kind != "etcd")
-			}
-			servicesAt(t, s)
-		})
-	}
+	eachBackend(t, servicesAt)
 }
 
 func servicesAt(t *testing.T, s *Store) {

@@ -246,6 +246,10 @@ func (b *boltBackend) rangeKeys(_ context.Context, prefix, from string, limit in
 	return p.kvs, p.more, p.read, err
 }
 
+func (b *boltBackend) rangePages(ctx context.Context, prefix string, at int64, page func([]kv)) (int64, error) {
+	return pagesOf(ctx, b, prefix, at, page)
+}
+
 // rangePage is a page of keys that rangeKeys reads: the newest version
 // at or before read of each key, unless it is a deletion, up to limit
 // keys (none when 0). A page of 500 keys reads 500 or more versions:

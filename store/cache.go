@@ -40,6 +40,8 @@ type cachedBackend struct {
 	vals  map[string]kv
 	// moved is closed, and replaced, whenever at moves.
 	moved chan struct{}
+	// loading is set while the cache reads the store.
+	loading atomic.Bool
 	// wrote is the revision of the last write made through this
 	// backend: reads of any recent version wait for the copy to have it,
 	// so that a replica reads its own writes (as it did from etcd).
@@ -52,6 +54,7 @@ type cachedBackend struct {
 func newCachedBackend(b backend, log *slog.Logger) *cachedBackend {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &cachedBackend{backend: b, log: log, moved: make(chan struct{}), stop: cancel, done: make(chan struct{})}
+	c.loading.Store(true) // before run starts: a snapshot right after Open waits for it
 	go c.run(ctx)
 	return c
 }
@@ -81,25 +84,23 @@ func (c *cachedBackend) follow(ctx context.Context) error {
 	c.setReady(false)
 	vals := map[string]kv{}
 	var keys []string
-	var at int64
-	from := ""
-	for {
-		kvs, more, read, err := c.backend.rangeKeys(ctx, "", from, 5000, at)
-		if err != nil {
-			return err
-		}
-		at = read
+	c.loading.Store(true)
+	at, err := c.backend.rangePages(ctx, "", 0, func(kvs []kv) {
 		for _, k := range kvs {
 			vals[k.key] = k
 			keys = append(keys, k.key)
 		}
-		if !more || len(kvs) == 0 {
-			break
-		}
-		from = kvs[len(kvs)-1].key + "\x00"
+	})
+	if err != nil {
+		c.mu.Lock()
+		c.loading.Store(false)
+		c.signal() // waitReady: no longer worth waiting for
+		c.mu.Unlock()
+		return err
 	}
 	c.mu.Lock()
 	c.keys, c.vals, c.at, c.ready = newSortedKeys(keys), vals, at, true
+	c.loading.Store(false)
 	c.signal()
 	c.mu.Unlock()
 	for b := range c.backend.watch(ctx, "", at) {
@@ -179,6 +180,47 @@ func (c *cachedBackend) setReady(ready bool) {
 	c.mu.Lock()
 	c.ready = ready
 	c.mu.Unlock()
+}
+
+// rangePages reads from the cache, page by page as rangeKeys answers.
+// A cache that is reading the store (a start) is waited for, up to
+// loadWait: reading the store from etcd beside it made a publisher's
+// first snapshot of 100 000 services take 0.55 s, against 0.3 s for the
+// cache's read and its answer.
+func (c *cachedBackend) rangePages(ctx context.Context, prefix string, at int64, page func([]kv)) (int64, error) {
+	if c.waitReady(ctx, loadWait) {
+		return pagesOf(ctx, c, prefix, at, page)
+	}
+	return c.backend.rangePages(ctx, prefix, at, page)
+}
+
+// loadWait is how long rangePages waits for the cache to have read the
+// store before reading etcd itself.
+const loadWait = 5 * time.Second
+
+// waitReady reports whether the cache has read the store, waiting up to
+// d for it to.
+func (c *cachedBackend) waitReady(ctx context.Context, d time.Duration) bool {
+	deadline := time.NewTimer(d)
+	defer deadline.Stop()
+	for {
+		c.mu.RLock()
+		ready, moved := c.ready, c.moved
+		c.mu.RUnlock()
+		if ready {
+			return true
+		}
+		if !c.loading.Load() {
+			return false // it failed, and waits before it reads again
+		}
+		select {
+		case <-moved:
+		case <-deadline.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
 }
 
 func (c *cachedBackend) rangeKeys(ctx context.Context, prefix, from string, limit int, at int64) ([]kv, bool, int64, error) {

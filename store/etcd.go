@@ -159,6 +159,84 @@ func (b *etcdBackend) rangeKeys(ctx context.Context, prefix, from string, limit 
 	return out, r.More, read, nil
 }
 
+// rangePages reads the keys first, then their values by exact ranges of
+// pageKeys keys, a few at once, all at the revision of the keys' read:
+// etcd 3.4 walks the whole rest of a key range to answer a limited read
+// (to count it), so that a snapshot of 100 000 services read in limited
+// pages of 1 000 took 0.8-1.0 s, and this 0.3 s.
+func (b *etcdBackend) rangePages(ctx context.Context, prefix string, at int64, page func([]kv)) (int64, error) {
+	op, cancel := context.WithTimeout(ctx, b.timeout)
+	opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(b.prefix + prefix)), clientv3.WithKeysOnly()}
+	switch {
+	case at < 0:
+		opts = append(opts, clientv3.WithSerializable())
+	case at > 0:
+		opts = append(opts, clientv3.WithRev(at))
+	}
+	r, err := b.c.Get(op, b.prefix+prefix, opts...)
+	if err != nil {
+		err = b.failed(ctx, op, err)
+	}
+	cancel()
+	if err != nil {
+		return 0, err
+	}
+	read := r.Header.Revision
+	if at > 0 {
+		read = at
+	}
+	keys := r.Kvs
+	type chunk struct {
+		kvs  []kv
+		err  error
+		done chan struct{}
+	}
+	chunks := make([]*chunk, (len(keys)+pageKeys-1)/pageKeys)
+	for i := range chunks {
+		chunks[i] = &chunk{done: make(chan struct{})}
+	}
+	busy := make(chan struct{}, 4)
+	fctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		for i := range chunks {
+			c := chunks[i]
+			select {
+			case busy <- struct{}{}:
+			case <-fctx.Done():
+				c.err = fctx.Err()
+				close(c.done)
+				continue
+			}
+			go func() {
+				defer func() { <-busy; close(c.done) }()
+				first, last := keys[i*pageKeys].Key, keys[min((i+1)*pageKeys, len(keys))-1].Key
+				op, cancel := context.WithTimeout(fctx, b.timeout)
+				defer cancel()
+				r, err := b.c.Get(op, string(first), clientv3.WithRange(string(last)+"\x00"), clientv3.WithRev(read))
+				if err != nil {
+					c.err = b.failed(fctx, op, err)
+					return
+				}
+				c.kvs = make([]kv, 0, len(r.Kvs))
+				for _, k := range r.Kvs {
+					c.kvs = append(c.kvs, kv{key: strings.TrimPrefix(string(k.Key), b.prefix), value: k.Value, modRev: k.ModRevision, createRev: k.CreateRevision})
+				}
+			}()
+		}
+	}()
+	for _, c := range chunks {
+		<-c.done
+		if c.err != nil {
+			return 0, c.err
+		}
+		if len(c.kvs) > 0 {
+			page(c.kvs)
+		}
+	}
+	return read, nil
+}
+
 func (b *etcdBackend) txn(ctx context.Context, t *txn) (txnResult, error) {
 	op, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()

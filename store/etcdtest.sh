@@ -13,4 +13,4 @@ cd "$(dirname "$0")/.."
 internal/etcdtest/install.sh
 
 GRPC_CONFIG_DNS_SOAK="${GRPC_CONFIG_DNS_SOAK:-30s}" GRPC_CONFIG_DNS_ETCD=1 exec go test -count=1 -timeout 400s -v \
-	-run 'Conformance|Concurrency|Etcd|Replica|Polic|Nested|Batch|History|DryRunEveryWrite|Patch' ./store/... ./dnspub/... ./cmd/grpc-config-dns/ "$@"
+	-run 'Conformance|Concurrency|Etcd|Replica|Polic|Nested|Batch|History|Snapshot|DryRunEveryWrite|Patch' ./store/... ./dnspub/... ./cmd/grpc-config-dns/ "$@"

@@ -305,13 +305,7 @@ func (s *Store) items(ctx context.Context, prefix string, at int64) ([]Item, int
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	busy := make(chan struct{}, runtime.GOMAXPROCS(0))
-	from := ""
-	for {
-		kvs, more, read, err := s.b.rangeKeys(ctx, prefix, from, 1000, at)
-		if err != nil {
-			return nil, 0, err
-		}
-		at = read
+	read, err := s.b.rangePages(ctx, prefix, at, func(kvs []kv) {
 		page := new([]Item)
 		pages = append(pages, page)
 		busy <- struct{}{}
@@ -325,12 +319,11 @@ func (s *Store) items(ctx context.Context, prefix string, at int64) ([]Item, int
 			}
 			*page = items
 		})
-		if !more || len(kvs) == 0 {
-			break
-		}
-		from = kvs[len(kvs)-1].key + "\x00"
-	}
+	})
 	wg.Wait()
+	if err != nil {
+		return nil, 0, err
+	}
 	if r, ok := s.b.(releaser); ok {
 		r.release()
 	}
@@ -342,7 +335,7 @@ func (s *Store) items(ctx context.Context, prefix string, at int64) ([]Item, int
 	for _, p := range pages {
 		out = append(out, *p...)
 	}
-	return out, at, nil
+	return out, read, nil
 }
 
 // releaser is a backend whose reads map memory that it can give back
