@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -45,7 +47,7 @@ func TestListCacheIsEtcd(t *testing.T) {
 	go func() {
 		defer wg.Done()
 		for time.Now().Before(stop) {
-			c.backend.requestProgress(ctx)
+			c.indexedBackend.requestProgress(ctx)
 			time.Sleep(time.Millisecond)
 		}
 	}()
@@ -87,16 +89,48 @@ func TestListCacheIsEtcd(t *testing.T) {
 			prefix, from string
 			limit        int
 		}{{"", "", 0}, {"s/a.test/", "", 0}, {"s/a.test/", "", 7}, {"s/b.test/", "s/b.test/svc-3", 5}, {"z/", "", 1}, {"s/", "s/a.test/svc-5", 40}} {
-			got, more, read, ok := c.cached(q.prefix, q.from, q.limit, -1)
-			if !ok {
+			// The keys the cache holds for the range, at its revision.
+			c.mu.RLock()
+			ready, read := c.ready, c.at
+			var keys []string
+			more := false
+			if ready {
+				c.keys.from(max(q.prefix, q.from), func(k string) bool {
+					if !strings.HasPrefix(k, q.prefix) {
+						return false
+					}
+					if q.limit > 0 && len(keys) == q.limit {
+						more = true
+						return false
+					}
+					keys = append(keys, k)
+					return true
+				})
+			}
+			c.mu.RUnlock()
+			if !ready {
 				continue
 			}
-			want, wmore, _, err := c.backend.rangeKeys(ctx, q.prefix, q.from, q.limit, read)
+			want, wmore, _, err := c.indexedBackend.rangeKeys(ctx, q.prefix, q.from, q.limit, read)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if more != wmore || len(got) != len(want) || len(got) > 0 && !reflect.DeepEqual(got, want) {
-				t.Fatalf("range %+v at %d: the cache has %d keys (more %v), etcd %d (more %v)", q, read, len(got), more, len(want), wmore)
+			var wkeys []string
+			for _, k := range want {
+				wkeys = append(wkeys, k.key)
+			}
+			if more != wmore || !slices.Equal(keys, wkeys) {
+				t.Fatalf("range %+v at %d: the cache has %d keys (more %v), etcd %d (more %v)", q, read, len(keys), more, len(wkeys), wmore)
+			}
+			// And what the cache answers with them: etcd's answer.
+			if got, more, read, ok := c.cached(ctx, q.prefix, q.from, q.limit, -1); ok {
+				want, wmore, _, err := c.indexedBackend.rangeKeys(ctx, q.prefix, q.from, q.limit, read)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if more != wmore || len(got) != len(want) || len(got) > 0 && !reflect.DeepEqual(got, want) {
+					t.Fatalf("range %+v at %d: the cache answers %d keys (more %v), etcd %d (more %v)", q, read, len(got), more, len(want), wmore)
+				}
 			}
 			checks++
 		}
@@ -110,7 +144,7 @@ func TestListCacheIsEtcd(t *testing.T) {
 	if _, _, err := other.PutZone(ctx, "y.test", zone); err != nil {
 		t.Fatal(err)
 	}
-	cur, _ := c.backend.rev(ctx)
+	cur, _ := c.indexedBackend.rev(ctx)
 	_, _, read, err := c.rangeKeys(ctx, "z/", "", 0, 0)
 	if err != nil || read < cur {
 		t.Fatalf("a consistent read at %d (err %v), etcd is at %d", read, err, cur)

@@ -79,8 +79,12 @@ func Open(ctx context.Context, opts Options) (*Store, error) {
 	var b backend
 	var err error
 	if rest, ok := strings.CutPrefix(opts.Location, "etcd://"); ok {
-		if b, err = openEtcd(ctx, rest, opts); err == nil && !opts.NoCache {
-			b = newCachedBackend(b, opts.Logger)
+		var e *etcdBackend
+		if e, err = openEtcd(ctx, rest, opts); err == nil {
+			b = e
+			if !opts.NoCache {
+				b = newCachedBackend(e, opts.Logger)
+			}
 		}
 	} else {
 		if opts.Location == "" {
