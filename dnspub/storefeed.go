@@ -743,7 +743,12 @@ func (s *Server) followStore(ctx context.Context) {
 			return
 		}
 		read = true
-		if err != nil {
+		switch {
+		case errors.Is(err, errSpecs):
+			// The snapshot served is still the store's, as for a SIGHUP:
+			// the read that gives the specs back keeps the server ready.
+			s.log.Info("reading the store whole again, for the specs of services to validate again", "err", err, "revision", f.rev)
+		case err != nil:
 			f.synced.Store(false)
 			f.lastErr.Store(err.Error())
 			s.log.Warn("following the store failed; reading it whole again", "err", err, "revision", f.rev)
