@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -43,6 +44,9 @@ type cachedBackend struct {
 	held  map[string]struct{}
 	// moved is closed, and replaced, whenever at moves.
 	moved chan struct{}
+	// reread ends the current follow, so that the keys are read again
+	// (rereadKeys).
+	reread context.CancelFunc
 	// wrote is the revision of the last write made through this
 	// backend: reads of any recent version wait for the copy to have it,
 	// so that a replica reads its own writes (as it did from etcd).
@@ -82,7 +86,16 @@ func (c *cachedBackend) close() error {
 func (c *cachedBackend) run(ctx context.Context) {
 	defer close(c.done)
 	for ctx.Err() == nil {
-		if err := c.follow(ctx); err != nil && ctx.Err() == nil {
+		fctx, cancel := context.WithCancel(ctx)
+		c.mu.Lock()
+		c.reread = cancel
+		c.mu.Unlock()
+		err := c.follow(fctx)
+		cancel()
+		if fctx.Err() != nil && ctx.Err() == nil {
+			continue // rereadKeys: read the keys again at once
+		}
+		if err != nil && ctx.Err() == nil {
 			c.log.Warn("the store's list cache stopped following etcd; lists are read from etcd until it has read the store again", "err", err)
 			select {
 			case <-ctx.Done():
@@ -196,7 +209,11 @@ func (c *cachedBackend) rangeKeys(ctx context.Context, prefix, from string, limi
 	} else if at < 0 && !c.ownWrites(ctx) {
 		return c.indexedBackend.rangeKeys(ctx, prefix, from, limit, at)
 	}
-	if kvs, more, read, ok := c.cached(ctx, prefix, from, limit, want); ok {
+	kvs, more, read, ok, err := c.cached(ctx, prefix, from, limit, want)
+	if err != nil {
+		return nil, false, 0, err
+	}
+	if ok {
 		return kvs, more, read, nil
 	}
 	return c.indexedBackend.rangeKeys(ctx, prefix, from, limit, at)
@@ -206,11 +223,11 @@ func (c *cachedBackend) rangeKeys(ctx context.Context, prefix, from string, limi
 // the cache, their values read from etcd by their exact range at the
 // revision the cache holds them at. When etcd does not answer with
 // exactly those keys, the range is etcd's to answer (not ok).
-func (c *cachedBackend) cached(ctx context.Context, prefix, from string, limit int, at int64) (out []kv, more bool, read int64, ok bool) {
+func (c *cachedBackend) cached(ctx context.Context, prefix, from string, limit int, at int64) (out []kv, more bool, read int64, ok bool, err error) {
 	c.mu.RLock()
 	if !c.ready || at > 0 && c.at != at {
 		c.mu.RUnlock()
-		return nil, false, 0, false
+		return nil, false, 0, false, nil
 	}
 	var keys []string
 	c.keys.from(max(prefix, from), func(k string) bool {
@@ -227,16 +244,35 @@ func (c *cachedBackend) cached(ctx context.Context, prefix, from string, limit i
 	read = c.at
 	c.mu.RUnlock()
 	if len(keys) == 0 {
-		return nil, more, read, true
+		return nil, more, read, true, nil
 	}
-	out, err := c.indexedBackend.rangeExact(ctx, keys[0], keys[len(keys)-1], read)
-	if err != nil || len(out) != len(keys) {
-		return nil, false, 0, false
+	out, err = c.indexedBackend.rangeExact(ctx, keys[0], keys[len(keys)-1], read)
+	switch {
+	case errors.Is(err, errCompacted):
+		// The cache is behind a compaction: its prefix has been quiet
+		// while others moved etcd on. Its keys are read again, at
+		// etcd's revision; meanwhile etcd answers.
+		c.rereadKeys()
+		return nil, false, 0, false, nil
+	case err != nil:
+		return nil, false, 0, false, err // etcd would not answer either
+	case len(out) != len(keys):
+		return nil, false, 0, false, nil
 	}
 	for i := range out {
 		if out[i].key != keys[i] {
-			return nil, false, 0, false
+			return nil, false, 0, false, nil
 		}
 	}
-	return out, more, read, true
+	return out, more, read, true, nil
+}
+
+// rereadKeys makes the cache read the store's keys again.
+func (c *cachedBackend) rereadKeys() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.reread != nil && c.ready {
+		c.ready = false
+		c.reread()
+	}
 }

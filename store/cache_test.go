@@ -123,7 +123,9 @@ func TestListCacheIsEtcd(t *testing.T) {
 				t.Fatalf("range %+v at %d: the cache has %d keys (more %v), etcd %d (more %v)", q, read, len(keys), more, len(wkeys), wmore)
 			}
 			// And what the cache answers with them: etcd's answer.
-			if got, more, read, ok := c.cached(ctx, q.prefix, q.from, q.limit, -1); ok {
+			if got, more, read, ok, err := c.cached(ctx, q.prefix, q.from, q.limit, -1); err != nil {
+				t.Fatal(err)
+			} else if ok {
 				want, wmore, _, err := c.indexedBackend.rangeKeys(ctx, q.prefix, q.from, q.limit, read)
 				if err != nil {
 					t.Fatal(err)
@@ -150,6 +152,64 @@ func TestListCacheIsEtcd(t *testing.T) {
 		t.Fatalf("a consistent read at %d (err %v), etcd is at %d", read, err, cur)
 	}
 	t.Logf("%d ranges compared", checks)
+}
+
+// TestListCacheQuietPrefixEtcd: a store whose prefix is quiet while another
+// prefix of the same etcd moves on, past a compaction, still answers its
+// ranges (etcd does while the cache reads its keys again), and its cache
+// answers again at etcd's revision.
+func TestListCacheQuietPrefixEtcd(t *testing.T) {
+	e := etcdtest.Start(t)
+	s := openEtcdStore(t, e, false)
+	other := openEtcdStore(t, e, true)
+	c := s.b.(*cachedBackend)
+	ctx := context.Background()
+	zone := &Object{Spec: json.RawMessage(`{"nameservers":[{"name":"ns1","addresses":["192.0.2.53"]}]}`)}
+	for _, st := range []*Store{s, other} {
+		if _, _, err := st.PutZone(ctx, "a.test", zone); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := s.PutService(ctx, "a.test", "svc", &Object{Spec: json.RawMessage(`{"addresses":["192.0.2.1"]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	waitAt := func(min int64) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			c.mu.RLock()
+			ok := c.ready && c.at >= min
+			c.mu.RUnlock()
+			if ok {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the cache did not reach revision %d", min)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	before, _ := s.Revision(ctx)
+	waitAt(before)
+	for i := range 5 {
+		if _, _, err := other.PutService(ctx, "a.test", fmt.Sprintf("x%d", i), &Object{Spec: json.RawMessage(`{"addresses":["192.0.2.2"]}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cur, _ := other.Revision(ctx)
+	if err := other.Compact(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 { // the first finds the cache behind, the second may too
+		kvs, _, _, err := c.rangeKeys(ctx, "s/", "", 10, -1)
+		if err != nil || len(kvs) != 1 || kvs[0].key != "s/a.test/svc" {
+			t.Fatalf("a range of a quiet prefix past a compaction: %v, %v", kvs, err)
+		}
+	}
+	waitAt(cur)
+	if kvs, _, read, ok, err := c.cached(ctx, "s/", "", 10, -1); err != nil || !ok || len(kvs) != 1 || read < cur {
+		t.Fatalf("the cache after reading its keys again: %v at %d, ok %v, %v", kvs, read, ok, err)
+	}
 }
 
 // BenchmarkListPageEtcd: the first 500-item page of 5000 services, as a
