@@ -177,9 +177,17 @@ const splitJSONAbove = 1 << 20
 // first starts) in parts at once, and returns them and the offset past
 // the array; false when a guess was wrong or the text does not follow.
 func (s *jsonScan) objectsInParts(first, parts int) ([][2]int, int, bool) {
+	// A guess must begin as the first object does, up to the first byte
+	// of its first value ({"name":"): an object nested in a service (a
+	// method's name list, a methodConfig entry, whose name is a list)
+	// begins otherwise, and guessing one threw the parts' work away.
+	sig := s.text[first:min(len(s.text), first+32)]
+	if k := bytes.IndexByte(sig, ':'); k > 0 && k+2 <= len(sig) {
+		sig = sig[:k+2]
+	}
 	starts := []int{first}
 	for p := 1; p < parts; p++ {
-		c := objectStartAfter(s.text, first+p*(len(s.text)-first)/parts)
+		c := objectStartAfter(s.text, first+p*(len(s.text)-first)/parts, sig)
 		if c <= starts[len(starts)-1] {
 			break
 		}
@@ -254,8 +262,9 @@ func (s *jsonScan) objectsFrom(until int) ([][2]int, bool) {
 }
 
 // objectStartAfter guesses where an object of an array of objects starts
-// at or after off: a '{' after a '}' and a ',' (and spaces); -1 for none.
-func objectStartAfter(text []byte, off int) int {
+// at or after off: a '{' after a '}' and a ',' (and spaces), where the
+// text begins with sig; -1 for none.
+func objectStartAfter(text []byte, off int, sig []byte) int {
 	for off < len(text) {
 		k := bytes.IndexByte(text[off:], '}')
 		if k < 0 {
@@ -270,7 +279,7 @@ func objectStartAfter(text []byte, off int) int {
 			for j < len(text) && (text[j] == ' ' || text[j] == '\n') {
 				j++
 			}
-			if j < len(text) && text[j] == '{' {
+			if bytes.HasPrefix(text[j:], sig) {
 				return j
 			}
 		}
