@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -273,17 +274,36 @@ func (s *Store) ServicesAt(ctx context.Context, zone string, names []string, rev
 		items, _, err := s.items(ctx, servicePrefix(zone), rev)
 		return items, err
 	}
-	var out []Item
-	for _, name := range names {
-		key := serviceKey(zone, name)
-		kvs, _, _, err := s.b.rangeKeys(ctx, key, key, 1, rev)
-		if err != nil {
-			return nil, err
-		}
-		if len(kvs) == 1 && kvs[0].key == key {
-			if it, ok := itemOf(kvs[0], false); ok {
-				out = append(out, it)
+	// One by one, a few at once: on etcd each is a request.
+	found := make([]*Item, len(names))
+	errs := make([]error, len(names))
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(len(names), 8) {
+		wg.Go(func() {
+			for i := int(next.Add(1)) - 1; i < len(names); i = int(next.Add(1)) - 1 {
+				key := serviceKey(zone, names[i])
+				kvs, _, _, err := s.b.rangeKeys(ctx, key, key, 1, rev)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				if len(kvs) == 1 && kvs[0].key == key {
+					if it, ok := itemOf(kvs[0], false); ok {
+						found[i] = &it
+					}
+				}
 			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	var out []Item
+	for _, it := range found {
+		if it != nil {
+			out = append(out, *it)
 		}
 	}
 	return out, nil
@@ -291,7 +311,8 @@ func (s *Store) ServicesAt(ctx context.Context, zone string, names []string, rev
 
 // fewServices is how many services ServicesAt reads one by one at most:
 // reading one took 10–20 µs on the embedded store, reading a zone of
-// 100 000 took 75 ms.
+// 100 000 took 75 ms (on etcd a request each, eight at once, against
+// 0.3 s for the zone).
 const fewServices = 1000
 
 // items reads the items under prefix at revision at (0: the latest, read
