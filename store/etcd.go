@@ -134,15 +134,9 @@ func (b *etcdBackend) rangeKeys(ctx context.Context, prefix, from string, limit 
 	if from > start {
 		start = from
 	}
-	opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(b.prefix + prefix))}
+	opts := atRevision(at, clientv3.WithRange(clientv3.GetPrefixRangeEnd(b.prefix+prefix)))
 	if limit > 0 {
 		opts = append(opts, clientv3.WithLimit(int64(limit)))
-	}
-	switch {
-	case at < 0:
-		opts = append(opts, clientv3.WithSerializable())
-	case at > 0:
-		opts = append(opts, clientv3.WithRev(at))
 	}
 	r, err := b.c.Get(op, b.prefix+start, opts...)
 	if err != nil {
@@ -208,18 +202,25 @@ func (b *etcdBackend) rangePages(ctx context.Context, prefix string, at int64, p
 	return read, nil
 }
 
-// keyNames returns the live keys with prefix as of revision at (as
-// rangeKeys reads it), without their values, and the revision read.
-func (b *etcdBackend) keyNames(ctx context.Context, prefix string, at int64) ([]string, int64, error) {
-	op, cancel := context.WithTimeout(ctx, b.timeout)
-	defer cancel()
-	opts := []clientv3.OpOption{clientv3.WithRange(clientv3.GetPrefixRangeEnd(b.prefix + prefix)), clientv3.WithKeysOnly()}
+// atRevision adds to opts what reads at revision at as rangeKeys says: 0
+// the latest (a quorum read), -1 any recent one (the member's own), > 0
+// exactly that one.
+func atRevision(at int64, opts ...clientv3.OpOption) []clientv3.OpOption {
 	switch {
 	case at < 0:
 		opts = append(opts, clientv3.WithSerializable())
 	case at > 0:
 		opts = append(opts, clientv3.WithRev(at))
 	}
+	return opts
+}
+
+// keyNames returns the live keys with prefix as of revision at (as
+// rangeKeys reads it), without their values, and the revision read.
+func (b *etcdBackend) keyNames(ctx context.Context, prefix string, at int64) ([]string, int64, error) {
+	op, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	opts := atRevision(at, clientv3.WithRange(clientv3.GetPrefixRangeEnd(b.prefix+prefix)), clientv3.WithKeysOnly())
 	r, err := b.c.Get(op, b.prefix+prefix, opts...)
 	if err != nil {
 		return nil, 0, b.failed(ctx, op, err)
