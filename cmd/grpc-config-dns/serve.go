@@ -114,7 +114,9 @@ func (e *env) serve(configFile, keyDir, listen, metricsAddr, state, logFormat, l
 	signal.Notify(sigs, syscall.SIGHUP, syscall.SIGTERM, syscall.SIGINT)
 	defer signal.Stop(sigs)
 
+	restoreGC := firstLoadGC()
 	srv, err := dnspub.New(dnspub.Options{ConfigFile: configFile, KeyDir: keyDir, StateFile: state, Listen: listen, Logger: log, Registerer: reg, QueryLog: qlog})
+	restoreGC()
 	if err != nil {
 		return e.loadError(err)
 	}

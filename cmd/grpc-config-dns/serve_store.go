@@ -83,7 +83,9 @@ func (e *env) serveStore(sf storeFlags, keyDir, configFile, listen, metricsAddr,
 	if configFile != "" {
 		opts.Settings = &settings.Server
 	}
+	restoreGC := firstLoadGC()
 	srv, err := dnspub.New(opts)
+	restoreGC()
 	if err != nil {
 		return usageErr("%v", err)
 	}
