@@ -9,8 +9,8 @@ import (
 // first version. The first load of a fleet makes several times the
 // garbage of what it keeps (100 000 services: ≈ 85 MB kept), on a heap
 // that only grows: at Go's default of 100 the collector ran a cycle at
-// each doubling, marking everything read so far, and a store's start took
-// 0.79 s instead of 0.68 s (median of five, docs/performance.md). The
+// each doubling, marking everything read so far: a store's start took
+// 0.94 s instead of 0.86 s (docs/performance.md, 2026-11-29). The
 // served heap is not affected: the default comes back before the server
 // answers, and the memory the load used is given back then.
 const firstLoadGCPercent = 200
