@@ -1220,7 +1220,7 @@ func (d *doc) serviceTXT(n *yaml.Node, path string, kind sc.Kind, s *Service, z 
 	text, place := j.text, func(diag *sc.Diagnostic) bool {
 		at := n
 		if diag.Offset >= 0 {
-			if m := j.node(diag.Offset); m != nil {
+			if m := d.placed(j, diag.Offset); m != nil {
 				at = m
 			}
 		}

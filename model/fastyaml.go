@@ -66,6 +66,8 @@ type yamlScratch struct {
 	// policies that selected them: one string for all those a stack
 	// selects, not one a service.
 	keys map[*policy.Stack]string
+	// lazy are the nodes the last read left unmade (lazyNode).
+	lazy []lazyNode
 }
 
 // policyKey is z.policyKey(t), the same string for every service that

@@ -3,6 +3,7 @@ package model
 import (
 	"bytes"
 	"encoding/binary"
+	"slices"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -26,6 +27,11 @@ import (
 // one of the fast readers reads it (readJSON, readFast), or false: then
 // yaml.v3 reads it, and says what is wrong with it.
 func readNodes(text []byte, scratch *yamlScratch) (*yaml.Node, bool) {
+	if scratch != nil {
+		// The lazy nodes of the last read are not this one's: the slab
+		// they point into is about to be reused.
+		scratch.lazy = scratch.lazy[:0]
+	}
 	if n, ok := readJSON(text, scratch); ok {
 		return n, true
 	}
@@ -43,11 +49,12 @@ func readJSON(text []byte, scratch *yamlScratch) (*yaml.Node, bool) {
 	t := new(jtree.Tree)
 	if scratch != nil {
 		t = &scratch.tree
+		scratch.lazy = scratch.lazy[:0]
 	}
 	if t.Reset(text) != nil {
 		return nil, false
 	}
-	c := jsonConverter{t: t, ascii: t.NonASCII < 0}
+	c := jsonConverter{t: t, ascii: t.NonASCII < 0, scratch: scratch}
 	if scratch != nil {
 		c.nodes, c.ptrs = scratch.slab(len(t.Nodes) + 1)
 	} else {
@@ -114,6 +121,9 @@ type jsonConverter struct {
 	// start of the last position asked for: nodes come in text order.
 	line, lineStart int
 	off             int
+	// scratch, when not nil, takes the lazy nodes of the root's config
+	// members (lazyValue).
+	scratch *yamlScratch
 }
 
 // pos returns the line and the column, in characters, of offset off.
@@ -158,11 +168,20 @@ func (c *jsonConverter) node(i int32) *yaml.Node {
 			members *= 2
 		}
 		n.Content, c.ptrs = c.ptrs[:0:members], c.ptrs[members:]
+		lastKey := int32(-1)
 		for k, key := jn.First, true; k >= 0; k, key = c.t.Nodes[k].Next, !key {
-			if jn.Kind == jtree.Object && key && !simpleKey(c.t, k) {
-				return nil
+			if jn.Kind == jtree.Object && key {
+				if !simpleKey(c.t, k) {
+					return nil
+				}
+				lastKey = k
 			}
-			kid := c.node(k)
+			var kid *yaml.Node
+			if i == 0 && jn.Kind == jtree.Object && !key && c.scratch != nil && configKey(c.t.Raw(lastKey)) && c.lazyValue(k) {
+				kid = c.lazy(k)
+			} else {
+				kid = c.node(k)
+			}
 			if kid == nil {
 				return nil
 			}
@@ -223,4 +242,135 @@ func escapeYAMLRefuses(raw []byte) bool {
 		}
 	}
 	return false
+}
+
+// A service's config is most of its nodes, and they are made only to be
+// turned back into JSON (toJSON): at a store's start, 100 000 times, a
+// fifth of the cost of validating a spec. So with a scratch, the value of
+// a root object's serviceConfig or choices member is left unmade when
+// toJSON of it is its text without blanks (lazyValue): the node has its
+// kind and place but no content, toJSON writes it from the text, and
+// whatever needs its content makes it first (doc.materialize): the
+// converter, and a diagnostic's place.
+
+// lazyNode is a node left unmade, and the tree node it stands for.
+type lazyNode struct {
+	node *yaml.Node
+	idx  int32
+}
+
+// configKey reports whether raw is the key of a service's config.
+func configKey(raw []byte) bool {
+	return string(raw) == `"serviceConfig"` || string(raw) == `"choices"`
+}
+
+// lazyValue reports whether the tree node v may be left unmade: an object
+// or an array whose conversion is its text without blanks, which is so
+// when it is ASCII without escapes (strings and keys are written back as
+// they are), its numbers have no exponent (one could overflow, which the
+// converter refuses), its keys are ones YAML reads as JSON does, and it
+// nests no deeper than the converter allows.
+func (c *jsonConverter) lazyValue(v int32) bool {
+	n := &c.t.Nodes[v]
+	if n.Kind != jtree.Object && n.Kind != jtree.Array || !c.ascii || n.End-n.Start > maxJSONSize {
+		return false
+	}
+	if bytes.IndexByte(c.t.Src[n.Start:n.End], '\\') >= 0 {
+		return false
+	}
+	return plainJSON(c.t, v, 0)
+}
+
+func plainJSON(t *jtree.Tree, i int32, depth int) bool {
+	if depth > maxJSONDepth {
+		return false
+	}
+	n := &t.Nodes[i]
+	switch n.Kind {
+	case jtree.Number:
+		return !bytes.ContainsAny(t.Raw(i), "eE")
+	case jtree.Object, jtree.Array:
+		for k, key := n.First, true; k >= 0; k, key = t.Nodes[k].Next, !key {
+			if n.Kind == jtree.Object && key {
+				if !simpleKey(t, k) {
+					return false
+				}
+				continue
+			}
+			if !plainJSON(t, k, depth+1) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// lazy returns the node of tree node v, left unmade.
+func (c *jsonConverter) lazy(v int32) *yaml.Node {
+	jn := &c.t.Nodes[v]
+	n := &c.nodes[v]
+	n.Line, n.Column = c.pos(int(jn.Start))
+	n.Kind, n.Style, n.Tag = yaml.MappingNode, yaml.FlowStyle, "!!map"
+	if jn.Kind == jtree.Array {
+		n.Kind, n.Tag = yaml.SequenceNode, "!!seq"
+	}
+	c.scratch.lazy = append(c.scratch.lazy, lazyNode{node: n, idx: v})
+	return n
+}
+
+// lazyText returns the text of n when it is a node left unmade.
+func (d *doc) lazyText(n *yaml.Node) ([]byte, bool) {
+	if d.scratch == nil {
+		return nil, false
+	}
+	for _, l := range d.scratch.lazy {
+		if l.node == n {
+			jn := &d.scratch.tree.Nodes[l.idx]
+			return d.scratch.tree.Src[jn.Start:jn.End], true
+		}
+	}
+	return nil, false
+}
+
+// materialize makes the content of n if it was left unmade (lazyValue),
+// in nodes of its own: the scratch's are in use.
+func (d *doc) materialize(n *yaml.Node) {
+	if d.scratch == nil {
+		return
+	}
+	for i, l := range d.scratch.lazy {
+		if l.node != n {
+			continue
+		}
+		t := &d.scratch.tree
+		c := jsonConverter{t: t, ascii: true, nodes: make([]yaml.Node, len(t.Nodes)), ptrs: make([]*yaml.Node, len(t.Nodes))}
+		// Lines are counted from the start of the text: the converter
+		// only moves forward.
+		if made := c.node(l.idx); made != nil {
+			n.Content = made.Content
+		}
+		d.scratch.lazy = slices.Delete(d.scratch.lazy, i, i+1)
+		return
+	}
+}
+
+// compactJSON appends src, JSON whose only blanks are spaces and line
+// feeds (jsonText), without the blanks outside its strings.
+func compactJSON(dst, src []byte) []byte {
+	for len(src) > 0 {
+		i := bytes.IndexAny(src, " \n\"")
+		if i < 0 {
+			return append(dst, src...)
+		}
+		dst = append(dst, src[:i]...)
+		if src[i] != '"' {
+			src = src[i+1:]
+			continue
+		}
+		// Strings here hold no escapes (lazyValue): the next quote ends it.
+		end := bytes.IndexByte(src[i+1:], '"') + i + 2
+		dst = append(dst, src[i:end]...)
+		src = src[end:]
+	}
+	return dst
 }

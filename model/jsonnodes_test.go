@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
 )
 
 // checkJSON fails t when readJSON reads text and yaml.v3 does not, or
@@ -18,6 +20,7 @@ func checkJSON(t *testing.T, text []byte) bool {
 	var scratch yamlScratch
 	readJSON([]byte(`{"before":[1,2,{"x":"y"}],"anchor":"a"}`), &scratch)
 	got, ok := readJSON(text, &scratch)
+	checkLazy(t, text, &scratch)
 	if fresh, fok := readJSON(text, nil); fok != ok || ok && sameNodes(got, fresh, "") != "" {
 		t.Fatalf("readJSON reads %q otherwise with a used scratch", text)
 	}
@@ -32,6 +35,32 @@ func checkJSON(t *testing.T, text []byte) bool {
 		t.Fatalf("readJSON reads %q differently from yaml.v3: %s", text, d)
 	}
 	return true
+}
+
+// checkLazy fails t unless each node the last read with scratch left
+// unmade converts, once made, to the text toJSON writes for it unmade,
+// with nothing reported; it leaves every node made.
+func checkLazy(t *testing.T, text []byte, scratch *yamlScratch) {
+	t.Helper()
+	d := newDoc(text)
+	d.scratch = scratch
+	for len(scratch.lazy) > 0 {
+		n := scratch.lazy[0].node
+		j, ok := d.toJSON(n, "")
+		if !ok || j.lazy != n {
+			t.Fatalf("%q: toJSON of a node left unmade: ok %v, written from its text %v", text, ok, j.lazy == n)
+		}
+		lazyText := string(j.text)
+		d.materialize(n)
+		if len(scratch.lazy) > 0 && scratch.lazy[0].node == n {
+			t.Fatalf("%q: materialize left the node unmade", text)
+		}
+		made := newDoc(text)
+		mj, ok := made.toJSON(n, "")
+		if !ok || len(made.diagnostics()) > 0 || string(mj.text) != lazyText {
+			t.Fatalf("%q: a node left unmade is written %s, and %s made (ok %v, %v)", text, lazyText, mj.text, ok, made.diagnostics())
+		}
+	}
 }
 
 // The JSON that store specs and JSON configs are made of is read as
@@ -87,10 +116,68 @@ func FuzzReadJSONAgreesWithYAML(f *testing.F) {
 	f.Add([]byte(`{"addresses":["10.0.0.1"],"serviceConfig":{"methodConfig":[{"name":[{"service":"s"}],"timeout":"1s"}]}}`))
 	f.Add([]byte("[1, -0, 1.0, 1e400, \"\\u00e9\\n\\\"\\\\\", \"<<\", {\"a\": [true, false, null]}]"))
 	f.Add([]byte("{\n \"a\": \"é\",\n \"b\": [\n  {}\n ]\n}"))
+	f.Add([]byte("{\n  \"choices\": [{\"percentage\": 5, \"serviceConfig\": {\"x\": [1.5, -0, null]}}],\n  \"serviceConfig\": {\"a\": {\"b\": 1e3}}\n}"))
 	for _, br := range yamlBreaks {
 		f.Add([]byte(`{"a":"x` + br + `y"}`))
 	}
 	f.Fuzz(func(t *testing.T, text []byte) {
 		checkJSON(t, text)
 	})
+}
+
+// TestLazyConfigs: a service's config is left unmade when toJSON of it is
+// its text without blanks, and made otherwise.
+func TestLazyConfigs(t *testing.T) {
+	for _, tc := range []struct {
+		text string
+		lazy int
+	}{
+		{`{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"1s","retryPolicy":{"backoffMultiplier":1.5}}]}}`, 1},
+		{"{\n  \"choices\": [\n    {\"percentage\": 50, \"serviceConfig\": {}}\n  ],\n  \"serviceConfig\": [null, true]\n}", 2},
+		{`{"serviceConfig":{"retryPolicy":{"backoffMultiplier":1e2}}}`, 0}, // an exponent: it could overflow
+		{`{"serviceConfig":{"x":"a\"b"}}`, 0},    // an escape
+		{`{"serviceConfig":{"x":"é"}}`, 0},       // not ASCII
+		{`{"serviceConfig":"x","choices":3}`, 0}, // not collections
+		{`{"other":{"serviceConfig":{}}}`, 0},    // not the root's
+		{`[{"serviceConfig":{}}]`, 0},
+	} {
+		var scratch yamlScratch
+		if _, ok := readJSON([]byte(tc.text), &scratch); !ok {
+			t.Fatalf("readJSON(%q) did not read it", tc.text)
+		}
+		if len(scratch.lazy) != tc.lazy {
+			t.Errorf("readJSON(%q) left %d nodes unmade, want %d", tc.text, len(scratch.lazy), tc.lazy)
+		}
+		checkLazy(t, []byte(tc.text), &scratch)
+		checkJSON(t, []byte(tc.text))
+	}
+}
+
+// TestLazyConfigPlaced: a problem in a config left unmade is placed where
+// it is written, with policies or without.
+func TestLazyConfigPlaced(t *testing.T) {
+	z := storeZone(t)
+	lb, ds := ValidatePolicy(z, "lb", []byte(`{"targetRef":{"kind":"Zone"},"default":{"loadBalancingConfig":[{"round_robin":{}}]}}`))
+	if lb == nil {
+		t.Fatal(ds)
+	}
+	zp, err := z.WithPolicies([]*policy.Policy{lb})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := "{\n  \"addresses\": [\"10.0.0.1\"],\n  \"serviceConfig\": {\n    \"methodConfig\": [{\n      \"name\": [{\"service\": \"a.B\"}],\n      \"timeout\": \"soon\"\n    }]\n  }\n}"
+	for _, zone := range []*Zone{z, zp} {
+		var v ServiceValidator
+		for round := range 2 { // the second with a used scratch
+			s, ds := v.Validate(zone, "echo", nil, []byte(spec), nil)
+			if s != nil || len(ds) == 0 {
+				t.Fatalf("policies %v, round %d: %v %v", zone.PolicySet != nil, round, s, ds)
+			}
+			d := ds[0]
+			if d.Path != "/serviceConfig/methodConfig/0/timeout" || d.Line != 6 || d.Column != 18 || d.Offset != strings.Index(spec, `"soon"`) {
+				t.Fatalf("policies %v, round %d: placed at %s %d:%d (offset %d), want /serviceConfig/methodConfig/0/timeout 6:18 (%d): %+v",
+					zone.PolicySet != nil, round, d.Path, d.Line, d.Column, d.Offset, strings.Index(spec, `"soon"`), d)
+			}
+		}
+	}
 }

@@ -196,6 +196,7 @@ func (d *doc) labels(n *yaml.Node, path string) (map[string]string, bool) {
 func (d *doc) placeByOrigin(n *yaml.Node, path string, res *policy.Result, s *Service, z *Zone) func(*sc.Diagnostic) bool {
 	seen := map[string]bool{}
 	return func(diag *sc.Diagnostic) bool {
+		d.materialize(n) // nodeAt walks it
 		os := res.Origins(diag.Path)
 		o := policy.Origin{Kind: policy.Own}
 		if len(os) > 0 {

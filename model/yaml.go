@@ -699,6 +699,9 @@ type jsonMark struct {
 type jsonValue struct {
 	text  []byte
 	marks []jsonMark
+	// lazy is the node left unmade (lazyValue) that text was written
+	// from, without marks; nil once they are made (doc.placed).
+	lazy *yaml.Node
 }
 
 // node returns the YAML node the JSON byte offset off came from.
@@ -749,9 +752,21 @@ func (d *doc) toJSON(n *yaml.Node, path string) (j *jsonValue, ok bool) {
 	// tenth of a first start's garbage.
 	if sc := d.scratch; sc != nil {
 		j = &sc.json
-		j.text, j.marks = j.text[:0], j.marks[:0]
+		j.text, j.marks, j.lazy = j.text[:0], j.marks[:0], nil
 	} else {
 		j = &jsonValue{text: make([]byte, 0, 256), marks: make([]jsonMark, 0, 48)}
+	}
+	if text, ok := d.lazyText(n); ok {
+		// The converter would write the text without its blanks
+		// (lazyValue), and find nothing to report, unless the config
+		// takes more than the document may expand to: it then runs, to
+		// report it where it happens.
+		if j.text = compactJSON(j.text, text); d.jsonBytes+len(j.text) <= d.lim.maxExpansion {
+			j.lazy = n
+			d.jsonBytes += len(j.text)
+			return j, true
+		}
+		j.text = j.text[:0]
 	}
 	c := &converter{d: d, j: j, ok: true, base: path}
 	if sc := d.scratch; sc != nil {
@@ -761,6 +776,21 @@ func (d *doc) toJSON(n *yaml.Node, path string) (j *jsonValue, ok bool) {
 	c.value(n, 0)
 	d.jsonBytes += len(j.text)
 	return j, c.ok
+}
+
+// placed returns the node that JSON byte offset off of j came from. A
+// value toJSON wrote from its text has no marks: its nodes are made, and
+// converted again for them, which gives the same text.
+func (d *doc) placed(j *jsonValue, off int) *yaml.Node {
+	if n := j.lazy; n != nil {
+		d.materialize(n)
+		again := &jsonValue{}
+		c := &converter{d: newDoc(d.src), j: again, ok: true}
+		c.d.lim = d.lim
+		c.value(n, 0)
+		j.marks, j.lazy = again.marks, nil
+	}
+	return j.node(off)
 }
 
 type converter struct {
@@ -808,6 +838,7 @@ func (c *converter) value(n *yaml.Node, depth int) {
 	if !c.ok {
 		return
 	}
+	c.d.materialize(n)
 	orig := n
 	n = deref(n)
 	if n == nil || depth > maxJSONDepth {
