@@ -68,6 +68,9 @@ type yamlScratch struct {
 	keys map[*policy.Stack]string
 	// lazy are the nodes the last read left unmade (lazyNode).
 	lazy []lazyNode
+	// added and content are addMember's.
+	added   [2]yaml.Node
+	content []*yaml.Node
 }
 
 // policyKey is z.policyKey(t), the same string for every service that

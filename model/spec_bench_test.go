@@ -2,7 +2,10 @@ package model
 
 import (
 	"reflect"
+	"slices"
 	"testing"
+
+	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
 
 // BenchmarkValidateService: a store spec of the fleet's shape validated
@@ -54,6 +57,7 @@ func TestServiceValidatorReuse(t *testing.T) {
 	// the same service, and the ones before it untouched.
 	for _, v := range []*ServiceValidator{{}, {Compact: true}} {
 		var kept, wanted []*Service
+		var keptDs, wantedDs []sc.Diagnostics
 		for round := range 3 {
 			for i, spec := range specs {
 				name := "s" + string(rune('a'+i))
@@ -65,6 +69,7 @@ func TestServiceValidatorReuse(t *testing.T) {
 				if got != nil {
 					kept, wanted = append(kept, got), append(wanted, want)
 				}
+				keptDs, wantedDs = append(keptDs, gds), append(wantedDs, slices.Clone(wds))
 				for k := range gds {
 					if gds[k] != wds[k] {
 						t.Fatalf("round %d, spec %d: diagnostic %v, want %v", round, i, gds[k], wds[k])
@@ -75,6 +80,12 @@ func TestServiceValidatorReuse(t *testing.T) {
 		for i := range kept {
 			if !reflect.DeepEqual(kept[i], wanted[i]) {
 				t.Fatalf("compact %v: service %d changed after the next validations: %+v, want %+v", v.Compact, i, kept[i], wanted[i])
+			}
+		}
+		// Nor the diagnostics it returned.
+		for i := range keptDs {
+			if !reflect.DeepEqual(keptDs[i], wantedDs[i]) {
+				t.Fatalf("compact %v: the diagnostics of validation %d changed after the next ones: %v, want %v", v.Compact, i, keptDs[i], wantedDs[i])
 			}
 		}
 	}
