@@ -176,12 +176,11 @@ func (c *jsonConverter) node(i int32) *yaml.Node {
 				}
 				lastKey = k
 			}
-			var kid *yaml.Node
-			if i == 0 && jn.Kind == jtree.Object && !key && c.scratch != nil && configKey(c.t.Raw(lastKey)) && c.lazyValue(k) {
-				kid = c.lazy(k)
-			} else {
-				kid = c.node(k)
+			valueOf := int32(-1) // the key of the member whose value k is
+			if jn.Kind == jtree.Object && !key {
+				valueOf = lastKey
 			}
+			kid := c.member(i, k, valueOf)
 			if kid == nil {
 				return nil
 			}
@@ -252,6 +251,16 @@ func escapeYAMLRefuses(raw []byte) bool {
 // kind and place but no content, toJSON writes it from the text, and
 // whatever needs its content makes it first (doc.materialize): the
 // converter, and a diagnostic's place.
+
+// member returns the node of tree node k, a child of node i: left unmade
+// when it is the value (of key valueOf) of a root's config member that
+// may be, made else.
+func (c *jsonConverter) member(i, k, valueOf int32) *yaml.Node {
+	if i == 0 && valueOf >= 0 && c.scratch != nil && configKey(c.t.Raw(valueOf)) && c.lazyValue(k) {
+		return c.lazy(k)
+	}
+	return c.node(k)
+}
 
 // lazyNode is a node left unmade, and the tree node it stands for.
 type lazyNode struct {
