@@ -2,12 +2,13 @@ package dnspub
 
 import (
 	"bytes"
-	"crypto/sha256"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
@@ -40,12 +41,45 @@ func TestConfigFileReadsCostTheFileOnce(t *testing.T) {
 	if err != nil || !bytes.Equal(got, text) {
 		t.Fatalf("readConfigFile = %d bytes, %v; want the file", len(got), err)
 	}
-	var sum [sha256.Size]byte
-	if n := allocated(func() { sum, err = hashConfigFile(path) }); n > 256<<10 {
+	s := &Server{opts: Options{ConfigFile: path}, sums: newFileHasher()}
+	var sum fileSum
+	if n := allocated(func() { sum, err = s.hashConfigFile() }); n > 256<<10 {
 		t.Errorf("hashing a %d-byte config allocated %d bytes; want a buffer's worth", len(text), n)
 	}
-	if err != nil || sum != sha256.Sum256(text) {
-		t.Fatalf("hashConfigFile = %x, %v; want %x", sum, err, sha256.Sum256(text))
+	if err != nil || sum != s.sums.sum(text) {
+		t.Fatalf("hashConfigFile = %x, %v; want %x", sum, err, s.sums.sum(text))
+	}
+}
+
+// The sum of a file read in parts is the sum of its text; texts that
+// differ by a byte, or by their length, have other sums, and so do the
+// same texts under another server's seeds.
+func TestFileSum(t *testing.T) {
+	h, other := newFileHasher(), newFileHasher()
+	seen := map[fileSum]string{}
+	for _, n := range []int{0, 1, 7, 8, 127, 128, 129, 4096, 100_003} {
+		text := bytes.Repeat([]byte("zones: []\n#"), n/11+1)[:n]
+		sum := h.sum(text)
+		if got, m, err := h.read(iotest.OneByteReader(bytes.NewReader(text))); err != nil || m != int64(n) || got != sum {
+			t.Errorf("%d bytes read one at a time: %x (%d bytes, %v); want %x", n, got, m, err, sum)
+		}
+		if got, _, _ := h.read(bytes.NewReader(text)); got != sum {
+			t.Errorf("%d bytes read at once: %x; want %x", n, got, sum)
+		}
+		if prev, ok := seen[sum]; ok {
+			t.Errorf("%d bytes have the sum of %s", n, prev)
+		}
+		seen[sum] = fmt.Sprint(n, " bytes")
+		if n > 0 {
+			flipped := bytes.Clone(text)
+			flipped[n/2] ^= 1
+			if h.sum(flipped) == sum {
+				t.Errorf("%d bytes and the same with a bit flipped have one sum", n)
+			}
+		}
+		if other.sum(text) == sum {
+			t.Errorf("%d bytes have the same sum under two servers' seeds", n)
+		}
 	}
 }
 
@@ -61,7 +95,10 @@ func TestConfigFileTooLarge(t *testing.T) {
 	f.Close()
 	for name, read := range map[string]func(string) error{
 		"read": func(p string) error { _, err := readConfigFile(p); return err },
-		"hash": func(p string) error { _, err := hashConfigFile(p); return err },
+		"hash": func(p string) error {
+			_, err := (&Server{opts: Options{ConfigFile: p}, sums: newFileHasher()}).hashConfigFile()
+			return err
+		},
 	} {
 		if err := read(path); err == nil || !strings.Contains(err.Error(), "64 MiB") {
 			t.Errorf("%s of a config over 64 MiB: %v; want the limit named", name, err)

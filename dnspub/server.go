@@ -2,7 +2,6 @@ package dnspub
 
 import (
 	"context"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -141,7 +140,8 @@ type Server struct {
 	// reload reads again only the services whose text changed.
 	parser   model.Parser
 	serials  *serialStore
-	lastHash [sha256.Size]byte // of the config text last loaded (or rejected)
+	lastHash fileSum // of the config text last loaded (or rejected)
+	sums     fileHasher
 
 	notifier *notifier
 	// newTracker follows the config file for the watcher; tests replace it.
@@ -290,7 +290,7 @@ func newServer(opts Options) (*Server, error) {
 	case opts.StateFile == "" && opts.ConfigFile != "":
 		opts.StateFile = opts.ConfigFile + ".serial"
 	}
-	s := &Server{opts: opts, log: opts.Logger, done: make(chan struct{}), conns: map[*tcpConn]struct{}{}, perGroup: map[netip.Prefix]int{},
+	s := &Server{opts: opts, log: opts.Logger, sums: newFileHasher(), done: make(chan struct{}), conns: map[*tcpConn]struct{}{}, perGroup: map[netip.Prefix]int{},
 		newTracker: newFileTracker, limiter: newLogLimiter(10, time.Second), resign: make(chan struct{}, 1)}
 	s.metrics = newMetrics(s.Serials)
 	if opts.Store != nil {
@@ -381,19 +381,18 @@ func readConfigFile(path string) ([]byte, error) {
 	return b, err
 }
 
-// hashConfigFile returns the SHA-256 of the config file without holding
+// hashConfigFile returns the fileSum of the config file without holding
 // it in memory: the watcher looks at a file of 30 MB every second.
-func hashConfigFile(path string) (sum [sha256.Size]byte, err error) {
-	err = scanConfigFile(path, func(f *os.File, _ int64) error {
-		h := sha256.New()
-		n, err := io.Copy(h, io.LimitReader(f, model.MaxConfigSize+1))
+func (s *Server) hashConfigFile() (sum fileSum, err error) {
+	err = scanConfigFile(s.opts.ConfigFile, func(f *os.File, _ int64) error {
+		var n int64
+		sum, n, err = s.sums.read(io.LimitReader(f, model.MaxConfigSize+1))
 		if err != nil {
 			return err
 		}
 		if n > model.MaxConfigSize {
 			return errConfigTooLarge
 		}
-		h.Sum(sum[:0])
 		return nil
 	})
 	return sum, err
@@ -459,9 +458,12 @@ func (s *Server) load(text []byte, start time.Time, why string, hold func(*model
 // loadLocked is load with reloadMu held.
 func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(*model.Config, *snapshot) string) (changed []string, err error) {
 	name := s.configName()
-	// The watcher's sum of the text is made beside the parse: hashing
-	// 30 MB takes as long as reading one changed service from them.
-	cfg, ds, sum := s.parser.ParseSum(text)
+	// The watcher's sum of the text is made beside the parse, on the
+	// core its serial steps leave idle.
+	sums := make(chan fileSum, 1)
+	go func() { sums <- s.sums.sum(text) }()
+	cfg, ds := s.parser.Parse(text)
+	sum := <-sums
 	if cfg != nil && hold != nil {
 		if reason := hold(cfg, s.snap.Load()); reason != "" {
 			s.metrics.reloads.WithLabelValues("held").Inc()
@@ -520,7 +522,7 @@ func (s *Server) publish(cfg *model.Config, name, why string, large bool, start 
 		s.metrics.reloads.WithLabelValues("rejected").Inc()
 		s.metrics.stateErrors.Inc()
 		s.metrics.lastReload.Set(0)
-		s.lastHash = [sha256.Size]byte{} // try again on the next change or poll
+		s.lastHash = fileSum{} // try again on the next change or poll
 		if old != nil {
 			s.log.Error("cannot persist SOA serials: not publishing this version; the previous one keeps serving", "config", name, "version", old.version, "err", err)
 		}

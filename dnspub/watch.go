@@ -1,7 +1,6 @@
 package dnspub
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -178,7 +177,7 @@ type watchState struct {
 	// with no pause as long as Settle between them.
 	writes, burst uint64
 	lastWrite     time.Time
-	pending       [sha256.Size]byte
+	pending       fileSum
 	pendingSince  time.Time
 	told          string // what was last logged about pending
 	retryAt       time.Time
@@ -187,7 +186,7 @@ type watchState struct {
 	// an unchanged file is not read again every second: a config of
 	// 100 000 services is 30 MB.
 	idle      bool
-	idleHash  [sha256.Size]byte
+	idleHash  fileSum
 	idleSeq   uint64
 	idleStamp fileStamp
 	idleReads int
@@ -197,7 +196,7 @@ type watchState struct {
 // loaded, without reading it: as the kernel says (inotify sees every write
 // and replacement) or, without inotify, as its size, times and inode say;
 // then it is still read now and then, for file systems with coarse times.
-func (w *watchState) unchanged(st fileState, stamp fileStamp, loaded [sha256.Size]byte) bool {
+func (w *watchState) unchanged(st fileState, stamp fileStamp, loaded fileSum) bool {
 	if !w.idle || loaded != w.idleHash || st.writing {
 		return false
 	}
@@ -234,7 +233,7 @@ func (s *Server) watchPoll(tr fileTracker, w *watchState, now time.Time) {
 	}
 	w.idle = false
 	s.watchReads.Add(1)
-	h, err := hashConfigFile(s.opts.ConfigFile)
+	h, err := s.hashConfigFile()
 	if err != nil {
 		// Being replaced, or gone, or too large: keep serving; the next
 		// poll sees it again (SIGHUP says why).
@@ -300,7 +299,7 @@ func (s *Server) watchPoll(tr fileTracker, w *watchState, now time.Time) {
 	if err != nil {
 		return
 	}
-	if th := sha256.Sum256(text); th != h {
+	if th := s.sums.sum(text); th != h {
 		// Written again since it was looked at: wait for it to be quiet.
 		w.pending, w.pendingSince = th, now
 		return

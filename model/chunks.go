@@ -3,7 +3,6 @@ package model
 import (
 	"bytes"
 	"cmp"
-	"crypto/sha256"
 	"fmt"
 	"hash/maphash"
 	"maps"
@@ -768,9 +767,6 @@ type itemCache struct {
 	// jsonBytes is what the parse converted to JSON in all (see
 	// readLimits.maxExpansion), set when it read items.
 	jsonBytes int
-	// serial, when set, is called as parse starts a step that runs on
-	// one core (ParseSum hashes the text on another).
-	serial func()
 }
 
 // zone returns the readings of the last parse for the zone of context
@@ -845,42 +841,17 @@ type Parser struct {
 
 // Parse is the package's Parse, with the Parser's memory.
 func (p *Parser) Parse(text []byte) (*Config, sc.Diagnostics) {
-	cfg, ds, _ := p.parse(text, false)
-	return cfg, ds
-}
-
-// ParseSum is Parse, and the SHA-256 of text: a server keeps it to tell
-// when its config file changes. It is computed on a core that Parse
-// leaves idle, beside its serial steps (hashing 30 MB beside the parallel
-// steps delayed them by 10 ms).
-func (p *Parser) ParseSum(text []byte) (*Config, sc.Diagnostics, [sha256.Size]byte) {
-	return p.parse(text, true)
-}
-
-func (p *Parser) parse(text []byte, hashed bool) (cfg *Config, ds sc.Diagnostics, sum [sha256.Size]byte) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var serial func() // starts the hash, once
-	if hashed {
-		done := make(chan [sha256.Size]byte, 1)
-		serial = sync.OnceFunc(func() { go func() { done <- sha256.Sum256(text) }() })
-		defer func() {
-			serial()
-			sum = <-done
-		}()
-	}
 	if p.items == nil {
 		p.seed = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
 	}
-	c := &itemCache{last: p.items, next: make(map[string]*zoneItems, len(p.items)), sum: p.sum, serial: serial}
-	cfg, ds, _ = parse(text, c, p.limits())
+	c := &itemCache{last: p.items, next: make(map[string]*zoneItems, len(p.items)), sum: p.sum}
+	cfg, ds, _ := parse(text, c, p.limits())
 	p.items = c.next
-	return cfg, ds, sum
+	return cfg, ds
 }
 
-// sum is the key an item's reading is kept by: two keyed hashes of its
-// text, 128 bits, so that two texts share one only by chance, which no
-// text can be written to force (the seeds are the process's secrets).
 // limits returns the limits p reads with.
 func (p *Parser) limits() readLimits {
 	if p.lim == (readLimits{}) {
@@ -889,6 +860,9 @@ func (p *Parser) limits() readLimits {
 	return p.lim
 }
 
+// sum is the key an item's reading is kept by: two keyed hashes of its
+// text, 128 bits, so that two texts share one only by chance, which no
+// text can be written to force (the seeds are the process's secrets).
 func (p *Parser) sum(t []byte) itemSum {
 	return itemSum{maphash.Bytes(p.seed[0], t), maphash.Bytes(p.seed[1], t)}
 }

@@ -323,9 +323,6 @@ func parse(text []byte, cache *itemCache, lim readLimits) (*Config, sc.Diagnosti
 	if len(text) > MaxConfigSize {
 		return nil, tooLargeDiag(fmt.Sprintf("the config is %d bytes, more than the %d (64 MiB) the publisher reads", len(text), MaxConfigSize)), nil
 	}
-	if cache != nil && cache.serial != nil {
-		cache.serial()
-	}
 	// Cut into items, the text's values are bounded before any item is
 	// read, by the skeleton's estimate and the items' (kept readings
 	// counted theirs when they were read); read whole, by the text's.

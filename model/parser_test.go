@@ -2,7 +2,6 @@ package model
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -338,22 +337,4 @@ func TestParserJSONTotal(t *testing.T) {
 		t.Error("an item's JSON past the limit is accepted")
 	}
 	parseBoth(t, &p, []byte(alone))
-}
-
-// ParseSum is Parse, and the text's SHA-256, on every path: a first
-// parse, an edit, the same text, a refused text, one too large.
-func TestParseSum(t *testing.T) {
-	var p Parser
-	big := services(300, false)
-	changed := bytes.Replace(big, []byte("name: svc7\n"), []byte("name: svc7x\n"), 1)
-	for i, text := range [][]byte{big, changed, changed, []byte("zones: [\n"), bytes.Repeat([]byte("- a\n"), MaxConfigNodes), services(5, false)} {
-		wantCfg, wantDs := Parse(text)
-		cfg, ds, sum := p.ParseSum(text)
-		if sum != sha256.Sum256(text) {
-			t.Errorf("text %d: the sum is not the text's", i)
-		}
-		if (cfg == nil) != (wantCfg == nil) || len(ds) != len(wantDs) {
-			t.Errorf("text %d: ParseSum reads it otherwise than Parse: %v, %v", i, ds, wantDs)
-		}
-	}
 }
