@@ -45,7 +45,12 @@ func TestCollector(t *testing.T) {
 			}
 		}
 	}
-	m := wait("the published config", func(m map[string]float64) bool { return m[key("choice")] == 1 })
+	// The channel gets its config before the resolution's bookkeeping
+	// (its time, its TTL) is done: wait for both, or a scrape in between
+	// has the choice without the resolution's time (seen once in CI).
+	m := wait("the published config", func(m map[string]float64) bool {
+		return m[key("choice")] == 1 && m[key("last_resolution_timestamp_seconds")] > 0
+	})
 	var info string
 	for k, v := range m {
 		if strings.HasPrefix(k, "grpc_config_dns_resolver_config_info{") && v == 1 {
