@@ -141,7 +141,10 @@ type Server struct {
 	parser   model.Parser
 	serials  *serialStore
 	lastHash fileSum // of the config text last loaded (or rejected)
-	sums     fileHasher
+	// servedSum is of the config text the version served was read from
+	// (ServiceSpecs reads the file again only when it is still that).
+	servedSum fileSum
+	sums      fileHasher
 
 	notifier *notifier
 	// newTracker follows the config file for the watcher; tests replace it.
@@ -490,7 +493,11 @@ func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(
 	// Even a reload that reads one service again reads the whole file and
 	// cuts it (60 MB of garbage for a 30 MB fleet): returned after it,
 	// the memory stays the size of what is served, reload after reload.
-	return s.publish(cfg, name, why, len(text) >= returnMemoryAbove, start)
+	changed, err = s.publish(cfg, name, why, len(text) >= returnMemoryAbove, start)
+	if err == nil {
+		s.servedSum = sum
+	}
+	return changed, err
 }
 
 // publish builds the snapshot of a valid config and serves it, once its

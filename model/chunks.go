@@ -660,7 +660,6 @@ type keeper struct {
 	txt      []string
 	as       []netip.Addr
 	text     strings.Builder
-	buf      []byte
 	interned map[string]string
 }
 
@@ -705,9 +704,6 @@ func (k *keeper) service(old *Service) *Service {
 			s.TXT[j] = k.str(t)
 		}
 	}
-	if old.Own != nil {
-		s.Own = k.bytes(old.Own)
-	}
 	if old.Addresses != nil {
 		if len(k.as) < len(old.Addresses) {
 			k.as = make([]netip.Addr, max(keepChunk, len(old.Addresses)))
@@ -729,16 +725,6 @@ func (k *keeper) str(v string) string {
 	start := k.text.Len()
 	k.text.WriteString(v)
 	return k.text.String()[start:]
-}
-
-// bytes is str for a byte slice: capped, so that an append copies.
-func (k *keeper) bytes(v []byte) []byte {
-	if cap(k.buf)-len(k.buf) < len(v) {
-		k.buf = make([]byte, 0, max(64*keepChunk, len(v)))
-	}
-	start := len(k.buf)
-	k.buf = append(k.buf, v...)
-	return k.buf[start:len(k.buf):len(k.buf)]
 }
 
 // intern is str for a string many readings share (a policyKey): one copy.

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"bytes"
 	"encoding/base64"
 	"fmt"
 	"io"
@@ -223,14 +222,11 @@ type Service struct {
 	Compat Compat
 	// OwnChoices says the service wrote choices, not serviceConfig. (It
 	// sits by Compat's bools, where it takes no room: a fleet holds
-	// 100 000 Services.)
+	// 100 000 Services.) What it wrote is not kept: Zone.Inspect reads it
+	// from the service's spec when asked.
 	OwnChoices bool
 	// Labels are what label policies select the service by.
 	Labels map[string]string
-	// Own is the service's own config as JSON, kept when policies
-	// applied to it: the published record is Own with the policies merged
-	// in.
-	Own []byte
 	// ResourceVersion is the store revision of the service object the
 	// service was read from (serve --store); 0 when it comes from a
 	// config file.
@@ -1233,7 +1229,6 @@ func (d *doc) serviceTXT(n *yaml.Node, path string, kind sc.Kind, s *Service, z 
 				d.report(n, path, codeYAMLValue, "%v", err)
 				return nil
 			}
-			s.Own = bytes.Clone(j.text) // j's buffer is a worker's scratch
 			text, place = res.JSON, d.placeByOrigin(n, path, res, s, z)
 		}
 	}

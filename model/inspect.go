@@ -25,6 +25,10 @@ type Inspection struct {
 	// Fields are Config's leaves, each with the layers that set it in
 	// merge order: the last one's value is published.
 	Fields []InspectedField `json:"fields"`
+	// Partial, when not empty, says why Fields have no origins: policies
+	// apply, and the service's own config could not be read again
+	// (Zone.Inspect).
+	Partial string `json:"partial,omitempty"`
 }
 
 // AppliedPolicy names a policy that applies to a service.
@@ -68,12 +72,16 @@ func (c *Config) FindService(name string) (*Zone, *Service, error) {
 }
 
 // stackOf returns the merged policies that apply to s: nil when none
-// made its config.
+// made its config (policies merge into a service's config, and leave a
+// service without one alone).
 func (z *Zone) stackOf(s *Service) *policy.Stack {
-	if z.PolicySet == nil || s.Own == nil {
+	if z.PolicySet == nil || s.TXT == nil {
 		return nil
 	}
-	return z.PolicySet.StackFor(s.target())
+	if st := z.PolicySet.StackFor(s.target()); !st.Empty() {
+		return st
+	}
+	return nil
 }
 
 // PolicyNames returns the names of the policies that apply to s, in
@@ -94,14 +102,29 @@ func (z *Zone) PolicyNames(s *Service) []string {
 // came from. The record's values are matched to the layers by their JSON
 // pointer: publishing rewrites durations and leaves nulls out, but moves
 // nothing.
-func (z *Zone) Inspect(s *Service) *Inspection {
+//
+// spec is the service's spec as a store holds it (its fields as JSON: a
+// store object's spec, or ServiceSpec.Spec from SplitSpecs of its config
+// file), at the version s was read from. It is read only when policies
+// apply to s, for the config the service wrote itself, which a Service
+// does not keep (with policies, it was a tenth of a fleet's memory).
+// Without it (nil, or a spec without the config s publishes), the fields
+// have no origins, and Partial says why.
+func (z *Zone) Inspect(s *Service, spec []byte) *Inspection {
 	in := &Inspection{Zone: z.Origin, Service: s.Name, Labels: s.Labels, Policies: []AppliedPolicy{}, Fields: []InspectedField{}, Config: json.RawMessage("null")}
 	var res *policy.Result
 	if st := z.stackOf(s); st != nil {
 		for _, p := range st.Policies {
 			in.Policies = append(in.Policies, AppliedPolicy{Name: p.Name, Kind: p.TargetRef.Kind, Target: describeRef(p.TargetRef)})
 		}
-		res, _ = st.Apply(s.Own, s.OwnChoices)
+		if own, ok := ownConfig(spec, s.OwnChoices); ok {
+			res, _ = st.Apply(own, s.OwnChoices)
+		} else {
+			// Merged into nothing, the policies' values would land
+			// elsewhere than into the service's (lists merge by name):
+			// no origin is better than a wrong one.
+			in.Partial = "the service's own config could not be read again (its config file or store object changed since it was published), so which layer set each value is not known"
+		}
 	}
 	value := s.Value()
 	if value == nil {
@@ -120,10 +143,36 @@ func (z *Zone) Inspect(s *Service) *Inspection {
 			path = strings.TrimPrefix(path, "/0/serviceConfig")
 		}
 		origins := []policy.Origin{{Kind: policy.Own, Path: path}}
-		if res != nil {
+		switch {
+		case res != nil:
 			origins = slices.Clone(res.Origins(path))
+		case in.Partial != "":
+			origins = []policy.Origin{}
 		}
 		in.Fields = append(in.Fields, InspectedField{Path: f.Path, Value: f.Value, Origins: origins})
 	}
 	return in
+}
+
+// ownConfig returns the config a service's spec holds, as JSON (what the
+// publisher merged its policies into): its choices when choices is set,
+// else its serviceConfig; false when spec holds no such config.
+func ownConfig(spec []byte, choices bool) ([]byte, bool) {
+	if spec == nil {
+		return nil, false
+	}
+	d, root := specDoc(spec, "the service", nil)
+	if root == nil {
+		return nil, false
+	}
+	key := "serviceConfig"
+	if choices {
+		key = "choices"
+	}
+	_, v := member(root, key)
+	if v == nil {
+		return nil, false
+	}
+	j, ok := d.toJSON(v, "/"+key)
+	return j.text, ok
 }

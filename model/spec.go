@@ -304,6 +304,36 @@ type ServiceSpec struct {
 	Spec []byte
 }
 
+// ServiceSpecsOf returns the specs (SplitSpecs) of the services named
+// (absolute names) of zone origin in config text, by name: what
+// Zone.Inspect reads a service's own config from, for a config read from
+// text. A name not there is left out; none when text is invalid.
+func ServiceSpecsOf(text []byte, origin string, names []string) map[string][]byte {
+	specs, _ := SplitSpecs(text)
+	if specs == nil {
+		return nil
+	}
+	zone, _ := ZoneName(origin)
+	want := make(map[string]string, len(names)) // store name → name
+	for _, n := range names {
+		if rel, msg := ServiceName(origin, n); msg == "" {
+			want[rel] = n
+		}
+	}
+	out := make(map[string][]byte, len(names))
+	for _, z := range specs.Zones {
+		if z.Name != zone {
+			continue
+		}
+		for _, sv := range z.Services {
+			if n, ok := want[sv.Name]; ok {
+				out[n] = sv.Spec
+			}
+		}
+	}
+	return out
+}
+
 // SplitSpecs checks a publisher config as Parse does and cuts it into the
 // objects of a store: the spec of each zone and service, converted to
 // JSON exactly as the publisher converts service configs. It returns nil

@@ -357,5 +357,5 @@ func (s *Store) Inspect(ctx context.Context, zone, svc string) (*model.Inspectio
 		e.Code, e.Reason = http.StatusConflict, ReasonConflict
 		return nil, e
 	}
-	return zc.Inspect(sv), nil
+	return zc.Inspect(sv, o.Spec), nil
 }

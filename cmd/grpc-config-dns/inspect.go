@@ -140,7 +140,11 @@ func (e *env) inspect(file, service, format string) error {
 	if err != nil {
 		return usageErr("%s: %v", file, err)
 	}
-	insp := z.Inspect(s)
+	var spec []byte
+	if len(z.PolicyNames(s)) > 0 { // what the service wrote itself, under its policies
+		spec = model.ServiceSpecsOf(in.text, z.Origin, []string{s.Name})[s.Name]
+	}
+	insp := z.Inspect(s, spec)
 	if format == "json" {
 		enc := json.NewEncoder(e.stdout)
 		enc.SetIndent("", "  ")
@@ -169,6 +173,9 @@ func writeInspection(w io.Writer, in *model.Inspection) {
 	if len(in.Fields) == 0 {
 		fmt.Fprintln(w, "config: none published (the service has no choices or serviceConfig)")
 		return
+	}
+	if in.Partial != "" {
+		fmt.Fprintln(w, "origins unknown: "+in.Partial)
 	}
 	fmt.Fprintln(w, "published config, value by value, with who set it (the last one wins):")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

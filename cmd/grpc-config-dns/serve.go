@@ -20,6 +20,7 @@ import (
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub"
 	"github.com/grpc-config-dns/grpc-config-dns/dnspub/ui"
 	"github.com/grpc-config-dns/grpc-config-dns/internal/httpserve"
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 	"github.com/grpc-config-dns/grpc-config-dns/store"
 )
 
@@ -212,6 +213,27 @@ func digHint(addr net.Addr) string {
 	return "dig @" + host + " -p " + port
 }
 
+// servicesNamed returns zone origin of cfg and its services named.
+func servicesNamed(cfg *model.Config, origin string, names []string) (*model.Zone, []*model.Service) {
+	for _, z := range cfg.Zones {
+		if z.Origin != origin {
+			continue
+		}
+		want := make(map[string]bool, len(names))
+		for _, n := range names {
+			want[n] = true
+		}
+		var out []*model.Service
+		for _, s := range z.Services {
+			if want[s.Name] {
+				out = append(out, s)
+			}
+		}
+		return z, out
+	}
+	return nil, nil
+}
+
 // publishedSource shows the web view what srv serves, one snapshot per
 // page. In store mode the zones carry the resourceVersions of the store
 // objects they were read from (services too: the view reads those from
@@ -226,7 +248,16 @@ func publishedSource(srv *dnspub.Server, configFile string) ui.Source {
 		if cfg == nil {
 			return nil
 		}
-		snap := &ui.Snapshot{Config: cfg, Serials: serials, Version: version, Source: name}
+		snap := &ui.Snapshot{Config: cfg, Serials: serials, Version: version, Source: name,
+			Specs: func(origin string, names []string) map[string][]byte {
+				z, svcs := servicesNamed(cfg, origin, names)
+				if z == nil {
+					return nil
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				return srv.ServiceSpecs(ctx, z.Origin, svcs)
+			}}
 		for _, z := range cfg.Zones {
 			if z.ResourceVersion == 0 {
 				continue

@@ -64,6 +64,9 @@ type policyService struct {
 	// published config: a later layer removed them (with a null, which a
 	// published config leaves out).
 	Removed []change
+	// Partial is the inspection's Partial: why Sets may hold values the
+	// service set too.
+	Partial string
 }
 
 // Anchor is the id of the service's section on the policy page.
@@ -160,6 +163,7 @@ func (h *handler) policy(w http.ResponseWriter, r *http.Request) {
 			v.Others = append(v.Others, policyRow{Name: o.Name, Kind: o.TargetRef.Kind.String(), Target: describeTarget(o.TargetRef)})
 		}
 	}
+	var shown []*model.Service
 	for _, s := range z.Services {
 		labels := formatLabels(s.Labels)
 		if q != "" && !strings.Contains(s.Name, strings.ToLower(q)) && !strings.Contains(labels, q) {
@@ -176,11 +180,20 @@ func (h *handler) policy(w http.ResponseWriter, r *http.Request) {
 			}
 			continue
 		}
-		if v.Applies++; len(v.Services) < maxPolicyServices {
-			ps := changesIn(z.Origin, z.Inspect(s), p)
-			ps.Labels, ps.OwnChoices = labels, s.OwnChoices
-			v.Services = append(v.Services, ps)
+		if v.Applies++; len(shown) < maxPolicyServices {
+			shown = append(shown, s)
 		}
+	}
+	// The services' own configs, read in one go.
+	names := make([]string, len(shown))
+	for i, s := range shown {
+		names[i] = s.Name
+	}
+	specs := snap.specs(z.Origin, names)
+	for _, s := range shown {
+		ps := changesIn(z.Origin, z.Inspect(s, specs[s.Name]), p)
+		ps.Labels, ps.OwnChoices = formatLabels(s.Labels), s.OwnChoices
+		v.Services = append(v.Services, ps)
 	}
 	h.render(w, http.StatusOK, "policy", v)
 }
@@ -188,7 +201,7 @@ func (h *handler) policy(w http.ResponseWriter, r *http.Request) {
 // changesIn returns what policy p changes in the service inspected by in
 // (in zone): the values of the final config whose origins name p.
 func changesIn(zone string, in *model.Inspection, p *policy.Policy) policyService {
-	ps := policyService{Name: in.Service, Layers: len(in.Policies)}
+	ps := policyService{Name: in.Service, Layers: len(in.Policies), Partial: in.Partial}
 	for i, a := range in.Policies {
 		ov := originView{Policy: a.Name, Kind: a.Kind.String(), URL: policyURL(zone, a.Name)}
 		switch {

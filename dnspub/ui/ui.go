@@ -45,6 +45,21 @@ type Snapshot struct {
 	Version uint64
 	// Source says where the zones come from (a file name, a store).
 	Source string
+	// Specs, when not nil, returns the specs (as a store holds them) of
+	// the services named (absolute names) of zone origin, at the version
+	// served, by name; a service it cannot read is left out. A page reads
+	// the config a service wrote itself from them, to say which of its
+	// values a policy set (model.Zone.Inspect): the published config does
+	// not keep it.
+	Specs func(origin string, names []string) map[string][]byte
+}
+
+// specs returns snap.Specs(origin, names), or none without Specs.
+func (snap *Snapshot) specs(origin string, names []string) map[string][]byte {
+	if snap.Specs == nil || len(names) == 0 {
+		return nil
+	}
+	return snap.Specs(origin, names)
 }
 
 // Source returns the snapshot being served, or nil before the first.
@@ -215,6 +230,9 @@ type fieldView struct {
 	SetBy    originView
 	Over     []originView
 	ByPolicy bool
+	// Unknown says that which layer set the value is not known
+	// (model.Inspection.Partial).
+	Unknown bool
 }
 
 // originView is a layer that set a value: a policy (with the URL of its
@@ -240,7 +258,11 @@ func (h *handler) service(w http.ResponseWriter, r *http.Request) {
 	if s.ResourceVersion != 0 {
 		v.ServiceVersion = strconv.FormatInt(s.ResourceVersion, 10)
 	}
-	v.Inspection = z.Inspect(s)
+	var spec []byte
+	if len(z.PolicyNames(s)) > 0 { // only then is the service's own config read
+		spec = snap.specs(z.Origin, []string{s.Name})[s.Name]
+	}
+	v.Inspection = z.Inspect(s, spec)
 	for _, f := range v.Inspection.Fields {
 		v.Fields = append(v.Fields, newFieldView(z.Origin, f))
 	}
@@ -267,7 +289,7 @@ func (h *handler) service(w http.ResponseWriter, r *http.Request) {
 }
 
 func newFieldView(zone string, f model.InspectedField) fieldView {
-	fv := fieldView{Path: f.Path, Value: string(f.Value)}
+	fv := fieldView{Path: f.Path, Value: string(f.Value), Unknown: len(f.Origins) == 0}
 	if n := len(f.Origins); n > 0 {
 		fv.SetBy, fv.ByPolicy = newOriginView(zone, f.Origins[n-1]), f.Origins[n-1].Policy != ""
 		for _, o := range f.Origins[:n-1] {

@@ -24,8 +24,16 @@ func testSource(t *testing.T) Source {
 	if cfg == nil {
 		t.Fatal(ds)
 	}
-	snap := &Snapshot{Config: cfg, Serials: map[string]uint32{"policies.test.": 2026112301}, Version: 3, Source: "policies.yaml"}
+	snap := &Snapshot{Config: cfg, Serials: map[string]uint32{"policies.test.": 2026112301}, Version: 3, Source: "policies.yaml", Specs: specsOf(text)}
 	return SourceFunc(func() *Snapshot { return snap })
+}
+
+// specsOf reads services' specs from config text, as a server does from
+// its config file.
+func specsOf(text []byte) func(string, []string) map[string][]byte {
+	return func(origin string, names []string) map[string][]byte {
+		return model.ServiceSpecsOf(text, origin, names)
+	}
 }
 
 // get fetches path from h and parses the page.
@@ -283,5 +291,30 @@ zones:
 		if !strings.Contains(got, want) {
 			t.Errorf("clients table %q lacks %q", got, want)
 		}
+	}
+}
+
+// A service's page whose own config cannot be read again (the file
+// changed since it was served) says so, and says no origin rather than a
+// wrong one.
+func TestServicePageWithoutOwnConfig(t *testing.T) {
+	snap := *testSource(t).Snapshot()
+	snap.Specs = func(string, []string) map[string][]byte { return nil }
+	doc := get(t, Handler(SourceFunc(func() *Snapshot { return &snap }), nil), "/ui/zones/policies.test/services/echo.policies.test", 200)
+	partial := all(doc, "p", "partial")
+	if len(partial) != 1 || !strings.Contains(text(partial[0]), "could not be read again") {
+		t.Fatalf("the page does not say its origins may be short: %d notes", len(partial))
+	}
+	for _, f := range all(doc, "tr", "field") {
+		if p := all(f, "td", "path"); len(p) == 1 && text(p[0]) == "/0/serviceConfig/methodConfig/0/timeout" {
+			if o := text(all(f, "td", "origin")[0]); o != "unknown" {
+				t.Errorf("timeout's origin %q, want unknown", o)
+			}
+		}
+	}
+	// With the specs, no note.
+	full := get(t, Handler(testSource(t), nil), "/ui/zones/policies.test/services/echo.policies.test", 200)
+	if n := len(all(full, "p", "partial")); n != 0 {
+		t.Errorf("%d notes on a page whose own config was read", n)
 	}
 }

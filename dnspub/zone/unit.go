@@ -1,7 +1,6 @@
 package zone
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"maps"
@@ -143,7 +142,7 @@ func sameService(a, b *model.Service) bool {
 	return a.Name == b.Name && a.TTL == b.TTL && a.Port == b.Port && a.Compat == b.Compat &&
 		slices.Equal(a.Addresses, b.Addresses) && slices.Equal(a.TXT, b.TXT) &&
 		(a.TXT == nil) == (b.TXT == nil) &&
-		maps.Equal(a.Labels, b.Labels) && bytes.Equal(a.Own, b.Own) && a.OwnChoices == b.OwnChoices
+		maps.Equal(a.Labels, b.Labels) && a.OwnChoices == b.OwnChoices
 }
 
 // apexUnit makes the zone's NS records and the addresses of the
