@@ -23,26 +23,25 @@ func (s *Server) ServiceSpecs(ctx context.Context, origin string, services []*mo
 	if s.feed != nil {
 		return s.storeSpecs(ctx, origin, services)
 	}
-	if s.opts.ConfigFile == "" {
-		// The built-in example: its text is the model's.
-		names := make([]string, len(services))
-		for i, sv := range services {
-			names[i] = sv.Name
-		}
-		return model.ServiceSpecsOf(model.Example, origin, names)
-	}
 	s.reloadMu.Lock()
 	served := s.servedSum
+	snap := s.snap.Load()
 	s.reloadMu.Unlock()
-	text, err := readConfigFile(s.opts.ConfigFile)
-	if err != nil || s.sums.sum(text) != served {
+	if snap == nil {
 		return nil
+	}
+	text := model.Example // the built-in example
+	if s.opts.ConfigFile != "" {
+		var err error
+		if text, err = readConfigFile(s.opts.ConfigFile); err != nil || s.sums.sum(text) != served {
+			return nil
+		}
 	}
 	names := make([]string, len(services))
 	for i, sv := range services {
 		names[i] = sv.Name
 	}
-	return model.ServiceSpecsOf(text, origin, names)
+	return model.ServiceSpecsOf(text, snap.cfg, origin, names)
 }
 
 // storeSpecs is ServiceSpecs in store mode: the services are read at

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -304,31 +305,68 @@ type ServiceSpec struct {
 	Spec []byte
 }
 
-// ServiceSpecsOf returns the specs (SplitSpecs) of the services named
-// (absolute names) of zone origin in config text, by name: what
-// Zone.Inspect reads a service's own config from, for a config read from
-// text. A name not there is left out; none when text is invalid.
-func ServiceSpecsOf(text []byte, origin string, names []string) map[string][]byte {
-	specs, _ := SplitSpecs(text)
-	if specs == nil {
+// ServiceSpecsOf returns the specs (as SplitSpecs makes them) of the
+// services named (absolute names) of zone origin of cfg, by name: what
+// Zone.Inspect reads a service's own config from. text is the config cfg
+// was parsed from; only the services named are converted (a service page
+// of a 100 000-service file reads one). A name not there is left out.
+func ServiceSpecsOf(text []byte, cfg *Config, origin string, names []string) map[string][]byte {
+	zi := slices.IndexFunc(cfg.Zones, func(z *Zone) bool { return z.Origin == origin })
+	if zi < 0 || len(names) == 0 {
 		return nil
 	}
-	zone, _ := ZoneName(origin)
-	want := make(map[string]string, len(names)) // store name → name
-	for _, n := range names {
-		if rel, msg := ServiceName(origin, n); msg == "" {
-			want[rel] = n
+	skeleton, blocks, ok := cutServices(text)
+	if !ok {
+		skeleton, blocks = text, nil
+	}
+	d := newDoc(text)
+	root := d.parseYAML(skeleton)
+	if root == nil {
+		return nil
+	}
+	_, zones := member(root, "zones")
+	if zones = deref(zones); zones == nil || zi >= len(zones.Content) {
+		return nil
+	}
+	// The services list of the zone: its items when it was cut.
+	var entries []*yaml.Node
+	var b *block
+	for _, p := range d.pairs(deref(zones.Content[zi])) {
+		if p.k.Value == "services" {
+			if b = blocks[posOf(p.k)]; b == nil {
+				entries = d.list(deref(p.v), "", "services")
+			}
 		}
 	}
+	// A zone's services are its list's entries, in order; each entry is
+	// checked to be the service named all the same.
+	at := make(map[string]int, len(cfg.Zones[zi].Services))
+	for k, s := range cfg.Zones[zi].Services {
+		at[s.Name] = k
+	}
 	out := make(map[string][]byte, len(names))
-	for _, z := range specs.Zones {
-		if z.Name != zone {
+	for _, name := range names {
+		k, ok := at[name]
+		var sn *yaml.Node
+		switch {
+		case !ok:
+			continue
+		case b != nil && k < len(b.items):
+			sn = itemNode(b.items[k])
+		case b == nil && k < len(entries):
+			sn = deref(entries[k])
+		}
+		if sn == nil {
 			continue
 		}
-		for _, sv := range z.Services {
-			if n, ok := want[sv.Name]; ok {
-				out[n] = sv.Spec
-			}
+		want, _ := ServiceName(origin, name)
+		if _, v := member(sn, "name"); v == nil || deref(v) == nil {
+			continue
+		} else if got, _ := ServiceName(origin, strings.TrimSpace(deref(v).Value)); got != want {
+			continue
+		}
+		if spec, ds := d.serviceSpec(sn, origin, ""); !ds.HasErrors() {
+			out[name] = spec.Spec
 		}
 	}
 	return out

@@ -1,8 +1,12 @@
 package model
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
@@ -88,5 +92,50 @@ func TestServiceValidatorReuse(t *testing.T) {
 				t.Fatalf("compact %v: the diagnostics of validation %d changed after the next ones: %v, want %v", v.Compact, i, keptDs[i], wantedDs[i])
 			}
 		}
+	}
+}
+
+// TestServiceSpecsOf: the spec read for one service is the one SplitSpecs
+// makes of it, for every service of every valid config in testdata (lists
+// cut into items and read whole, YAML and JSON), and a name not in the
+// zone reads nothing.
+func TestServiceSpecsOf(t *testing.T) {
+	files, _ := filepath.Glob("../testdata/publisher/*")
+	texts := map[string][]byte{"300 services": services(300, false)}
+	for _, f := range files {
+		text, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		texts[f] = text
+	}
+	// A list in flow style, read whole, with a policy.
+	var flow strings.Builder
+	flow.WriteString("zones:\n  - origin: flow.test.\n    nameservers: [ns1.example.net.]\n    policies: [{name: p, targetRef: {kind: Zone}, default: {waitForReady: true}}]\n    services: [\n")
+	for i := range 300 {
+		fmt.Fprintf(&flow, "      {name: svc%d, addresses: [10.0.%d.%d], serviceConfig: {methodConfig: [{name: [{service: s%d}], timeout: %ds}]}},\n", i, i/256, i%256, i, i%7+1)
+	}
+	flow.WriteString("    ]\n")
+	texts["300 services, flow"] = []byte(flow.String())
+	checked := 0
+	for f, text := range texts {
+		cfg, _ := Parse(text)
+		specs, _ := SplitSpecs(text)
+		if cfg == nil || specs == nil {
+			continue
+		}
+		for i, z := range cfg.Zones {
+			for k, s := range z.Services {
+				got := ServiceSpecsOf(text, cfg, z.Origin, []string{s.Name, "nowhere." + z.Origin})
+				want := specs.Zones[i].Services[k]
+				if len(got) != 1 || string(got[s.Name]) != string(want.Spec) {
+					t.Errorf("%s: service %s reads %q, want %s", f, s.Name, got, want.Spec)
+				}
+				checked++
+			}
+		}
+	}
+	if checked < 600 {
+		t.Fatalf("only %d services checked", checked)
 	}
 }

@@ -27,7 +27,7 @@ func overridesSource(t *testing.T) Source {
 	if cfg == nil || ds.HasErrors() {
 		t.Fatal(ds)
 	}
-	snap := &Snapshot{Config: cfg, Serials: map[string]uint32{"overrides.test.": 7, "bare.test.": 8}, Version: 1, Source: "overrides.yaml", Specs: specsOf(text)}
+	snap := &Snapshot{Config: cfg, Serials: map[string]uint32{"overrides.test.": 7, "bare.test.": 8}, Version: 1, Source: "overrides.yaml", Specs: specsOf(text, cfg)}
 	return SourceFunc(func() *Snapshot { return snap })
 }
 

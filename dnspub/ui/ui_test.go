@@ -24,15 +24,15 @@ func testSource(t *testing.T) Source {
 	if cfg == nil {
 		t.Fatal(ds)
 	}
-	snap := &Snapshot{Config: cfg, Serials: map[string]uint32{"policies.test.": 2026112301}, Version: 3, Source: "policies.yaml", Specs: specsOf(text)}
+	snap := &Snapshot{Config: cfg, Serials: map[string]uint32{"policies.test.": 2026112301}, Version: 3, Source: "policies.yaml", Specs: specsOf(text, cfg)}
 	return SourceFunc(func() *Snapshot { return snap })
 }
 
 // specsOf reads services' specs from config text, as a server does from
 // its config file.
-func specsOf(text []byte) func(string, []string) map[string][]byte {
+func specsOf(text []byte, cfg *model.Config) func(string, []string) map[string][]byte {
 	return func(origin string, names []string) map[string][]byte {
-		return model.ServiceSpecsOf(text, origin, names)
+		return model.ServiceSpecsOf(text, cfg, origin, names)
 	}
 }
 
