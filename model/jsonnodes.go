@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"slices"
+	"strconv"
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
@@ -63,6 +64,9 @@ func readJSON(text []byte, scratch *yamlScratch) (*yaml.Node, bool) {
 	doc := &c.nodes[len(t.Nodes)]
 	root := c.node(0)
 	if root == nil {
+		if scratch != nil {
+			scratch.lazy = scratch.lazy[:0] // declined part way: none is this read's
+		}
 		return nil, false
 	}
 	*doc = yaml.Node{Kind: yaml.DocumentNode, Line: root.Line, Column: root.Column, Content: []*yaml.Node{root}}
@@ -297,7 +301,15 @@ func plainJSON(t *jtree.Tree, i int32, depth int) bool {
 	n := &t.Nodes[i]
 	switch n.Kind {
 	case jtree.Number:
-		return !bytes.ContainsAny(t.Raw(i), "eE")
+		// YAML reads a number float64 cannot hold as a string, which
+		// the converter quotes: only a long one can be such.
+		raw := t.Raw(i)
+		if len(raw) > 20 {
+			if _, err := strconv.ParseFloat(string(raw), 64); err != nil {
+				return false
+			}
+		}
+		return !bytes.ContainsAny(raw, "eE")
 	case jtree.Object, jtree.Array:
 		for k, key := n.First, true; k >= 0; k, key = t.Nodes[k].Next, !key {
 			if n.Kind == jtree.Object && key {
@@ -354,8 +366,17 @@ func (d *doc) materialize(n *yaml.Node) {
 		t := &d.scratch.tree
 		c := jsonConverter{t: t, ascii: true, nodes: make([]yaml.Node, len(t.Nodes)), ptrs: make([]*yaml.Node, len(t.Nodes))}
 		// Lines are counted from the start of the text: the converter
-		// only moves forward.
+		// only moves forward. The node was placed in the file since
+		// (itemEntry's shiftPos of an item's nodes): its content is moved
+		// as it was.
 		if made := c.node(l.idx); made != nil {
+			lines, cols := n.Line-made.Line, 0
+			if made.Line == 1 {
+				cols = n.Column - made.Column
+			}
+			for _, k := range made.Content {
+				shiftPos(k, lines, cols)
+			}
 			n.Content = made.Content
 		}
 		d.scratch.lazy = slices.Delete(d.scratch.lazy, i, i+1)

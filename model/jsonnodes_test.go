@@ -3,6 +3,7 @@ package model
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -117,6 +118,7 @@ func FuzzReadJSONAgreesWithYAML(f *testing.F) {
 	f.Add([]byte("[1, -0, 1.0, 1e400, \"\\u00e9\\n\\\"\\\\\", \"<<\", {\"a\": [true, false, null]}]"))
 	f.Add([]byte("{\n \"a\": \"é\",\n \"b\": [\n  {}\n ]\n}"))
 	f.Add([]byte("{\n  \"choices\": [{\"percentage\": 5, \"serviceConfig\": {\"x\": [1.5, -0, null]}}],\n  \"serviceConfig\": {\"a\": {\"b\": 1e3}}\n}"))
+	f.Add([]byte(`{"serviceConfig": {"x": 1` + strings.Repeat("0", 320) + `, "y": 12345678901234567890}}`))
 	for _, br := range yamlBreaks {
 		f.Add([]byte(`{"a":"x` + br + `y"}`))
 	}
@@ -179,5 +181,64 @@ func TestLazyConfigPlaced(t *testing.T) {
 					zone.PolicySet != nil, round, d.Path, d.Line, d.Column, d.Offset, strings.Index(spec, `"soon"`), d)
 			}
 		}
+	}
+}
+
+// A service's config left unmade in an item of a JSON config file is
+// placed in the file: its problems are where they are written, as when the
+// text is read whole (a comment after it keeps it from being cut, and from
+// the JSON reader), with a policy or without, errors and warnings.
+func TestLazyConfigPlacedInJSONFile(t *testing.T) {
+	for _, text := range []string{
+		`{"zones": [{"origin": "example.test.", "nameservers": [{"name": "ns1", "addresses": ["192.0.2.53"]}],
+  "services": [
+    {"name": "a", "addresses": ["10.0.0.1"]},
+    {"name": "b",
+     "serviceConfig": {
+       "methodConfig": [{"name": [{"service": "a.B"}], "timeout": "soon"}]}}]}]}`,
+		`{"zones": [{"origin": "example.test.", "nameservers": [{"name": "ns1", "addresses": ["192.0.2.53"]}],
+  "policies": [{"name": "p", "targetRef": {"kind": "Zone"}, "default": {"waitForReady": true}}],
+  "services": [{"name": "a", "addresses": ["10.0.0.1"], "serviceConfig": {"methodConfig": [{"name": [{}], "timeout": "0.5s"}]}},
+    {"name": "b", "addresses": ["10.0.0.2"],
+     "choices": [{"percentage": 50, "serviceConfig": {"loadBalancingPolicy": "round_robin"}},
+       {"serviceConfig": {"methodConfig": [{"name": [{"service": "x.Y"}],
+         "retryPolicy": {"maxAttempts": 1, "initialBackoff": "1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"]}}]}}]}]}]}`,
+	} {
+		cut, cutDs := Parse([]byte(text))
+		whole, wholeDs := Parse([]byte(text + "\n# read whole\n"))
+		if len(cutDs) == 0 || len(cutDs) != len(wholeDs) {
+			t.Fatalf("%d diagnostics cut into items, %d read whole: %v\n%v", len(cutDs), len(wholeDs), cutDs, wholeDs)
+		}
+		for i := range cutDs {
+			if cutDs[i] != wholeDs[i] {
+				t.Errorf("cut into items: %+v\nread whole:     %+v", cutDs[i], wholeDs[i])
+			}
+		}
+		if (cut == nil) != (whole == nil) {
+			t.Fatalf("valid cut %v, whole %v", cut != nil, whole != nil)
+		}
+		if cut == nil {
+			continue
+		}
+		for i := range cut.Zones {
+			for k, s := range cut.Zones[i].Services {
+				if w := whole.Zones[i].Services[k]; !slices.Equal(s.TXT, w.TXT) {
+					t.Errorf("service %s publishes %q cut, %q whole", s.Name, s.TXT, w.TXT)
+				}
+			}
+		}
+	}
+}
+
+// A number float64 cannot hold is a string to YAML, and the converter
+// writes it quoted: a config holding one is made, and publishes what the
+// same config written in YAML does.
+func TestLazyConfigHugeNumber(t *testing.T) {
+	big := "1" + strings.Repeat("0", 400)
+	z := storeZone(t)
+	js, _ := ValidateService(z, "echo", nil, []byte(`{"serviceConfig":{"x":`+big+`}}`), nil)
+	ys, _ := ValidateService(z, "echo", nil, []byte("serviceConfig:\n  x: "+big+"\n"), nil)
+	if js == nil || ys == nil || strings.Join(js.TXT, "") != strings.Join(ys.TXT, "") {
+		t.Fatalf("JSON spec publishes\n%q\nYAML spec publishes\n%q", js.TXT, ys.TXT)
 	}
 }
