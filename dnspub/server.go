@@ -494,7 +494,9 @@ func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(
 	// cuts it (60 MB of garbage for a 30 MB fleet): returned after it,
 	// the memory stays the size of what is served, reload after reload.
 	changed, err = s.publish(cfg, name, why, len(text) >= returnMemoryAbove, start)
-	if err == nil {
+	// Only the text the version served was read from: the view reads
+	// its services' own configs from it (ServiceSpecs).
+	if snap := s.snap.Load(); err == nil && snap != nil && snap.cfg == cfg {
 		s.servedSum = sum
 	}
 	return changed, err
@@ -518,6 +520,12 @@ func (s *Server) publish(cfg *model.Config, name, why string, large bool, start 
 	}
 	s.metrics.lastReload.Set(1)
 	if old != nil && len(changed) == 0 && sameServing(old, next) {
+		// The same records from another text: the version served is
+		// now read from this one (the views read its services' own
+		// configs from it, ServiceSpecs), with all else the same.
+		cur := *old
+		cur.cfg = cfg
+		s.snap.Store(&cur)
 		s.metrics.reloads.WithLabelValues("unchanged").Inc()
 		s.metrics.lastReloadTime.Set(float64(time.Now().UnixNano()) / 1e9)
 		s.log.Info("config reloaded; no zone changed", "config", name, "why", why, "took", time.Since(start).Round(time.Microsecond))

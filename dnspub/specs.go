@@ -37,11 +37,9 @@ func (s *Server) ServiceSpecs(ctx context.Context, origin string, services []*mo
 			return nil
 		}
 	}
-	names := make([]string, len(services))
-	for i, sv := range services {
-		names[i] = sv.Name
-	}
-	return model.ServiceSpecsOf(text, snap.cfg, origin, names)
+	// Services of another version than snap's (a reload since the page
+	// read its config) are not snap.cfg's: left out.
+	return model.ServiceSpecsOf(text, snap.cfg, origin, services)
 }
 
 // storeSpecs is ServiceSpecs in store mode: the services are read at

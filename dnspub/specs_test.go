@@ -145,3 +145,89 @@ func TestServiceSpecs(t *testing.T) {
 		}
 	})
 }
+
+// The view never reads a served service's own config from a text it was
+// not read from: not after a reload that changed no record but the
+// service's own config (the old version stays served: no origins rather
+// than the new text's), not for the services of a version no longer
+// served; and after a reload that only changed a comment, it reads them
+// as before.
+func TestServiceSpecsAcrossReloads(t *testing.T) {
+	const cfg = `zones:
+  - origin: example.test.
+    nameservers: [ns1.example.net.]
+    policies:
+      - name: p
+        targetRef: {kind: Service, labels: {team: a}}
+        default: {methodConfig: [{name: [{service: s}], timeout: 9s, waitForReady: true}]}
+      - name: q
+        targetRef: {kind: Service, labels: {team: b}}
+        default: {methodConfig: [{name: [{service: s}], timeout: 9s, waitForReady: true}]}
+    services:
+      - name: a
+        labels: {team: LABEL}
+        addresses: [192.0.2.7]
+        serviceConfig: {methodConfig: [{name: [{service: s}]OWN}]}
+`
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "publisher.yaml")
+	write := func(label, own, head string) {
+		t.Helper()
+		if err := os.WriteFile(file, []byte(head+strings.NewReplacer("LABEL", label, "OWN", own).Replace(cfg)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a", "", "")
+	s, err := New(Options{ConfigFile: file, StateFile: "-", WatchInterval: -1, Listen: "127.0.0.1:0", Logger: discardLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(ctx)
+	const wait = "/0/serviceConfig/methodConfig/0/waitForReady"
+	specsOf := func(c *model.Config) map[string][]byte {
+		return s.ServiceSpecs(ctx, c.Zones[0].Origin, c.Zones[0].Services)
+	}
+	first, _, _ := s.Published()
+	if got := origins(t, first.Zones[0], specsOf(first)["a.example.test."]); got[wait] != "p" {
+		t.Fatalf("waitForReady set by %q, want p", got[wait])
+	}
+	// A comment: the same services, read again from the new text.
+	write("a", "", "# a comment\n")
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	served, _, _ := s.Published()
+	if got := origins(t, served.Zones[0], specsOf(served)["a.example.test."]); got[wait] != "p" {
+		t.Errorf("after a comment: waitForReady set by %q, want p", got[wait])
+	}
+	// The same record from another own config and another policy: the
+	// records served stay, read from the new text now; the services of
+	// the config the view had are not read from it.
+	before := served
+	write("b", ", waitForReady: true", "")
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	served, _, _ = s.Published()
+	if names := served.Zones[0].PolicyNames(served.Zones[0].Services[0]); len(names) != 1 || names[0] != "q" {
+		t.Fatalf("the version served applies %v; want q, the new text's", names)
+	}
+	if got := origins(t, served.Zones[0], specsOf(served)["a.example.test."]); got[wait] != "service" {
+		t.Errorf("the new text: waitForReady set by %q, want the service (over q)", got[wait])
+	}
+	if got := specsOf(before); len(got) != 0 {
+		t.Errorf("own configs read from a text the version before was not read from: %s", got["a.example.test."])
+	}
+	// A version no longer served: its services are not read.
+	write("a", ", timeout: 2s", "")
+	if err := s.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if got := specsOf(first); len(got) != 0 {
+		t.Errorf("own configs read for the services of a version no longer served: %s", got["a.example.test."])
+	}
+	now, _, _ := s.Published()
+	if got := origins(t, now.Zones[0], specsOf(now)["a.example.test."]); got["/0/serviceConfig/methodConfig/0/timeout"] != "service" {
+		t.Errorf("the version served: timeout set by %q, want the service", got["/0/serviceConfig/methodConfig/0/timeout"])
+	}
+}

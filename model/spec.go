@@ -305,14 +305,16 @@ type ServiceSpec struct {
 	Spec []byte
 }
 
-// ServiceSpecsOf returns the specs (as SplitSpecs makes them) of the
-// services named (absolute names) of zone origin of cfg, by name: what
-// Zone.Inspect reads a service's own config from. text is the config cfg
-// was parsed from; only the services named are converted (a service page
-// of a 100 000-service file reads one). A name not there is left out.
-func ServiceSpecsOf(text []byte, cfg *Config, origin string, names []string) map[string][]byte {
+// ServiceSpecsOf returns the specs (as SplitSpecs makes them) of services
+// of zone origin of cfg, by name: what Zone.Inspect reads a service's own
+// config from. text is the config cfg was parsed from, and services are
+// cfg's own (the same objects): one that is not is left out, as is one
+// whose entry in text is not the service (each is found by its place in
+// its zone's list, and checked). Only the services asked for are
+// converted: a service page of a 100 000-service file reads one.
+func ServiceSpecsOf(text []byte, cfg *Config, origin string, services []*Service) map[string][]byte {
 	zi := slices.IndexFunc(cfg.Zones, func(z *Zone) bool { return z.Origin == origin })
-	if zi < 0 || len(names) == 0 {
+	if zi < 0 || len(services) == 0 {
 		return nil
 	}
 	skeleton, blocks, ok := cutServices(text)
@@ -328,25 +330,35 @@ func ServiceSpecsOf(text []byte, cfg *Config, origin string, names []string) map
 	if zones = deref(zones); zones == nil || zi >= len(zones.Content) {
 		return nil
 	}
-	// The services list of the zone: its items when it was cut.
+	// The zone's entry, which must be the zone, and its services list:
+	// its items when it was cut.
 	var entries []*yaml.Node
 	var b *block
+	var zoneOrigin string
 	for _, p := range d.pairs(deref(zones.Content[zi])) {
-		if p.k.Value == "services" {
+		switch p.k.Value {
+		case "origin":
+			if v := deref(p.v); v != nil {
+				zoneOrigin = v.Value
+			}
+		case "services":
 			if b = blocks[posOf(p.k)]; b == nil {
 				entries = d.list(deref(p.v), "", "services")
 			}
 		}
 	}
-	// A zone's services are its list's entries, in order; each entry is
-	// checked to be the service named all the same.
-	at := make(map[string]int, len(cfg.Zones[zi].Services))
-	for k, s := range cfg.Zones[zi].Services {
-		at[s.Name] = k
+	if want, _ := ZoneName(origin); want == "" {
+		return nil
+	} else if got, _ := ZoneName(strings.TrimSpace(zoneOrigin)); got != want {
+		return nil
 	}
-	out := make(map[string][]byte, len(names))
-	for _, name := range names {
-		k, ok := at[name]
+	at := make(map[*Service]int, len(cfg.Zones[zi].Services))
+	for k, s := range cfg.Zones[zi].Services {
+		at[s] = k
+	}
+	out := make(map[string][]byte, len(services))
+	for _, s := range services {
+		k, ok := at[s]
 		var sn *yaml.Node
 		switch {
 		case !ok:
@@ -359,14 +371,14 @@ func ServiceSpecsOf(text []byte, cfg *Config, origin string, names []string) map
 		if sn == nil {
 			continue
 		}
-		want, _ := ServiceName(origin, name)
+		want, _ := ServiceName(origin, s.Name)
 		if _, v := member(sn, "name"); v == nil || deref(v) == nil {
 			continue
 		} else if got, _ := ServiceName(origin, strings.TrimSpace(deref(v).Value)); got != want {
 			continue
 		}
 		if spec, ds := d.serviceSpec(sn, origin, ""); !ds.HasErrors() {
-			out[name] = spec.Spec
+			out[s.Name] = spec.Spec
 		}
 	}
 	return out

@@ -97,8 +97,8 @@ func TestServiceValidatorReuse(t *testing.T) {
 
 // TestServiceSpecsOf: the spec read for one service is the one SplitSpecs
 // makes of it, for every service of every valid config in testdata (lists
-// cut into items and read whole, YAML and JSON), and a name not in the
-// zone reads nothing.
+// cut into items and read whole, YAML and JSON), and a service that is not
+// the config's (another object of the same name) reads nothing.
 func TestServiceSpecsOf(t *testing.T) {
 	files, _ := filepath.Glob("../testdata/publisher/*")
 	texts := map[string][]byte{"300 services": services(300, false)}
@@ -126,7 +126,7 @@ func TestServiceSpecsOf(t *testing.T) {
 		}
 		for i, z := range cfg.Zones {
 			for k, s := range z.Services {
-				got := ServiceSpecsOf(text, cfg, z.Origin, []string{s.Name, "nowhere." + z.Origin})
+				got := ServiceSpecsOf(text, cfg, z.Origin, []*Service{s, {Name: s.Name}})
 				want := specs.Zones[i].Services[k]
 				if len(got) != 1 || string(got[s.Name]) != string(want.Spec) {
 					t.Errorf("%s: service %s reads %q, want %s", f, s.Name, got, want.Spec)

@@ -142,7 +142,7 @@ func (e *env) inspect(file, service, format string) error {
 	}
 	var spec []byte
 	if len(z.PolicyNames(s)) > 0 { // what the service wrote itself, under its policies
-		spec = model.ServiceSpecsOf(in.text, cfg, z.Origin, []string{s.Name})[s.Name]
+		spec = model.ServiceSpecsOf(in.text, cfg, z.Origin, []*model.Service{s})[s.Name]
 	}
 	insp := z.Inspect(s, spec)
 	if format == "json" {

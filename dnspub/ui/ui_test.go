@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -32,7 +33,15 @@ func testSource(t *testing.T) Source {
 // its config file.
 func specsOf(text []byte, cfg *model.Config) func(string, []string) map[string][]byte {
 	return func(origin string, names []string) map[string][]byte {
-		return model.ServiceSpecsOf(text, cfg, origin, names)
+		var services []*model.Service
+		for _, z := range cfg.Zones {
+			for _, s := range z.Services {
+				if z.Origin == origin && slices.Contains(names, s.Name) {
+					services = append(services, s)
+				}
+			}
+		}
+		return model.ServiceSpecsOf(text, cfg, origin, services)
 	}
 }
 
