@@ -317,12 +317,7 @@ func ServiceSpecsOf(text []byte, cfg *Config, origin string, services []*Service
 	if zi < 0 || len(services) == 0 {
 		return nil
 	}
-	skeleton, blocks, ok := cutServices(text)
-	if !ok {
-		skeleton, blocks = text, nil
-	}
-	d := newDoc(text)
-	root := d.parseYAML(skeleton)
+	d, root, blocks := readSkeleton(text)
 	if root == nil {
 		return nil
 	}
@@ -384,6 +379,18 @@ func ServiceSpecsOf(text []byte, cfg *Config, origin string, services []*Service
 	return out
 }
 
+// readSkeleton reads text's skeleton, with the items of each services list
+// cut from it in blocks, as Parse cuts them; a text that is not cut is
+// read whole (no blocks). root is nil when it does not read.
+func readSkeleton(text []byte) (d *doc, root *yaml.Node, blocks map[textPos]*block) {
+	skeleton, blocks, ok := cutServices(text)
+	if !ok {
+		skeleton, blocks = text, nil
+	}
+	d = newDoc(text)
+	return d, d.parseYAML(skeleton), blocks
+}
+
 // SplitSpecs checks a publisher config as Parse does and cuts it into the
 // objects of a store: the spec of each zone and service, converted to
 // JSON exactly as the publisher converts service configs. It returns nil
@@ -395,13 +402,8 @@ func SplitSpecs(text []byte) (*Specs, sc.Diagnostics) {
 	}
 	// The services lists cut into their items (as Parse cuts them) are
 	// converted item by item, in parallel; the rest is read from the
-	// skeleton. A text that is not cut is read whole.
-	skeleton, blocks, ok := cutServices(text)
-	if !ok {
-		skeleton, blocks = text, nil
-	}
-	d := newDoc(text)
-	root := d.parseYAML(skeleton)
+	// skeleton.
+	d, root, blocks := readSkeleton(text)
 	if root == nil {
 		return nil, d.diagnostics()
 	}
