@@ -115,13 +115,15 @@ func formatDiagnostic(file string, d sc.Diagnostic) string {
 }
 
 // StateError is returned when a valid config is not published because
-// the SOA serials of its version could not be persisted (a full or
-// read-only disk): serving them could let serials go backwards after a
-// crash. The previous version keeps serving.
+// what the server keeps on disk for it could not be written or read (a
+// full or read-only disk): the SOA serials of its version (serving them
+// could let serials go backwards after a crash), or the DNSSEC keys of a
+// signed zone. The previous version keeps serving, and the watcher tries
+// the config again.
 type StateError struct{ Err error }
 
 func (e *StateError) Error() string {
-	return fmt.Sprintf("not publishing: %v; free space or fix the permissions of the state file (serve --state), then reload (or start again)", e.Err)
+	return fmt.Sprintf("not publishing: %v; free space or fix the permissions of the state file (serve --state) or the key directory (serve --dnssec-keys), then reload (or start again)", e.Err)
 }
 
 func (e *StateError) Unwrap() error { return e.Err }
@@ -513,6 +515,10 @@ func (s *Server) publish(cfg *model.Config, name, why string, large bool, start 
 	// once this version is served.
 	next, serials, changed, err := s.build(cfg, old, old == nil || len(old.zones) == 0)
 	if err != nil {
+		var se *StateError
+		if errors.As(err, &se) {
+			s.lastHash = fileSum{} // try again on the next poll, or change
+		}
 		s.metrics.reloads.WithLabelValues("rejected").Inc()
 		s.metrics.lastReload.Set(0)
 		s.log.Error("config rejected; still serving the previous version", "config", name, "err", err)
@@ -748,7 +754,7 @@ func (s *Server) buildZone(zc *model.Zone, prev *zoneEntry, te *wire.Editor, ser
 	resign := false
 	if zc.DNSSEC != nil {
 		if keys, err = s.zoneKeys(zc, now); err != nil {
-			return nil, false, err
+			return nil, false, &StateError{Err: err} // the key directory's
 		}
 		// In store mode a zone's serial is the store's: signatures due
 		// are made again when refreshDue has written a new revision of

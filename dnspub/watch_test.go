@@ -542,3 +542,31 @@ func TestIdleFileNotReadAgain(t *testing.T) {
 		})
 	}
 }
+
+// TestWatcherRetriesAfterKeyFailure: a version refused because its zone's
+// keys could not be written (the key directory unwritable, as a full or
+// lost volume fails it) is loaded by the watcher once the disk recovers,
+// without a SIGHUP, as one refused for its serials is.
+func TestWatcherRetriesAfterKeyFailure(t *testing.T) {
+	old := realConfig(t)
+	ts := startServer(t, old, watchOptions(20*time.Millisecond, time.Minute))
+	keyDir := ts.keyDir()
+	if err := os.WriteFile(keyDir, []byte("not a directory"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	signed := strings.Replace(old, "  - origin: svc.example.com.\n    ttl: 5m\n", "  - origin: svc.example.com.\n    ttl: 5m\n    dnssec: {}\n", 1)
+	if signed == old {
+		t.Fatal("production.yaml changed: update the test")
+	}
+	ts.write(signed)
+	waitFor(t, "the failure", func() bool { return strings.Contains(ts.logs.String(), "config rejected") })
+	if r := ts.ask("udp", "svc.example.com.", dns.TypeDNSKEY, 0); len(r.Answer) != 0 {
+		t.Fatalf("DNSKEY answered while the keys could not be written: %v", r.Answer)
+	}
+	if err := os.Remove(keyDir); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the retry", func() bool {
+		return len(ts.ask("udp", "svc.example.com.", dns.TypeDNSKEY, 0).Answer) > 0
+	})
+}
