@@ -8,16 +8,8 @@ import (
 
 // miekg/dns keeps TXT strings in presentation form: it reads '\' escapes
 // when packing ("\"" is '"', "\092" is '\'). Service configs are JSON, full
-// of backslashes and quotes, so raw strings must be escaped before they go
-// into a dns.TXT, and unescaped when read back.
-
-func escapeAll(raw []string) []string {
-	out := make([]string, len(raw))
-	for i, s := range raw {
-		out[i] = sc.EscapeTXTString(s)
-	}
-	return out
-}
+// of backslashes and quotes, so the strings of a dns.TXT are unescaped
+// when read back.
 
 // RawTXT returns the strings of a TXT record as the bytes on the wire.
 func RawTXT(rr *dns.TXT) []string {

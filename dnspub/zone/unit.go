@@ -111,25 +111,6 @@ func serviceUnit(s *model.Service) (*unit, []dns.RR) {
 	return newUnit(s, records), records
 }
 
-// serviceRecords makes the records of a service, in canonical order: its
-// addresses, its SRV record when it names a port, its TXT record (and the
-// copy at its own name for grpc-js). Every field read here is compared by
-// sameService.
-func serviceRecords(s *model.Service) []dns.RR {
-	rrs := addressRecords(s.Name, s.TTL, s.Addresses)
-	if s.Port != 0 {
-		// RFC 2782: priority and weight 0, the one target the service.
-		rrs = append(rrs, &dns.SRV{Hdr: hdr(s.SRVOwner(), dns.TypeSRV, s.TTL), Port: s.Port, Target: s.Name})
-	}
-	if s.TXT != nil {
-		rrs = append(rrs, &dns.TXT{Hdr: hdr(s.TXTOwner(), dns.TypeTXT, s.TTL), Txt: escapeAll(s.TXT)})
-		if s.Compat.BareHost {
-			rrs = append(rrs, &dns.TXT{Hdr: hdr(s.Name, dns.TypeTXT, s.TTL), Txt: escapeAll(s.TXT)})
-		}
-	}
-	return canonical(rrs)
-}
-
 // sameService reports whether two configs of a service are equal, every
 // field: then they make the same records, and either can stand for the
 // other (Update shares the older one). ResourceVersion alone is not

@@ -476,8 +476,7 @@ func (ed *editor) madeIn(u *unit, records []dns.RR, scratch *[]byte) made {
 }
 
 // buildUnitsShaped is buildUnits for a zone built from nothing, with the
-// shape of each service's records rather than the records, for those
-// serviceShape can shape.
+// shape of each service's records rather than the records.
 func (ed *editor) buildUnitsShaped(services []*model.Service) []made {
 	return ed.buildUnitsWith(services, true)
 }
@@ -501,13 +500,13 @@ func (ed *editor) buildUnitsWith(services []*model.Service, shaped bool) []made 
 		go func() {
 			defer wg.Done()
 			var scratch []byte
+			var wire serviceWire
 			for i := w; i < len(services); i += workers {
 				if shaped {
-					if sh, ok := serviceShape(services[i], &scratch); ok {
-						u := newUnit(services[i], nil)
-						out[i] = made{u: u, sh: sh, shaped: true, sum: sh.sum, size: sh.size, packed: true, one: []string{u.key()}}
-						continue
-					}
+					sh := serviceShape(services[i], &wire)
+					u := newUnit(services[i], nil)
+					out[i] = made{u: u, sh: sh, shaped: true, sum: sh.sum, size: sh.size, packed: true, one: []string{u.key()}}
+					continue
 				}
 				u, records := serviceUnit(services[i])
 				out[i] = ed.madeIn(u, records, &scratch)

@@ -13,7 +13,6 @@ import (
 	"github.com/miekg/dns"
 
 	"github.com/grpc-config-dns/grpc-config-dns/model"
-	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
 
 // ZONEMD (RFC 8976). With dnssec: {zonemd: true}, every version of a
@@ -43,6 +42,8 @@ type canonicalName struct {
 	recs    []byte
 	at      []int32
 	scratch []byte
+	w       serviceWire // addService's, of wOf
+	wOf     *model.Service
 	// last is the unit of the name before, lastKey its key and
 	// lastShaped whether addService writes its records: a service's names
 	// are most often next to each other in the chain.
@@ -104,56 +105,35 @@ func (c *canonicalName) addPacked(packed string) {
 	}
 }
 
-// addService adds the records of service s owned by the name, written
-// as serviceShape writes them. s must be shapeable.
+// addService adds the records of service s owned by the name, as
+// serviceWire writes them. s's names must be in lower case (canonical).
 func (c *canonicalName) addService(s *model.Service, name string) {
-	b := c.scratch[:0]
-	put := func() {
-		c.at = append(c.at, int32(len(c.recs)))
-		c.recs = append(c.recs, b...)
+	if c.wOf != s { // a service's names are most often next to each other
+		c.w.write(s)
+		c.wOf = s
 	}
-	if name == s.Name {
-		for _, a := range s.Addresses {
-			if a.Is4() {
-				v := a.As4()
-				b = append(appendTypeHeader(b[:0], dns.TypeA, s.TTL, 4), v[:]...)
-			} else {
-				v := a.As16()
-				b = append(appendTypeHeader(b[:0], dns.TypeAAAA, s.TTL, 16), v[:]...)
-			}
-			put()
+	for _, r := range c.w.recs {
+		if prefixed(name, r.prefix, s.Name) {
+			c.at = append(c.at, int32(len(c.recs)))
+			c.recs = append(c.recs, c.w.b[r.rdata-10:r.end]...)
 		}
 	}
-	if s.Port != 0 && prefixed(name, model.SRVPrefix, s.Name) {
-		b = appendTypeHeader(b[:0], dns.TypeSRV, s.TTL, 6+wireNameLen(s.Name))
-		b = append(b, 0, 0, 0, 0, byte(s.Port>>8), byte(s.Port)) // priority and weight 0
-		b = appendWireName(b, s.Name)
-		put()
-	}
-	if s.TXT != nil && (prefixed(name, sc.OwnerPrefix, s.Name) || s.Compat.BareHost && name == s.Name) {
-		rdlen := 0
-		for _, t := range s.TXT {
-			rdlen += 1 + len(t)
+}
+
+// hasUpper reports whether name holds an upper-case letter (a model
+// name does not: it is the canonical form already).
+func hasUpper(name string) bool {
+	for i := 0; i < len(name); i++ {
+		if 'A' <= name[i] && name[i] <= 'Z' {
+			return true
 		}
-		b = appendTypeHeader(b[:0], dns.TypeTXT, s.TTL, rdlen)
-		for _, t := range s.TXT {
-			b = append(append(b, byte(len(t))), t...)
-		}
-		put()
 	}
-	c.scratch = b
+	return false
 }
 
 // prefixed reports whether name is prefix followed by rest.
 func prefixed(name, prefix, rest string) bool {
 	return len(name) == len(prefix)+len(rest) && strings.HasPrefix(name, prefix) && strings.HasSuffix(name, rest)
-}
-
-// appendTypeHeader appends what follows a record's owner: its type,
-// class IN, TTL and RDATA length.
-func appendTypeHeader(b []byte, typ uint16, ttl uint32, rdlen int) []byte {
-	return append(b, byte(typ>>8), byte(typ), byte(dns.ClassINET>>8), byte(dns.ClassINET),
-		byte(ttl>>24), byte(ttl>>16), byte(ttl>>8), byte(ttl), byte(rdlen>>8), byte(rdlen))
 }
 
 // appendTo appends the records in canonical order, each with its owner
@@ -443,7 +423,7 @@ func (z *Zone) canonicalAt(c *canonicalName, name string) error {
 				if u, ok = z.units.Get(key); !ok {
 					continue
 				}
-				c.last, c.lastKey, c.lastShaped = u, key, u.src != nil && shapeable(u.src)
+				c.last, c.lastKey, c.lastShaped = u, key, u.src != nil && !hasUpper(u.src.Name)
 			}
 			if c.lastShaped {
 				c.addService(u.src, name)

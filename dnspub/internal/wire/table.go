@@ -701,7 +701,7 @@ func packMsg(name string, qtype uint16, set, extra []dns.RR) (answer, error) {
 // nothing else. After the header, each record's owner is a pointer to
 // the question's name (the only name such a message holds) and its data
 // holds no name. ok is false for any other set, and for TXT text that is
-// not as zone.escapeAll writes it; packAnswer then packs it with
+// not in the escaped form miekg/dns unpacks it to; packAnswer then packs it with
 // miekg/dns (TestPackPlainEqualsPack holds the two to the same bytes).
 func packPlain(name string, qtype uint16, set []dns.RR) (answer, bool) {
 	if name == "." || len(set) == 0 || len(set) > 0xffff {
