@@ -42,9 +42,6 @@ type wireRecord struct {
 	// record start: the record is uncompressed, as dns.PackRR writes it
 	// (owner, type, class IN, TTL, RDATA length, RDATA).
 	start, rdata, end int
-	// len is the record's length as dns.Len counts it: TXT strings in
-	// the escaped form miekg/dns keeps them in.
-	len int
 }
 
 func (r *wireRecord) owner(name string) string {
@@ -78,47 +75,46 @@ func (w *serviceWire) write(s *model.Service) bool {
 			if w.begin(s, "", dns.TypeA, 4) {
 				v := a.As4()
 				w.b = append(w.b, v[:]...)
-				w.end(0)
+				w.end()
 			}
 		default:
 			if w.begin(s, "", dns.TypeAAAA, 16) {
 				v := a.As16()
 				w.b = append(w.b, v[:]...)
-				w.end(0)
+				w.end()
 			}
 		}
 	}
 	if s.Port != 0 && w.begin(s, model.SRVPrefix, dns.TypeSRV, 6+wireNameLen(s.Name)) {
 		w.b = append(w.b, 0, 0, 0, 0, byte(s.Port>>8), byte(s.Port))
 		w.b = appendWireName(w.b, s.Name)
-		w.end(0)
+		w.end()
 	}
 	if s.TXT == nil {
 		return !w.partial
 	}
-	rdlen, escapes := 0, 0
+	rdlen := 0
 	for _, t := range s.TXT {
 		if len(t) > 255 {
 			w.partial = true
 			return false
 		}
 		rdlen += 1 + len(t)
-		escapes += sc.EscapedTXTLen(t) - len(t)
 	}
-	w.txt(s, sc.OwnerPrefix, rdlen, escapes)
+	w.txt(s, sc.OwnerPrefix, rdlen)
 	if s.Compat.BareHost {
-		w.txt(s, "", rdlen, escapes)
+		w.txt(s, "", rdlen)
 	}
 	return !w.partial
 }
 
 // txt writes the TXT record of s at prefix + s.Name.
-func (w *serviceWire) txt(s *model.Service, prefix string, rdlen, escapes int) {
+func (w *serviceWire) txt(s *model.Service, prefix string, rdlen int) {
 	if w.begin(s, prefix, dns.TypeTXT, rdlen) {
 		for _, t := range s.TXT {
 			w.b = append(append(w.b, byte(len(t))), t...)
 		}
-		w.end(escapes)
+		w.end()
 	}
 }
 
@@ -135,13 +131,8 @@ func (w *serviceWire) begin(s *model.Service, prefix string, typ uint16, rdlen i
 	return true
 }
 
-// end ends the record begin started; escapes is what dns.Len counts
-// more.
-func (w *serviceWire) end(escapes int) {
-	r := &w.recs[len(w.recs)-1]
-	r.end = len(w.b)
-	r.len = r.end - r.start + escapes
-}
+// end ends the record begin started.
+func (w *serviceWire) end() { w.recs[len(w.recs)-1].end = len(w.b) }
 
 // rr makes r, a record of s that write wrote, a dns.RR.
 func (w *serviceWire) rr(r *wireRecord, s *model.Service) dns.RR {
@@ -216,13 +207,20 @@ func serviceShape(s *model.Service, w *serviceWire) shape {
 	var sh shape
 	var prefixes [3]string
 	w.write(s)
+	escapes := 0 // what dns.Len counts more of a TXT record
+	for _, t := range s.TXT {
+		escapes += sc.EscapedTXTLen(t) - len(t)
+	}
 	for i := range w.recs {
 		r := &w.recs[i]
 		h := sha256.Sum256(w.b[r.start:r.end])
 		for i := range sh.sum {
 			sh.sum[i] += binary.BigEndian.Uint64(h[8*i:])
 		}
-		sh.size += r.len
+		sh.size += r.end - r.start
+		if r.typ == dns.TypeTXT {
+			sh.size += escapes
+		}
 		sh.count++
 		at := 0
 		for at < sh.nnames && prefixes[at] != r.prefix {
