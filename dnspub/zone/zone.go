@@ -892,15 +892,8 @@ func diffRecords(from, to []dns.RR) (deleted, added []dns.RR) {
 	return deleted, added
 }
 
-// Diff returns the records to delete from and add to from to get to, as
-// an IXFR sequence carries them (RFC 1995 §4). A changed TTL is a deletion
-// and an addition.
-func Diff(from, to *Zone) (deleted, added []dns.RR) {
-	return diffRecords(from.Records(), to.Records())
-}
-
 // compareRR orders records canonically: owner name (RFC 4034 §6.1), type,
-// data, then TTL (so that a TTL change shows up in Diff).
+// data, then TTL (so that a TTL change shows up in diffRecords).
 func compareRR(a, b dns.RR) int {
 	ha, hb := a.Header(), b.Header()
 	if c := CompareNames(ha.Name, hb.Name); c != 0 {

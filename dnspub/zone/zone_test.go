@@ -65,11 +65,11 @@ func TestDigestAndDiff(t *testing.T) {
 	if c.Digest() == a.Digest() {
 		t.Fatal("a changed address kept the digest")
 	}
-	del, add := Diff(a, c)
+	del, add := diffRecords(a.Records(), c.Records())
 	if len(del) != 1 || len(add) != 1 || del[0].(*dns.A).A.String() != "127.0.0.1" || add[0].(*dns.A).A.String() != "127.0.0.2" {
 		t.Errorf("diff = -%v +%v", del, add)
 	}
-	if del, add := Diff(a, b); len(del)+len(add) != 0 {
+	if del, add := diffRecords(a.Records(), b.Records()); len(del)+len(add) != 0 {
 		t.Errorf("diff of equal zones = -%v +%v", del, add)
 	}
 }

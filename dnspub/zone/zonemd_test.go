@@ -330,3 +330,35 @@ func TestZONEMDBlocks(t *testing.T) {
 		t.Errorf("digest %s, by digestRecords %x", got, want)
 	}
 }
+
+// digestRecords returns the SHA-384 digest by RFC 8976's SIMPLE scheme
+// (§3.3) of the zone of apex origin whose records are rrs, in any order:
+// every record in canonical form and order, once, but the apex's ZONEMD
+// records and the RRSIGs covering them.
+func digestRecords(origin string, rrs []dns.RR) ([]byte, error) {
+	origin = dns.CanonicalName(origin)
+	at := map[string][]dns.RR{}
+	for _, rr := range rrs {
+		name := dns.CanonicalName(rr.Header().Name)
+		at[name] = append(at[name], rr)
+	}
+	names := make([]string, 0, len(at))
+	for name := range at {
+		names = append(names, name)
+	}
+	sortCanonical(names)
+	h := sha512.New384()
+	var c canonicalName
+	var out []byte
+	for _, name := range names {
+		c.reset(name)
+		for _, rr := range at[name] {
+			if err := c.addRR(rr); err != nil {
+				return nil, err
+			}
+		}
+		out = c.appendTo(out[:0], name == origin)
+		h.Write(out)
+	}
+	return h.Sum(nil), nil
+}
