@@ -41,7 +41,6 @@ type cachedBackend struct {
 	ready bool
 	at    int64       // the cache holds every key as of this revision
 	keys  *sortedKeys // in blocks: a new key moves one block, not all
-	held  map[string]struct{}
 	// moved is closed, and replaced, whenever at moves.
 	moved chan struct{}
 	// reread ends the current follow, so that the keys are read again
@@ -112,11 +111,7 @@ func (c *cachedBackend) follow(ctx context.Context) error {
 		return err
 	}
 	c.mu.Lock()
-	held := make(map[string]struct{}, len(keys))
-	for _, k := range keys {
-		held[k] = struct{}{}
-	}
-	c.keys, c.held, c.at, c.ready = newSortedKeys(keys), held, at, true
+	c.keys, c.at, c.ready = newSortedKeys(keys), at, true
 	c.signal()
 	c.mu.Unlock()
 	for b := range c.indexedBackend.watch(ctx, "", at) {
@@ -125,14 +120,10 @@ func (c *cachedBackend) follow(ctx context.Context) error {
 		}
 		c.mu.Lock()
 		for _, ch := range b.events {
-			_, found := c.held[ch.kv.key]
-			switch {
-			case ch.deleted && found:
-				c.keys.remove(ch.kv.key)
-				delete(c.held, ch.kv.key)
-			case !ch.deleted && !found:
-				c.keys.add(ch.kv.key)
-				c.held[ch.kv.key] = struct{}{}
+			if ch.deleted {
+				c.keys.remove(ch.kv.key) // if it is there
+			} else {
+				c.keys.add(ch.kv.key) // if it is not
 			}
 		}
 		// A batch of events ends at the revision of its last event, and
