@@ -57,8 +57,9 @@ func (r *wireRecord) owner(name string) string {
 //
 // It reports false when it left records out because s holds what DNS
 // cannot carry and model's validation refuses: the root, a name with an
-// escape, or too long with its prefix; an address that is not valid; a TXT string
-// over 255 bytes (the record is left out). A zone publishes validated
+// escape, or too long with its prefix; an address that is not valid; a
+// TXT string over 255 bytes, or TXT data over 65 535 (the record is left
+// out). A zone publishes validated
 // configs; one made by hand gets the records that can be written, the
 // same ones everywhere.
 func (w *serviceWire) write(s *model.Service) bool {
@@ -119,9 +120,10 @@ func (w *serviceWire) txt(s *model.Service, prefix string, rdlen int) {
 }
 
 // begin starts a record of s at prefix + s.Name, and reports false (a
-// record left out) when that name is too long.
+// record left out) when that name is too long, or the data (rdlen bytes)
+// more than a record's 16-bit length can say.
 func (w *serviceWire) begin(s *model.Service, prefix string, typ uint16, rdlen int) bool {
-	if len(prefix)+wireNameLen(s.Name) > 255 {
+	if len(prefix)+wireNameLen(s.Name) > 255 || rdlen > 0xffff {
 		w.partial = true
 		return false
 	}

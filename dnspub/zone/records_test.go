@@ -125,6 +125,8 @@ func TestServiceRecords(t *testing.T) {
 		{&model.Service{Name: strings.Repeat("a", 64) + ".test.", TXT: []string{"x"}}, nil},
 		{&model.Service{Name: "a.test.", Addresses: []netip.Addr{{}, a}}, &model.Service{Name: "a.test.", Addresses: []netip.Addr{a}}},
 		{&model.Service{Name: "a.test.", Addresses: []netip.Addr{a, b}, TXT: []string{strings.Repeat("x", 256)}}, &model.Service{Name: "a.test.", Addresses: []netip.Addr{a, b}}},
+		// TXT data over 65 535 bytes: no record can carry it.
+		{&model.Service{Name: "a.test.", Addresses: []netip.Addr{a}, TXT: slices.Repeat([]string{strings.Repeat("y", 255)}, 300)}, &model.Service{Name: "a.test.", Addresses: []netip.Addr{a}}},
 		// The TXT and SRV owners are too long; the addresses are not.
 		{&model.Service{Name: long, Port: 1, Addresses: []netip.Addr{a}, TXT: []string{"x"}}, &model.Service{Name: long, Addresses: []netip.Addr{a}}},
 	} {
