@@ -11,6 +11,7 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/grpc-config-dns/grpc-config-dns/internal/etcdtest"
 )
@@ -38,6 +39,10 @@ func TestListCacheIsEtcd(t *testing.T) {
 		t.Fatalf("an etcd store's backend is %T, not the cache", s.b)
 	}
 	ctx := context.Background()
+	// As a publisher does: its whole read gives the cache its keys.
+	if _, _, err := s.Snapshot(ctx); err != nil {
+		t.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	stop := time.Now().Add(2 * time.Second)
 	// Progress reports, asked for often from the start: etcd 3.4 may send
@@ -243,5 +248,105 @@ func BenchmarkListPageEtcd(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestListCacheSeededEtcd: a store read whole (a publisher's start)
+// gives the cache the keys it read: the cache holds them at the read's
+// revision long before it would have read them itself (seedWait), shares
+// their strings with what the read returned, and follows the writes
+// after it.
+func TestListCacheSeededEtcd(t *testing.T) {
+	e := etcdtest.Start(t)
+	ctx := context.Background()
+	loc := e.Location("seeded")
+	w, err := Open(ctx, Options{Location: loc, NoCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	zone := &Object{Spec: json.RawMessage(`{"nameservers":[{"name":"ns1","addresses":["192.0.2.53"]}]}`)}
+	if _, _, err := w.PutZone(ctx, "a.test", zone); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 40 {
+		if _, _, err := w.PutService(ctx, "a.test", fmt.Sprintf("svc-%02d", i), &Object{Spec: json.RawMessage(`{"addresses":["192.0.2.1"]}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opened := time.Now()
+	s, err := Open(ctx, Options{Location: loc})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	c := s.b.(*cachedBackend)
+	items, read, err := s.Snapshot(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		c.mu.RLock()
+		ready, at := c.ready, c.at
+		c.mu.RUnlock()
+		if ready {
+			if at < read {
+				t.Fatalf("the cache is at %d, before the read's %d", at, read)
+			}
+			break
+		}
+		if time.Since(opened) > seedWait/2 {
+			t.Fatalf("the cache not ready %v after the store was opened and read whole", time.Since(opened))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c.mu.RLock()
+	var keys []string
+	c.keys.from("", func(k string) bool { keys = append(keys, k); return true })
+	c.mu.RUnlock()
+	services := 0
+	for _, k := range keys {
+		if strings.HasPrefix(k, servicePrefix("a.test")) {
+			services++
+		}
+	}
+	read40 := 0
+	for _, it := range items {
+		if it.Kind == KindService {
+			read40++
+		}
+	}
+	if services != 40 || read40 != 40 {
+		t.Fatalf("the cache holds %d services' keys (of %d), the read %d services", services, len(keys), read40)
+	}
+	// The values of a range are read with the cache's key strings.
+	kvs, err := c.indexedBackend.rangeExact(ctx, keys, read)
+	if err != nil || len(kvs) != len(keys) {
+		t.Fatalf("rangeExact: %d kvs, %v", len(kvs), err)
+	}
+	for i := range kvs {
+		if kvs[i].key != keys[i] || unsafe.StringData(kvs[i].key) != unsafe.StringData(keys[i]) {
+			t.Fatalf("kv %d: %q, a copy of the key %q", i, kvs[i].key, keys[i])
+		}
+	}
+	// It follows what is written after the read.
+	if _, _, err := w.PutService(ctx, "a.test", "svc-new", &Object{Spec: json.RawMessage(`{"addresses":["192.0.2.2"]}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		c.mu.RLock()
+		n := c.keys.len()
+		c.mu.RUnlock()
+		if n == len(keys)+1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cache holds %d keys, not %d, after a write", n, len(keys)+1)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	l, err := s.ListServices(ctx, "a.test", ListOptions{})
+	if err != nil || len(l.Items) != 41 || l.Items[40].Metadata.Name != "svc-new" {
+		t.Fatalf("list after the write: %d items, %v", len(l.Items), err)
 	}
 }

@@ -159,9 +159,17 @@ func (b *etcdBackend) rangeKeys(ctx context.Context, prefix, from string, limit 
 // (to count it), so that a snapshot of 100 000 services read in limited
 // pages of 1 000 took 0.8-1.0 s, and this 0.3 s.
 func (b *etcdBackend) rangePages(ctx context.Context, prefix string, at int64, page func([]kv)) (int64, error) {
+	_, read, err := b.readAll(ctx, prefix, at, page)
+	return read, err
+}
+
+// readAll is rangePages, and returns the keys it read too: a read of the
+// whole store gives the list cache its keys (cachedBackend.rangePages).
+// The kvs' keys are those strings.
+func (b *etcdBackend) readAll(ctx context.Context, prefix string, at int64, page func([]kv)) ([]string, int64, error) {
 	keys, read, err := b.keyNames(ctx, prefix, at)
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
 	type chunk struct {
 		kvs  []kv
@@ -186,20 +194,20 @@ func (b *etcdBackend) rangePages(ctx context.Context, prefix string, at int64, p
 			}
 			go func() {
 				defer func() { <-busy; close(c.done) }()
-				c.kvs, c.err = b.rangeExact(fctx, keys[i*pageKeys], keys[min((i+1)*pageKeys, len(keys))-1], read)
+				c.kvs, c.err = b.rangeExact(fctx, keys[i*pageKeys:min((i+1)*pageKeys, len(keys))], read)
 			}()
 		}
 	}()
 	for _, c := range chunks {
 		<-c.done
 		if c.err != nil {
-			return 0, c.err
+			return nil, 0, c.err
 		}
 		if len(c.kvs) > 0 {
 			page(c.kvs)
 		}
 	}
-	return read, nil
+	return keys, read, nil
 }
 
 // atRevision adds to opts what reads at revision at as rangeKeys says: 0
@@ -236,18 +244,28 @@ func (b *etcdBackend) keyNames(ctx context.Context, prefix string, at int64) ([]
 	return keys, read, nil
 }
 
-// rangeExact returns the live keys from first to last, both included,
-// as of revision at (> 0): a range etcd reads without walking past it.
-func (b *etcdBackend) rangeExact(ctx context.Context, first, last string, at int64) ([]kv, error) {
+// rangeExact returns the live keys from keys[0] to the last of keys,
+// both included, as of revision at (> 0): a range etcd reads without
+// walking past it. A key that is one of keys, at its place, is that
+// string (no copy of it is made: a snapshot's items and the list cache
+// share them).
+func (b *etcdBackend) rangeExact(ctx context.Context, keys []string, at int64) ([]kv, error) {
 	op, cancel := context.WithTimeout(ctx, b.timeout)
 	defer cancel()
-	r, err := b.c.Get(op, b.prefix+first, clientv3.WithRange(b.prefix+last+"\x00"), clientv3.WithRev(at))
+	r, err := b.c.Get(op, b.prefix+keys[0], clientv3.WithRange(b.prefix+keys[len(keys)-1]+"\x00"), clientv3.WithRev(at))
 	if err != nil {
 		return nil, b.failed(ctx, op, err)
 	}
 	out := make([]kv, 0, len(r.Kvs))
-	for _, k := range r.Kvs {
-		out = append(out, kv{key: strings.TrimPrefix(string(k.Key), b.prefix), value: k.Value, modRev: k.ModRevision, createRev: k.CreateRevision})
+	for i, k := range r.Kvs {
+		name := ""
+		if p := len(b.prefix); i < len(keys) && len(k.Key) == p+len(keys[i]) &&
+			string(k.Key[:p]) == b.prefix && string(k.Key[p:]) == keys[i] {
+			name = keys[i]
+		} else {
+			name = strings.TrimPrefix(string(k.Key), b.prefix)
+		}
+		out = append(out, kv{key: name, value: k.Value, modRev: k.ModRevision, createRev: k.CreateRevision})
 	}
 	return out, nil
 }
