@@ -347,7 +347,7 @@ func (d *doc) readItem(it item, path string, z *Zone, scratch *yamlScratch) (*it
 	}
 	w := d.worker(scratch)
 	e := w.service(entry, path, z)
-	r := &itemResult{svc: e.svc, errors: int32(w.errors), jsonSize: int32(w.jsonBytes), nodes: int32(nodeEstimate(it.text) - 2)}
+	r := &itemResult{svc: e.svc, errors: int32(w.errors), jsonSize: int32(w.jsonBytes)}
 	r.policyKey = scratch.policyKey(z, e.target)
 	m := itemMore{omitted: w.omitted}
 	if e.svc == nil {
@@ -517,12 +517,12 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 	// where they are), a kept reading's policies are too: only when they
 	// changed is each checked against those that select its service now.
 	policies := z.policiesKey()
-	results, keys, todo := d.keptReadings(b, z, d.cache.zone(ctx), policies)
+	results, keys, todo, nodes := d.keptReadings(b, z, d.cache.zone(ctx), policies)
 	if d.nodes > MaxConfigNodes {
 		return nil, errTooManyNodes
 	}
 	path := func(i int) string { return svcPath + "/" + strconv.Itoa(i) }
-	if err := d.readItems(b, z, todo, results, path); err != nil {
+	if err := d.readItems(b, z, todo, nodes, results, path); err != nil {
 		return nil, err
 	}
 	if d.cache != nil {
@@ -550,24 +550,25 @@ func (d *doc) services(b *block, svcPath string, z *Zone) ([]svcEntry, error) {
 
 // keptReadings finds the readings of the last parse (last) that the items
 // of b can keep, and returns them (nil for the others), the sums of the
-// items' texts, and the items to read. It adds the items' YAML nodes to
-// d's bound, before any is read (see MaxConfigNodes): a kept reading's
-// were counted when it was read, the others are estimated here.
+// items' texts, the items to read, and their estimated YAML nodes (by
+// item index; the readings keep them). It adds the items' nodes to d's
+// bound, before any is read (see MaxConfigNodes): a kept reading's were
+// counted when it was read, the others are estimated here.
 //
 // Every item's text is hashed and found among the readings of the last
 // parse, in parts of the list, one per core: a reload of 100 000
 // services does it for them all. The readings are in the order of the
 // last list, which the new one mostly keeps: each part walks them beside
 // its items, and looks up only those that moved.
-func (d *doc) keptReadings(b *block, z *Zone, last *zoneItems, policies string) (results []*itemResult, keys []itemSum, todo []int) {
-	results, keys = make([]*itemResult, len(b.items)), make([]itemSum, len(b.items))
+func (d *doc) keptReadings(b *block, z *Zone, last *zoneItems, policies string) (results []*itemResult, keys []itemSum, todo []int, nodes []int32) {
+	results, keys, nodes = make([]*itemResult, len(b.items)), make([]itemSum, len(b.items)), make([]int32, len(b.items))
 	samePolicies := last != nil && last.policies == policies
 	parts := 1
 	if d.cache != nil {
 		parts = min(runtime.GOMAXPROCS(0), max(len(b.items)/4096, 1))
 	}
 	todos := make([][]int, parts)
-	nodes := make([]int, parts)
+	counts := make([]int, parts)
 	var looked sync.WaitGroup
 	for p := range parts {
 		looked.Go(func() {
@@ -583,28 +584,29 @@ func (d *doc) keptReadings(b *block, z *Zone, last *zoneItems, policies string) 
 					r, at := last.find(keys[i], hint, missed)
 					if r != nil && (samePolicies || r.policyKey == z.policyKey(r.target())) {
 						results[i] = r
-						nodes[p] += int(r.nodes)
+						counts[p] += int(r.nodes)
 						hint, missed = at+1, false
 						continue
 					}
 					hint, missed = hint+1, true
 				}
 				todos[p] = append(todos[p], i)
-				nodes[p] += nodeEstimate(b.items[i].text) - 2
+				nodes[i] = int32(nodeEstimate(b.items[i].text) - 2)
+				counts[p] += int(nodes[i])
 			}
 		})
 	}
 	looked.Wait()
-	for _, n := range nodes {
+	for _, n := range counts {
 		d.nodes += n
 	}
-	return results, keys, slices.Concat(todos...)
+	return results, keys, slices.Concat(todos...), nodes
 }
 
 // readItems reads the items of b that todo lists into results, on every
 // core; its error is an item that does not read alone (the text is then
 // read whole).
-func (d *doc) readItems(b *block, z *Zone, todo []int, results []*itemResult, path func(int) string) error {
+func (d *doc) readItems(b *block, z *Zone, todo []int, nodes []int32, results []*itemResult, path func(int) string) error {
 	var failed error
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -630,6 +632,7 @@ func (d *doc) readItems(b *block, z *Zone, todo []int, results []*itemResult, pa
 						mu.Unlock()
 						continue
 					}
+					r.nodes = nodes[i] // keptReadings counted them
 					if keeping {
 						r = k.keep(r)
 					}
