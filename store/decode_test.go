@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	"github.com/grpc-config-dns/grpc-config-dns/model"
 )
 
 // TestDecodeFastPathIsUnmarshal: values as the store writes them decode
@@ -88,4 +90,26 @@ func FuzzDecode(f *testing.F) {
 			t.Fatalf("decode(%q) = %+v, json.Unmarshal %+v", v, got.Metadata, st.Metadata)
 		}
 	})
+}
+
+// TestItemWithSpecNotJSON: a stored service whose spec is not JSON is an
+// error to a client (decode), but the publisher's item carries it, for
+// the model to refuse with a diagnostic: it is reported as an invalid
+// service, not left out of the snapshot unsaid.
+func TestItemWithSpecNotJSON(t *testing.T) {
+	k := kv{key: "s/example.test/bad", value: []byte(`{"metadata":{"name":"bad","zone":"example.test"},"spec":{]}`), modRev: 3}
+	if _, err := decode(k); err == nil {
+		t.Error("decode: no error")
+	}
+	it, ok := itemOf(k, false)
+	if !ok || it.Kind != KindService || it.Name != "bad" || string(it.Spec) != `{]` {
+		t.Fatalf("itemOf: %+v %v", it, ok)
+	}
+	z, ds := model.ValidateZone("example.test", json.RawMessage(testZoneSpec), nil)
+	if z == nil {
+		t.Fatal(ds)
+	}
+	if _, ds := model.ValidateService(z, it.Name, nil, it.Spec, nil); !ds.HasErrors() {
+		t.Errorf("the model took the spec %s: %v", it.Spec, ds)
+	}
 }
