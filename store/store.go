@@ -129,22 +129,17 @@ type storedMeta struct {
 
 func decode(k kv) (*Object, error) {
 	o := new(Object)
-	if err := decodeInto(o, k, true); err != nil {
+	if err := decodeInto(o, k); err != nil {
 		return nil, err
 	}
 	return o, nil
 }
 
 // decodeInto is decode into o: a list decodes its page into one array.
-// checkSpec checks that the spec is JSON, as an object handed to a client
-// must be; the publisher's items (itemOf) skip it: the model reads every
-// spec with its own JSON parser, which refuses one that is not (the
-// object is then invalid, and said to be), and the check was 6 % of a
-// store start's CPU.
-func decodeInto(o *Object, k kv, checkSpec bool) error {
+func decodeInto(o *Object, k kv) error {
 	var meta storedMeta
 	meta2, spec, ok := splitStored(k.value)
-	if !ok || checkSpec && !json.Valid(spec) || !readMeta(meta2, &meta) {
+	if !ok || !json.Valid(spec) || !readMeta(meta2, &meta) {
 		var st stored
 		if err := json.Unmarshal(k.value, &st); err != nil {
 			return fmt.Errorf("store: the value of %s at revision %d is corrupt: %v", k.key, k.modRev, err)
@@ -1092,7 +1087,7 @@ func (s *Store) list(ctx context.Context, prefix string, o ListOptions) (*List, 
 	out := &List{APIVersion: APIVersion, Kind: kindOf(prefix) + "List", Metadata: ListMeta{ResourceVersion: FormatRV(read)}, Items: make([]*Object, len(kvs))}
 	objs := make([]Object, len(kvs))
 	for i, k := range kvs {
-		if err := decodeInto(&objs[i], k, true); err != nil {
+		if err := decodeInto(&objs[i], k); err != nil {
 			return nil, s.internal(err)
 		}
 		out.Items[i] = &objs[i]

@@ -240,8 +240,8 @@ func itemOf(k kv, deleted bool) (Item, bool) {
 			it.Zone, it.Name, _ = strings.Cut(k.key[2:], "/")
 		}
 		if !deleted {
-			var o Object
-			if err := decodeInto(&o, k, false); err != nil {
+			o, err := decode(k)
+			if err != nil {
 				return Item{}, false
 			}
 			it.Spec, it.Labels = o.Spec, o.Metadata.Labels
