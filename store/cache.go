@@ -124,10 +124,23 @@ type keysRead struct {
 // start's time on etcd, and kept a second copy of each key (5 MB).
 func (c *cachedBackend) rangePages(ctx context.Context, prefix string, at int64, page func([]kv)) (int64, error) {
 	keys, read, err := c.indexedBackend.readAll(ctx, prefix, at, page)
-	if err == nil && prefix == "" {
-		select {
-		case c.seed <- keysRead{keys, read}:
-		default: // the cache has one to start from already
+	if err == nil && prefix == "" && at == 0 {
+		// The newest read replaces one still waiting: a cache that
+		// starts from a seed must not start behind a later read.
+		s := keysRead{keys, read}
+		for range 3 { // the channel holds one; a racing read may refill it
+			select {
+			case c.seed <- s:
+				return read, nil
+			default:
+			}
+			select {
+			case old := <-c.seed:
+				if old.at > s.at {
+					s = old
+				}
+			default:
+			}
 		}
 	}
 	return read, err
@@ -137,12 +150,18 @@ func (c *cachedBackend) rangePages(ctx context.Context, prefix string, at int64,
 // revision: a whole read's (rangePages) when one has come, or comes
 // within seedWait on the first follow (a store opened by a publisher
 // reads itself whole at once); else the cache's own read. Keys read at
-// a revision, then the events after it, are the store's keys whatever
-// the revision, so any whole read will do.
+// a revision, then the events after it, are the store's keys at every
+// revision after it; a read older than the revision the cache held is
+// not taken, so that a re-read never moves the cache back.
 func (c *cachedBackend) startKeys(ctx context.Context, first bool) ([]string, int64, error) {
+	c.mu.RLock()
+	had := c.at // a seed older than what the cache held would move it back
+	c.mu.RUnlock()
 	select {
 	case s := <-c.seed:
-		return s.keys, s.at, nil
+		if s.at >= had {
+			return s.keys, s.at, nil
+		}
 	default:
 	}
 	if first {
