@@ -98,8 +98,9 @@ func (c *cachedBackend) run(ctx context.Context) {
 		c.mu.Unlock()
 		err := c.follow(fctx, first)
 		first = false
+		reread := fctx.Err() != nil // asked before cancel, which sets it
 		cancel()
-		if fctx.Err() != nil && ctx.Err() == nil {
+		if reread && ctx.Err() == nil {
 			continue // rereadKeys: read the keys again at once
 		}
 		if err != nil && ctx.Err() == nil {

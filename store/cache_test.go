@@ -1,14 +1,18 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 	"unsafe"
@@ -348,5 +352,44 @@ func TestListCacheSeededEtcd(t *testing.T) {
 	l, err := s.ListServices(ctx, "a.test", ListOptions{})
 	if err != nil || len(l.Items) != 41 || l.Items[40].Metadata.Name != "svc-new" {
 		t.Fatalf("list after the write: %d items, %v", len(l.Items), err)
+	}
+}
+
+// failingIndex is an etcd whose watch fails at once and whose keys cannot
+// be read; any other method is not expected (nil).
+type failingIndex struct {
+	indexedBackend
+	keyReads atomic.Int64
+}
+
+func (f *failingIndex) keyNames(context.Context, string, int64) ([]string, int64, error) {
+	f.keyReads.Add(1)
+	return nil, 0, errors.New("etcd is down")
+}
+
+func (f *failingIndex) watch(context.Context, string, int64) <-chan batch {
+	ch := make(chan batch, 1)
+	ch <- batch{err: errors.New("the watch failed")}
+	close(ch)
+	return ch
+}
+
+func (f *failingIndex) close() error { return nil }
+
+// TestListCacheBacksOff: a cache whose watch fails says so and waits a
+// second before it reads the keys again, rather than asking etcd again
+// and again at once.
+func TestListCacheBacksOff(t *testing.T) {
+	var logged bytes.Buffer
+	f := &failingIndex{}
+	c := newCachedBackend(f, slog.New(slog.NewTextHandler(&logged, nil)))
+	c.seed <- keysRead{keys: []string{"z/a.test"}, at: 5}
+	time.Sleep(500 * time.Millisecond)
+	c.close()
+	if n := f.keyReads.Load(); n > 1 {
+		t.Errorf("the keys were read %d times in half a second after the watch failed", n)
+	}
+	if !strings.Contains(logged.String(), "stopped following etcd") {
+		t.Errorf("nothing said of the failed watch: %q", logged.String())
 	}
 }
