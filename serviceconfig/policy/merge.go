@@ -167,22 +167,6 @@ func (v *value) appendJSON(dst []byte) []byte {
 	return append(dst, v.raw...)
 }
 
-// clone copies v deeply, and who set its values when track is set;
-// scalars' text is shared (never written).
-func (v *value) clone(track bool) *value {
-	c := &value{kind: v.kind, raw: v.raw, keys: slices.Clone(v.keys)}
-	if track {
-		c.from = slices.Clone(v.from)
-	}
-	if v.elems != nil {
-		c.elems = make([]*value, len(v.elems))
-		for i, e := range v.elems {
-			c.elems[i] = e.clone(track)
-		}
-	}
-	return c
-}
-
 // take is how a merge takes v, set by o over what history set: stamped
 // when it tracks who set what, else v itself.
 func (v *value) take(o Origin, history []Origin, track bool) *value {
@@ -220,15 +204,21 @@ func (v *value) member(key string) int {
 	return slices.Index(v.keys, key)
 }
 
-// mergeLayer merges src, a layer whose values come from o (o.Path is
-// src's own path), into dst, which it owns. The rules, everywhere:
-// objects merge key by key; at the top of a service config, methodConfig
-// entries merge by their name list; any other value replaces the one
-// below, and keeps the history of who set it. Who set what is recorded
-// only when track is set.
-func mergeLayer(dst, src *value, o Origin, configRoot, track bool) {
+// merged is dst with src, a layer whose values come from o (o.Path is
+// src's own path), merged over it. The rules, everywhere: objects merge
+// key by key; at the top of a service config, methodConfig entries merge
+// by their name list; any other value replaces the one below, and keeps
+// the history of who set it. Who set what is recorded only when track is
+// set.
+//
+// Neither dst nor src is written: the result copies the values on the
+// paths the merge changes and shares the rest, so that one stack's
+// merged defaults serve each of 100 000 services without a copy each
+// (copying them was a quarter of applying a stack).
+func merged(dst, src *value, o Origin, configRoot, track bool) *value {
+	c := &value{kind: dst.kind, raw: dst.raw, keys: slices.Clip(dst.keys), elems: slices.Clone(dst.elems), from: dst.from}
 	if track {
-		dst.from = append(dst.from, o)
+		c.from = append(slices.Clip(dst.from), o)
 	}
 	for si, key := range src.keys {
 		so := o
@@ -236,33 +226,36 @@ func mergeLayer(dst, src *value, o Origin, configRoot, track bool) {
 			so.Path = o.Path + "/" + escape(key)
 		}
 		sv := src.elems[si]
-		di := dst.member(key)
+		di := c.member(key)
 		switch {
 		case di < 0:
-			dst.keys = append(dst.keys, key)
-			dst.elems = append(dst.elems, sv.take(so, nil, track))
-		case sv.kind == jtree.Object && dst.elems[di].kind == jtree.Object:
-			mergeLayer(dst.elems[di], sv, so, false, track)
-		case configRoot && key == "methodConfig" && sv.kind == jtree.Array && dst.elems[di].kind == jtree.Array:
-			mergeMethodConfig(dst.elems[di], sv, so, track)
+			c.keys = append(c.keys, key)
+			c.elems = append(c.elems, sv.take(so, nil, track))
+		case sv.kind == jtree.Object && c.elems[di].kind == jtree.Object:
+			c.elems[di] = merged(c.elems[di], sv, so, false, track)
+		case configRoot && key == "methodConfig" && sv.kind == jtree.Array && c.elems[di].kind == jtree.Array:
+			c.elems[di] = mergedMethodConfig(c.elems[di], sv, so, track)
 		default:
 			// The replaced value's origins are every layer that set
 			// something in it, in merge order (merging appends to the
 			// origins of every value on the way).
-			dst.elems[di] = sv.take(so, dst.elems[di].from, track)
+			c.elems[di] = sv.take(so, c.elems[di].from, track)
 		}
 	}
+	return c
 }
 
-// mergeMethodConfig merges a layer's methodConfig list into dst's: an
-// entry whose name list names the same methods as an entry below merges
-// into it key by key; any other entry is added.
-func mergeMethodConfig(dst, src *value, o Origin, track bool) {
+// mergedMethodConfig is dst, a methodConfig list, with a layer's list
+// merged over it, written as merged writes: an entry whose name list
+// names the same methods as an entry below merges into it key by key;
+// any other entry is added.
+func mergedMethodConfig(dst, src *value, o Origin, track bool) *value {
+	c := &value{kind: dst.kind, elems: slices.Clone(dst.elems), from: dst.from}
 	if track {
-		dst.from = append(dst.from, o)
+		c.from = append(slices.Clip(dst.from), o)
 	}
 	index := map[string]int{}
-	for i, e := range dst.elems {
+	for i, e := range c.elems {
 		if k, ok := methodKey(e); ok {
 			if _, dup := index[k]; !dup {
 				index[k] = i
@@ -275,15 +268,16 @@ func mergeMethodConfig(dst, src *value, o Origin, track bool) {
 			so.Path = o.Path + "/" + strconv.Itoa(si)
 		}
 		k, ok := methodKey(e)
-		if di, found := index[k]; ok && found && dst.elems[di].kind == jtree.Object {
-			mergeLayer(dst.elems[di], e, so, false, track)
+		if di, found := index[k]; ok && found && c.elems[di].kind == jtree.Object {
+			c.elems[di] = merged(c.elems[di], e, so, false, track)
 			continue
 		}
 		if ok {
-			index[k] = len(dst.elems)
+			index[k] = len(c.elems)
 		}
-		dst.elems = append(dst.elems, e.take(so, nil, track))
+		c.elems = append(c.elems, e.take(so, nil, track))
 	}
+	return c
 }
 
 // methodKey identifies a methodConfig entry by the methods it names: its

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -442,5 +443,61 @@ func TestResolveBudget(t *testing.T) {
 	t.Logf("300 services x 50 policies: %v of CPU per snapshot (%v of wall time)", per, r.T/time.Duration(max(r.N, 1)))
 	if per.Milliseconds() >= 100 {
 		t.Errorf("resolving a snapshot took %v of CPU, want < 100ms", per)
+	}
+}
+
+// TestApplyLeavesTheStackAlone: one stack serves every service it
+// selects, at once on a publisher's cores, and a merge shares the stack's
+// values rather than copying them. Each service's result, and who set
+// each of its values, must be what a stack of its own gives, and the
+// stack's defaults must stay as they were (under -race: nothing writes
+// them).
+func TestApplyLeavesTheStackAlone(t *testing.T) {
+	policies := []string{
+		`{"name":"zone","targetRef":{"kind":"Zone"},"default":{"methodConfig":[{"name":[{}],"waitForReady":true,"retryPolicy":{"maxAttempts":3,"retryableStatusCodes":["UNAVAILABLE"]}},{"name":[{"service":"a"}],"timeout":"1s"}],"retryThrottling":{"maxTokens":10,"tokenRatio":0.1}}}`,
+		`{"name":"lb","targetRef":{"kind":"Service","labels":{"team":"t"}},"default":{"loadBalancingConfig":[{"round_robin":{}}],"retryThrottling":{"tokenRatio":0.5}}}`,
+	}
+	owns := []string{
+		`{"methodConfig":[{"name":[{}],"retryPolicy":{"maxAttempts":5}}]}`,
+		`{"methodConfig":[{"name":[{"service":"a"}],"timeout":"2s"},{"name":[{"service":"b"}],"timeout":"3s"}]}`,
+		`{"retryThrottling":{"maxTokens":1},"loadBalancingConfig":[{"pick_first":{}}]}`,
+		`{"retryThrottling":null,"methodConfig":null}`,
+		`[{"serviceConfig":{"methodConfig":[{"name":[{}],"timeout":"4s"}]}},{"clientLanguage":["go"],"serviceConfig":{"retryThrottling":{"tokenRatio":1}}}]`,
+		`{}`,
+	}
+	target := Target{Name: "svc", Labels: map[string]string{"team": "t"}}
+	shared := mustSet(t, policies...).StackFor(target)
+	defaults := string(shared.Defaults())
+	type result struct{ json, origins string }
+	want := make([]result, len(owns))
+	for i, own := range owns {
+		r := apply(t, mustSet(t, policies...).StackFor(target), own)
+		want[i] = result{string(r.JSON), fmt.Sprint(originsOf(r))}
+	}
+	var wg sync.WaitGroup
+	errs := make(chan string, 8*len(owns))
+	for g := range 8 {
+		wg.Go(func() {
+			for k := range 20 * len(owns) {
+				i := (g + k) % len(owns)
+				r, err := shared.Apply([]byte(owns[i]), strings.HasPrefix(owns[i], "["))
+				if err != nil {
+					errs <- err.Error()
+					return
+				}
+				if got := (result{string(r.JSON), fmt.Sprint(originsOf(r))}); got != want[i] {
+					errs <- fmt.Sprintf("%s:\ngot  %+v\nwant %+v", owns[i], got, want[i])
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
+	}
+	if got := string(shared.Defaults()); got != defaults {
+		t.Errorf("the stack's defaults changed:\ngot  %s\nwant %s", got, defaults)
 	}
 }

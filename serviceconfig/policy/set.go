@@ -150,7 +150,7 @@ type Stack struct {
 func newStack(sel []*Policy) *Stack {
 	st := &Stack{Policies: sel, merged: &value{kind: jtree.Object}}
 	for _, p := range sel {
-		mergeLayer(st.merged, p.def, Origin{Policy: p.Name, Kind: p.TargetRef.Kind}, true, true)
+		st.merged = merged(st.merged, p.def, Origin{Policy: p.Name, Kind: p.TargetRef.Kind}, true, true)
 	}
 	st.merged.from = nil // the root is every layer's; say so only for fields
 	return st
@@ -243,13 +243,11 @@ func (st *Stack) apply(b *builder, own []byte, choices, track bool) (*value, err
 }
 
 func (st *Stack) withOwn(own *value, o Origin, track bool) *value {
-	var v *value
-	if st == nil {
-		v = &value{kind: jtree.Object}
-	} else {
-		v = st.merged.clone(track)
+	below := &value{kind: jtree.Object}
+	if st != nil {
+		below = st.merged
 	}
-	mergeLayer(v, own, o, true, track)
+	v := merged(below, own, o, true, track)
 	if track {
 		v.from = []Origin{o}
 	}
