@@ -1,9 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
+
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 )
 
 // TestDecodeFastPathIsUnmarshal: values as the store writes them decode
@@ -38,6 +42,13 @@ func TestDecodeFastPathIsUnmarshal(t *testing.T) {
 		[]byte(`{"metadata":{"name":"n","zone":"z","extra":1},"spec":{}}`),
 		[]byte(`{"metadata":{"name":"n" ,"zone":"z"},"spec":{}}`),
 		[]byte(`{"metadata":{"zone":"z","name":"n"},"spec":{}}`),
+	)
+	// Specs jtree refuses and encoding/json reads: read as encoding/json
+	// reads them.
+	values = append(values,
+		[]byte(`{"metadata":{"name":"n"},"spec":{"a":1,"a":2}}`),
+		[]byte("{\"metadata\":{\"name\":\"n\"},\"spec\":{\"a\":\"\xff\"}}"),
+		[]byte(`{"metadata":{"name":"n"},"spec":{"a":`+strings.Repeat("[", jtree.MaxDepth+1)+strings.Repeat("]", jtree.MaxDepth+1)+`}}`),
 	)
 	for _, v := range values {
 		got, err := decode(kv{key: "s/z/n", value: v, modRev: 7})
@@ -86,6 +97,11 @@ func FuzzDecode(f *testing.F) {
 		}
 		if got.Metadata.Name != st.Metadata.Name || got.Metadata.Zone != st.Metadata.Zone || !reflect.DeepEqual(got.Metadata.Labels, st.Metadata.Labels) {
 			t.Fatalf("decode(%q) = %+v, json.Unmarshal %+v", v, got.Metadata, st.Metadata)
+		}
+		// The spec is the one encoding/json reads, but for the blanks
+		// around it, which a cut keeps.
+		if !bytes.Equal(bytes.TrimSpace(got.Spec), st.Spec) {
+			t.Fatalf("decode(%q) reads the spec %q, json.Unmarshal %q", v, got.Spec, st.Spec)
 		}
 	})
 }

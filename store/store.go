@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/grpc-config-dns/grpc-config-dns/internal/jtree"
 	"github.com/grpc-config-dns/grpc-config-dns/model"
 	"github.com/grpc-config-dns/grpc-config-dns/serviceconfig/policy"
 )
@@ -139,7 +140,7 @@ func decode(k kv) (*Object, error) {
 func decodeInto(o *Object, k kv) error {
 	var meta storedMeta
 	meta2, spec, ok := splitStored(k.value)
-	if !ok || !json.Valid(spec) || !readMeta(meta2, &meta) {
+	if !ok || !oneValue(spec) || !readMeta(meta2, &meta) {
 		var st stored
 		if err := json.Unmarshal(k.value, &st); err != nil {
 			return fmt.Errorf("store: the value of %s at revision %d is corrupt: %v", k.key, k.modRev, err)
@@ -150,6 +151,25 @@ func decodeInto(o *Object, k kv) error {
 		Annotations: meta.Annotations, ResourceVersion: FormatRV(k.modRev)}, Spec: spec}
 	return nil
 }
+
+// oneValue reports whether spec, cut out of a stored value by
+// splitStored, is one JSON value, and so the spec's whole value: the cut
+// takes all up to the value's last '}', which is the spec only when no
+// member follows it. jtree accepts no text encoding/json does not, and
+// reads a spec in two thirds of the time (a start reads 100 000, and
+// checking them was half of reading them); what it refuses besides
+// (duplicate keys, invalid UTF-8, deep nesting) is read by
+// encoding/json, as before.
+func oneValue(spec []byte) bool {
+	t := specTrees.Get().(*jtree.Tree)
+	ok := t.Reset(spec) == nil
+	t.Src = nil // the tree must not keep the value
+	specTrees.Put(t)
+	return ok
+}
+
+// specTrees are the trees oneValue parses into.
+var specTrees = sync.Pool{New: func() any { return new(jtree.Tree) }}
 
 // readMeta reads stored metadata: by hand when it has the shape the
 // store writes, {"name":"…"[,"zone":"…"][,"labels":{…}]} with names
