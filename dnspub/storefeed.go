@@ -126,7 +126,12 @@ type feedService struct {
 	spec   []byte
 	labels map[string]string // its metadata's
 	// selectBy is what policies select it by: labels, or for a service
-	// stored before labels moved to metadata, its spec's.
+	// stored before labels moved to metadata, its spec's. It is read
+	// from the spec as the spec is validated (validate), on the
+	// validating cores, where the spec is read anyway: reading it as a
+	// snapshot is applied, on one core, was half of applying it. Until
+	// then the service is not validated, and a change of policies has
+	// nothing to select it for (rebase).
 	selectBy map[string]string
 	rev      int64
 	svc      *model.Service // nil: not validated yet, or invalid (bad)
@@ -211,7 +216,7 @@ func (f *feed) apply(it store.Item) {
 			if len(z.free) > 0 {
 				fs, z.free = &z.free[0], z.free[1:]
 			}
-			*fs = feedService{spec: it.Spec, labels: it.Labels, selectBy: model.ServiceLabels(it.Labels, it.Spec), rev: it.Rev}
+			*fs = feedService{spec: it.Spec, labels: it.Labels, rev: it.Rev}
 			z.services[it.Name] = fs
 		}
 		if z.last != nil { // else the next build is whole
@@ -560,6 +565,7 @@ func (f *feed) validate(ctx context.Context, z *feedZone, names []string, log fu
 			defer wg.Done()
 			v := model.ServiceValidator{Compact: len(todo) >= compactServices}
 			for i := w; i < len(todo); i += workers {
+				todo[i].selectBy = model.ServiceLabels(todo[i].labels, todo[i].spec)
 				todo[i].svc, diags[i] = v.Validate(z.base, todoNames[i], todo[i].labels, todo[i].spec, f.keys)
 				todo[i].bad, todo[i].spec = todo[i].svc == nil, nil
 				if !todo[i].bad {
