@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -61,28 +63,49 @@ func TestFirstStartAnswersBeforeBuilding(t *testing.T) {
 	}
 }
 
-// A reload before the answers are built builds them first, and serves
-// its change.
+// A reload before the answers are built serves its change at once: the
+// answers it changed are built, the others stay left for later, and are
+// built, with the same bytes, for the version it serves. A write right
+// after a first start so waits for no build of every answer.
 func TestReloadBeforeBuilding(t *testing.T) {
 	gate := make(chan struct{})
+	var open sync.Once
 	ts := startServerWith(t, laterConfig(2100, "1s"), nil, func(s *Server) { s.completeGate = gate })
+	t.Cleanup(func() { open.Do(func() { close(gate) }) })
 	if !deferred(ts) {
 		t.Fatal("a first start of 2100 services built every answer before serving")
 	}
-	ts.write(laterConfig(2100, "2s"))
+	ts.write(strings.Replace(laterConfig(2100, "1s"), "s.S7}], timeout: 1s", "s.S7}], timeout: 2s", 1))
 	if err := ts.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	if deferred(ts) {
-		t.Fatal("a reload served a table left for later")
+	if !deferred(ts) {
+		t.Fatal("a reload built every answer left for later")
 	}
-	for _, name := range []string{"_grpc_config.svc7.example.test.", "_grpc_config.svc2099.example.test."} {
+	timeout := func(name string) string {
 		r := ts.ask("udp", name, dns.TypeTXT, 1232)
-		if len(r.Answer) != 1 || !strings.Contains(r.Answer[0].String(), `\"timeout\":\"2s\"`) {
-			t.Fatalf("%s after the reload: %v", name, r.Answer)
+		if len(r.Answer) != 1 {
+			t.Fatalf("%s: %v", name, r.Answer)
 		}
+		_, after, _ := strings.Cut(r.Answer[0].String(), `\"timeout\":\"`)
+		v, _, _ := strings.Cut(after, `\"`)
+		return v
 	}
-	close(gate)
+	if a, b := timeout("_grpc_config.svc7.example.test."), timeout("_grpc_config.svc2099.example.test."); a != "2s" || b != "1s" {
+		t.Fatalf("after the reload, svc7's timeout is %q, svc2099's %q", a, b)
+	}
+	before, version, serial := laterAnswers(ts), ts.snap.Load().version, ts.serial()
+	open.Do(func() { close(gate) })
+	waitFor(t, "the answers built", func() bool { return !deferred(ts) })
+	if after := laterAnswers(ts); !equalStrings(before, after) {
+		t.Fatal("the answers built for each query after the reload differ from those built at once")
+	}
+	if v := ts.snap.Load().version; v != version || ts.serial() != serial {
+		t.Fatalf("version %d serial %d once built, %d and %d before", v, ts.serial(), version, serial)
+	}
+	if timeout("_grpc_config.svc7.example.test.") != "2s" {
+		t.Fatal("the reload's change was lost when the answers were built")
+	}
 }
 
 // What a first load leaves for later waits until the server answers:
@@ -107,4 +130,41 @@ func TestLaterWaitsForStart(t *testing.T) {
 	}
 	defer s.Shutdown(context.Background())
 	waitFor(t, "the answers built", func() bool { return !s.snap.Load().table.Deferred() })
+}
+
+// Changes published while the answers left for later are built wait for
+// no build, and lose none: the build is done again for the version
+// served, and the answers, once built, are those of a server started on
+// the last change.
+func TestChangesWhileBuilding(t *testing.T) {
+	config := func(timeout int) string {
+		return strings.Replace(laterConfig(4000, "1s"), "s.S7}], timeout: 1s", fmt.Sprintf("s.S7}], timeout: %ds", timeout), 1)
+	}
+	gate := make(chan struct{})
+	ts := startServerWith(t, config(1), nil, func(s *Server) { s.completeGate = gate })
+	close(gate)
+	last := 1
+	for deferred(ts) && last < 100 {
+		last++
+		ts.write(config(last))
+		if err := ts.Reload(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor(t, "the answers built", func() bool { return !deferred(ts) })
+	t.Logf("%d changes while the answers were built; %s", last-1, regexp.MustCompile(`tries=\d+`).FindString(ts.logs.String()))
+	fresh := startServer(t, config(last), nil)
+	waitFor(t, "the answers built", func() bool { return !deferred(fresh) })
+	// Positive answers: the servers' serials differ.
+	for _, q := range []struct {
+		name  string
+		qtype uint16
+	}{{"_grpc_config.svc7.example.test.", dns.TypeTXT}, {"_grpc_config.svc3999.example.test.", dns.TypeTXT}, {"svc7.example.test.", dns.TypeA}, {"svc0.example.test.", dns.TypeA}} {
+		if got, want := answerBytes(ts, "udp", q.name, q.qtype, 1232), answerBytes(fresh, "udp", q.name, q.qtype, 1232); got != want {
+			t.Errorf("%s %s: %q, a server started on the last change %q", q.name, dns.TypeToString[q.qtype], got, want)
+		}
+	}
+	if r := ts.ask("udp", "_grpc_config.svc7.example.test.", dns.TypeTXT, 1232); len(r.Answer) != 1 || !strings.Contains(r.Answer[0].String(), fmt.Sprintf(`\"timeout\":\"%ds\"`, last)) {
+		t.Errorf("svc7 after %d changes: %v", last-1, r.Answer)
+	}
 }

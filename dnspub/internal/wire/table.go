@@ -207,10 +207,25 @@ func (t *Table) Edit() *Editor {
 // Owners are built again, and those of the apex (the SOA changes with
 // every version); names that left the zone are removed. A nil ch, or the
 // change of a zone built from nothing, builds every name of z.
+//
+// When the table left the zone's answers for later (SetZoneLater), those
+// ch changed are built now, and the others stay left for later, built
+// from z: they are z's too. A write right after a first start is so
+// served without first building the answers of 100 000 names.
 func (e *Editor) SetZone(z *zone.Zone, ch *zone.Change) error {
-	originKey, zi, err := e.zoneInfo(z, ch)
+	originKey, zi, err := zoneInfoOf(z)
 	if err != nil {
 		return err
+	}
+	old := e.zones[originKey]
+	keepLater := old != nil && old.later != nil && !ch.FromNothing()
+	if keepLater && z.Signed() {
+		// Signed answers are built at once (SetZoneLater): the version
+		// left for later is built first, then edited.
+		if err := e.SetZone(old.later.z, old.later.ch); err != nil {
+			return err
+		}
+		keepLater = false
 	}
 	e.zones[originKey] = zi
 	var out []built
@@ -221,6 +236,19 @@ func (e *Editor) SetZone(z *zone.Zone, ch *zone.Change) error {
 	}
 	if err != nil {
 		return err
+	}
+	if keepLater {
+		// Every answer of the version left for later builds
+		// (SetZoneLater), and those ch changed built now: every answer
+		// of z builds. Complete builds them all from z (no change from
+		// nothing makes it).
+		l := &laterZone{z: z, key: originKey}
+		for _, b := range out {
+			if b.key == originKey {
+				l.apex = b.nd
+			}
+		}
+		zi.later = l
 	}
 	if len(out) >= e.compactAbove {
 		// A part per core, each into allocations of its own.
@@ -265,15 +293,11 @@ func (e *Editor) SetZone(z *zone.Zone, ch *zone.Change) error {
 	return nil
 }
 
-// zoneInfo makes the zoneInfo of z, which ch changed, checking that the
-// table holds every answer of the version ch changed.
-func (e *Editor) zoneInfo(z *zone.Zone, ch *zone.Change) (string, *zoneInfo, error) {
+// zoneInfo makes the zoneInfo of z.
+func zoneInfoOf(z *zone.Zone) (string, *zoneInfo, error) {
 	originKey, err := wireName(z.Origin)
 	if err != nil {
 		return "", nil, err
-	}
-	if old := e.zones[originKey]; old != nil && old.later != nil && !ch.FromNothing() {
-		return "", nil, fmt.Errorf("wire: zone %s: its answers are not all built (SetZoneLater): Complete the table before editing it", z.Origin)
 	}
 	neg := *z.SOA
 	neg.Hdr.Ttl = z.NegativeTTL()
@@ -308,7 +332,7 @@ func (e *Editor) SetZoneLater(z *zone.Zone, ch *zone.Change) error {
 		headerLen+maxQuestionLen+bound+optRRLen > MaxTCPSize {
 		return e.SetZone(z, ch)
 	}
-	_, zi, err := e.zoneInfo(z, ch)
+	_, zi, err := zoneInfoOf(z)
 	if err != nil {
 		return err
 	}
