@@ -3,8 +3,10 @@ package wire
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -329,22 +331,26 @@ func TestLaterEdited(t *testing.T) {
 	}
 }
 
-// sameAnswers fails t unless have answers every question about names (and
-// names below, beside and in upper case) with the bytes of want.
+// sameAnswers fails t unless have answers every question about names
+// (and names below, beside and in upper case), of several types, over
+// UDP with and without EDNS and DO and over TCP, with the bytes of want.
 func sameAnswers(t *testing.T, want, have *Table, names map[string]bool, what string) {
 	t.Helper()
 	all := map[string]bool{"beside.test.": true}
 	for n := range names {
 		all[n], all["child."+n], all["x-"+n], all[strings.ToUpper(n)] = true, true, true, true
 	}
-	for name := range all {
-		for _, qtype := range []uint16{dns.TypeA, dns.TypeTXT, dns.TypeSOA, dns.TypeANY} {
-			for _, a := range []ask{{name: name, qtype: qtype}, {name: name, qtype: qtype, edns: 1232}, {name: name, qtype: qtype, tcp: true, edns: 4096}} {
+	for _, name := range slices.Sorted(maps.Keys(all)) {
+		for _, qtype := range []uint16{dns.TypeA, dns.TypeAAAA, dns.TypeTXT, dns.TypeSRV, dns.TypeNS, dns.TypeSOA, dns.TypeANY, dns.TypeMX} {
+			for _, a := range []ask{{name: name, qtype: qtype}, {name: name, qtype: qtype, edns: 1232}, {name: name, qtype: qtype, edns: 512, do: true}, {name: name, qtype: qtype, tcp: true, edns: 4096}} {
 				msg := query(a)
 				w, wr := want.Respond(make([]byte, 0, 65535), msg, a.tcp)
 				h, hr := have.Respond(make([]byte, 0, 65535), msg, a.tcp)
 				if !bytes.Equal(w, h) || wr != hr {
-					t.Fatalf("%s %s, %s: the answer is\n% x (%+v)\nnot\n% x (%+v)", name, dns.TypeToString[qtype], what, h, hr, w, wr)
+					wm, hm := new(dns.Msg), new(dns.Msg)
+					wm.Unpack(w)
+					hm.Unpack(h)
+					t.Fatalf("%s %s, %s: the answer is\n%v\nnot\n%v", name, dns.TypeToString[qtype], what, hm, wm)
 				}
 			}
 		}

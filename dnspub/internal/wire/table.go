@@ -237,6 +237,15 @@ func (e *Editor) SetZone(z *zone.Zone, ch *zone.Change) error {
 	if err != nil {
 		return err
 	}
+	if len(out) >= e.compactAbove {
+		// A part per core, each into allocations of its own.
+		parts := min(e.procs(), max(len(out)/4096, 1))
+		var wg sync.WaitGroup
+		for p := range parts {
+			wg.Go(func() { compactNodes(out[p*len(out)/parts : (p+1)*len(out)/parts]) })
+		}
+		wg.Wait()
+	}
 	if keepLater {
 		// Every answer of the version left for later builds
 		// (SetZoneLater), and those ch changed built now: every answer
@@ -249,15 +258,6 @@ func (e *Editor) SetZone(z *zone.Zone, ch *zone.Change) error {
 			}
 		}
 		zi.later = l
-	}
-	if len(out) >= e.compactAbove {
-		// A part per core, each into allocations of its own.
-		parts := min(e.procs(), max(len(out)/4096, 1))
-		var wg sync.WaitGroup
-		for p := range parts {
-			wg.Go(func() { compactNodes(out[p*len(out)/parts : (p+1)*len(out)/parts]) })
-		}
-		wg.Wait()
 	}
 	if e.nodes.Len() == 0 && len(out) > 1024 {
 		// The first zone of a new table: its nodes are put at once, into
@@ -424,6 +424,11 @@ func (t *Table) Complete(workers int) (*Table, error) {
 	}
 	e := t.Edit()
 	e.workers = workers
+	if len(t.zones) == 1 {
+		// Every node is the zone's, built again: into a map of its own,
+		// at once (SetZone), though edits put some in the table's.
+		e.nodes = cow.NewEditor[*node](0)
+	}
 	for _, zi := range t.zones {
 		if l := zi.later; l != nil {
 			if err := e.SetZone(l.z, l.ch); err != nil {
