@@ -152,7 +152,7 @@ func TestChangesWhileBuilding(t *testing.T) {
 		}
 	}
 	waitFor(t, "the answers built", func() bool { return !deferred(ts) })
-	t.Logf("%d changes while the answers were built; %s", last-1, regexp.MustCompile(`tries=\d+`).FindString(ts.logs.String()))
+	t.Logf("%d changes while the answers were built; %s", last-1, regexp.MustCompile(`version=\d+ from=\d+ .*tries=\d+`).FindString(ts.logs.String()))
 	fresh := startServer(t, config(last), nil)
 	waitFor(t, "the answers built", func() bool { return !deferred(fresh) })
 	// Positive answers: the servers' serials differ.

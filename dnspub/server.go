@@ -605,9 +605,11 @@ func (s *Server) afterStart(f func()) {
 // They are built without reloadMu, so that a change is not held back by
 // them: a write right after a first start of 100 000 services waited
 // 0.4 s for the lock. The change's table leaves the same answers for
-// later (wire.Editor.SetZone), and the build is then done again for it.
-// The last of completeTries builds holds the lock, so that a steady
-// stream of changes cannot keep the answers built for each query.
+// later (wire.Editor.SetZone), and its edits are taken into those built
+// (wire.Table.Rebase). Should a version differ otherwise (a zone added),
+// the build is done again for it, and the last of completeTries builds
+// holds the lock, so that changes cannot keep the answers built for
+// each query.
 func (s *Server) completeTable() {
 	s.completeMu.Lock()
 	defer s.completeMu.Unlock()
@@ -629,12 +631,20 @@ func (s *Server) completeTable() {
 		if !last {
 			s.reloadMu.Lock()
 		}
-		served := s.snap.Load() == snap
+		cur := s.snap.Load()
+		served := cur == snap
+		if err == nil && !served {
+			// Versions published meanwhile edited the answers left for
+			// later: their edits are taken into the answers built.
+			if rebased, ok := cur.table.Rebase(snap.table, t); ok {
+				t, served = rebased, true
+			}
+		}
 		if err == nil && served {
-			done := *snap
+			done := *cur
 			done.table = t
 			s.snap.Store(&done)
-			s.log.Debug("answers built", "version", snap.version, "took", time.Since(start).Round(time.Microsecond), "tries", try)
+			s.log.Debug("answers built", "version", cur.version, "from", snap.version, "took", time.Since(start).Round(time.Microsecond), "tries", try)
 		}
 		s.reloadMu.Unlock()
 		if err != nil {

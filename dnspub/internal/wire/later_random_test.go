@@ -167,6 +167,14 @@ func TestLaterRandomEdits(t *testing.T) {
 		tb := e.Table()
 		names := map[string]bool{}
 		wasDeferred := tb.Deferred()
+		// lineage are the tables left for later since the first: any one,
+		// completed, rebased on the last (Rebase) answers as it does.
+		var lineage []*Table
+		if wasDeferred {
+			if tb.Deferred() {
+				lineage = append(lineage, tb)
+			}
+		}
 		for step := range 8 {
 			for zi, z := range zs {
 				switch rng.IntN(6) {
@@ -238,10 +246,29 @@ func TestLaterRandomEdits(t *testing.T) {
 				t.Fatalf("%s: completed nodes %d want %d", ctx, done.nodes.Len(), built.nodes.Len())
 			}
 			sameAnswers(t, built, done, names, ctx+", completed")
+			if len(lineage) > 0 {
+				from := lineage[rng.IntN(len(lineage))]
+				fromDone, err := from.Complete(1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				rebased, ok := tb.Rebase(from, fromDone)
+				if !ok {
+					t.Fatalf("%s: an earlier version's answers could not be rebased", ctx)
+				}
+				if rebased.Deferred() || rebased.nodes.Len() != built.nodes.Len() {
+					t.Fatalf("%s: rebased: Deferred() = %v, %d names, built at once %d", ctx, rebased.Deferred(), rebased.nodes.Len(), built.nodes.Len())
+				}
+				sameAnswers(t, built, rebased, names, ctx+", an earlier completion rebased")
+			}
+			if tb.Deferred() {
+				lineage = append(lineage, tb)
+			}
 			// sometimes continue editing the completed one
 			if rng.IntN(4) == 0 {
 				tb = done
 				wasDeferred = false
+				lineage = nil
 			}
 		}
 	}

@@ -251,11 +251,12 @@ func (e *Editor) SetZone(z *zone.Zone, ch *zone.Change) error {
 		// (SetZoneLater), and those ch changed built now: every answer
 		// of z builds. Complete builds them all from z (no change from
 		// nothing makes it).
-		l := &laterZone{z: z, key: originKey}
+		l := &laterZone{z: z, key: originKey, edited: slices.Clip(old.later.edited)}
 		for _, b := range out {
 			if b.key == originKey {
 				l.apex = b.nd
 			}
+			l.edited = append(l.edited, b.key)
 		}
 		zi.later = l
 	}
@@ -360,6 +361,10 @@ type laterZone struct {
 	ch   *zone.Change
 	key  string // the origin, lower-case wire format
 	apex *node
+	// edited are the names (lower-case wire format) whose answers edits
+	// built since the zone was left for later (SetZone): Rebase takes
+	// them from the edited table.
+	edited []string
 }
 
 // node builds the node of key (lower-case wire format), whose zone's
@@ -437,6 +442,44 @@ func (t *Table) Complete(workers int) (*Table, error) {
 		}
 	}
 	return e.Table(), nil
+}
+
+// Rebase returns done, the completion (Complete) of from, an earlier
+// version of t, brought to t: when t differs from from only by edits of
+// zones left for later (SetZone keeps them so), the answers those edits
+// built are t's, and the others done's, which are t's too (an edit
+// builds every answer it changes). A completion built while versions
+// are published so serves the last of them without being built again.
+// ok is false when t differs otherwise (a zone added, removed, or built
+// at once): complete t itself.
+func (t *Table) Rebase(from, done *Table) (*Table, bool) {
+	if len(t.zones) != len(from.zones) || len(done.zones) != len(from.zones) {
+		return nil, false
+	}
+	e := done.Edit()
+	e.maxUDP = t.maxUDP
+	for key, zi := range t.zones {
+		was, ok := from.zones[key]
+		switch {
+		case !ok || done.zones[key] == nil:
+			return nil, false
+		case zi == was:
+			continue // done's
+		case zi.later == nil || was.later == nil:
+			return nil, false
+		}
+		for _, k := range zi.later.edited {
+			if nd, ok := t.nodes.Get(k); ok {
+				e.nodes.Set(k, nd)
+			} else {
+				e.nodes.Delete(k)
+			}
+		}
+		built := *zi
+		built.later = nil
+		e.zones[key] = &built
+	}
+	return e.Table(), true
 }
 
 // buildAll builds the node of every name of z, in parallel for a large
