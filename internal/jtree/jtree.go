@@ -219,8 +219,13 @@ func (p *parser) skipWS() {
 }
 
 func (p *parser) add(k Kind, start int) int32 {
-	p.nodes = append(p.nodes, Node{Kind: k, Start: int32(start), First: -1, Next: -1})
-	return int32(len(p.nodes) - 1)
+	i := len(p.nodes)
+	if i == cap(p.nodes) {
+		p.nodes = append(p.nodes, Node{})[:i]
+	}
+	p.nodes = p.nodes[:i+1]
+	p.nodes[i] = Node{Kind: k, Start: int32(start), First: -1, Next: -1}
+	return int32(i)
 }
 
 // value parses one value at p.pos (whitespace already skipped).
@@ -553,10 +558,23 @@ func (p *parser) checkDuplicates(obj int32) {
 	}
 	t := Tree{Src: p.src, Nodes: p.nodes}
 	if o.Len <= 16 {
+		// Pairs of keys of different lengths in the text are different
+		// names unless one holds escapes: most pairs are told apart by
+		// their lengths, gathered first (this check was a third of a
+		// parse).
+		var keys, lens [16]int32
+		escaped := false
+		k := 0
 		for a := o.First; a >= 0; a = p.nodes[p.nodes[a].Next].Next {
-			for b := p.nodes[p.nodes[a].Next].Next; b >= 0; b = p.nodes[p.nodes[b].Next].Next {
-				if t.sameString(a, b) {
-					p.dup(&t, a, b)
+			na := &p.nodes[a]
+			keys[k], lens[k] = a, na.End-na.Start
+			escaped = escaped || na.flags&flagEscaped != 0
+			k++
+		}
+		for i := range k {
+			for j := i + 1; j < k; j++ {
+				if (escaped || lens[i] == lens[j]) && t.sameString(keys[i], keys[j]) {
+					p.dup(&t, keys[i], keys[j])
 					return
 				}
 			}

@@ -214,3 +214,56 @@ func TestDuplicateKeysOfLargeObjects(t *testing.T) {
 		}
 	}
 }
+
+// Objects of at most 16 members are checked pair by pair: the duplicate
+// reported is the first key that has a later copy, with its first copy;
+// keys that differ in length as written may still be equal names when
+// one holds escapes.
+func TestDuplicateKeysOfSmallObjects(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for n := 0; n < 20000; n++ {
+		members := 2 + r.IntN(15)
+		var b strings.Builder
+		b.WriteString("{")
+		names := make([]string, members)
+		offs := make([]int, members)
+		for i := range members {
+			// Names of one to three letters of four: lengths collide often.
+			name := ""
+			for range 1 + r.IntN(3) {
+				name += string(rune('a' + r.IntN(4)))
+			}
+			text := name
+			if r.IntN(6) == 0 {
+				text = `\u00` + strconv.FormatInt(int64(name[0]), 16) + name[1:]
+			}
+			if i > 0 {
+				b.WriteString(",")
+			}
+			names[i], offs[i] = name, b.Len()
+			b.WriteString(`"` + text + `":` + strconv.Itoa(i))
+		}
+		b.WriteString("}")
+		wantFirst, wantSecond := -1, -1
+	find:
+		for i := range names {
+			for j := i + 1; j < len(names); j++ {
+				if names[i] == names[j] {
+					wantFirst, wantSecond = offs[i], offs[j]
+					break find
+				}
+			}
+		}
+		_, err := Parse([]byte(b.String()))
+		if wantSecond < 0 {
+			if err != nil {
+				t.Fatalf("%s: %v", b.String(), err)
+			}
+			continue
+		}
+		je, ok := err.(*Error)
+		if !ok || je.Code != "json-duplicate-key" || je.Offset != wantSecond || je.Other != wantFirst {
+			t.Fatalf("%s: got %v, want duplicate at %d (first %d)", b.String(), err, wantSecond, wantFirst)
+		}
+	}
+}
