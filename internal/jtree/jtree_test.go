@@ -201,17 +201,7 @@ func TestDuplicateKeysOfLargeObjects(t *testing.T) {
 			}
 			seen[k.name] = i
 		}
-		_, err := Parse([]byte(b.String()))
-		if wantSecond < 0 {
-			if err != nil {
-				t.Fatalf("%s: %v", b.String(), err)
-			}
-			continue
-		}
-		je, ok := err.(*Error)
-		if !ok || je.Code != "json-duplicate-key" || je.Offset != wantSecond || je.Other != wantFirst {
-			t.Fatalf("%s: got %v, want duplicate at %d (first %d)", b.String(), err, wantSecond, wantFirst)
-		}
+		wantDuplicate(t, b.String(), wantFirst, wantSecond)
 	}
 }
 
@@ -254,16 +244,24 @@ func TestDuplicateKeysOfSmallObjects(t *testing.T) {
 				}
 			}
 		}
-		_, err := Parse([]byte(b.String()))
-		if wantSecond < 0 {
-			if err != nil {
-				t.Fatalf("%s: %v", b.String(), err)
-			}
-			continue
+		wantDuplicate(t, b.String(), wantFirst, wantSecond)
+	}
+}
+
+// wantDuplicate fails t unless src parses, when second is negative, or
+// is refused for the duplicate member at offset second of the one at
+// first.
+func wantDuplicate(t *testing.T, src string, first, second int) {
+	t.Helper()
+	_, err := Parse([]byte(src))
+	if second < 0 {
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
 		}
-		je, ok := err.(*Error)
-		if !ok || je.Code != "json-duplicate-key" || je.Offset != wantSecond || je.Other != wantFirst {
-			t.Fatalf("%s: got %v, want duplicate at %d (first %d)", b.String(), err, wantSecond, wantFirst)
-		}
+		return
+	}
+	je, ok := err.(*Error)
+	if !ok || je.Code != "json-duplicate-key" || je.Offset != second || je.Other != first {
+		t.Fatalf("%s: got %v, want duplicate at %d (first %d)", src, err, second, first)
 	}
 }
