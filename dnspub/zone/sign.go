@@ -594,7 +594,7 @@ func (z *Zone) nsec(name, next string, rrs []dns.RR) *dns.NSEC {
 func (z *Zone) plainAt(name string) []dns.RR {
 	var out []dns.RR
 	if name == z.Origin {
-		out = append(out, z.SOA)
+		out = append(out, dns.Copy(z.SOA)) // a copy, as unit.records says
 	}
 	o, ok := z.owners.Get(name)
 	if ok {

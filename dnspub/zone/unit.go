@@ -81,11 +81,25 @@ func (u *unit) key() string {
 }
 
 // records returns the unit's records, in canonical order.
+//
+// The apex's records are copies: miekg/dns writes a record's RDLENGTH
+// into it when it packs it, and the zone's versions share the unit, whose
+// records an update hashes while the answers left for later are built
+// from an older version, and transfers pack them.
 func (u *unit) records() []dns.RR {
 	if u.src == nil {
-		return *u.apex
+		return copyRecords(*u.apex)
 	}
 	return serviceRecords(u.src)
+}
+
+// copyRecords returns copies of records, for a packer of its own.
+func copyRecords(records []dns.RR) []dns.RR {
+	out := make([]dns.RR, len(records))
+	for i, rr := range records {
+		out[i] = dns.Copy(rr)
+	}
+	return out
 }
 
 // owners returns the distinct owner names of records, which are in

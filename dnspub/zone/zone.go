@@ -291,9 +291,10 @@ func (z *Zone) Records() []dns.RR {
 // every other record, and the SOA again.
 func (z *Zone) AXFR() []dns.RR {
 	out := make([]dns.RR, 0, z.Len()+2)
-	out = append(out, z.SOA)
+	// Copies of the SOA, as unit.records says: transfers at once pack it.
+	out = append(out, dns.Copy(z.SOA))
 	out = append(out, z.Records()...)
-	return append(out, z.SOA)
+	return append(out, dns.Copy(z.SOA))
 }
 
 // RecordsAt returns the records at name, the SOA included at the origin,
