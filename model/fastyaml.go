@@ -1,9 +1,7 @@
 package model
 
 import (
-	"strconv"
 	"strings"
-	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -628,12 +626,12 @@ scan:
 	v := r.s[start:end]
 	n := r.node(yaml.ScalarNode, "", "")
 	n.Line, n.Column = r.line, start-r.lineStart+1
-	n.Tag = plainTag(v)
 	if key {
 		n.Value = internKey(v)
 	} else {
 		n.Value = string(v)
 	}
+	n.Tag = plainTag(n)
 	return n
 }
 
@@ -662,16 +660,15 @@ func internKey(v []byte) string {
 	return string(v)
 }
 
-// plainTag is the tag yaml.v3 resolves a plain scalar to (its resolve
-// table: null, bool, the special floats and "<<" by name; then, for text
-// that starts with a digit or a sign, a timestamp, an integer in any
-// base, a float).
-func plainTag(v []byte) string {
-	if len(v) == 0 {
-		return "!!null"
-	}
-	switch string(v) {
-	case "~", "null", "Null", "NULL":
+// plainTag is the tag yaml.v3 resolves plain scalar n to: its resolve
+// table (null, bool, the special floats and "<<") by name, and yaml.v3
+// itself for a text that may be a number or a timestamp; one that starts
+// as a number but holds a byte none has ("1s", "10.0.0.1") is a string
+// without asking (yaml.v3 would allocate strconv's errors).
+func plainTag(n *yaml.Node) string {
+	v := n.Value
+	switch v {
+	case "", "~", "null", "Null", "NULL":
 		return "!!null"
 	case "true", "True", "TRUE", "false", "False", "FALSE":
 		return "!!bool"
@@ -680,101 +677,32 @@ func plainTag(v []byte) string {
 	case "<<":
 		return "!!merge"
 	}
-	switch b := v[0]; {
-	case b == '.':
-		if _, err := strconv.ParseFloat(string(v), 64); err == nil {
-			return "!!float"
-		}
-	case b >= '0' && b <= '9', b == '-', b == '+':
-		return numberTag(string(v))
+	if b := v[0]; b != '.' && b != '-' && b != '+' && (b < '0' || b > '9') {
+		return "!!str"
 	}
-	return "!!str"
+	digits, dots := len(v) <= 18 && (len(v) == 1 || v[0] != '0'), 0
+	for i := 0; i < len(v); i++ {
+		digits = digits && v[i] >= '0' && v[i] <= '9'
+		if v[i] == '.' {
+			dots++
+		}
+		if (!numberByte[v[i]] || dots > 1) && (len(v) < 5 || v[4] != '-') {
+			return "!!str" // no number nor timestamp ("1s", "10.0.0.1")
+		}
+	}
+	if digits { // a decimal integer
+		return "!!int"
+	}
+	return n.ShortTag()
 }
 
-// intByte are the bytes of strconv's integers: digits of every base, the
-// prefixes' letters and the signs.
-var intByte = func() (t [256]bool) {
-	for _, b := range []byte("0123456789abcdefABCDEFxXoO+-") {
+// numberByte are the bytes of yaml.v3's integers and floats.
+var numberByte = func() (t [256]bool) {
+	for _, b := range []byte("0123456789abcdefABCDEFxXoO+-_.") {
 		t[b] = true
 	}
 	return t
 }()
-
-// numberTag resolves a plain scalar that starts with a digit or a sign.
-func numberTag(s string) string {
-	if isTimestamp(s) {
-		return "!!timestamp"
-	}
-	p := strings.ReplaceAll(s, "_", "")
-	// strconv's integers are made of these bytes only: a duration or an
-	// address ("1s", "10.0.0.1") is no integer, and asking strconv would
-	// allocate its error.
-	intBytes := true
-	for i := 0; i < len(p) && intBytes; i++ {
-		intBytes = intByte[p[i]]
-	}
-	if intBytes {
-		if _, err := strconv.ParseInt(p, 0, 64); err == nil {
-			return "!!int"
-		}
-		if _, err := strconv.ParseUint(p, 0, 64); err == nil {
-			return "!!int"
-		}
-	}
-	if yamlFloat(p) {
-		if _, err := strconv.ParseFloat(p, 64); err == nil {
-			return "!!float"
-		}
-	}
-	if !intBytes {
-		return "!!str" // nor in base 2 or 8
-	}
-	for _, pre := range []struct {
-		prefix string
-		base   int
-	}{{"0b", 2}, {"-0b", 2}, {"0o", 8}, {"-0o", 8}} {
-		digits, ok := strings.CutPrefix(p, pre.prefix)
-		if !ok {
-			continue
-		}
-		if pre.prefix[0] == '-' {
-			digits = "-" + digits
-		}
-		if _, err := strconv.ParseInt(digits, pre.base, 64); err == nil {
-			return "!!int"
-		}
-		if pre.prefix[0] != '-' {
-			if _, err := strconv.ParseUint(digits, pre.base, 64); err == nil {
-				return "!!int"
-			}
-		}
-	}
-	return "!!str"
-}
-
-// yamlFloat matches [-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?,
-// the floats of YAML's core schema.
-func yamlFloat(s string) bool {
-	i := 0
-	if i < len(s) && (s[i] == '-' || s[i] == '+') {
-		i++
-	}
-	if i < len(s) && s[i] == '.' {
-		if i = digitsEnd(s, i+1); s[i-1] == '.' {
-			return false
-		}
-	} else {
-		start := i
-		if i = digitsEnd(s, i); i == start {
-			return false
-		}
-		if i < len(s) && s[i] == '.' {
-			i = digitsEnd(s, i+1)
-		}
-	}
-	i, ok := exponentEnd(s, i)
-	return ok && i == len(s)
-}
 
 // digitsEnd returns where the decimal digits from s[i] on end.
 func digitsEnd(s string, i int) int {
@@ -797,27 +725,4 @@ func exponentEnd(s string, i int) (int, bool) {
 	start := i
 	i = digitsEnd(s, i)
 	return i, i > start
-}
-
-// timestampLayouts are the forms yaml.v3 reads a plain scalar as a
-// timestamp in.
-var timestampLayouts = []string{"2006-1-2T15:4:5.999999999Z07:00", "2006-1-2t15:4:5.999999999Z07:00", "2006-1-2 15:4:5.999999999", "2006-1-2"}
-
-// isTimestamp reports whether s is a timestamp: four digits and a "-",
-// then one of timestampLayouts.
-func isTimestamp(s string) bool {
-	if len(s) < 5 || s[4] != '-' {
-		return false
-	}
-	for _, b := range []byte(s[:4]) {
-		if b < '0' || b > '9' {
-			return false
-		}
-	}
-	for _, l := range timestampLayouts {
-		if _, err := time.Parse(l, s); err == nil {
-			return true
-		}
-	}
-	return false
 }

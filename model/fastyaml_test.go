@@ -263,32 +263,51 @@ func TestReadFastRandomItems(t *testing.T) {
 	}
 }
 
-// isJSONNumber matches what JSON's number grammar matches, and yamlFloat
-// what yaml.v3's float pattern does, over every short text of their bytes.
-func TestNumberMatchers(t *testing.T) {
-	for _, m := range []struct {
-		name string
-		re   *regexp.Regexp
-		f    func(string) bool
-	}{
-		{"isJSONNumber", regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$`), isJSONNumber},
-		{"yamlFloat", regexp.MustCompile(`^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$`), yamlFloat},
-	} {
-		alphabet := []string{"-", "+", "0", "1", "9", ".", "e", "E", "x", " "}
-		var walk func(s string, depth int)
-		walk = func(s string, depth int) {
-			if got, want := m.f(s), m.re.MatchString(s); got != want {
-				t.Errorf("%s(%q) = %v, want %v", m.name, s, got, want)
-			}
-			if depth == 0 {
-				return
-			}
-			for _, a := range alphabet {
-				walk(s+a, depth-1)
-			}
+// isJSONNumber matches what JSON's number grammar matches, over every
+// short text of its bytes.
+func TestIsJSONNumber(t *testing.T) {
+	re := regexp.MustCompile(`^-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?$`)
+	walkTexts([]string{"-", "+", "0", "1", "9", ".", "e", "E", "x", " "}, 6, func(s string) {
+		if got, want := isJSONNumber(s), re.MatchString(s); got != want {
+			t.Errorf("isJSONNumber(%q) = %v, want %v", s, got, want)
 		}
-		walk("", 6)
+	})
+}
+
+// plainTag answers what yaml.v3 resolves a plain scalar to, also where it
+// answers without asking yaml.v3: over every short text of the bytes of
+// numbers, timestamps and the texts that look like them.
+func TestPlainTag(t *testing.T) {
+	alphabet := []string{"0", "1", "9", ".", "-", "+", "_", "e", "x", "o", "b", ":", "s", "T", " ", "a"}
+	walkTexts(alphabet, 5, func(s string) {
+		n := &yaml.Node{Kind: yaml.ScalarNode, Value: s}
+		if got, want := plainTag(n), n.ShortTag(); got != want {
+			t.Errorf("plainTag(%q) = %s, yaml.v3 resolves it to %s", s, got, want)
+		}
+	})
+	for _, s := range []string{"2001-12-14", "2001-12-14t21:59:43.10-05:00", "2001-12-14 21:59:43.10", "2001-13-14",
+		"123456789012345678", "1234567890123456789", "18446744073709551616", "0b1010", "-0b1", "0o17", "0x_1F", "1_000.5",
+		"09", "1e400", "+.inf", ".NaN", "10.0.0.1", "1s", "1.5s", "-"} {
+		n := &yaml.Node{Kind: yaml.ScalarNode, Value: s}
+		if got, want := plainTag(n), n.ShortTag(); got != want {
+			t.Errorf("plainTag(%q) = %s, yaml.v3 resolves it to %s", s, got, want)
+		}
 	}
+}
+
+// walkTexts calls f with every text of up to depth pieces of alphabet.
+func walkTexts(alphabet []string, depth int, f func(string)) {
+	var walk func(s string, depth int)
+	walk = func(s string, depth int) {
+		f(s)
+		if depth == 0 {
+			return
+		}
+		for _, a := range alphabet {
+			walk(s+a, depth-1)
+		}
+	}
+	walk("", depth)
 }
 
 // After a duplicate key deep in a value, the diagnostics that follow carry
