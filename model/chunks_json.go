@@ -2,8 +2,6 @@ package model
 
 import (
 	"bytes"
-	"runtime"
-	"sync"
 	"unicode/utf8"
 )
 
@@ -81,13 +79,7 @@ type jsonList struct {
 // for anything else there (a key written with an escape, or given twice;
 // an element not an object; text it cannot follow).
 func jsonServiceLists(text []byte) (lists []jsonList, ok bool) {
-	return jsonServiceListsIn(text, runtime.GOMAXPROCS(0))
-}
-
-// jsonServiceListsIn is jsonServiceLists, scanning a large services
-// array in at most parts parts at once.
-func jsonServiceListsIn(text []byte, parts int) (lists []jsonList, ok bool) {
-	sc := jsonScan{text: text, parts: parts}
+	sc := jsonScan{text: text}
 	zones := -1
 	if !sc.members(func(key string, at int) bool {
 		if key != "zones" {
@@ -136,112 +128,22 @@ var jsonMarks = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
 type jsonScan struct {
 	text []byte
 	i    int
-	// parts is how many parts of a large array of objects objects may
-	// scan at once.
-	parts int
 }
 
 // objects moves past the array of objects at the next byte and returns
-// where each object is. A large array is scanned in parts at once, one a
-// core: each part but the first starts at a guess of where an object
-// starts, which the part before must then reach exactly; when one does
-// not, the array is scanned again in one part. A reload of a JSON fleet
-// of 100 000 services cuts 33 MB; it took 28 ms in one part.
+// where each object is.
 func (s *jsonScan) objects() ([][2]int, bool) {
 	if s.peek() != '[' {
 		return nil, false
 	}
-	open := s.i
 	s.i++
 	if s.peek() == ']' {
 		s.i++
 		return nil, true
 	}
-	first := s.i
-	if parts := min(s.parts, (len(s.text)-first)/splitJSONAbove); parts > 1 {
-		if items, end, ok := s.objectsInParts(first, parts); ok {
-			s.i = end
-			return items, true
-		}
-		s.i = open + 1
-		s.space()
-	}
-	return s.objectsFrom(-1)
-}
-
-// splitJSONAbove is how many bytes of text past an array's start each
-// part of objects scans at least.
-const splitJSONAbove = 1 << 20
-
-// objectsInParts scans the objects of an array from first (where the
-// first starts) in parts at once, and returns them and the offset past
-// the array; false when a guess was wrong or the text does not follow.
-func (s *jsonScan) objectsInParts(first, parts int) ([][2]int, int, bool) {
-	// A guess must begin as the first object does, up to the first byte
-	// of its first value ({"name":"): an object nested in a service (a
-	// method's name list, a methodConfig entry, whose name is a list)
-	// begins otherwise, and guessing one threw the parts' work away.
-	sig := s.text[first:min(len(s.text), first+32)]
-	if k := bytes.IndexByte(sig, ':'); k > 0 && k+2 <= len(sig) {
-		sig = sig[:k+2]
-	}
-	starts := []int{first}
-	for p := 1; p < parts; p++ {
-		c := objectStartAfter(s.text, first+p*(len(s.text)-first)/parts, sig)
-		if c <= starts[len(starts)-1] {
-			break
-		}
-		starts = append(starts, c)
-	}
-	if len(starts) < 2 {
-		return nil, 0, false
-	}
-	type part struct {
-		items [][2]int
-		end   int // past the array, or -1 when the part stopped at the next's start
-		ok    bool
-	}
-	got := make([]part, len(starts))
-	var wg sync.WaitGroup
-	for p, from := range starts {
-		until := -1
-		if p+1 < len(starts) {
-			until = starts[p+1]
-		}
-		wg.Go(func() {
-			ps := jsonScan{text: s.text, i: from}
-			items, ok := ps.objectsFrom(until)
-			end := -1
-			if ps.i != until {
-				end = ps.i // the array ended: the next guess was not in it
-			}
-			got[p] = part{items, end, ok}
-		})
-	}
-	wg.Wait()
-	var items [][2]int
-	for p, g := range got {
-		last := p == len(got)-1
-		if !g.ok || last != (g.end >= 0) {
-			return nil, 0, false
-		}
-		items = append(items, g.items...)
-	}
-	return items, got[len(got)-1].end, true
-}
-
-// objectsFrom scans objects, elements of an array, from s.i (where one
-// starts) to the end of the array, past which it leaves s.i; or, when
-// until is not -1, to until, where it stops when an object starts there
-// (false when it passes it).
-func (s *jsonScan) objectsFrom(until int) ([][2]int, bool) {
 	var items [][2]int
 	for {
-		s.space()
-		if until >= 0 && s.i >= until {
-			return items, s.i == until
-		}
-		if s.i == len(s.text) || s.text[s.i] != '{' {
+		if s.peek() != '{' {
 			return nil, false
 		}
 		from := s.i
@@ -259,33 +161,6 @@ func (s *jsonScan) objectsFrom(until int) ([][2]int, bool) {
 			return nil, false
 		}
 	}
-}
-
-// objectStartAfter guesses where an object of an array of objects starts
-// at or after off: a '{' after a '}' and a ',' (and spaces), where the
-// text begins with sig; -1 for none.
-func objectStartAfter(text []byte, off int, sig []byte) int {
-	for off < len(text) {
-		k := bytes.IndexByte(text[off:], '}')
-		if k < 0 {
-			return -1
-		}
-		j := off + k + 1
-		for j < len(text) && (text[j] == ' ' || text[j] == '\n') {
-			j++
-		}
-		if j < len(text) && text[j] == ',' {
-			j++
-			for j < len(text) && (text[j] == ' ' || text[j] == '\n') {
-				j++
-			}
-			if bytes.HasPrefix(text[j:], sig) {
-				return j
-			}
-		}
-		off += k + 1
-	}
-	return -1
 }
 
 func (s *jsonScan) space() {

@@ -1,7 +1,6 @@
 package model
 
 import (
-	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -145,75 +144,5 @@ func TestSplitSpecsJSON(t *testing.T) {
 	}
 	if n := len(cut.Zones[0].Services); n != 40 || !strings.Contains(string(cut.Zones[0].Services[3].Spec), `"2s"`) {
 		t.Errorf("%d services, the fourth %s", n, cut.Zones[0].Services[3].Spec)
-	}
-}
-
-// TestJSONCutInParts: a services array of several megabytes scanned in
-// parts at once gives the objects one scan gives, also when the guesses
-// of where an object starts fall in strings that look like one ("},{"),
-// or in a later zone's array, or past the last object; a text that does
-// not follow is refused either way.
-func TestJSONCutInParts(t *testing.T) {
-	fleet := func(note string) []byte {
-		var b strings.Builder
-		b.WriteString(`{"zones":[{"origin":"a.test.","nameservers":["ns1.a.test."],"services":[`)
-		for i := range 20000 {
-			if i > 0 {
-				b.WriteString(",\n")
-			}
-			fmt.Fprintf(&b, `{"name":"s%d","addresses":["10.0.%d.%d"],"labels":{"note":"%s"},"serviceConfig":{"methodConfig":[{"name":[{"service":"p.S%d"},{"service":"q.S%d"}],"timeout":"%ds"},{"name":[{}],"timeout":"1s"}]}}`, i, i/250, i%250, note, i, i, i%9+1)
-		}
-		b.WriteString(`]},{"origin":"b.test.","services":[{"name":"x"},{"name":"y"}]}]}`)
-		return []byte(b.String())
-	}
-	// Every service of the second holds a string that looks like the
-	// boundary of two objects, with nested braces and escapes.
-	for _, text := range [][]byte{fleet("plain"), fleet(`x},{\"name\":\"fake\"} },{ }`)} {
-		if len(text) < 3*splitJSONAbove {
-			t.Fatalf("the text is %d bytes: too small to be cut in parts", len(text))
-		}
-		want, ok := jsonServiceListsIn(text, 1)
-		if !ok || len(want) != 2 || len(want[0].items) != 20000 {
-			t.Fatalf("one part: %d lists, ok %v", len(want), ok)
-		}
-		for parts := 2; parts <= 8; parts++ {
-			got, ok := jsonServiceListsIn(text, parts)
-			if !ok || !reflect.DeepEqual(got, want) {
-				t.Fatalf("%d parts: ok %v, lists differ from one part's", parts, ok)
-			}
-		}
-	}
-	text := fleet("plain")
-	want, _ := jsonServiceListsIn(text, 1)
-	// The guesses were right: the parts were used.
-	sc := jsonScan{text: text, i: want[0].start + 1}
-	sc.space()
-	if items, end, ok := sc.objectsInParts(sc.i, 3); !ok || end != want[0].end || !reflect.DeepEqual(items, want[0].items) {
-		t.Fatalf("3 parts: ok %v, end %d (want %d)", ok, end, want[0].end)
-	}
-	// Guesses in strings only: every object's text is one string's.
-	var c strings.Builder
-	c.WriteString(`{"zones":[{"origin":"a.test.","services":[{"name":"only","labels":{"blob":"`)
-	for range 1000000 {
-		c.WriteString(`},{"`)
-	}
-	c.WriteString(`"}}]}]}`)
-	one := []byte(c.String())
-	sc = jsonScan{text: one, i: bytes.Index(one, []byte(`[{"name":"only"`)) + 1}
-	if _, _, ok := sc.objectsInParts(sc.i, 3); ok {
-		t.Fatal("3 parts from guesses inside a string: taken")
-	}
-	for parts := 1; parts <= 4; parts++ {
-		lists, ok := jsonServiceListsIn(one, parts)
-		if !ok || len(lists) != 1 || len(lists[0].items) != 1 {
-			t.Fatalf("%d parts, one object of one long string: %d lists, ok %v", parts, len(lists), ok)
-		}
-	}
-	// A broken object in the second half is refused in parts too.
-	broken := bytes.Replace(text, []byte(`{"name":"s9000",`), []byte(`{"name":"s9000",]`), 1)
-	for parts := 1; parts <= 4; parts++ {
-		if _, ok := jsonServiceListsIn(broken, parts); ok {
-			t.Fatalf("%d parts: a broken object was not refused", parts)
-		}
 	}
 }
