@@ -333,7 +333,7 @@ func parse(text []byte, cache *itemCache, lim readLimits) (*Config, sc.Diagnosti
 		}
 		// An item did not read alone: read the whole text.
 	}
-	if n := nodeEstimateParallel(text); n > MaxConfigNodes {
+	if n := nodeEstimate(text); n > MaxConfigNodes {
 		return nil, tooLargeDiag(tooManyNodes(n)), nil
 	}
 	cfg, ds, _ := parseDoc(text, text, nil, nil, lim)
@@ -352,7 +352,7 @@ func parseDoc(text, skeleton []byte, blocks map[textPos]*block, cache *itemCache
 	d := newDoc(text)
 	d.blocks, d.cache, d.lim = blocks, cache, lim
 	if blocks != nil {
-		d.nodes = nodeEstimateParallel(skeleton)
+		d.nodes = nodeEstimate(skeleton)
 		if d.nodes > MaxConfigNodes {
 			return nil, nil, errTooManyNodes
 		}

@@ -1,10 +1,7 @@
 package model
 
 import (
-	"bytes"
 	"fmt"
-	"runtime"
-	"sync"
 
 	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 )
@@ -58,7 +55,7 @@ func tooLarge(text []byte) string {
 	if len(text) > MaxConfigSize {
 		return fmt.Sprintf("the config is %d bytes, more than the %d (64 MiB) the publisher reads", len(text), MaxConfigSize)
 	}
-	if n := nodeEstimateParallel(text); n > MaxConfigNodes {
+	if n := nodeEstimate(text); n > MaxConfigNodes {
 		return tooManyNodes(n)
 	}
 	return ""
@@ -70,46 +67,6 @@ func tooManyNodes(n int) string {
 		return fmt.Sprintf("the config holds more than the %d YAML values (keys, scalars, lists and mappings) the publisher reads (reading it would take gigabytes)", MaxConfigNodes)
 	}
 	return fmt.Sprintf("the config holds about %d YAML values (keys, scalars, lists and mappings), more than the %d the publisher reads (reading it would take gigabytes)", n, MaxConfigNodes)
-}
-
-// nodeEstimateParallel is nodeEstimate of a large text in parts cut at
-// line starts, one per core: the estimate of a text is 2 plus that of each
-// of its parts less 2 (a part starts at a line start, as a text does, and
-// none of the marks looks past a line's end), and a fleet's 30 MB take
-// tens of milliseconds before anything else can run.
-func nodeEstimateParallel(text []byte) int {
-	return nodeEstimateIn(text, min(runtime.GOMAXPROCS(0), max(len(text)>>20, 1)))
-}
-
-// nodeEstimateIn is nodeEstimate of text in parts parts.
-func nodeEstimateIn(text []byte, parts int) int {
-	if parts <= 1 {
-		return nodeEstimate(text)
-	}
-	ests := make([]int, parts)
-	var wg sync.WaitGroup
-	start := 0
-	for p := range parts {
-		end := len(text)
-		if p < parts-1 {
-			// The line start at or after an even share of the text.
-			end = max(start, (p+1)*len(text)/parts)
-			if i := bytes.IndexByte(text[end:], '\n'); i >= 0 {
-				end += i + 1
-			} else {
-				end = len(text)
-			}
-		}
-		part := text[start:end]
-		wg.Go(func() { ests[p] = nodeEstimate(part) - 2 })
-		start = end
-	}
-	wg.Wait()
-	n := 2
-	for _, e := range ests {
-		n += e
-	}
-	return n
 }
 
 // nodeEstimate returns an upper bound of the nodes the YAML parser builds

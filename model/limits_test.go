@@ -68,11 +68,6 @@ func FuzzNodeEstimate(f *testing.F) {
 		if n := yamlNodes(text); n > nodeEstimate(text) {
 			t.Fatalf("%q: the parser builds %d nodes, the estimate is %d", text, n, nodeEstimate(text))
 		}
-		for parts := 2; parts <= 5; parts++ {
-			if got, want := nodeEstimateIn(text, parts), nodeEstimate(text); got != want {
-				t.Fatalf("%q in %d parts: %d, whole %d", text, parts, got, want)
-			}
-		}
 	})
 }
 
@@ -175,18 +170,6 @@ func TestConfigTooLarge(t *testing.T) {
 	}
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1<<20 {
 		t.Errorf("refusing %d bytes of lines allocated %d bytes", len(lines), alloc)
-	}
-}
-
-// The estimate of a text in parts, cut at line starts, is the estimate of
-// the whole text.
-func TestNodeEstimateInParts(t *testing.T) {
-	for _, text := range [][]byte{services(2000, false), Example, []byte("---\na: [b, {c: d}]\n...\n- x\n"), []byte("a"), nil} {
-		for parts := 1; parts <= 7; parts++ {
-			if got, want := nodeEstimateIn(text, parts), nodeEstimate(text); got != want {
-				t.Errorf("%d bytes in %d parts: %d, whole %d", len(text), parts, got, want)
-			}
-		}
 	}
 }
 
