@@ -238,13 +238,7 @@ func (e *Editor) SetZone(z *zone.Zone, ch *zone.Change) error {
 		return err
 	}
 	if len(out) >= e.compactAbove {
-		// A part per core, each into allocations of its own.
-		parts := min(e.procs(), max(len(out)/4096, 1))
-		var wg sync.WaitGroup
-		for p := range parts {
-			wg.Go(func() { compactNodes(out[p*len(out)/parts : (p+1)*len(out)/parts]) })
-		}
-		wg.Wait()
+		compactNodes(out)
 	}
 	if keepLater {
 		// Every answer of the version left for later builds
@@ -260,28 +254,9 @@ func (e *Editor) SetZone(z *zone.Zone, ch *zone.Change) error {
 		}
 		zi.later = l
 	}
-	if e.nodes.Len() == 0 && len(out) > 1024 {
-		// The first zone of a new table: its nodes are put at once, into
-		// a map sized for them rather than grown shard by shard, by a
-		// worker per share of its shards.
+	if e.nodes.Len() == 0 {
+		// The first zone of a new table: a map sized for its nodes.
 		e.nodes = cow.NewEditor[*node](len(out))
-		workers := e.procs()
-		added := make([]int, workers)
-		var wg sync.WaitGroup
-		for w := range workers {
-			wg.Go(func() {
-				for _, b := range out {
-					if h := cow.Hash(b.key); b.nd != nil && int(uint8(h))%workers == w && e.nodes.PutHashed(h, b.key, b.nd) {
-						added[w]++
-					}
-				}
-			})
-		}
-		wg.Wait()
-		for _, n := range added {
-			e.nodes.AddLen(n)
-		}
-		return nil
 	}
 	for _, b := range out {
 		switch {
@@ -382,38 +357,10 @@ func (l *laterZone) node(key []byte, apex int) (*node, error) {
 }
 
 // nameOf is the name whose wireName is key (a valid name in lower-case
-// wire format). Labels of letters, digits, '-' and '_' (every name a
-// config holds) are copied as they are; other names are written as
-// miekg/dns writes them.
+// wire format), written as miekg/dns writes it.
 func nameOf(key []byte) (string, bool) {
-	var buf [255]byte
-	n := 0
-	for i := 0; ; {
-		if i >= len(key) {
-			return "", false
-		}
-		l := int(key[i])
-		if l == 0 {
-			break
-		}
-		if l > 63 || i+1+l >= len(key) || n+l+1 > len(buf) {
-			return "", false
-		}
-		for _, c := range key[i+1 : i+1+l] {
-			if !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
-				name, _, err := dns.UnpackDomainName(key, 0)
-				return name, err == nil
-			}
-		}
-		n += copy(buf[n:], key[i+1:i+1+l])
-		buf[n] = '.'
-		n++
-		i += 1 + l
-	}
-	if n == 0 {
-		return ".", true
-	}
-	return string(buf[:n]), true
+	name, _, err := dns.UnpackDomainName(key, 0)
+	return name, err == nil
 }
 
 // Deferred reports whether answers of t are left for later
@@ -431,7 +378,7 @@ func (t *Table) Complete(workers int) (*Table, error) {
 	e.workers = workers
 	if len(t.zones) == 1 {
 		// Every node is the zone's, built again: into a map of its own,
-		// at once (SetZone), though edits put some in the table's.
+		// sized for them (SetZone), though edits put some in the table's.
 		e.nodes = cow.NewEditor[*node](0)
 	}
 	for _, zi := range t.zones {
