@@ -168,7 +168,7 @@ func oddText(rng *rand.Rand, text []byte) []byte {
 func checkOddText(t *testing.T, text []byte) {
 	t.Helper()
 	cfg, ds := Parse(text)
-	wcfg, wds, _ := parseDoc(text, text, nil, nil, defaultLimits())
+	wcfg, wds, _ := parseDoc(text, text, nil, nil, defaultLimits(), false)
 	if !sameConfig(cfg, wcfg) || !reflect.DeepEqual(ds, wds) {
 		t.Fatalf("read item by item, %q differs from read whole:\n%v\n%v", text, ds, wds)
 	}

@@ -334,15 +334,8 @@ func (r *itemResult) target() policy.Target {
 
 // readItem reads item it of a zone's services list, as entry path.
 func (d *doc) readItem(it item, path string, z *Zone, scratch *yamlScratch) (*itemResult, error) {
-	root, ok := readNodes(it.text, scratch)
-	if !ok {
-		root = new(yaml.Node)
-		if err := yaml.Unmarshal(it.text, root); err != nil {
-			return nil, errCut
-		}
-	}
-	entry, ok := itemEntry(root, it)
-	if !ok {
+	entry := itemEntry(it, scratch)
+	if entry == nil {
 		return nil, errCut
 	}
 	w := d.worker(scratch)
@@ -359,7 +352,6 @@ func (d *doc) readItem(it item, path string, z *Zone, scratch *yamlScratch) (*it
 			r.nameCol -= int32(it.col)
 		}
 	}
-	byteCol := d.itemByteCol(it)
 	for _, diag := range w.ds {
 		if diag.Path != path && !strings.HasPrefix(diag.Path, path+"/") {
 			m.abs = append(m.abs, diag)
@@ -368,7 +360,7 @@ func (d *doc) readItem(it item, path string, z *Zone, scratch *yamlScratch) (*it
 		if diag.Line > 0 {
 			diag.Line -= it.line
 			if diag.Line == 1 {
-				diag.Column -= byteCol
+				diag.Column -= it.bcol
 			}
 		}
 		if diag.Offset >= 0 {
@@ -384,29 +376,37 @@ func (d *doc) readItem(it item, path string, z *Zone, scratch *yamlScratch) (*it
 	return r, nil
 }
 
-// itemEntry returns the service entry an item's nodes hold, placed where
-// the item is in the config: the one entry of a YAML list, or the object
-// of a JSON element; false when the item does not read as one.
-func itemEntry(root *yaml.Node, it item) (*yaml.Node, bool) {
+// itemEntry reads item it alone (in scratch, nil for none) and returns
+// the service entry it holds, placed where the item is in the config: the
+// one entry of a YAML list, or the object of a JSON element; nil when the
+// item does not read as one.
+func itemEntry(it item, scratch *yamlScratch) *yaml.Node {
+	root, ok := readNodes(it.text, scratch)
+	if !ok {
+		root = new(yaml.Node)
+		if yaml.Unmarshal(it.text, root) != nil {
+			return nil
+		}
+	}
 	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 {
-		return nil, false
+		return nil
 	}
 	entry := root.Content[0]
 	switch entry.Kind {
 	case yaml.SequenceNode: // "- name: …"
 		if len(entry.Content) != 1 || entry.Style&yaml.FlowStyle != 0 {
-			return nil, false
+			return nil
 		}
 		entry = entry.Content[0]
 	case yaml.MappingNode: // {"name": …}
 		if entry.Style&yaml.FlowStyle == 0 {
-			return nil, false
+			return nil
 		}
 	default:
-		return nil, false
+		return nil
 	}
 	shiftPos(root, it.line, it.col)
-	return entry, true
+	return entry
 }
 
 // shiftPos moves every node below n down by lines, and those on its
@@ -420,9 +420,6 @@ func shiftPos(n *yaml.Node, lines, cols int) {
 		shiftPos(c, lines, cols)
 	}
 }
-
-// itemByteCol is the number of bytes before item it on its first line.
-func (d *doc) itemByteCol(it item) int { return it.bcol }
 
 // comparePos orders positions in a text.
 func comparePos(a, b textPos) int {
@@ -474,11 +471,10 @@ func (d *doc) merge(r *itemResult, it item, path string) svcEntry {
 		}
 		d.add(diag)
 	}
-	byteCol := d.itemByteCol(it)
 	for _, diag := range m.diags {
 		if diag.Line > 0 {
 			if diag.Line == 1 {
-				diag.Column += byteCol
+				diag.Column += it.bcol
 			}
 			diag.Line += it.line
 		}

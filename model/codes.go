@@ -1,10 +1,6 @@
 package model
 
-import (
-	"slices"
-
-	sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
-)
+import sc "github.com/grpc-config-dns/grpc-config-dns/serviceconfig"
 
 // diagCode is a diagnostic code of this package. Every diagnostic is made
 // from one (doc.at, doc.report), so a code that is not declared here does
@@ -121,8 +117,3 @@ var codes = [numCodes]sc.CodeInfo{
 
 func (c diagCode) String() string        { return codes[c].Code }
 func (c diagCode) severity() sc.Severity { return codes[c].Severity }
-
-// Codes returns every diagnostic code of publisher configs, in
-// documentation order. Service configs inside a publisher config are
-// reported with the codes of serviceconfig.Codes.
-func Codes() []sc.CodeInfo { return slices.Clone(codes[1:]) }

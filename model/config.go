@@ -76,14 +76,10 @@ func (k *Key) SignatureLen() int {
 	return wireLen(k.Name) + 10 + wireLen(k.Algorithm) + 6 + 2 + 2 + tsigAlgorithms[k.Algorithm] + 2 + 2 + 2
 }
 
-// SignatureLen is the size of the largest TSIG record a key of c adds to
-// a message, or 0 without keys. Any key may sign a query, and transfers
+// maxSignatureLen is the size of the largest TSIG record one of keys adds
+// to a message, or 0 without keys. Any key may sign a query, and transfers
 // carry one record per message at worst, so every answer must fit a DNS
 // message with this much to spare.
-func (c *Config) SignatureLen() int {
-	return maxSignatureLen(c.Keys)
-}
-
 func maxSignatureLen(keys []*Key) int {
 	n := 0
 	for _, k := range keys {
@@ -249,9 +245,6 @@ func (s *Service) TXTOwner() string { return sc.OwnerPrefix + s.Name }
 // the gRPC service name and the transport, as RFC 2782 names them.
 const SRVPrefix = "_grpc._tcp."
 
-// SRVOwner is the owner name of the service's SRV record.
-func (s *Service) SRVOwner() string { return SRVPrefix + s.Name }
-
 // Transfer says who may transfer the zone and whom to notify.
 type Transfer struct {
 	// Allow lists the prefixes that may transfer the zone.
@@ -298,17 +291,7 @@ func ParseSettings(text []byte) (*Config, sc.Diagnostics) {
 	if why := tooLarge(text); why != "" {
 		return nil, sc.Diagnostics{{Severity: codeConfigTooLarge.severity(), Code: codeConfigTooLarge.String(), Offset: 0, Line: 1, Column: 1, Message: why}}
 	}
-	d := newDoc(text)
-	d.settingsOnly = true
-	root := d.parseYAML(text)
-	var cfg *Config
-	if root != nil {
-		cfg = d.config(root)
-	}
-	ds := d.diagnostics()
-	if ds.HasErrors() {
-		return nil, ds
-	}
+	cfg, ds, _ := parseDoc(text, text, nil, nil, defaultLimits(), true)
 	return cfg, ds
 }
 
@@ -317,14 +300,14 @@ func ParseSettings(text []byte) (*Config, sc.Diagnostics) {
 // it read the text whole.
 func parse(text []byte, cache *itemCache, lim readLimits) (*Config, sc.Diagnostics, map[textPos]*block) {
 	if len(text) > MaxConfigSize {
-		return nil, tooLargeDiag(fmt.Sprintf("the config is %d bytes, more than the %d (64 MiB) the publisher reads", len(text), MaxConfigSize)), nil
+		return nil, tooLargeDiag(tooLarge(text)), nil // the size alone: no estimate
 	}
 	// Cut into items, the text's values are bounded before any item is
 	// read, by the skeleton's estimate and the items' (kept readings
 	// counted theirs when they were read); read whole, by the text's.
 	skeleton, blocks, ok := cutServices(text)
 	if ok && len(blocks) > 0 {
-		cfg, ds, err := parseDoc(text, skeleton, blocks, cache, lim)
+		cfg, ds, err := parseDoc(text, skeleton, blocks, cache, lim, false)
 		switch err {
 		case nil:
 			return cfg, ds, blocks
@@ -336,7 +319,7 @@ func parse(text []byte, cache *itemCache, lim readLimits) (*Config, sc.Diagnosti
 	if n := nodeEstimate(text); n > MaxConfigNodes {
 		return nil, tooLargeDiag(tooManyNodes(n)), nil
 	}
-	cfg, ds, _ := parseDoc(text, text, nil, nil, lim)
+	cfg, ds, _ := parseDoc(text, text, nil, nil, lim, false)
 	return cfg, ds, nil
 }
 
@@ -347,10 +330,11 @@ func tooLargeDiag(why string) sc.Diagnostics {
 }
 
 // parseDoc reads text, whose YAML is skeleton (text itself, or text with
-// the items of blocks blanked out, read separately), within lim.
-func parseDoc(text, skeleton []byte, blocks map[textPos]*block, cache *itemCache, lim readLimits) (*Config, sc.Diagnostics, error) {
+// the items of blocks blanked out, read separately), within lim; with
+// settingsOnly, as ParseSettings.
+func parseDoc(text, skeleton []byte, blocks map[textPos]*block, cache *itemCache, lim readLimits, settingsOnly bool) (*Config, sc.Diagnostics, error) {
 	d := newDoc(text)
-	d.blocks, d.cache, d.lim = blocks, cache, lim
+	d.blocks, d.cache, d.lim, d.settingsOnly = blocks, cache, lim, settingsOnly
 	if blocks != nil {
 		d.nodes = nodeEstimate(skeleton)
 		if d.nodes > MaxConfigNodes {
@@ -450,6 +434,13 @@ func (d *doc) config(root *yaml.Node) *Config {
 }
 
 func (d *doc) server(n *yaml.Node, path string, s *Server) {
+	option := func(name string, lo, hi int, dst *int) field {
+		return field{name, func(_, v *yaml.Node, p string) {
+			if x, ok := d.integer(v, p, name, codeServerOption, lo, hi); ok {
+				*dst = x
+			}
+		}}
+	}
 	d.object(n, path, "server", []field{
 		{"maxUDPSize", func(_, v *yaml.Node, p string) {
 			if x, ok := d.integer(v, p, "maxUDPSize", codeUDPSize, 512, sc.MaxMessageSize); ok {
@@ -464,21 +455,9 @@ func (d *doc) server(n *yaml.Node, path string, s *Server) {
 				s.TCPIdleTimeout = time.Duration(x) * time.Second
 			}
 		}},
-		{"maxTCPConnections", func(_, v *yaml.Node, p string) {
-			if x, ok := d.integer(v, p, "maxTCPConnections", codeServerOption, 1, 1<<20); ok {
-				s.MaxTCPConnections = x
-			}
-		}},
-		{"maxTCPConnectionsPerAddress", func(_, v *yaml.Node, p string) {
-			if x, ok := d.integer(v, p, "maxTCPConnectionsPerAddress", codeServerOption, 1, 1<<20); ok {
-				s.MaxTCPConnectionsPerAddress = x
-			}
-		}},
-		{"ixfrHistory", func(_, v *yaml.Node, p string) {
-			if x, ok := d.integer(v, p, "ixfrHistory", codeServerOption, 0, 1000); ok {
-				s.IXFRHistory = x
-			}
-		}},
+		option("maxTCPConnections", 1, 1<<20, &s.MaxTCPConnections),
+		option("maxTCPConnectionsPerAddress", 1, 1<<20, &s.MaxTCPConnectionsPerAddress),
+		option("ixfrHistory", 0, 1000, &s.IXFRHistory),
 	})
 }
 
@@ -730,7 +709,7 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 		d.report(originNode, path+"/origin", codeNameSyntax, "origin %q: %s", s, msg)
 		return nil, nil
 	}
-	errorsBefore := d.errorCount()
+	errorsBefore := d.errors
 
 	nss := d.nameservers(n, path, nsNode, nsPath, z)
 	z.SOA.RName = "hostmaster." + z.Origin
@@ -757,11 +736,11 @@ func (d *doc) zone(n *yaml.Node, path string, keys map[string]bool) (*Zone, *yam
 		d.checkDNSSECTimes(secNode, secPath, z)
 	}
 	d.crossCheck(z, svcs, nss)
-	if d.errorCount() == errorsBefore {
+	if d.errors == errorsBefore {
 		// An invalid service would look unselected.
 		d.unusedPolicies(z)
 	}
-	if d.errorCount() > errorsBefore {
+	if d.errors > errorsBefore {
 		return nil, originNode
 	}
 	return z, originNode
@@ -854,26 +833,19 @@ func (d *doc) crossCheck(z *Zone, svcs []svcEntry, nss []nsEntry) {
 	}
 }
 
-func (d *doc) errorCount() int { return d.errors }
-
 func (d *doc) largeTTL(n *yaml.Node, path string, ttl uint32) {
 	if ttl > 86400 {
 		d.report(n, path, codeTTLLarge, "TTL %d is more than a day: resolvers cap TTLs (often at one day), and a config change takes this long to reach every client; a few minutes is usual for service configs", ttl)
 	}
 }
 
-// name resolves a name written in the config against origin, checks it,
 // addrPorts reads a list (or one) of address:port targets, what names
 // them (field) and one (one) for messages, each bad one reported with
 // code; it returns the targets and their nodes.
 func (d *doc) addrPorts(v *yaml.Node, path, field, one string, code diagCode) ([]netip.AddrPort, []*yaml.Node) {
 	var out []netip.AddrPort
 	var nodes []*yaml.Node
-	for i, e := range d.list(v, path, field) {
-		ep := path
-		if deref(v).Kind == yaml.SequenceNode {
-			ep = fmt.Sprintf("%s/%d", path, i)
-		}
+	for ep, e := range d.elements(v, path, field) {
 		s, ok := d.scalar(e, ep, "a "+one)
 		if !ok {
 			continue
@@ -889,6 +861,7 @@ func (d *doc) addrPorts(v *yaml.Node, path, field, one string, code diagCode) ([
 	return out, nodes
 }
 
+// name resolves a name written in the config against origin, checks it,
 // and warns about a missing final dot.
 func (d *doc) name(n *yaml.Node, path, what, origin string, hostname bool) (string, bool) {
 	s, ok := d.scalar(n, path, what)
@@ -1315,11 +1288,7 @@ func (d *doc) transfer(n *yaml.Node, path string, z *Zone, keys map[string]bool)
 	var allowNodes, notifyNodes []*yaml.Node
 	d.object(n, path, "transfer", []field{
 		{"allow", func(_, v *yaml.Node, p string) {
-			for i, e := range d.list(v, p, "allow") {
-				ep := p
-				if deref(v).Kind == yaml.SequenceNode {
-					ep = fmt.Sprintf("%s/%d", p, i)
-				}
+			for ep, e := range d.elements(v, p, "allow") {
 				if pfx, ok := d.allowEntry(e, ep); ok {
 					t.Allow = append(t.Allow, pfx)
 					allowNodes = append(allowNodes, e)

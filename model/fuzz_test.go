@@ -66,7 +66,7 @@ func FuzzParse(f *testing.F) {
 		}
 		// Reading the services lists item by item changes nothing.
 		if len(text) < 1<<20 {
-			wcfg, wds, _ := parseDoc(text, text, nil, nil, defaultLimits())
+			wcfg, wds, _ := parseDoc(text, text, nil, nil, defaultLimits(), false)
 			if !sameConfig(cfg, wcfg) || !reflect.DeepEqual(ds, wds) {
 				t.Fatalf("read item by item, the config differs from read whole:\n%v\n%v", ds, wds)
 			}

@@ -80,7 +80,6 @@ func absName(name, origin string) string {
 	return name + "." + origin
 }
 
-// inZone reports whether fqdn is origin or below it.
 // ancestors returns the names that hold fqdn (absolute, dot-terminated),
 // nearest first, down to the root: "b.c.", "c.", "." for "a.b.c.".
 func ancestors(fqdn string) []string {
@@ -97,6 +96,7 @@ func ancestors(fqdn string) []string {
 	return out
 }
 
+// inZone reports whether fqdn is origin or below it.
 func inZone(fqdn, origin string) bool {
 	return origin == "." || fqdn == origin || strings.HasSuffix(fqdn, "."+origin)
 }

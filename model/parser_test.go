@@ -272,7 +272,7 @@ func TestCompactedServicesAreShared(t *testing.T) {
 	if c1 == nil {
 		t.Fatal(ds)
 	}
-	whole, _, _ := parseDoc(text, text, nil, nil, defaultLimits()) // no items, no compaction
+	whole, _, _ := parseDoc(text, text, nil, nil, defaultLimits(), false) // no items, no compaction
 	if !sameConfig(c1, whole) {
 		t.Fatal("the compacted config differs from the one read whole")
 	}

@@ -3,6 +3,7 @@ package model
 import (
 	"crypto/sha256"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -112,15 +113,8 @@ func describeRef(r policy.TargetRef) string {
 	case policy.KindName:
 		return "the service " + r.Name
 	case policy.KindLabels:
-		keys := slices.Sorted(func(yield func(string) bool) {
-			for k := range r.Labels {
-				if !yield(k) {
-					return
-				}
-			}
-		})
 		var parts []string
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(r.Labels)) {
 			parts = append(parts, k+"="+r.Labels[k])
 		}
 		return "the services labelled " + strings.Join(parts, ", ")

@@ -52,13 +52,9 @@ func ValidateZone(origin string, spec []byte, keys []*Key) (*Zone, sc.Diagnostic
 		removeMember(root, k, v)
 	}
 	want := strings.ToLower(strings.TrimSuffix(origin, ".")) + "."
-	if k, v := member(root, "origin"); k != nil {
-		if s := deref(v); s != nil && s.Kind == yaml.ScalarNode && strings.TrimSuffix(strings.ToLower(s.Value), ".")+"." != want {
-			d.report(v, "/origin", codeFieldType, "the spec's origin %q is not the zone's name %s: leave origin out, or make it the same", s.Value, want)
-			return nil, d.diagnostics()
-		}
-	} else {
-		addMember(root, "origin", want)
+	if v, s := d.specName(root, "origin", want); s != nil && s.Kind == yaml.ScalarNode && strings.TrimSuffix(strings.ToLower(s.Value), ".")+"." != want {
+		d.report(v, "/origin", codeFieldType, "the spec's origin %q is not the zone's name %s: leave origin out, or make it the same", s.Value, want)
+		return nil, d.diagnostics()
 	}
 	z, _ := d.zone(root, "", known)
 	ds := d.diagnostics()
@@ -141,13 +137,9 @@ func (v *ServiceValidator) Validate(z *Zone, name string, labels map[string]stri
 	}
 	d.sigLen = maxSignatureLen(keys) + z.rrsigLen()
 	want := absName(name, z.Origin)
-	if k, v := member(root, "name"); k != nil {
-		if s := deref(v); s != nil && s.Kind == yaml.ScalarNode && absName(strings.TrimSpace(s.Value), z.Origin) != want {
-			d.report(v, "/name", codeFieldType, "the spec's name %q is not the service's name %s: leave name out, or make it the same", s.Value, relative(want, z.Origin))
-			return nil, d.diagnostics()
-		}
-	} else {
-		d.scratch.addMember(root, "name", name)
+	if v, s := d.specName(root, "name", name); s != nil && s.Kind == yaml.ScalarNode && absName(strings.TrimSpace(s.Value), z.Origin) != want {
+		d.report(v, "/name", codeFieldType, "the spec's name %q is not the service's name %s: leave name out, or make it the same", s.Value, relative(want, z.Origin))
+		return nil, d.diagnostics()
 	}
 	e := d.service(root, "", z)
 	if e.svc != nil {
@@ -219,14 +211,10 @@ func specDoc(spec []byte, what string, scratch *yamlScratch) (*doc, *yaml.Node) 
 			Message: fmt.Sprintf("the spec of %s is %d bytes, more than the %d an object may have: a DNS answer holds at most 64 KiB", what, len(spec), MaxSpecSize)})
 		return d, nil
 	}
-	root := d.parseYAML(spec)
-	if root == nil {
-		return d, nil
+	if root := d.parseYAML(spec); root != nil && d.mapping(root, "", "the spec of "+what) {
+		return d, root
 	}
-	if !d.mapping(root, "", "the spec of "+what) {
-		return d, nil
-	}
-	return d, root
+	return d, nil
 }
 
 // member returns the key and value of key in mapping n.
@@ -248,18 +236,27 @@ func removeMember(n, k, v *yaml.Node) {
 	}
 }
 
-// addMember adds key: value (a string) to mapping n, with no position:
-// diagnostics about it carry its path only.
-func addMember(n *yaml.Node, key, value string) {
-	n.Content = append(n.Content,
-		&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: key},
-		&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Style: yaml.DoubleQuotedStyle})
+// specName returns the value of member key of spec root, which may repeat
+// the object's name, and that value dereferenced; without the member, it
+// adds key: name and returns nils.
+func (d *doc) specName(root *yaml.Node, key, name string) (v, s *yaml.Node) {
+	k, v := member(root, key)
+	if k == nil {
+		d.scratch.addMember(root, key, name)
+		return nil, nil
+	}
+	return v, deref(v)
 }
 
-// addMember is the package's addMember in the scratch's memory, valid
-// until its next read: a store's start adds the name of 100 000 specs,
-// and the nodes and the grown list were a sixth of their garbage.
+// addMember adds key: value (a string) to mapping n, with no position:
+// diagnostics about it carry its path only. It is in the scratch's memory
+// (a new one's when s is nil), valid until its next read: a store's start
+// adds the name of 100 000 specs, and the nodes and the grown list were a
+// sixth of their garbage.
 func (s *yamlScratch) addMember(n *yaml.Node, key, value string) {
+	if s == nil {
+		s = new(yamlScratch)
+	}
 	s.added = [2]yaml.Node{
 		{Kind: yaml.ScalarNode, Tag: "!!str", Value: key},
 		{Kind: yaml.ScalarNode, Tag: "!!str", Value: value, Style: yaml.DoubleQuotedStyle}}
@@ -359,7 +356,7 @@ func ServiceSpecsOf(text []byte, cfg *Config, origin string, services []*Service
 		case !ok:
 			continue
 		case b != nil && k < len(b.items):
-			sn = itemNode(b.items[k])
+			sn = deref(itemEntry(b.items[k], nil))
 		case b == nil && k < len(entries):
 			sn = deref(entries[k])
 		}
@@ -497,7 +494,7 @@ func (d *doc) serviceSpecs(b *block, services *yaml.Node, origin, path string) (
 				}
 				sn := entries[k]
 				if b != nil {
-					if sn = itemNode(b.items[k]); sn == nil { // Parse read it alone: a bug
+					if sn = deref(itemEntry(b.items[k], nil)); sn == nil { // Parse read it alone: a bug
 						failed[k] = sc.Diagnostics{{Severity: sc.Error, Code: codeYAMLSyntax.String(), Message: "a services item does not read alone", Path: fmt.Sprintf("%s/%d", path, k), Offset: -1}}
 						continue
 					}
@@ -514,23 +511,6 @@ func (d *doc) serviceSpecs(b *block, services *yaml.Node, origin, path string) (
 		}
 	}
 	return out, nil
-}
-
-// itemNode reads item it alone and returns its service entry, placed in
-// the config; nil when it does not read as one.
-func itemNode(it item) *yaml.Node {
-	n, ok := readNodes(it.text, nil)
-	if !ok {
-		n = new(yaml.Node)
-		if yaml.Unmarshal(it.text, n) != nil {
-			return nil
-		}
-	}
-	sn, ok := itemEntry(n, it)
-	if !ok {
-		return nil
-	}
-	return deref(sn)
 }
 
 // serviceSpec converts a service entry of a config into a store object's

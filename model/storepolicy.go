@@ -32,13 +32,9 @@ func ValidatePolicy(z *Zone, name string, spec []byte) (*policy.Policy, sc.Diagn
 		d.report(root, "/name", codePolicy, "policy name %q: %s", name, msg)
 		return nil, d.diagnostics()
 	}
-	if k, v := member(root, "name"); k != nil {
-		if s := deref(v); s == nil || s.Kind != yaml.ScalarNode || strings.TrimSpace(s.Value) != name {
-			d.report(v, "/name", codeFieldType, "the spec's name is not the policy's name %s: leave name out, or make it the same", name)
-			return nil, d.diagnostics()
-		}
-	} else {
-		addMember(root, "name", name)
+	if v, s := d.specName(root, "name", name); v != nil && (s == nil || s.Kind != yaml.ScalarNode || strings.TrimSpace(s.Value) != name) {
+		d.report(v, "/name", codeFieldType, "the spec's name is not the policy's name %s: leave name out, or make it the same", name)
+		return nil, d.diagnostics()
 	}
 	p, _ := d.policy(root, "", z)
 	ds := d.diagnostics()
@@ -89,16 +85,11 @@ func (z *Zone) ServiceTarget(name string, labels map[string]string, spec []byte)
 // ServiceLabels returns the labels of a stored service: those of its
 // metadata, else those its spec holds (where an older version wrote them).
 func ServiceLabels(labels map[string]string, spec []byte) map[string]string {
-	if len(labels) == 0 {
-		labels = specLabels(spec)
+	if len(labels) > 0 {
+		return labels
 	}
-	return labels
-}
-
-// specLabels reads the labels of a service spec stored as JSON, nil when
-// it has none (or they are not a map of strings, which validation
-// reports).
-func specLabels(spec []byte) map[string]string {
+	// Nil when the spec has none (or they are not a map of strings, which
+	// validation reports).
 	if !bytes.Contains(spec, []byte(`"labels"`)) {
 		return nil
 	}

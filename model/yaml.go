@@ -294,18 +294,13 @@ var yamlLineRE = regexp.MustCompile(`^yaml: (?:line (\d+): )?(.*)$`)
 // YAML parser's (as opposed to its scanner's), whose line the library
 // reports counted from 0. The list is the parser's messages.
 func yamlParserProblem(msg string) bool {
-	for _, p := range []string{
+	return slices.Contains([]string{
 		"did not find expected ',' or ']'", "did not find expected ',' or '}'",
 		"did not find expected '-' indicator", "did not find expected key",
 		"did not find expected node content", "found undefined tag handle",
 		"did not find expected <document start>", "did not find expected <stream-start>",
 		"found duplicate %TAG directive", "found incompatible YAML document",
-	} {
-		if msg == p {
-			return true
-		}
-	}
-	return false
+	}, msg)
 }
 
 // parseYAML reads the first YAML (or JSON) document of src, which is
@@ -534,7 +529,7 @@ func (d *doc) keys(n *yaml.Node, path, what string, known []string, fn func(i in
 			d.report(p.k, sub, codeYAMLDuplicateKey, "%s has the key %q twice (first at line %d): remove one", what, key, first.Line)
 			continue
 		}
-		i := slicesIndex(known, key)
+		i := slices.Index(known, key)
 		if i < 0 {
 			if d.full(codeUnknownKey.severity()) {
 				d.count(codeUnknownKey.severity()) // not listed: skip the suggestion
@@ -563,15 +558,6 @@ func (d *doc) mapping(n *yaml.Node, path, what string) bool {
 		d.report(n, path, codeFieldType, "%s must be a mapping of keys to values, not %s", what, describe(n))
 	}
 	return false
-}
-
-func slicesIndex(s []string, v string) int {
-	for i, x := range s {
-		if x == v {
-			return i
-		}
-	}
-	return -1
 }
 
 // pointerEscaper escapes a JSON pointer segment (RFC 6901). Built once: a
@@ -658,12 +644,8 @@ func (d *doc) elements(n *yaml.Node, path, what string) iter.Seq2[string, *yaml.
 
 func (d *doc) boolean(n *yaml.Node, path, what string) (bool, bool) {
 	n = deref(n)
-	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
-		d.report(n, path, codeFieldType, "%s must be true or false, not %s", what, describe(n))
-		return false, false
-	}
 	var b bool
-	if err := n.Decode(&b); err != nil {
+	if n == nil || n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&b) != nil {
 		d.report(n, path, codeFieldType, "%s must be true or false, not %s", what, describe(n))
 		return false, false
 	}
