@@ -262,6 +262,9 @@ var (
 	}{{dns.TypeA, 0}, {dns.TypeAAAA, 0}, {dns.TypeTXT, 0}, {dns.TypeTXT, 3}, {dns.TypeSOA, 0}}
 )
 
+// rejected counts a config load rejected: the previous version keeps serving.
+func (m *metrics) rejected() { m.reloads.WithLabelValues("rejected").Inc(); m.lastReload.Set(0) }
+
 // register adds the metrics to r.
 func (m *metrics) register(r prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.reloads, m.lastReload, m.lastReloadTime, m.transfers, m.transferred, m.transferredTime, m.notifies, m.tcpConns, m.tcpRefused, m.tcpEvicted, m.tsigFailures, m.stateErrors, m} {

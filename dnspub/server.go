@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/netip"
 	"os"
@@ -100,18 +101,14 @@ func (e *ConfigError) Error() string {
 	fmt.Fprintf(&b, "%s is invalid:", e.File)
 	for _, d := range e.Diagnostics {
 		if d.Severity == sc.Error {
-			fmt.Fprintf(&b, "\n  %s", formatDiagnostic(e.File, d))
+			loc := e.File
+			if d.Line > 0 {
+				loc = fmt.Sprintf("%s:%d:%d", e.File, d.Line, d.Column)
+			}
+			fmt.Fprintf(&b, "\n  %s: %s: %s [%s]", loc, d.Severity, d.Message, d.Code)
 		}
 	}
 	return b.String()
-}
-
-func formatDiagnostic(file string, d sc.Diagnostic) string {
-	loc := file
-	if d.Line > 0 {
-		loc = fmt.Sprintf("%s:%d:%d", file, d.Line, d.Column)
-	}
-	return fmt.Sprintf("%s: %s: %s [%s]", loc, d.Severity, d.Message, d.Code)
 }
 
 // StateError is returned when a valid config is not published because
@@ -230,9 +227,7 @@ func New(opts Options) (*Server, error) {
 	}
 	if s.feed != nil {
 		s.firstStoreSync()
-		return s, nil
-	}
-	if err := s.loadFirst(); err != nil {
+	} else if err := s.loadFirst(); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -247,26 +242,16 @@ func (s *Server) firstStoreSync() {
 	s.reloadMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := s.ping(ctx); err != nil {
+	err := s.feed.st.Ping(ctx)
+	s.feed.setUp(err)
+	if err != nil {
 		s.log.Error("the store does not answer at start; serving nothing until it does", "err", err)
 		return
 	}
-	if err := s.syncStore(ctx); err != nil {
+	if err = s.syncStore(ctx); err != nil {
 		s.feed.lastErr.Store(err.Error())
 		s.log.Error("cannot read the store at start; serving nothing until it can be read", "err", err)
 	}
-}
-
-func (s *Server) ping(ctx context.Context) error {
-	err := s.feed.st.Ping(ctx)
-	s.feed.up.Store(err == nil)
-	if err == nil {
-		s.feed.upGauge.Set(1)
-	} else {
-		s.feed.lastErr.Store(err.Error())
-		s.feed.upGauge.Set(0)
-	}
-	return err
 }
 
 // newServer is New without the first load, so that tests can inject
@@ -395,13 +380,10 @@ func (s *Server) hashConfigFile() (sum fileSum, err error) {
 	err = scanConfigFile(s.opts.ConfigFile, func(f *os.File, _ int64) error {
 		var n int64
 		sum, n, err = s.sums.read(io.LimitReader(f, model.MaxConfigSize+1))
-		if err != nil {
-			return err
-		}
-		if n > model.MaxConfigSize {
+		if err == nil && n > model.MaxConfigSize {
 			return errConfigTooLarge
 		}
-		return nil
+		return err
 	})
 	return sum, err
 }
@@ -424,12 +406,10 @@ func scanConfigFile(path string, read func(f *os.File, size int64) error) error 
 		}
 		size = fi.Size()
 	}
-	if err := read(f, size); err == errConfigTooLarge {
-		return tooLarge
-	} else if err != nil {
+	if err := read(f, size); err != errConfigTooLarge {
 		return err
 	}
-	return nil
+	return tooLarge
 }
 
 // Reload reads the config file again and publishes it if it is valid and
@@ -445,8 +425,7 @@ func (s *Server) Reload() error {
 	start := time.Now()
 	text, err := s.readConfig()
 	if err != nil {
-		s.metrics.reloads.WithLabelValues("rejected").Inc()
-		s.metrics.lastReload.Set(0)
+		s.metrics.rejected()
 		s.log.Error("reload failed; still serving the previous config", "config", s.configName(), "err", err)
 		return err
 	}
@@ -479,19 +458,20 @@ func (s *Server) loadLocked(text []byte, start time.Time, why string, hold func(
 		}
 	}
 	s.lastHash = sum
+	errs := 0
 	for _, d := range ds {
 		level := slog.LevelWarn
 		if d.Severity == sc.Error {
 			level = slog.LevelError
+			errs++
 		}
 		s.log.Log(context.Background(), level, "config diagnostic", "config", name, "line", d.Line, "column", d.Column,
 			"severity", d.Severity.String(), "code", d.Code, "path", d.Path, "message", d.Message)
 	}
 	if cfg == nil {
-		s.metrics.reloads.WithLabelValues("rejected").Inc()
-		s.metrics.lastReload.Set(0)
+		s.metrics.rejected()
 		if old := s.snap.Load(); old != nil {
-			s.log.Error("config rejected; still serving the previous version", "config", name, "errors", errorCount(ds), "version", old.version)
+			s.log.Error("config rejected; still serving the previous version", "config", name, "errors", errs, "version", old.version)
 		}
 		return nil, &ConfigError{File: name, Diagnostics: ds}
 	}
@@ -522,8 +502,7 @@ func (s *Server) publish(cfg *model.Config, name, why string, large bool, start 
 		if errors.As(err, &se) {
 			s.lastHash = fileSum{} // try again on the next poll, or change
 		}
-		s.metrics.reloads.WithLabelValues("rejected").Inc()
-		s.metrics.lastReload.Set(0)
+		s.metrics.rejected()
 		s.log.Error("config rejected; still serving the previous version", "config", name, "err", err)
 		return nil, err
 	}
@@ -543,9 +522,8 @@ func (s *Server) publish(cfg *model.Config, name, why string, large bool, start 
 	// Persist serials before serving them: a version whose serials cannot
 	// be kept could be followed, after a crash, by lower ones.
 	if err := s.serials.commit(serials); err != nil {
-		s.metrics.reloads.WithLabelValues("rejected").Inc()
+		s.metrics.rejected()
 		s.metrics.stateErrors.Inc()
-		s.metrics.lastReload.Set(0)
 		s.lastHash = fileSum{} // try again on the next change or poll
 		if old != nil {
 			s.log.Error("cannot persist SOA serials: not publishing this version; the previous one keeps serving", "config", name, "version", old.version, "err", err)
@@ -689,16 +667,6 @@ func (s *Server) returnMemory() {
 	})
 }
 
-func errorCount(ds sc.Diagnostics) int {
-	n := 0
-	for _, d := range ds {
-		if d.Severity == sc.Error {
-			n++
-		}
-	}
-	return n
-}
-
 // sameServing reports whether two snapshots serve the same zones with the
 // same settings, so that a reload that changed only formatting or comments
 // publishes nothing.
@@ -785,8 +753,12 @@ func (s *Server) build(cfg *model.Config, old *snapshot, later bool) (*snapshot,
 // version and serial).
 func (s *Server) buildZone(zc *model.Zone, prev *zoneEntry, te *wire.Editor, serials *serialTxn, history int, later bool, now time.Time) (e *zoneEntry, isNew bool, err error) {
 	// In store mode a zone's serial is decided by the store's revisions
-	// (storeSerial), else by the serial state.
-	want, fixed := s.fixedSerial(zc.Origin)
+	// (feed.serial), else by the serial state.
+	fixed := s.feed != nil
+	var want uint32
+	if fixed {
+		want = s.feed.serial(zc.Origin)
+	}
 	same := prev != nil && (!fixed || want == prev.cur.Serial())
 	var keys *dnssec.KeySet
 	resign := false
@@ -875,13 +847,10 @@ func appendStep(history []*ixfrStep, step *ixfrStep, versions, zoneBytes int) []
 
 // Serials returns the SOA serial of every zone being served.
 func (s *Server) Serials() map[string]uint32 {
-	out := map[string]uint32{}
-	if snap := s.snap.Load(); snap != nil {
-		for o, e := range snap.zones {
-			out[o] = e.cur.Serial()
-		}
+	if _, out, _ := s.Published(); out != nil {
+		return out
 	}
-	return out
+	return map[string]uint32{}
 }
 
 // Published returns the config being served, the SOA serial of each of
@@ -965,11 +934,7 @@ func (s *Server) Start() error {
 	// Announce the zones to the secondaries: they may have missed changes
 	// while we were down.
 	if snap := s.snap.Load(); snap != nil {
-		var all []string
-		for o := range snap.zones {
-			all = append(all, o)
-		}
-		s.notifier.update(snap, all)
+		s.notifier.update(snap, slices.Collect(maps.Keys(snap.zones)))
 	}
 	return nil
 }

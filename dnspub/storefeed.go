@@ -177,6 +177,17 @@ func (f *feed) collectors() []prometheus.Collector {
 	return []prometheus.Collector{f.upGauge, f.revGauge, f.invalid, f.resyncs}
 }
 
+// setUp records whether the store answered a ping (err nil).
+func (f *feed) setUp(err error) {
+	f.up.Store(err == nil)
+	if err == nil {
+		f.upGauge.Set(1)
+	} else {
+		f.lastErr.Store(err.Error())
+		f.upGauge.Set(0)
+	}
+}
+
 func (f *feed) zone(name string) *feedZone {
 	z := f.zones[name]
 	if z == nil {
@@ -486,13 +497,9 @@ func (f *feed) build(ctx context.Context, z *feedZone, log func(msg string, args
 	whole := z.last == nil || len(z.pending) > len(z.services)/4
 	var names []string
 	if whole {
-		for name := range z.services {
-			names = append(names, name)
-		}
+		names = slices.Collect(maps.Keys(z.services))
 	} else {
-		for name := range z.pending {
-			names = append(names, name)
-		}
+		names = slices.Collect(maps.Keys(z.pending))
 	}
 	if err := f.validate(ctx, z, names, log); err != nil {
 		return nil, err
@@ -631,14 +638,6 @@ func summary(ds sc.Diagnostics) string {
 		}
 	}
 	return out
-}
-
-// fixedSerial returns the serial of a zone in store mode.
-func (s *Server) fixedSerial(origin string) (uint32, bool) {
-	if s.feed == nil {
-		return 0, false
-	}
-	return s.feed.serial(origin), true
 }
 
 // Ready reports whether the server serves what it should: in store mode,
@@ -846,18 +845,13 @@ func (s *Server) pingStore(ctx context.Context, every time.Duration) {
 		if ctx.Err() != nil {
 			return
 		}
+		was := f.up.Load()
+		f.setUp(err)
 		switch {
-		case err == nil && !f.up.Load():
-			f.up.Store(true)
-			f.upGauge.Set(1)
+		case err == nil && !was:
 			s.log.Info("the store answers", "revision", s.StoreRevision())
-		case err != nil && f.up.Load():
-			f.up.Store(false)
-			f.upGauge.Set(0)
-			f.lastErr.Store(err.Error())
+		case err != nil && was:
 			s.log.Error("the store does not answer; serving the last snapshot", "err", err, "revision", s.StoreRevision())
-		case err != nil:
-			f.lastErr.Store(err.Error())
 		}
 		select {
 		case <-ctx.Done():

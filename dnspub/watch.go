@@ -291,7 +291,7 @@ func (s *Server) watchPoll(tr fileTracker, w *watchState, now time.Time) {
 			return
 		}
 		if quiet < s.opts.Settle {
-			hold = func(cfg *model.Config, old *snapshot) string { return removals(cfg, old) }
+			hold = removals
 		}
 	}
 	start := time.Now()

@@ -25,7 +25,11 @@ func (s *Server) slow(snap *snapshot, out, msg []byte, r wire.Result, tcp bool, 
 	req := new(dns.Msg)
 	if err := req.Unpack(msg); err != nil || len(req.Question) != 1 {
 		r.Rcode = dns.RcodeFormatError
-		return packOrNothing(out, errorReply(msg, dns.RcodeFormatError)), r
+		m := &dns.Msg{MsgHdr: dns.MsgHdr{Response: true, Rcode: dns.RcodeFormatError}}
+		if len(msg) >= 2 {
+			m.Id = binary.BigEndian.Uint16(msg)
+		}
+		return packOrNothing(out, m), r
 	}
 	var key *model.Key
 	var mac string
@@ -208,35 +212,14 @@ func tsigErrorReply(out []byte, req *dns.Msg, t *dns.TSIG, code uint16, k *model
 	secret, mac := "", ""
 	if code == dns.RcodeBadTime && k != nil {
 		secret, mac = k.Secret, t.MAC
-		now := uint64(time.Now().Unix())
 		rr.OtherLen = 6
-		rr.OtherData = hex48(now)
+		rr.OtherData = fmt.Sprintf("%012x", uint64(time.Now().Unix())&(1<<48-1))
 	}
 	b, _, err := generateTSIG(m, secret, mac, false)
 	if err != nil {
 		return out[:0]
 	}
 	return append(out[:0], b...)
-}
-
-func hex48(v uint64) string {
-	const digits = "0123456789abcdef"
-	b := make([]byte, 12)
-	for i := 11; i >= 0; i-- {
-		b[i] = digits[v&0xf]
-		v >>= 4
-	}
-	return string(b)
-}
-
-func errorReply(msg []byte, rcode int) *dns.Msg {
-	m := new(dns.Msg)
-	m.Response = true
-	m.Rcode = rcode
-	if len(msg) >= 2 {
-		m.Id = binary.BigEndian.Uint16(msg)
-	}
-	return m
 }
 
 // echoOPT gives m an OPT record when req had one (RFC 6891 §6.1.1): our

@@ -26,24 +26,20 @@ import (
 // importFix says what to do with a key the publisher cannot sign with.
 const importFix = "the publisher signs with ECDSA P-256 (algorithm 13) or Ed25519 (algorithm 15): make such a key (keymgr %[3]s generate algorithm=13, or algorithm=15; or dnssec-keygen -a ECDSAP256SHA256 %[3]s) and import it, or let serve make the zone's keys"
 
-// ImportPEM makes a key of zone origin from a private key in PEM form,
-// as Knot's keymgr keeps them (<kasp-db>/keys/<key id>.pem: PKCS#8
-// "PRIVATE KEY"; SEC1 "EC PRIVATE KEY" is read too), and writes it into
-// dir in the files dnssec-keygen writes, as Load makes keys: the .private
-// file (mode 0600) first, then the .key, each written whole or not at
-// all. The key is ECDSA P-256 (algorithm 13) or Ed25519 (15); sep makes
-// it a key-signing key or CSK (flags 257), else a zone-signing key (256).
+// ImportPEMFile makes a key of zone origin from the private key in the
+// PEM file name (which its errors name), as Knot's keymgr keeps them
+// (<kasp-db>/keys/<key id>.pem: PKCS#8 "PRIVATE KEY"; SEC1 "EC PRIVATE
+// KEY" is read too), and writes it into dir in the files dnssec-keygen
+// writes, as Load makes keys: the .private file (mode 0600) first, then
+// the .key, each written whole or not at all. The key is ECDSA P-256
+// (algorithm 13) or Ed25519 (15); sep makes it a key-signing key or CSK
+// (flags 257), else a zone-signing key (256).
 // It has no timing: published and signing from the start, as a zone's
 // first keys (the timing Knot keeps in its database is not read).
 //
 // It refuses any other key, and a key already in dir (the same key tag,
 // or the same key with the other role). The key returned is the one
 // ReadKey reads back from the files written.
-func ImportPEM(dir, origin string, data []byte, sep bool) (*Key, error) {
-	return importPEM(dir, origin, "the PEM data", data, sep)
-}
-
-// ImportPEMFile is ImportPEM of the PEM file name, which its errors name.
 func ImportPEMFile(dir, origin, name string, sep bool) (*Key, error) {
 	f, err := os.Open(name)
 	if errors.Is(err, fs.ErrPermission) {

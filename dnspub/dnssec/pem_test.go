@@ -179,7 +179,7 @@ func TestImportPEMGenerated(t *testing.T) {
 	} {
 		for _, sep := range []bool{true, false} {
 			dir := filepath.Join(t.TempDir(), "keys") // made
-			k, err := ImportPEM(dir, "Example.Test", tc.pem, sep)
+			k, err := importPEM(dir, "Example.Test", "the PEM data", tc.pem, sep)
 			if err != nil {
 				t.Fatalf("%s: %v", tc.name, err)
 			}
@@ -277,7 +277,7 @@ func TestImportPEMRefuses(t *testing.T) {
 		{"BIND file", bind, []string{"BIND private key file, not PEM", "copy it and its .key file"}},
 	} {
 		dir := t.TempDir()
-		_, err := ImportPEM(dir, "example.test.", tc.pem, true)
+		_, err := importPEM(dir, "example.test.", "the PEM data", tc.pem, true)
 		if err == nil {
 			t.Errorf("%s: imported", tc.name)
 			continue
@@ -303,25 +303,25 @@ func TestImportPEMRefuses(t *testing.T) {
 		t.Errorf("a directory: %v", err)
 	}
 	for _, origin := range []string{"../etc", "a/b.test", "a b.test", `a\.test`} {
-		if _, err := ImportPEM(dir, origin, pkcs8(t, p256), true); err == nil || !strings.Contains(err.Error(), "not a zone name") {
+		if _, err := importPEM(dir, origin, "the PEM data", pkcs8(t, p256), true); err == nil || !strings.Contains(err.Error(), "not a zone name") {
 			t.Errorf("origin %q: %v", origin, err)
 		}
 	}
 
 	// A key already there: the same tag, or the same key as a ZSK.
-	k, err := ImportPEM(dir, "example.test.", pkcs8(t, p256), true)
+	k, err := importPEM(dir, "example.test.", "the PEM data", pkcs8(t, p256), true)
 	if err != nil {
 		t.Fatal(err)
 	}
 	before, _ := os.ReadFile(k.File + ".private")
-	if _, err := ImportPEM(dir, "example.test.", pkcs8(t, p256), true); err == nil || !strings.Contains(err.Error(), k.File+".key exists") || !strings.Contains(err.Error(), "remove its .key and .private files first") {
+	if _, err := importPEM(dir, "example.test.", "the PEM data", pkcs8(t, p256), true); err == nil || !strings.Contains(err.Error(), k.File+".key exists") || !strings.Contains(err.Error(), "remove its .key and .private files first") {
 		t.Errorf("the same key again: %v", err)
 	}
-	if _, err := ImportPEM(dir, "example.test.", pkcs8(t, p256), false); err == nil || !strings.Contains(err.Error(), "already in "+dir+" as "+k.File+".key (flags 257)") {
+	if _, err := importPEM(dir, "example.test.", "the PEM data", pkcs8(t, p256), false); err == nil || !strings.Contains(err.Error(), "already in "+dir+" as "+k.File+".key (flags 257)") {
 		t.Errorf("the same key as a ZSK: %v", err)
 	}
 	os.Remove(k.File + ".key") // a .private left alone is not overwritten either
-	if _, err := ImportPEM(dir, "example.test.", pkcs8(t, p256), true); err == nil || !strings.Contains(err.Error(), k.File+".private exists") {
+	if _, err := importPEM(dir, "example.test.", "the PEM data", pkcs8(t, p256), true); err == nil || !strings.Contains(err.Error(), k.File+".private exists") {
 		t.Errorf("over a .private: %v", err)
 	}
 	if after, _ := os.ReadFile(k.File + ".private"); string(after) != string(before) {
@@ -329,7 +329,7 @@ func TestImportPEMRefuses(t *testing.T) {
 	}
 }
 
-// FuzzImportPEM: whatever the bytes, ImportPEM returns a key that reads
+// FuzzImportPEM: whatever the bytes, importPEM returns a key that reads
 // back and signs, or an error; it does not panic, and writes nothing
 // when it refuses.
 func FuzzImportPEM(f *testing.F) {
@@ -343,7 +343,7 @@ func FuzzImportPEM(f *testing.F) {
 	f.Add([]byte("-----BEGIN PRIVATE KEY-----\nMAA=\n-----END PRIVATE KEY-----\n"), false)
 	f.Fuzz(func(t *testing.T, data []byte, sep bool) {
 		dir := t.TempDir()
-		k, err := ImportPEM(dir, "example.test.", data, sep)
+		k, err := importPEM(dir, "example.test.", "the PEM data", data, sep)
 		if err != nil {
 			if !strings.HasPrefix(err.Error(), "dnssec: ") {
 				t.Errorf("error %q", err)
