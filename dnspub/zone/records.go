@@ -162,12 +162,7 @@ func (w *serviceWire) rr(r *wireRecord, s *model.Service) dns.RR {
 // addressListed reports whether addrs holds a, or a in another zone (a
 // zone makes no record of its own).
 func addressListed(addrs []netip.Addr, a netip.Addr) bool {
-	for _, b := range addrs {
-		if b.WithZone("") == a.WithZone("") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(addrs, func(b netip.Addr) bool { return b.WithZone("") == a.WithZone("") })
 }
 
 // serviceRecords makes the records of a service, in canonical order,
@@ -241,24 +236,25 @@ func serviceShape(s *model.Service, w *serviceWire) shape {
 
 // plainName reports whether name is absolute, without escapes, with
 // labels of 1 to 63 bytes, at most 255 bytes in wire format: a name
-// appendWireName writes as dns.PackDomainName does.
+// appendWireName writes as dns.PackDomainName does. A byte loop, not
+// strings.Cut: it runs for every name of a zone.
 func plainName(name string) bool {
 	if name == "." {
 		return true
 	}
-	if len(name) < 2 || name[len(name)-1] != '.' || wireNameLen(name) > 255 || strings.IndexByte(name, '\\') >= 0 {
+	if len(name) < 2 || len(name) > 254 || name[len(name)-1] != '.' || strings.IndexByte(name, '\\') >= 0 {
 		return false
 	}
-	for rest := name[:len(name)-1]; ; {
-		label, more, cut := strings.Cut(rest, ".")
-		if len(label) == 0 || len(label) > 63 {
-			return false
+	start := 0
+	for i := 0; i < len(name); i++ {
+		if name[i] == '.' {
+			if l := i - start; l == 0 || l > 63 {
+				return false
+			}
+			start = i + 1
 		}
-		if !cut {
-			return true
-		}
-		rest = more
 	}
+	return true
 }
 
 // wireNameLen is the length of name (absolute, without escapes) in wire

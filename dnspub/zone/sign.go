@@ -23,7 +23,6 @@ import (
 // and the keys at the apex. Sign makes them for what changed; versions
 // share the rest.
 type signing struct {
-	keys   *dnssec.KeySet
 	params model.DNSSEC
 	// phase and signers name the keys published and those that sign
 	// (dnssec.KeySet.Phase): other signers sign everything again, other
@@ -98,7 +97,7 @@ func pointerOwners(dst, part []byte, ownerLen int) []byte {
 }
 
 // packedNameLen is the length of the uncompressed name at the start of b.
-func packedNameLen(b []byte) int {
+func packedNameLen[T string | []byte](b T) int {
 	i := 0
 	for i < len(b) && b[i] != 0 {
 		i += int(b[i]) + 1
@@ -139,7 +138,7 @@ func (z *Zone) Signatures(name string, t uint16) (string, int) {
 	b := s.packed
 	off := int(s.proof)
 	if t == dns.TypeNSEC {
-		owner := packedNameLen([]byte(b[:min(len(b), 256)]))
+		owner := packedNameLen(b)
 		off = owner + 10 + int(b[owner+8])<<8 + int(b[owner+9])
 	}
 	for off+14 <= len(b) {
@@ -276,7 +275,7 @@ func Sign(prev, z *Zone, ch *Change, keys *dnssec.KeySet, p model.DNSSEC, now ti
 	if err != nil {
 		return nil, err
 	}
-	z.sec.keys, z.sec.phase, z.sec.signers = keys, keys.Phase(), keys.SignersPhase()
+	z.sec.phase, z.sec.signers = keys.Phase(), keys.SignersPhase()
 	if next := keys.Next(); !next.IsZero() {
 		z.sec.due = min(z.sec.due, uint32(min(next.Unix(), 1<<32-1)))
 	}
@@ -314,7 +313,7 @@ func (z *Zone) signAll(sg *signer, prev *Zone, ch *Change) error {
 		}
 	}
 	sortCanonical(chain)
-	sec := &signing{keys: sg.keys, params: sg.p, chain: chain, due: ^uint32(0)}
+	sec := &signing{params: sg.p, chain: chain, due: ^uint32(0)}
 	made := make([]*secured, len(chain))
 	errs := make([]error, len(chain))
 	workers := runtime.GOMAXPROCS(0)
@@ -379,7 +378,7 @@ func (sec *signing) sub(s *secured) {
 // same keys and settings.
 func (z *Zone) signChanges(sg *signer, prev *Zone, ch *Change) error {
 	old := prev.sec
-	sec := &signing{keys: old.keys, params: old.params, chain: old.chain, due: old.due,
+	sec := &signing{params: old.params, chain: old.chain, due: old.due,
 		count: old.count - len(old.soa) - len(old.zonemd), bytes: old.bytes - size(old.soa) - size(old.zonemd)}
 	// The names whose records changed, and whether they still hold any.
 	changed := map[string]bool{}
@@ -519,7 +518,8 @@ func (z *Zone) secure(sg *signer, name, next string) (*secured, error) {
 	var keys []dns.RR
 	rrs := z.plainAt(name)
 	if name == z.Origin {
-		keys = slices.Concat(sg.keys.DNSKEYs(z.TTLOfKeys()), sg.keys.Parent(z.TTLOfKeys()))
+		// The keys' TTL is the zone's, as its NS records have.
+		keys = slices.Concat(sg.keys.DNSKEYs(z.SOA.Hdr.Ttl), sg.keys.Parent(z.SOA.Hdr.Ttl))
 		rrs = append(rrs, keys...)
 		slices.SortFunc(rrs, compareRR)
 	}
@@ -575,10 +575,6 @@ func (z *Zone) renewNSEC(sg *signer, was *secured, name, next string) (*secured,
 	return newSecured(was.keys, &n, sigs, sigsN, others, othersN, due)
 }
 
-// TTLOfKeys is the TTL of the DNSKEY, CDS and CDNSKEY records: the
-// zone's TTL, as its NS records have.
-func (z *Zone) TTLOfKeys() uint32 { return z.SOA.Hdr.Ttl }
-
 // nsec makes the NSEC record of name (RFC 4034 §4), whose records are
 // rrs, with the negative TTL (RFC 9077).
 func (z *Zone) nsec(name, next string, rrs []dns.RR) *dns.NSEC {
@@ -611,8 +607,7 @@ func (z *Zone) plainAt(name string) []dns.RR {
 		// Records of several units (or the SOA) merged: sorted. One
 		// unit's are canonical already: comparing their data (as text)
 		// was most of a signed zone's table build.
-		slices.SortFunc(out, compareRR)
-		out = slices.CompactFunc(out, func(a, b dns.RR) bool { return compareRR(a, b) == 0 })
+		out = canonical(out)
 	}
 	return out
 }

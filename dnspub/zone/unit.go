@@ -33,14 +33,6 @@ type unit struct {
 	apex *[]dns.RR
 }
 
-func newUnit(src *model.Service, records []dns.RR) *unit {
-	u := &unit{src: src}
-	if src == nil {
-		u.apex = &records
-	}
-	return u
-}
-
 // sumOf is the digest sum of records.
 func sumOf(records []dns.RR) digestSum {
 	sum, _ := hashRecords(records, nil)
@@ -87,16 +79,11 @@ func (u *unit) key() string {
 // records an update hashes while the answers left for later are built
 // from an older version, and transfers pack them.
 func (u *unit) records() []dns.RR {
-	if u.src == nil {
-		return copyRecords(*u.apex)
+	if u.src != nil {
+		return serviceRecords(u.src)
 	}
-	return serviceRecords(u.src)
-}
-
-// copyRecords returns copies of records, for a packer of its own.
-func copyRecords(records []dns.RR) []dns.RR {
-	out := make([]dns.RR, len(records))
-	for i, rr := range records {
+	out := make([]dns.RR, len(*u.apex))
+	for i, rr := range *u.apex {
 		out[i] = dns.Copy(rr)
 	}
 	return out
@@ -117,12 +104,6 @@ func owners(records []dns.RR) []string {
 func canonical(records []dns.RR) []dns.RR {
 	slices.SortFunc(records, compareRR)
 	return slices.CompactFunc(records, func(a, b dns.RR) bool { return compareRR(a, b) == 0 })
-}
-
-// serviceUnit makes the unit of s, and the records it made it from.
-func serviceUnit(s *model.Service) (*unit, []dns.RR) {
-	records := serviceRecords(s)
-	return newUnit(s, records), records
 }
 
 // sameService reports whether two configs of a service are equal, every
@@ -149,7 +130,7 @@ func apexUnit(c *model.Zone) (*unit, []dns.RR) {
 		rrs = append(rrs, addressRecords(ns.Name, c.TTL, ns.Addresses)...)
 	}
 	rrs = canonical(rrs)
-	return newUnit(nil, rrs), rrs
+	return &unit{apex: &rrs}, rrs
 }
 
 func hdr(name string, t uint16, ttl uint32) dns.RR_Header {

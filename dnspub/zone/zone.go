@@ -142,14 +142,10 @@ func Update(prev *Zone, c *model.Zone) (*Zone, *Change) {
 		}
 		z, ch := ed.finish()
 		// Every record is new: none listed (Added, and Deleted, which
-		// the put of a service replacing another fills).
-		ch.fresh, ch.shared, ch.Added, ch.Deleted = true, shared, nil, nil
+		// the put of a service replacing another fills). Units put one
+		// after the other (shared < 0) count no bound.
+		ch.fresh, ch.shared, ch.of, ch.Added, ch.Deleted = true, shared, z.units, nil, nil
 		z.services = c.Services
-		if shared < 0 {
-			ch.bound = 0 // a service replaced another: no bound counted
-			return z, ch
-		}
-		ch.of = z.units
 		return z, ch
 	}
 	kept := 1 // units of prev that c keeps: the apex, and services below
@@ -167,7 +163,7 @@ func Update(prev *Zone, c *model.Zone) (*Zone, *Change) {
 		}
 		if ok && old.src != nil && sameService(old.src, s) {
 			if old.src != s {
-				ed.units.Set(s.Name, newUnit(s, nil))
+				ed.units.Set(s.Name, &unit{src: s})
 			}
 			continue
 		}
@@ -327,8 +323,6 @@ func (z *Zone) EachName(workers int, made *Change, fn func(worker int, name stri
 	for _, u := range z.units.All() {
 		units = append(units, u)
 	}
-	n := len(units)
-	records := func(i int) []dns.RR { return units[i].records() }
 	// A name a single unit holds gets that unit's records there, which
 	// are canonical already. The origin (which has the SOA too) and names
 	// shared by several units are read below.
@@ -341,11 +335,9 @@ func (z *Zone) EachName(workers int, made *Change, fn func(worker int, name stri
 	}
 	var wg sync.WaitGroup
 	for w := range max(workers, 1) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := w; i < n; i += max(workers, 1) {
-				rrs := records(i)
+		wg.Go(func() {
+			for i := w; i < len(units); i += max(workers, 1) {
+				rrs := units[i].records()
 				for j := 0; j < len(rrs); {
 					name := rrs[j].Header().Name
 					k := j + 1
@@ -358,7 +350,7 @@ func (z *Zone) EachName(workers int, made *Change, fn func(worker int, name stri
 					j = k
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	fn(0, z.Origin, z.RecordsAt(z.Origin))
@@ -467,7 +459,7 @@ func (ed *editor) madeIn(u *unit, records []dns.RR, scratch *[]byte) made {
 func buildFresh(services []*model.Service) []fresh {
 	out := make([]fresh, len(services))
 	inParallel(len(services), func(i int, w *serviceWire) {
-		u := newUnit(services[i], nil)
+		u := &unit{src: services[i]}
 		out[i] = fresh{u: u, sh: serviceShape(services[i], w), one: []string{u.key()}}
 	})
 	return out
@@ -478,8 +470,7 @@ func buildFresh(services []*model.Service) []fresh {
 func (ed *editor) buildUnits(services []*model.Service) []made {
 	out := make([]made, len(services))
 	inParallel(len(services), func(i int, w *serviceWire) {
-		u, records := serviceUnit(services[i])
-		out[i] = ed.madeIn(u, records, &w.b) // w's buffer as the scratch
+		out[i] = ed.madeIn(&unit{src: services[i]}, serviceRecords(services[i]), &w.b) // w's buffer as the scratch
 	})
 	return out
 }

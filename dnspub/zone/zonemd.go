@@ -75,12 +75,8 @@ func (c *canonicalName) addRR(rr dns.RR) error {
 	if err != nil {
 		return fmt.Errorf("ZONEMD: %s %s: %v", rr.Header().Name, dns.TypeToString[rr.Header().Rrtype], err)
 	}
-	owner := 0
-	for owner < n && b[owner] != 0 {
-		owner += int(b[owner]) + 1
-	}
 	c.at = append(c.at, int32(len(c.recs)))
-	c.recs = append(c.recs, b[owner+1:n]...)
+	c.recs = append(c.recs, b[packedNameLen(b[:n]):n]...)
 	return nil
 }
 
@@ -88,11 +84,7 @@ func (c *canonicalName) addRR(rr dns.RR) error {
 // them: the NSEC record with its owner, then records whose owners are
 // 2-byte compression pointers.
 func (c *canonicalName) addPacked(packed string) {
-	owner := 0
-	for owner < len(packed) && packed[owner] != 0 {
-		owner += int(packed[owner]) + 1
-	}
-	owner++
+	owner := packedNameLen(packed)
 	if owner+10 > len(packed) {
 		return
 	}
@@ -123,12 +115,7 @@ func (c *canonicalName) addService(s *model.Service, name string) {
 // hasUpper reports whether name holds an upper-case letter (a model
 // name does not: it is the canonical form already).
 func hasUpper(name string) bool {
-	for i := 0; i < len(name); i++ {
-		if 'A' <= name[i] && name[i] <= 'Z' {
-			return true
-		}
-	}
-	return false
+	return strings.ContainsFunc(name, func(r rune) bool { return 'A' <= r && r <= 'Z' })
 }
 
 // prefixed reports whether name is prefix followed by rest.
@@ -176,7 +163,7 @@ func (c *canonicalName) appendTo(dst []byte, apex bool) []byte {
 
 // appendCanonicalName appends name in wire form, in lower case.
 func appendCanonicalName(b []byte, name string) []byte {
-	if strings.IndexByte(name, '\\') < 0 && validLabels(name) {
+	if plainName(name) {
 		at := len(b)
 		b = appendWireName(b, name)
 		for i := at; i < len(b); i++ {
@@ -195,75 +182,35 @@ func appendCanonicalName(b []byte, name string) []byte {
 	return append(b, buf[:n]...)
 }
 
-// validLabels reports whether name, without escapes, is absolute with
-// labels of 1 to 63 bytes, at most 255 bytes in wire form (plainName,
-// without strings.Cut: it runs for every name of a zone).
-func validLabels(name string) bool {
-	if name == "." {
-		return true
-	}
-	if len(name) < 2 || len(name) > 254 || name[len(name)-1] != '.' {
-		return false
-	}
-	start := 0
-	for i := 0; i < len(name); i++ {
-		if name[i] == '.' {
-			if l := i - start; l == 0 || l > 63 {
-				return false
-			}
-			start = i + 1
-		}
-	}
-	return true
-}
-
 // canonicalRR returns rr with the names in its RDATA in lower case (RFC
-// 4034 §6.2, for the types with names a zone of services holds), a copy
-// when one is not.
+// 4034 §6.2, for the types with names a zone of services holds): a copy
+// for those types, rr itself for the others.
 func canonicalRR(rr dns.RR) dns.RR {
-	lower := func(s string) (string, bool) {
-		l := strings.ToLower(s)
-		return l, l != s
-	}
 	switch r := rr.(type) {
 	case *dns.NS:
-		if l, ok := lower(r.Ns); ok {
-			c := *r
-			c.Ns = l
-			return &c
-		}
+		c := *r
+		c.Ns = strings.ToLower(c.Ns)
+		return &c
 	case *dns.SOA:
-		ns, ok1 := lower(r.Ns)
-		mbox, ok2 := lower(r.Mbox)
-		if ok1 || ok2 {
-			c := *r
-			c.Ns, c.Mbox = ns, mbox
-			return &c
-		}
+		c := *r
+		c.Ns, c.Mbox = strings.ToLower(c.Ns), strings.ToLower(c.Mbox)
+		return &c
 	case *dns.SRV:
-		if l, ok := lower(r.Target); ok {
-			c := *r
-			c.Target = l
-			return &c
-		}
+		c := *r
+		c.Target = strings.ToLower(c.Target)
+		return &c
 	case *dns.CNAME:
-		if l, ok := lower(r.Target); ok {
-			c := *r
-			c.Target = l
-			return &c
-		}
+		c := *r
+		c.Target = strings.ToLower(c.Target)
+		return &c
 	case *dns.MX:
-		if l, ok := lower(r.Mx); ok {
-			c := *r
-			c.Mx = l
-			return &c
-		}
+		c := *r
+		c.Mx = strings.ToLower(c.Mx)
+		return &c
 	case *dns.PTR:
-		if l, ok := lower(r.Ptr); ok {
-			c := *r
-			c.Ptr = l
-			return &c
-		}
+		c := *r
+		c.Ptr = strings.ToLower(c.Ptr)
+		return &c
 	}
 	return rr
 }
@@ -373,12 +320,7 @@ func (z *Zone) appendCanonical(dst []byte, c *canonicalName, names []string) ([]
 func (z *Zone) canonicalAt(c *canonicalName, name string) error {
 	c.reset(name)
 	if name == z.Origin {
-		for _, rr := range z.plainAt(name) {
-			if err := c.addRR(rr); err != nil {
-				return err
-			}
-		}
-		for _, rr := range z.sec.soa {
+		for _, rr := range append(z.plainAt(name), z.sec.soa...) {
 			if err := c.addRR(rr); err != nil {
 				return err
 			}
