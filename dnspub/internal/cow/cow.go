@@ -65,18 +65,14 @@ func (s *shard[V]) home(tag uint32) int { return int(uint64(tag) * s.homes >> 32
 
 // find returns the slot of key, or where it would go, and whether it is
 // there.
-func (s *shard[V]) find(tag uint32, key string) (int, bool) { return find(s, tag, key) }
-
-// find is shard.find for a key as a string or as bytes (for GetBytes: a
-// comparison of bytes with a string does not copy them).
-func find[V any, K string | []byte](s *shard[V], tag uint32, key K) (int, bool) {
+func (s *shard[V]) find(tag uint32, key string) (int, bool) {
 	tags := s.tags
 	p := s.home(tag)
 	for tags[p] < tag {
 		p++
 	}
 	for tags[p] == tag {
-		if s.ents[p].key == string(key) {
+		if s.ents[p].key == key {
 			return p, true
 		}
 		p++
@@ -84,8 +80,8 @@ func find[V any, K string | []byte](s *shard[V], tag uint32, key K) (int, bool) 
 	return p, false
 }
 
-func get[V any, K string | []byte](s *shard[V], tag uint32, key K) (V, bool) {
-	if p, ok := find(s, tag, key); ok {
+func (s *shard[V]) get(tag uint32, key string) (V, bool) {
+	if p, ok := s.find(tag, key); ok {
 		return s.ents[p].val, true
 	}
 	var zero V
@@ -221,7 +217,7 @@ func (m Map[V]) Get(key string) (V, bool) {
 		return zero, false
 	}
 	h := maphash.String(seed, key)
-	return get(&m.shards[uint8(h)], tagOf(h), key)
+	return m.shards[uint8(h)].get(tagOf(h), key)
 }
 
 // GetBytes is Get with the key as bytes, without allocating. It is the
@@ -363,7 +359,7 @@ func (e *Editor[V]) AddLen(n int) { e.n += n }
 // Get returns the value at key in the version being built.
 func (e *Editor[V]) Get(key string) (V, bool) {
 	h := maphash.String(seed, key)
-	return get(&e.shards[uint8(h)], tagOf(h), key)
+	return e.shards[uint8(h)].get(tagOf(h), key)
 }
 
 // Set puts v at key.

@@ -47,7 +47,7 @@ func TestShardCollisions(t *testing.T) {
 				continue
 			}
 			for k, v := range want {
-				if x, ok := get(&s, tagFor(k), k); !ok || x != v {
+				if x, ok := s.get(tagFor(k), k); !ok || x != v {
 					t.Fatalf("spread %d: %q = %d %v, want %d", spread, k, x, ok, v)
 				}
 			}

@@ -20,7 +20,6 @@ const (
 	optRRLen  = 11 // root owner, type, class, TTL, RDLENGTH 0
 
 	typeOPT  = 41
-	typeTKEY = 249
 	typeTSIG = 250
 	typeIXFR = 251
 	typeAXFR = 252
@@ -48,10 +47,7 @@ const (
 
 // Query is what the parse of a query message found.
 type Query struct {
-	ID     uint16
 	Opcode uint8
-	// RD and CD are the client's flags, copied into the response.
-	RD, CD bool
 	// QNameEnd is the offset just past the question name; the question
 	// occupies [12, QNameEnd+4).
 	QNameEnd      int
@@ -112,14 +108,11 @@ func parse(msg []byte, q *Query) parseResult {
 	return parseRecords(msg, q, off+4, skip, ar)
 }
 
-// parseHeader reads the ID, opcode and flags of a query's header into q,
-// and returns its counts of questions, of answer and authority records
-// (skipped alike), and of additional records.
+// parseHeader reads the opcode of a query's header into q, and returns
+// its counts of questions, of answer and authority records (skipped
+// alike), and of additional records.
 func parseHeader(msg []byte, q *Query) (qd, skip, ar int) {
-	q.ID = binary.BigEndian.Uint16(msg)
 	q.Opcode = msg[2] >> 3 & 0xf
-	q.RD = msg[2]&0x01 != 0
-	q.CD = msg[3]&0x10 != 0
 	qd = int(binary.BigEndian.Uint16(msg[4:]))
 	skip = int(binary.BigEndian.Uint16(msg[6:])) + int(binary.BigEndian.Uint16(msg[8:]))
 	ar = int(binary.BigEndian.Uint16(msg[10:]))

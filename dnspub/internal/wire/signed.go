@@ -96,7 +96,7 @@ func secureNode(z *zone.Zone, nd *node, name string, sigs map[uint16][]dns.RR) e
 		if n == 0 && len(sigs[t]) > 0 {
 			// The SOA's, which the zone keeps apart (a new serial's).
 			var err error
-			if _, sn.sigs[i], err = packSigs(nil, name, sigs[t]); err != nil {
+			if sn.sigs[i], err = packSigs(name, sigs[t]); err != nil {
 				return err
 			}
 			continue
@@ -109,32 +109,26 @@ func secureNode(z *zone.Zone, nd *node, name string, sigs map[uint16][]dns.RR) e
 	return nil
 }
 
-// appendRR appends rr packed, its names uncompressed.
-func appendRR(b []byte, rr dns.RR) ([]byte, error) {
-	at := len(b)
-	b = slices.Grow(b, dns.Len(rr)+16)[:at+dns.Len(rr)+16]
-	n, err := dns.PackRR(rr, b, at, nil, false)
-	return b[:n], err
-}
-
 // packSigs packs the RRSIG records of an RRset at name to follow an
-// answer section: each owner a pointer to the question's name (offset
-// 12), which every answer at name has.
-func packSigs(buf []byte, name string, sigs []dns.RR) ([]byte, sigSet, error) {
+// answer section, its names uncompressed: each owner a pointer to the
+// question's name (offset 12), which every answer at name has.
+func packSigs(name string, sigs []dns.RR) (sigSet, error) {
 	ownerLen := dns.Len(&dns.ANY{Hdr: dns.RR_Header{Name: name}}) - 10 // the name's wire length
+	var buf []byte
 	for _, rr := range sigs {
 		at := len(buf)
-		var err error
-		if buf, err = appendRR(buf, rr); err != nil {
-			return buf, sigSet{}, fmt.Errorf("wire: %s RRSIG: %v", name, err)
+		buf = slices.Grow(buf, dns.Len(rr)+16)[:at+dns.Len(rr)+16]
+		n, err := dns.PackRR(rr, buf, at, nil, false)
+		if err != nil {
+			return sigSet{}, fmt.Errorf("wire: %s RRSIG: %v", name, err)
 		}
-		if len(buf)-at < ownerLen+10 {
-			return buf, sigSet{}, fmt.Errorf("wire: %s RRSIG packed short", name)
+		if buf = buf[:n]; n-at < ownerLen+10 {
+			return sigSet{}, fmt.Errorf("wire: %s RRSIG packed short", name)
 		}
 		buf = append(buf[:at+2], buf[at+ownerLen:]...)
 		buf[at], buf[at+1] = 0xc0, headerLen
 	}
-	return buf, sigSet{rrs: string(buf), n: uint16(len(sigs))}, nil
+	return sigSet{rrs: string(buf), n: uint16(len(sigs))}, nil
 }
 
 // fromSigned answers a DO query with a, the plain answer, and ss, its

@@ -259,10 +259,9 @@ func (e *Editor) SetZone(z *zone.Zone, ch *zone.Change) error {
 		e.nodes = cow.NewEditor[*node](len(out))
 	}
 	for _, b := range out {
-		switch {
-		case b.nd == nil:
+		if b.nd == nil {
 			e.nodes.Delete(b.key)
-		default:
+		} else {
 			e.nodes.Set(b.key, b.nd)
 		}
 	}
@@ -470,9 +469,7 @@ func buildNames(z *zone.Zone, names []string, originKey string, procs int) ([]bu
 	}
 	var wg sync.WaitGroup
 	for w := range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := w; i < len(names); i += workers {
 				if z.Exists(names[i]) {
 					out[i].key, out[i].nd, errs[i] = buildNode(z, names[i], z.RecordsAt(names[i]), originKey)
@@ -480,7 +477,7 @@ func buildNames(z *zone.Zone, names []string, originKey string, procs int) ([]bu
 					out[i].key, errs[i] = wireName(names[i])
 				}
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	for _, err := range errs {
