@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -144,15 +145,10 @@ func (s *Server) SetService(zoneName, name, spec string) error {
 		return fmt.Errorf("pubtest: service %s of zone %s is not valid:\n%s", name, zc.Origin, format("spec", ds))
 	}
 	next := *zc
-	next.Services = make([]*model.Service, 0, len(zc.Services)+1)
-	replaced := false
-	for _, old := range zc.Services {
-		if old.Name == svc.Name {
-			old, replaced = svc, true
-		}
-		next.Services = append(next.Services, old)
-	}
-	if !replaced {
+	next.Services = slices.Clone(zc.Services) // names are unique: parse and this keep them so
+	if j := slices.IndexFunc(next.Services, func(old *model.Service) bool { return old.Name == svc.Name }); j >= 0 {
+		next.Services[j] = svc
+	} else {
 		next.Services = append(next.Services, svc)
 	}
 	return s.serve(s.withZone(i, &next))
@@ -176,12 +172,7 @@ func (s *Server) Remove(zoneName, name string) error {
 		want = strings.TrimSuffix(rel+"."+zc.Origin, ".") + "."
 	}
 	next := *zc
-	next.Services = make([]*model.Service, 0, len(zc.Services))
-	for _, svc := range zc.Services {
-		if svc.Name != want {
-			next.Services = append(next.Services, svc)
-		}
-	}
+	next.Services = slices.DeleteFunc(slices.Clone(zc.Services), func(svc *model.Service) bool { return svc.Name == want })
 	if len(next.Services) == len(zc.Services) {
 		return fmt.Errorf("pubtest: zone %s has no service %s", zc.Origin, name)
 	}

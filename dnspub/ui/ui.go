@@ -186,8 +186,7 @@ func (h *handler) index(w http.ResponseWriter, r *http.Request) {
 			if zv.Matched++; len(zv.Services) == maxRowsPerZone {
 				continue
 			}
-			row := serviceRow{Name: s.Name, Labels: labels, Addresses: len(s.Addresses), TXTBytes: sc.RDataLen(s.TXT), Policies: z.PolicyNames(s)}
-			zv.Services = append(zv.Services, row)
+			zv.Services = append(zv.Services, serviceRow{Name: s.Name, Labels: labels, Addresses: len(s.Addresses), TXTBytes: sc.RDataLen(s.TXT), Policies: z.PolicyNames(s)})
 		}
 		zones = append(zones, zv)
 	}
