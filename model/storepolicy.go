@@ -3,7 +3,6 @@ package model
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -83,23 +82,32 @@ func (z *Zone) ServiceTarget(name string, labels map[string]string, spec []byte)
 }
 
 // ServiceLabels returns the labels of a stored service: those of its
-// metadata, else those its spec holds (where an older version wrote them).
+// metadata, else those its spec holds (where an older version wrote
+// them), read as validation reads them (a scalar 1 is the label "1"), so
+// that a policy selects the services validation applies it to. Nil when
+// the spec has none, or invalid ones (its validation fails).
 func ServiceLabels(labels map[string]string, spec []byte) map[string]string {
 	if len(labels) > 0 {
 		return labels
 	}
-	// Nil when the spec has none (or they are not a map of strings, which
-	// validation reports).
-	if !bytes.Contains(spec, []byte(`"labels"`)) {
+	// The key is written as it is, or with an escape (JSON writes a
+	// letter escaped only as \u): no spec without either has labels.
+	if !bytes.Contains(spec, []byte("labels")) && bytes.IndexByte(spec, '\\') < 0 {
 		return nil
 	}
-	var v struct {
-		Labels map[string]string `json:"labels"`
-	}
-	if json.Unmarshal(spec, &v) != nil {
+	d, root := specDoc(spec, "a service", nil)
+	if root == nil {
 		return nil
 	}
-	return v.Labels
+	k, v := member(root, "labels")
+	if k == nil {
+		return nil
+	}
+	out, ok := d.labels(v, "/labels")
+	if !ok || len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // addLabels adds labels: {…} to mapping n, with no position: diagnostics

@@ -106,3 +106,42 @@ func FuzzValidatePolicy(f *testing.F) {
 		ValidateService(zp, "echo", map[string]string{"team": "a"}, []byte(`{"serviceConfig":{}}`), nil)
 	})
 }
+
+// TestServiceLabelsAreValidations: the labels a policy selects a stored
+// service by (ServiceLabels: the store's checks of policy writes, and
+// the publisher's revalidation) are those its validation reads, for
+// labels in metadata and in the spec, written in any JSON a spec may
+// hold (found in review: {"rank":1} read as strings selected nothing,
+// while validation applied the policies of rank=1).
+func TestServiceLabelsAreValidations(t *testing.T) {
+	z := storeZone(t)
+	for _, tc := range []struct {
+		name     string
+		metadata map[string]string
+		spec     string
+	}{
+		{"metadata", map[string]string{"team": "a"}, `{"addresses":["192.0.2.1"]}`},
+		{"spec strings", nil, `{"labels":{"team":"a"},"addresses":["192.0.2.1"]}`},
+		{"spec scalars", nil, `{"labels":{"team":"a","rank":1,"canary":true},"addresses":["192.0.2.1"]}`},
+		{"escaped key", nil, `{"\u006cabels":{"team":"a"},"addresses":["192.0.2.1"]}`},
+		{"escaped value", nil, `{"labels":{"team":"\u0061"},"addresses":["192.0.2.1"]}`},
+		{"empty", nil, `{"labels":{},"addresses":["192.0.2.1"]}`},
+		{"none", nil, `{"addresses":["192.0.2.1"]}`},
+		{"a labels service config key", nil, `{"addresses":["192.0.2.1"],"serviceConfig":{"labels":1}}`},
+	} {
+		svc, ds := ValidateService(z, "s", tc.metadata, []byte(tc.spec), nil)
+		if svc == nil {
+			t.Fatalf("%s: %v", tc.name, ds)
+		}
+		got := ServiceLabels(tc.metadata, []byte(tc.spec))
+		if len(got) != len(svc.Labels) {
+			t.Errorf("%s: ServiceLabels %v, validation read %v", tc.name, got, svc.Labels)
+			continue
+		}
+		for k, v := range svc.Labels {
+			if w, ok := got[k]; !ok || w != v {
+				t.Errorf("%s: ServiceLabels %v, validation read %v", tc.name, got, svc.Labels)
+			}
+		}
+	}
+}
