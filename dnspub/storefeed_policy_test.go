@@ -70,26 +70,31 @@ func feedConfig(t *testing.T, f *feed, log func(string, ...any)) *model.Config {
 // TestFeedPolicyChanges: the feed's incremental revalidation serves what
 // a feed built from scratch serves, after policy changes batched before a
 // build, for services labelled in metadata and (stored before labels
-// moved there) in their spec.
+// moved there) in their spec, also with a value that is not a JSON string
+// (validation reads the scalar 1 as the label "1"; found in review: a
+// reading of the spec's labels as strings did not select it, and a
+// policy change left it serving the old config).
 func TestFeedPolicyChanges(t *testing.T) {
 	log := func(string, ...any) {}
 	labelled := strings.Replace(feedSvcSpec, `{"addresses"`, `{"labels":{"team":"a"},"addresses"`, 1)
+	numeric := strings.Replace(feedSvcSpec, `{"addresses"`, `{"labels":{"team":"a","rank":1},"addresses"`, 1)
 	start := []store.Item{
 		{Kind: store.KindZone, Zone: "example.test", Spec: []byte(feedZoneSpec), Rev: 2},
 		{Kind: store.KindService, Zone: "example.test", Name: "meta", Spec: []byte(feedSvcSpec), Labels: map[string]string{"team": "a"}, Rev: 3},
 		{Kind: store.KindService, Zone: "example.test", Name: "legacy", Spec: []byte(labelled), Rev: 4},
 		{Kind: store.KindService, Zone: "example.test", Name: "other", Spec: []byte(feedSvcSpec), Rev: 5},
-		{Kind: store.KindPolicy, Zone: "example.test", Name: "lb", Spec: lbPolicy("pick_first"), Rev: 6},
+		{Kind: store.KindService, Zone: "example.test", Name: "numeric", Spec: []byte(numeric), Rev: 6},
+		{Kind: store.KindPolicy, Zone: "example.test", Name: "lb", Spec: lbPolicy("pick_first"), Rev: 7},
 	}
 	f, l := feedWith(start...)
 	feedConfig(t, f, log)
 	for i, lb := range []string{"round_robin", "pick_first", "round_robin"} {
-		l.write(f, store.Item{Kind: store.KindPolicy, Zone: "example.test", Name: "lb", Spec: lbPolicy(lb), Rev: int64(7 + i)})
+		l.write(f, store.Item{Kind: store.KindPolicy, Zone: "example.test", Name: "lb", Spec: lbPolicy(lb), Rev: int64(8 + i)})
 	}
 	got := feedConfig(t, f, log)
 
 	fresh, _ := feedWith(append(start,
-		store.Item{Kind: store.KindPolicy, Zone: "example.test", Name: "lb", Spec: lbPolicy("round_robin"), Rev: 9})...)
+		store.Item{Kind: store.KindPolicy, Zone: "example.test", Name: "lb", Spec: lbPolicy("round_robin"), Rev: 10})...)
 	want := feedConfig(t, fresh, log)
 	values := func(c *model.Config) map[string]string {
 		out := map[string]string{}
@@ -101,7 +106,7 @@ func TestFeedPolicyChanges(t *testing.T) {
 		return out
 	}
 	g, w := values(got), values(want)
-	if len(g) != 3 {
+	if len(g) != 4 {
 		t.Fatalf("served %d services: %v", len(g), g)
 	}
 	for name, v := range w {
@@ -109,7 +114,8 @@ func TestFeedPolicyChanges(t *testing.T) {
 			t.Errorf("%s: incremental %s\nfrom scratch %s", name, g[name], v)
 		}
 	}
-	if !strings.Contains(g["legacy.example.test."], "round_robin") || strings.Contains(g["other.example.test."], "round_robin") {
+	if !strings.Contains(g["legacy.example.test."], "round_robin") || !strings.Contains(g["numeric.example.test."], "round_robin") ||
+		strings.Contains(g["other.example.test."], "round_robin") {
 		t.Errorf("selection: %v", g)
 	}
 }
