@@ -168,12 +168,18 @@ func TestLaterOnlyWhenSafe(t *testing.T) {
 	if err := e.SetZone(next.WithSerial(2), nch); err != nil {
 		t.Fatal(err)
 	}
-	// A zone the table holds already is built at once, as is one whose
-	// change is not from nothing.
+	// A zone the table holds already is not left for later, nor put over
+	// with a version built from nothing: that would keep the answers of
+	// names that left it (SetZone refuses it: RemoveZone first). One
+	// whose change is not from nothing is built at once.
 	e = editLater(done)
 	again, ach := zone.Update(nil, cfg.Zones[0])
-	if err := e.SetZoneLater(again.WithSerial(3), ach); err != nil || left(e.Table()) {
-		t.Errorf("a zone the table holds was left for later (err %v)", err)
+	if err := e.SetZoneLater(again.WithSerial(3), ach); err == nil || left(e.Table()) {
+		t.Errorf("a zone the table holds was replaced from nothing (err %v, left for later %v)", err, left(e.Table()))
+	}
+	e.RemoveZone(next)
+	if err := e.SetZoneLater(again.WithSerial(3), ach); err != nil || !left(e.Table()) {
+		t.Errorf("after RemoveZone, a zone built from nothing was not left for later (err %v)", err)
 	}
 	e = editLater(mustNew(t))
 	if err := e.SetZoneLater(next.WithSerial(2), nch); err != nil || left(e.Table()) {
@@ -394,4 +400,32 @@ func TestLaterEditedToSigned(t *testing.T) {
 		names[n] = true
 	}
 	sameAnswers(t, built.Table(), tb, names, "signed by an edit")
+}
+
+// TestFreshVersionOfAHeldZone: a version of a zone built from nothing
+// does not go over the version the table holds, whose names it may lack
+// (the answers of svc45 would outlive it); after RemoveZone it answers
+// alone.
+func TestFreshVersionOfAHeldZone(t *testing.T) {
+	big, _ := zone.Update(nil, fleetConfig(t, 50, -1).Zones[0])
+	small, sch := zone.Update(nil, fleetConfig(t, 40, -1).Zones[0])
+	tb, err := Build([]*zone.Zone{big.WithSerial(1)}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := ask{name: "_grpc_config.svc45.fleet.test.", qtype: dns.TypeTXT}
+	if m, _, _ := exchange(t, tb, gone); m == nil || m.Rcode != dns.RcodeSuccess || len(m.Answer) != 1 {
+		t.Fatalf("svc45 before: %v", m)
+	}
+	e := tb.Edit()
+	if err := e.SetZone(small.WithSerial(2), sch); err == nil {
+		t.Fatal("a version built from nothing was put over the one the table holds")
+	}
+	e.RemoveZone(big)
+	if err := e.SetZone(small.WithSerial(2), sch); err != nil {
+		t.Fatal(err)
+	}
+	if m, _, _ := exchange(t, e.Table(), gone); m == nil || m.Rcode != dns.RcodeNameError {
+		t.Errorf("svc45 after the version without it: %v", m)
+	}
 }

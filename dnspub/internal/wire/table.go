@@ -206,7 +206,8 @@ func (t *Table) Edit() *Editor {
 // changed to make z from the version the table holds: the answers of its
 // Owners are built again, and those of the apex (the SOA changes with
 // every version); names that left the zone are removed. A nil ch, or the
-// change of a zone built from nothing, builds every name of z.
+// change of a zone built from nothing, builds every name of z: for a zone
+// the table holds (but answers left for later), after RemoveZone.
 //
 // When the table left the zone's answers for later (SetZoneLater), those
 // ch changed are built now, and the others stay left for later, built
@@ -218,6 +219,11 @@ func (e *Editor) SetZone(z *zone.Zone, ch *zone.Change) error {
 		return err
 	}
 	old := e.zones[originKey]
+	if old != nil && old.later == nil && ch.FromNothing() {
+		// Its names would be put over the old version's, and those that
+		// left the zone would stay: answers of names that are gone.
+		return fmt.Errorf("wire: zone %s is in the table already: a version built from nothing replaces it after RemoveZone", z.Origin)
+	}
 	keepLater := old != nil && old.later != nil && !ch.FromNothing()
 	if keepLater && z.Signed() {
 		// Signed answers are built at once (SetZoneLater): the version
